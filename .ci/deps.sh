@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what tooljail's build and tests need, only when it is missing.
+# Idempotent and quiet; needs root (or sudo) for apt-get.
+set -euo pipefail
+need=()
+for pkg in gcc libc6-dev libseccomp-dev pkg-config util-linux; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "deps: installing ${need[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ -x integration/vm/deps.sh ]; then
+  integration/vm/deps.sh
+fi
+command -v go >/dev/null || { echo "deps: Go 1.26 or later is needed (https://go.dev/dl/)"; exit 1; }

@@ -1,0 +1,54 @@
+# tooljail: one static binary (cgo, libseccomp linked in statically).
+GO        ?= go
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+BIN       := bin/tooljail
+HELPER    := bin/tjhelper
+TAGS      := osusergo,netgo
+LDFLAGS   := -X github.com/tooljail/tooljail/jail.Version=$(VERSION) -linkmode external -extldflags "-static"
+GOFILES   := $(shell find . -name '*.go' -not -path './integration/*' 2>/dev/null) $(wildcard profiles/*.toml)
+# Integration tests run the built binary as root and as this unprivileged uid.
+export TOOLJAIL := $(CURDIR)/$(BIN)
+export TJHELPER := $(CURDIR)/$(HELPER)
+
+.PHONY: all build deps test unit integration vm demo bench clean fmt vet
+
+all: build
+build: $(BIN)
+
+$(BIN): $(GOFILES) go.mod go.sum
+	@$(MAKE) --no-print-directory deps
+	CGO_ENABLED=1 $(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/tooljail
+
+# The test helper runs inside jails and VMs: static, no cgo.
+$(HELPER): $(wildcard integration/tjhelper/*.go)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./integration/tjhelper
+
+# What the build and the tests need, installed with apt-get when missing.
+deps:
+	@./.ci/deps.sh
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: files above need formatting"; exit 1; }
+
+unit: deps
+	$(GO) test -count=1 ./internal/... ./profiles/... ./jail/... ./seccomp/... ./landlock/... ./cgroup/... ./cmd/...
+
+integration: $(BIN) $(HELPER)
+	$(GO) test -count=1 -timeout 15m ./integration/
+
+# The integration suite under Debian's 6.1 and 6.12 kernels with pure cgroup v2.
+vm: $(BIN) $(HELPER)
+	./integration/vm/run-matrix.sh
+
+test: deps vet unit integration vm
+
+# The README's first command: build, then run one jailed command and show its report.
+demo: $(BIN)
+	./$(BIN) run --report - -- /bin/sh -c 'echo "hello from $$(id -un) (uid $$(id -u)) on $$(hostname), pid $$$$"; ls /'
+
+bench: $(BIN) $(HELPER)
+	./bench/run.sh
+
+clean:
+	rm -rf bin

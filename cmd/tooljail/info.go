@@ -1,0 +1,137 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"text/tabwriter"
+
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/profiles"
+)
+
+const checkUsage = `Usage: tooljail check [--json]
+
+Prints, for this host and user, each layer tooljail enforces, with the reason
+and the fix when it cannot. Exits 1 when the default profile cannot be
+enforced here.
+`
+
+func checkCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, checkUsage)
+			return 0
+		}
+		return fail(stderr, "%v; see 'tooljail check --help'", err)
+	}
+	if fs.NArg() > 0 {
+		return fail(stderr, "check takes no arguments")
+	}
+	layers := jail.CheckHost()
+	defaultOK, defaultErr := true, ""
+	if p, err := profiles.Load("default"); err != nil {
+		defaultOK, defaultErr = false, err.Error()
+	} else if spec, err := p.Spec(profiles.Request{Args: []string{"/bin/true"}, Workdir: "", Cwd: "/tmp"}); err != nil {
+		defaultOK, defaultErr = false, err.Error()
+	} else if _, err := spec.Preflight(); err != nil {
+		defaultOK, defaultErr = false, err.Error()
+	}
+	if *asJSON {
+		out := struct {
+			Layers         []jail.Layer `json:"layers"`
+			DefaultProfile struct {
+				Enforceable bool   `json:"enforceable"`
+				Reason      string `json:"reason,omitempty"`
+			} `json:"default_profile"`
+		}{Layers: layers}
+		out.DefaultProfile.Enforceable, out.DefaultProfile.Reason = defaultOK, defaultErr
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		for _, l := range layers {
+			state := "enforced"
+			detail := l.Detail
+			if !l.Enforced {
+				state = "NOT ENFORCED"
+				detail = l.Reason
+				if l.Fix != "" {
+					detail += "; fix: " + l.Fix
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, state, oneLine(detail))
+		}
+		tw.Flush()
+		if defaultOK {
+			fmt.Fprintln(stdout, "default profile: enforceable on this host")
+		} else {
+			fmt.Fprintf(stdout, "default profile: cannot be enforced here: %s\n", oneLine(defaultErr))
+		}
+	}
+	if !defaultOK {
+		return 1
+	}
+	return 0
+}
+
+const profileUsage = `Usage:
+  tooljail profile list              the shipped profiles
+  tooljail profile show NAME|FILE    a profile resolved along its extends chain, as TOML
+`
+
+func profileCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return fail(stderr, "profile needs a subcommand: list or show NAME; see 'tooljail profile --help'")
+	}
+	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		fmt.Fprint(stdout, profileUsage)
+		return 0
+	case "list":
+		if len(args) != 1 {
+			return fail(stderr, "profile list takes no arguments")
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		for _, p := range profiles.List() {
+			fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.Description)
+		}
+		tw.Flush()
+		return 0
+	case "show":
+		if len(args) != 2 {
+			return fail(stderr, "usage: tooljail profile show NAME|FILE")
+		}
+		p, err := profiles.Load(args[1])
+		if err != nil {
+			return fail(stderr, "%v", err)
+		}
+		b, err := p.Marshal()
+		if err != nil {
+			return fail(stderr, "%v", err)
+		}
+		stdout.Write(b)
+		return 0
+	}
+	return fail(stderr, "unknown profile subcommand %q: want list or show", args[0])
+}
+
+func versionCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(stdout, "Usage: tooljail version")
+		return 0
+	}
+	if len(args) > 0 {
+		return fail(stderr, "version takes no arguments")
+	}
+	fmt.Fprintf(stdout, "tooljail %s (%s, %s/%s)\n", jail.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	_ = os.Stdout
+	return 0
+}

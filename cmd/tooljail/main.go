@@ -1,0 +1,61 @@
+// Command tooljail jails one command and reports what it did. It only parses
+// flags and prints; the jail, the profiles and the policy layers live in
+// their own packages.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tooljail/tooljail/jail"
+)
+
+const usage = `tooljail jails one command: new namespaces, a minimal filesystem, Landlock,
+a seccomp allowlist, rlimits and cgroup caps, and a JSON report of the run.
+
+Usage:
+  tooljail run [flags] -- CMD [ARG...]   run CMD in a jail
+  tooljail check [--json]                what this host can enforce, and how to fix what it cannot
+  tooljail profile list                  shipped profiles
+  tooljail profile show NAME|FILE        a profile, resolved, as TOML
+  tooljail version                       version and build information
+
+Run 'tooljail COMMAND --help' for the flags of a command.
+`
+
+func main() {
+	// The jail re-executes this binary for its init and stage 2.
+	jail.Init()
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return jail.ExitSetup
+	}
+	switch args[0] {
+	case "run":
+		return runCommand(args[1:], stdout, stderr)
+	case "check":
+		return checkCommand(args[1:], stdout, stderr)
+	case "profile":
+		return profileCommand(args[1:], stdout, stderr)
+	case "version":
+		return versionCommand(args[1:], stdout, stderr)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	return fail(stderr, "unknown command %q; run 'tooljail --help'", args[0])
+}
+
+// fail prints one line on stderr and returns tooljail's own failure code.
+func fail(stderr io.Writer, format string, args ...any) int {
+	msg := fmt.Sprintf(format, args...)
+	msg = strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ")
+	fmt.Fprintf(stderr, "tooljail: %s\n", msg)
+	return jail.ExitSetup
+}

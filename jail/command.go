@@ -1,0 +1,593 @@
+package jail
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/seccomp"
+)
+
+// Cmd is one jailed command, like exec.Cmd: set the fields, then Run, or
+// Start and Wait. A Cmd cannot be reused.
+type Cmd struct {
+	Spec *Spec
+	// Stdin is relayed to the command through a pipe the supervisor owns;
+	// nil means /dev/null. A file or directory is never handed to the jail.
+	Stdin io.Reader
+	// Stdout and Stderr receive the command's output up to the output limit
+	// (shared by both); nil discards it (it is still counted).
+	Stdout io.Writer
+	Stderr io.Writer
+	// CaptureOutput keeps the output in Result.Stdout.Text/Stderr.Text.
+	CaptureOutput bool
+
+	ctx     context.Context
+	res     *Result
+	started time.Time
+	plan    *plan
+
+	proc    *os.Process
+	waitCh  chan *os.ProcessState
+	msgDone chan struct{}
+	relays  [2]*relay
+	group   *cgroup.Group
+	monitor *seccomp.Monitor
+	sock    int
+	timer   *time.Timer
+
+	mu        sync.Mutex
+	killedFor Status // timeout or violation: why the supervisor killed the run
+	killNote  string
+	setupErr  *SetupError
+	exitMsg   *message
+	ready     *message
+	waited    bool
+}
+
+// Command returns a Cmd that runs spec.
+func Command(spec *Spec) *Cmd { return CommandContext(context.Background(), spec) }
+
+// CommandContext is Command with a context: cancelling it kills the run.
+func CommandContext(ctx context.Context, spec *Spec) *Cmd {
+	return &Cmd{Spec: spec, ctx: ctx, sock: -1}
+}
+
+// Run starts the command and waits for it.
+func (c *Cmd) Run() (*Result, error) {
+	if err := c.Start(); err != nil {
+		return c.res, err
+	}
+	return c.Wait()
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Start starts the jail. When it fails, Wait (or Run) returns a Result with
+// status setup_error and the same error.
+func (c *Cmd) Start() error {
+	if c.res != nil {
+		return errors.New("jail: Cmd already started")
+	}
+	c.started = time.Now()
+	c.res = &Result{
+		Schema:     Schema,
+		Version:    Version,
+		ID:         newID(),
+		StartedAt:  c.started.UTC(),
+		Violations: []Violation{},
+	}
+	if c.Spec == nil {
+		return c.fail(&SetupError{Code: ExitSetup, Err: errors.New("no Spec")})
+	}
+	c.res.Command = c.Spec.Args
+	c.res.Workdir = c.Spec.Dir
+	c.res.Profile = c.Spec.Profile
+	c.res.Limits = reportLimits(&c.Spec.Limits)
+	p, err := c.Spec.plan(probeHost(), true)
+	if err != nil {
+		return c.fail(&SetupError{Code: ExitSetup, Err: err})
+	}
+	c.plan = p
+	c.res.Enforcement = p.enf
+	if err := c.start(); err != nil {
+		c.cleanup()
+		return c.fail(&SetupError{Code: ExitSetup, Err: err})
+	}
+	return nil
+}
+
+func (c *Cmd) fail(e *SetupError) error {
+	c.setupErr = e
+	c.finishSetupError()
+	return e
+}
+
+func (c *Cmd) start() error {
+	s, p := c.Spec, c.plan
+	if err := c.openGroup(); err != nil {
+		return err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socketpair: %w", err)
+	}
+	c.sock = fds[0]
+	child := os.NewFile(uintptr(fds[1]), "jail-socket")
+	defer child.Close()
+
+	stdin, err := c.stdinFile()
+	if err != nil {
+		return err
+	}
+	defer stdin.Close()
+	budget := &outputBudget{remaining: -1}
+	if s.Limits.OutputLimit > 0 {
+		budget.remaining = s.Limits.OutputLimit
+	}
+	var outW [2]*os.File
+	for i, dst := range []io.Writer{c.Stdout, c.Stderr} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		outW[i] = w
+		c.relays[i] = newRelay(r, dst, budget, c.CaptureOutput)
+	}
+
+	euid, egid := os.Geteuid(), os.Getegid()
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP)
+	if s.Net == NetNone {
+		flags |= syscall.CLONE_NEWNET
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{argInit},
+		Env:        []string{},
+		Dir:        "/",
+		Stdin:      stdin,
+		Stdout:     outW[0],
+		Stderr:     outW[1],
+		ExtraFiles: []*os.File{child},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  flags,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: euid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: egid, Size: 1}},
+			// Unprivileged user namespaces must deny setgroups; real root
+			// may keep it to drop its supplementary groups in the init.
+			GidMappingsEnableSetgroups: euid == 0,
+			Setsid:                     true,
+			Pdeathsig:                  syscall.SIGKILL,
+		},
+	}
+	if c.group != nil {
+		if fd := c.group.DirFD(); fd >= 0 {
+			cmd.SysProcAttr.UseCgroupFD = true
+			cmd.SysProcAttr.CgroupFD = fd
+		}
+	}
+	if err := c.startInit(cmd); err != nil {
+		return err
+	}
+	cfg := initConfig{
+		Mounts:     p.mounts,
+		Hostname:   s.Hostname,
+		NetNone:    s.Net == NetNone,
+		DropGroups: euid == 0,
+		Home:       s.Home,
+		HostUID:    euid,
+		Resolv:     s.Net == NetHost,
+		Stage2: stage2Config{
+			Args:     s.Args,
+			Env:      s.Env,
+			Dir:      s.Dir,
+			NoFile:   s.Limits.NoFile,
+			FSize:    s.Limits.FSize,
+			CPUTime:  int64((s.Limits.CPUTime + time.Second - 1) / time.Second),
+			Landlock: p.landlock,
+			Seccomp:  p.seccomp,
+		},
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname = "tooljail"
+	}
+	// The init waits for this message, so it is already in its cgroup and
+	// nothing in the jail has run yet.
+	if err := sendJSON(c.sock, cfg); err != nil {
+		c.proc.Kill()
+		return fmt.Errorf("send jail config: %w", err)
+	}
+	c.msgDone = make(chan struct{})
+	go c.readMessages()
+	if s.Limits.Timeout > 0 {
+		c.timer = time.AfterFunc(s.Limits.Timeout, func() {
+			c.kill(StatusTimeout, fmt.Sprintf("wall-clock limit %s reached; the whole process tree was killed", s.Limits.Timeout))
+		})
+	}
+	if c.ctx.Done() != nil {
+		go func() {
+			select {
+			case <-c.ctx.Done():
+				c.kill(StatusSignaled, "the run was cancelled by the caller: "+c.ctx.Err().Error())
+			case <-c.msgDone:
+			}
+		}()
+	}
+	return nil
+}
+
+// openGroup creates the run's cgroup: for the caps, and for accounting
+// where the host allows a group without caps.
+func (c *Cmd) openGroup() error {
+	r := c.plan.resources
+	capped := r.Memory > 0 || r.CPUs > 0 || r.Pids > 0
+	if !capped && probeHost().Cgroup.Mode == cgroup.ModeNone {
+		return nil
+	}
+	cgroup.CleanupStale()
+	g, err := cgroup.New(c.res.ID, r)
+	if err != nil {
+		if capped {
+			// Preflight said the caps could be set; they cannot: fail
+			// closed rather than run without them.
+			return fmt.Errorf("create the run's cgroup: %w", err)
+		}
+		return nil
+	}
+	c.group = g
+	c.plan.enf.Cgroup = string(g.Mode())
+	c.res.Enforcement = c.plan.enf
+	return nil
+}
+
+// startInit starts the init from a goroutine locked to its OS thread until
+// the init exits: the kernel sends Pdeathsig when the creating thread ends,
+// not the process.
+func (c *Cmd) startInit(cmd *exec.Cmd) error {
+	errCh := make(chan error, 1)
+	c.waitCh = make(chan *os.ProcessState, 1)
+	go func() {
+		runtime.LockOSThread()
+		err := cmd.Start()
+		if err != nil && cmd.SysProcAttr.UseCgroupFD {
+			// Clone into the cgroup can be refused (clone3 blocked by an
+			// outer seccomp profile, a v1 host); join it before release.
+			cmd.SysProcAttr.UseCgroupFD = false
+			cmd.Process, cmd.ProcessState = nil, nil
+			err = cmd.Start()
+		}
+		errCh <- err
+		if err != nil {
+			return
+		}
+		cmd.Wait()
+		c.waitCh <- cmd.ProcessState
+	}()
+	if err := <-errCh; err != nil {
+		return fmt.Errorf("start the jail's init: %w (are unprivileged user namespaces allowed? see `tooljail check`)", err)
+	}
+	c.proc = cmd.Process
+	if c.group != nil && !cmd.SysProcAttr.UseCgroupFD {
+		if err := c.group.AddProc(c.proc.Pid); err != nil {
+			c.proc.Kill()
+			return fmt.Errorf("move the jail into its cgroup: %w", err)
+		}
+	}
+	return nil
+}
+
+// stdinFile gives the init its stdin: /dev/null, or a pipe fed from Stdin.
+func (c *Cmd) stdinFile() (*os.File, error) {
+	if c.Stdin == nil {
+		return os.Open(os.DevNull)
+	}
+	if f, ok := c.Stdin.(*os.File); ok && isDevNull(f) {
+		return os.Open(os.DevNull)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		io.Copy(w, c.Stdin)
+		w.Close()
+	}()
+	return r, nil
+}
+
+func isDevNull(f *os.File) bool {
+	var st, null unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || unix.Stat(os.DevNull, &null) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == null.Rdev
+}
+
+// readMessages handles what the init and stage 2 send until both are gone.
+func (c *Cmd) readMessages() {
+	defer close(c.msgDone)
+	for {
+		data, files, err := recvPacket(c.sock)
+		if err != nil || len(data) == 0 {
+			for _, f := range files {
+				f.Close()
+			}
+			return
+		}
+		var m message
+		if err := json.Unmarshal(data, &m); err != nil {
+			continue
+		}
+		c.mu.Lock()
+		switch m.Type {
+		case msgSetupError, msgExecError:
+			if c.setupErr == nil {
+				code := m.Code
+				if code == 0 {
+					code = ExitSetup
+				}
+				c.setupErr = &SetupError{Code: code, Err: errors.New(m.Error)}
+			}
+		case msgReady:
+			mm := m
+			c.ready = &mm
+			if m.Notify && len(files) > 0 && c.monitor == nil {
+				action := seccomp.ActionDeny
+				if c.Spec.OnViolation == ViolationKill {
+					action = seccomp.ActionKill
+				}
+				c.monitor = seccomp.NewMonitor(files[0], action, func() {
+					c.kill(StatusViolation, "")
+				})
+				files = files[1:]
+			}
+		case msgExit:
+			mm := m
+			c.exitMsg = &mm
+		}
+		c.mu.Unlock()
+		for _, f := range files {
+			f.Close()
+		}
+	}
+}
+
+// kill ends the whole run: the init dies, the kernel kills the rest of the
+// PID namespace, and the cgroup is killed as a second net.
+func (c *Cmd) kill(why Status, note string) {
+	c.mu.Lock()
+	if c.killedFor == "" {
+		c.killedFor, c.killNote = why, note
+	}
+	c.mu.Unlock()
+	if c.proc != nil {
+		c.proc.Kill()
+	}
+	if c.group != nil {
+		c.group.Kill()
+	}
+}
+
+// Signal sends sig to the command (through the init, which forwards
+// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the command's
+// process group). SIGKILL kills the whole run.
+func (c *Cmd) Signal(sig os.Signal) error {
+	if c.proc == nil {
+		return errors.New("jail: not started")
+	}
+	if sig == os.Kill {
+		c.kill(StatusSignaled, "killed by the caller")
+		return nil
+	}
+	return c.proc.Signal(sig)
+}
+
+// Wait waits for the run to end, cleans up, and returns its Result. The
+// error is non-nil only when the command never ran (status setup_error).
+func (c *Cmd) Wait() (*Result, error) {
+	if c.res == nil {
+		return nil, errors.New("jail: not started")
+	}
+	if c.waited {
+		return c.res, errors.New("jail: Wait called twice")
+	}
+	c.waited = true
+	if c.proc == nil { // Start failed
+		return c.res, c.setupErr
+	}
+	state := <-c.waitCh
+	wall := time.Since(c.started)
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	<-c.msgDone
+	c.res.Stdout = c.relays[0].stream()
+	c.res.Stderr = c.relays[1].stream()
+	var violations []seccomp.Violation
+	if c.monitor != nil {
+		violations = c.monitor.Stop()
+	}
+	var stats cgroup.Stats
+	if c.group != nil {
+		stats = c.group.Stats()
+	}
+	c.cleanup()
+	c.finish(state, wall, violations, stats)
+	if c.res.Status == StatusSetupError {
+		return c.res, c.setupErr
+	}
+	return c.res, nil
+}
+
+func (c *Cmd) cleanup() {
+	if c.group != nil {
+		c.group.Kill()
+		c.group.Delete()
+	}
+	if c.sock >= 0 {
+		unix.Close(c.sock)
+		c.sock = -1
+	}
+}
+
+func (c *Cmd) finishSetupError() {
+	c.res.Status = StatusSetupError
+	c.res.ExitCode = c.setupErr.Code
+	c.res.Reason = c.setupErr.Error()
+	c.res.WallTimeMs = ms(time.Since(c.started))
+}
+
+// finish decides the status and fills the Result.
+func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []seccomp.Violation, st cgroup.Stats) {
+	r := c.res
+	r.WallTimeMs = ms(wall)
+	for _, v := range violations {
+		r.Violations = append(r.Violations, Violation{
+			Kind: v.Kind, Syscall: v.Syscall, Args: v.Args, Pid: v.Pid, JailPid: v.JailPid, Count: v.Count, Action: v.Action,
+		})
+	}
+	if c.ready != nil && c.ready.Landlock != nil {
+		ll := c.ready.Landlock
+		r.Enforcement.LandlockABI = ll.ABI
+		r.Enforcement.LandlockRights = ll.FSRights
+		r.Enforcement.LandlockNet = ll.NetRights
+		r.Enforcement.LandlockScopes = ll.Scopes
+	}
+	if c.plan.landlock != nil {
+		r.Enforcement.LandlockDenials = "not observable on this host: Landlock reports denials only to the kernel audit log"
+	}
+	if e := c.exitMsg; e != nil && e.Rusage != nil {
+		r.CPUUserMs = int64p(e.Rusage.UserUsec / 1000)
+		r.CPUSystemMs = int64p(e.Rusage.SystemUsec / 1000)
+		r.MaxRSSBytes = int64p(e.Rusage.MaxRSSKiB * 1024)
+	}
+	c.applyCgroupStats(st)
+
+	oom := st.OOMKills != nil && *st.OOMKills > 0
+	switch {
+	case c.setupErr != nil:
+		r.Status, r.ExitCode, r.Reason = StatusSetupError, c.setupErr.Code, c.setupErr.Error()
+	case c.killedFor == StatusTimeout:
+		r.Status, r.ExitCode, r.Reason = StatusTimeout, ExitTimeout, c.killNote
+	case c.killedFor == StatusViolation:
+		r.Status, r.ExitCode = StatusViolation, 128+int(unix.SIGSYS)
+		r.Signal = "SIGSYS"
+		r.Reason = "killed for a denied system call (--on-violation kill)"
+		if len(r.Violations) > 0 {
+			r.Reason = fmt.Sprintf("killed for a denied system call: %s (--on-violation kill)", r.Violations[0].Syscall)
+		}
+	case oom && (c.exitMsg == nil || c.exitMsg.Signal == int(unix.SIGKILL)):
+		r.Status, r.ExitCode, r.Signal = StatusMemoryLimit, 128+int(unix.SIGKILL), "SIGKILL"
+		r.Reason = c.oomReason(st)
+	case c.exitMsg != nil && c.exitMsg.Signal != 0:
+		sig := unix.Signal(c.exitMsg.Signal)
+		r.Status, r.ExitCode, r.Signal = StatusSignaled, c.exitMsg.ExitCode, unix.SignalName(sig)
+		r.Reason = signalReason(sig, &c.Spec.Limits)
+		if c.killedFor == StatusSignaled {
+			r.Reason = c.killNote
+		}
+	case c.exitMsg != nil:
+		r.Status, r.ExitCode = StatusExited, c.exitMsg.ExitCode
+	case c.killedFor == StatusSignaled:
+		r.Status, r.ExitCode, r.Signal, r.Reason = StatusSignaled, 128+int(unix.SIGKILL), "SIGKILL", c.killNote
+	default:
+		r.Status, r.ExitCode = StatusSetupError, ExitSetup
+		r.Reason = fmt.Sprintf("the jail's init ended without a status (%s)", state)
+		c.setupErr = &SetupError{Code: ExitSetup, Err: errors.New(r.Reason)}
+	}
+	if r.Status == StatusExited && (r.Stdout.Truncated || r.Stderr.Truncated) {
+		r.Reason = fmt.Sprintf("output over the limit of %d bytes was dropped", c.Spec.Limits.OutputLimit)
+	}
+}
+
+func (c *Cmd) applyCgroupStats(st cgroup.Stats) {
+	r := c.res
+	usec2ms := func(p *int64) *int64 {
+		if p == nil {
+			return nil
+		}
+		return int64p(*p / 1000)
+	}
+	r.MemoryPeakBytes, r.OOMKills, r.PidsPeak, r.PidsLimitHits = st.MemoryPeak, st.OOMKills, st.PidsPeak, st.PidsLimitHits
+	r.CPUThrottledMs = usec2ms(st.CPUThrottledUs)
+	// The cgroup counts the whole tree, including processes nobody waited for.
+	if st.CPUUserUsec != nil {
+		r.CPUUserMs = usec2ms(st.CPUUserUsec)
+	}
+	if st.CPUSystemUsec != nil {
+		r.CPUSystemMs = usec2ms(st.CPUSystemUsec)
+	}
+}
+
+func (c *Cmd) oomReason(st cgroup.Stats) string {
+	reason := fmt.Sprintf("memory limit %s reached", formatBytes(c.Spec.Limits.Memory))
+	if st.MemoryPeak != nil {
+		reason += fmt.Sprintf(" (peak %s)", formatBytes(*st.MemoryPeak))
+	}
+	n := *st.OOMKills
+	plural := "es"
+	if n == 1 {
+		plural = ""
+	}
+	return reason + fmt.Sprintf("; %d process%s killed by the OOM killer; the whole jail was stopped", n, plural)
+}
+
+func signalReason(sig unix.Signal, l *Limits) string {
+	switch sig {
+	case unix.SIGXCPU:
+		return fmt.Sprintf("CPU time limit %s reached (SIGXCPU)", l.CPUTime)
+	case unix.SIGXFSZ:
+		return fmt.Sprintf("file size limit %s reached (SIGXFSZ)", formatBytes(l.FSize))
+	case unix.SIGSYS:
+		return "killed by SIGSYS: a forbidden system call (such as a non-native x32 or i386 entry)"
+	}
+	return "the command was killed by " + unix.SignalName(sig)
+}
+
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(n) / float64(div)
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d %ciB", int64(v), "KMGTPE"[exp])
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
+}
+
+func reportLimits(l *Limits) ReportLimits {
+	return ReportLimits{
+		MemoryBytes:      l.Memory,
+		CPUs:             l.CPUs,
+		Pids:             l.Pids,
+		TimeoutMs:        ms(l.Timeout),
+		CPUTimeMs:        ms(l.CPUTime),
+		NoFile:           l.NoFile,
+		FSizeBytes:       l.FSize,
+		OutputLimitBytes: l.OutputLimit,
+	}
+}

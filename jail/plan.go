@@ -1,0 +1,194 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/landlock"
+	"github.com/tooljail/tooljail/seccomp"
+)
+
+// plan is a Spec checked against this host: the mounts that exist, and for
+// each layer whether it is applied. A layer that was asked for and cannot be
+// enforced fails the run unless the Spec allows it degraded.
+type plan struct {
+	mounts    []Mount
+	enf       Enforcement
+	landlock  *landlock.Policy
+	seccomp   *seccomp.Program
+	notify    bool
+	resources cgroup.Resources
+}
+
+// SetupError is a run that failed before the command started.
+type SetupError struct {
+	Code int // exit code: 125, or 126/127 when the command cannot be executed
+	Err  error
+}
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// Preflight says what a run of s would enforce on this host, or why it
+// cannot run.
+func (s *Spec) Preflight() (Enforcement, error) {
+	p, err := s.plan(probeHost(), false)
+	if err != nil {
+		return Enforcement{}, err
+	}
+	return p.enf, nil
+}
+
+// plan checks s against h. With compile, the seccomp filter is compiled too.
+func (s *Spec) plan(h Host, compile bool) (*plan, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if !h.UserNS.Enforced {
+		return nil, fmt.Errorf("user namespaces are not available: %s; fix: %s", h.UserNS.Reason, h.UserNS.Fix)
+	}
+	p := &plan{
+		enf: Enforcement{
+			Namespaces: Namespaces{User: true, Mount: true, PID: true, Net: s.Net == NetNone, IPC: true, UTS: true, Cgroup: true},
+			Seccomp:    "none",
+			Cgroup:     string(cgroup.ModeNone),
+			NoNewPrivs: true,
+			Degraded:   []string{},
+		},
+	}
+	for _, m := range s.Mounts {
+		if m.Kind == MountBind {
+			if _, err := os.Lstat(m.Source); err != nil {
+				if m.Optional && errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				if errors.Is(err, os.ErrNotExist) {
+					return nil, fmt.Errorf("bind source %s does not exist on the host", m.Source)
+				}
+				return nil, fmt.Errorf("bind source %s: %w", m.Source, err)
+			}
+		}
+		p.mounts = append(p.mounts, m)
+	}
+
+	var missing []string
+	degrade := func(layer, why, fix string) {
+		if s.degradedAllowed(layer) {
+			p.enf.Degraded = append(p.enf.Degraded, layer)
+			return
+		}
+		missing = append(missing, fmt.Sprintf("%s: %s (fix: %s, or allow it with --allow-degraded %s)", layer, why, fix, layer))
+	}
+
+	if s.Landlock != nil {
+		abi := h.Landlock.ABI
+		switch {
+		case abi == 0:
+			degrade(LayerLandlock, orDefault(h.Landlock.Reason, "Landlock is not available"), orDefault(h.Landlock.Fix, "use a kernel with Landlock enabled"))
+		case abi < s.Landlock.MinABI:
+			degrade(LayerLandlock, fmt.Sprintf("the profile needs Landlock ABI %d and this kernel has %d", s.Landlock.MinABI, abi), "use a newer kernel or lower landlock.min_abi")
+		default:
+			p.landlock = landlockPolicy(s, p.mounts)
+			p.enf.LandlockABI = abi
+		}
+	}
+
+	if s.Seccomp != nil {
+		switch {
+		case !h.Seccomp.Filter:
+			degrade(LayerSeccomp, orDefault(h.Seccomp.Reason, "seccomp filters are not available"), orDefault(h.Seccomp.Fix, "use a kernel with seccomp filters"))
+		case !h.Seccomp.Notify:
+			degrade(LayerSeccompNotify, orDefault(h.Seccomp.Reason, "seccomp user notification is not available, denied syscalls cannot be named"), orDefault(h.Seccomp.Fix, "use Linux 5.7+ and libseccomp 2.5+"))
+			p.enf.Seccomp = "errno"
+		default:
+			p.notify = true
+			p.enf.Seccomp = "notify"
+		}
+		if h.Seccomp.Filter && compile {
+			prog, err := seccomp.Compile(*s.Seccomp, p.notify)
+			if err != nil {
+				return nil, fmt.Errorf("seccomp policy: %w", err)
+			}
+			p.seccomp = prog
+		}
+		if !h.Seccomp.Filter {
+			p.enf.Seccomp = "none"
+		}
+	}
+
+	caps := map[string]bool{}
+	want := map[string]bool{LayerMemory: s.Limits.Memory > 0, LayerCPU: s.Limits.CPUs > 0, LayerPids: s.Limits.Pids > 0}
+	for _, c := range []string{LayerMemory, LayerCPU, LayerPids} {
+		if !want[c] {
+			continue
+		}
+		if h.Cgroup.Controllers[c] {
+			caps[c] = true
+			continue
+		}
+		caps[c] = false
+		why := h.Cgroup.Reason
+		if why == "" {
+			why = fmt.Sprintf("the %s controller cannot be written here (cgroup %s)", c, h.Cgroup.Mode)
+		}
+		degrade(c, why, orDefault(h.Cgroup.Fix, "run as root or in a delegated cgroup v2 subtree"))
+	}
+	if len(caps) > 0 {
+		p.enf.Caps = caps
+	}
+	if caps[LayerMemory] {
+		p.resources.Memory = s.Limits.Memory
+	}
+	if caps[LayerCPU] {
+		p.resources.CPUs = s.Limits.CPUs
+	}
+	if caps[LayerPids] {
+		p.resources.Pids = s.Limits.Pids
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("cannot enforce on this host: %s", strings.Join(missing, "; "))
+	}
+	return p, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// landlockPolicy mirrors the mounts: read+exec on system directories, read
+// on read-only binds and /etc, read-write on writable binds and tmpfs, device
+// access on the jail's device nodes.
+func landlockPolicy(s *Spec, mounts []Mount) *landlock.Policy {
+	p := &landlock.Policy{
+		MinABI:      s.Landlock.MinABI,
+		RestrictTCP: s.Landlock.RestrictTCP,
+		BindTCP:     s.Landlock.BindTCP,
+		ConnectTCP:  s.Landlock.ConnectTCP,
+	}
+	add := func(path string, a landlock.Access) { p.Rules = append(p.Rules, landlock.Rule{Path: path, Access: a}) }
+	add("/proc", landlock.Read)
+	add("/etc", landlock.Read)
+	for _, n := range devNodes {
+		add("/dev/"+n, landlock.Device)
+	}
+	add("/dev/pts", landlock.Device)
+	add("/dev/shm", landlock.ReadWrite)
+	for _, m := range mounts {
+		switch {
+		case m.Kind == MountMask:
+		case m.Writable:
+			add(m.Dest, landlock.ReadWrite)
+		case m.Exec:
+			add(m.Dest, landlock.ReadExec)
+		default:
+			add(m.Dest, landlock.Read)
+		}
+	}
+	return p
+}

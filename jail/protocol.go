@@ -1,0 +1,137 @@
+package jail
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/landlock"
+	"github.com/tooljail/tooljail/seccomp"
+)
+
+// The supervisor, the init and stage 2 talk over one SOCK_SEQPACKET
+// socketpair: one JSON message per packet, file descriptors as SCM_RIGHTS.
+// The supervisor sends initConfig once; init and stage 2 send messages back.
+// Stage 2 holds its copy close-on-exec, so the command never sees the socket.
+
+// Child process names: argv[0] of the re-executed binary.
+const (
+	argInit   = "tooljail-init"
+	argStage2 = "tooljail-stage2"
+)
+
+// maxMessage bounds one packet; the config (mount plan and BPF program)
+// is a few KiB.
+const maxMessage = 1 << 20
+
+// initConfig is everything the init and stage 2 need.
+type initConfig struct {
+	Mounts   []Mount `json:"mounts"`
+	Hostname string  `json:"hostname"`
+	NetNone  bool    `json:"net_none"`
+	// DropGroups clears the supplementary groups (possible only when the
+	// supervisor is real root; unprivileged user namespaces deny setgroups).
+	DropGroups bool   `json:"drop_groups"`
+	Home       string `json:"home"`
+	HostUID    int    `json:"host_uid"`
+	// Resolv binds the host's resolv.conf (shared network only).
+	Resolv bool         `json:"resolv"`
+	Stage2 stage2Config `json:"stage2"`
+}
+
+// stage2Config is the part stage 2 applies before execve.
+type stage2Config struct {
+	Args     []string         `json:"args"`
+	Env      []string         `json:"env"`
+	Dir      string           `json:"dir"`
+	NoFile   uint64           `json:"nofile,omitempty"`
+	FSize    int64            `json:"fsize,omitempty"`
+	CPUTime  int64            `json:"cpu_time_s,omitempty"`
+	Landlock *landlock.Policy `json:"landlock,omitempty"`
+	Seccomp  *seccomp.Program `json:"seccomp,omitempty"`
+}
+
+// Message types sent to the supervisor.
+const (
+	msgSetupError = "setup_error" // init or stage 2 failed before the command ran
+	msgExecError  = "exec_error"  // execve failed: not found (127) or not executable (126)
+	msgReady      = "ready"       // stage 2 is about to execve; carries the notify fd
+	msgExit       = "exit"        // init: the command ended
+)
+
+type message struct {
+	Type     string             `json:"type"`
+	Error    string             `json:"error,omitempty"`
+	Code     int                `json:"code,omitempty"`
+	Landlock *landlock.Enforced `json:"landlock,omitempty"`
+	Notify   bool               `json:"notify,omitempty"` // an fd rides along
+	// Exit status of the command (msgExit).
+	ExitCode int     `json:"exit_code"`
+	Signal   int     `json:"signal,omitempty"`
+	Rusage   *rusage `json:"rusage,omitempty"`
+}
+
+// rusage is what the init's children (the command and every orphan the init
+// reaped) used, from getrusage(RUSAGE_CHILDREN).
+type rusage struct {
+	UserUsec   int64 `json:"user_usec"`
+	SystemUsec int64 `json:"system_usec"`
+	MaxRSSKiB  int64 `json:"max_rss_kib"`
+}
+
+func sendMessage(fd int, m message, files ...int) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(files) > 0 {
+		oob = unix.UnixRights(files...)
+	}
+	return unix.Sendmsg(fd, b, oob, nil, 0)
+}
+
+func sendJSON(fd int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxMessage {
+		return fmt.Errorf("jail config is %d bytes, more than the %d the channel carries", len(b), maxMessage)
+	}
+	return unix.Sendmsg(fd, b, nil, nil, 0)
+}
+
+// recvPacket reads one packet and the fds that came with it. io.EOF-like
+// end of stream is reported as n == 0 with a nil error.
+func recvPacket(fd int) (data []byte, files []*os.File, err error) {
+	buf := make([]byte, maxMessage)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if oobn > 0 {
+			cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+			if err != nil {
+				return nil, nil, fmt.Errorf("parse control message: %w", err)
+			}
+			for _, c := range cmsgs {
+				fds, err := unix.ParseUnixRights(&c)
+				if err != nil {
+					continue
+				}
+				for _, f := range fds {
+					files = append(files, os.NewFile(uintptr(f), "jail-fd"))
+				}
+			}
+		}
+		return buf[:n], files, nil
+	}
+}

@@ -1,0 +1,31 @@
+package jail
+
+import (
+	"os"
+	"runtime"
+)
+
+// Init runs the jail's init or stage 2 when this process is one of them and
+// never returns in that case; otherwise it returns at once. Call it first
+// thing in main, before flags are parsed or goroutines started.
+func Init() {
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case argInit:
+		// Every per-thread attribute the init sets (and the Pdeathsig of the
+		// stage 2 it starts) must stay on one thread.
+		runtime.LockOSThread()
+		initMain()
+		os.Exit(125)
+	case argProbe:
+		probeChild()
+	case argStage2:
+		// execve keeps only the calling thread's credentials, capabilities
+		// and filters: do everything on this one.
+		runtime.LockOSThread()
+		stage2Main()
+		os.Exit(125)
+	}
+}

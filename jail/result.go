@@ -1,0 +1,141 @@
+package jail
+
+import (
+	"time"
+)
+
+// Schema names the report format; fields are added, never renamed or
+// re-typed, within v1.
+const Schema = "tooljail.report/v1"
+
+// Version is the tooljail version, set at build time.
+var Version = "dev"
+
+// Status is how a run ended.
+type Status string
+
+const (
+	StatusExited      Status = "exited"       // the command exited on its own
+	StatusSignaled    Status = "signaled"     // a signal ended the command
+	StatusTimeout     Status = "timeout"      // the wall-clock limit killed the tree
+	StatusMemoryLimit Status = "memory_limit" // the memory cap's OOM killer ended it
+	StatusViolation   Status = "violation"    // killed for a denied syscall (--on-violation kill) or a non-native syscall
+	StatusSetupError  Status = "setup_error"  // the command never ran (tooljail failed, or it could not be executed)
+)
+
+// Exit codes of tooljail itself.
+const (
+	ExitTimeout       = 124
+	ExitSetup         = 125
+	ExitNotExecutable = 126
+	ExitNotFound      = 127
+)
+
+// Result is what a run did; it is also the JSON report.
+type Result struct {
+	Schema    string    `json:"schema"`
+	Version   string    `json:"version"`
+	ID        string    `json:"id"`
+	Command   []string  `json:"command"`
+	Workdir   string    `json:"workdir"` // the working directory inside the jail
+	Profile   string    `json:"profile,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+
+	Status   Status `json:"status"`
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+
+	WallTimeMs  int64  `json:"wall_time_ms"`
+	CPUUserMs   *int64 `json:"cpu_user_ms,omitempty"`
+	CPUSystemMs *int64 `json:"cpu_system_ms,omitempty"`
+	// MaxRSSBytes is the largest resident set of any one process of the tree
+	// that was waited for (the kernel's rusage), not the tree's total.
+	MaxRSSBytes *int64 `json:"max_rss_bytes,omitempty"`
+	// From the run's cgroup; absent when not measured.
+	MemoryPeakBytes *int64 `json:"memory_peak_bytes,omitempty"`
+	OOMKills        *int64 `json:"oom_kills,omitempty"`
+	PidsPeak        *int64 `json:"pids_peak,omitempty"`
+	PidsLimitHits   *int64 `json:"pids_limit_hits,omitempty"`
+	CPUThrottledMs  *int64 `json:"cpu_throttled_ms,omitempty"`
+
+	Stdout Stream `json:"stdout"`
+	Stderr Stream `json:"stderr"`
+
+	Violations  []Violation  `json:"violations"`
+	Limits      ReportLimits `json:"limits"`
+	Enforcement Enforcement  `json:"enforcement"`
+}
+
+// Stream is what the command wrote to stdout or stderr.
+type Stream struct {
+	Bytes     int64 `json:"bytes"`     // everything the command wrote
+	Truncated bool  `json:"truncated"` // some of it was over the output limit and dropped
+	// Text is the captured output (CaptureOutput): what was relayed, and when
+	// truncated also the last bytes of the stream after a marker line.
+	Text *string `json:"text,omitempty"`
+}
+
+// Violation is something the jail denied or killed for.
+type Violation struct {
+	Kind    string   `json:"kind"` // "syscall", "arch", "landlock"
+	Syscall string   `json:"syscall,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	Path    string   `json:"path,omitempty"`
+	Access  []string `json:"access,omitempty"`
+	Pid     int      `json:"pid,omitempty"`      // host pid
+	JailPid int      `json:"jail_pid,omitempty"` // pid inside the jail
+	Count   int      `json:"count"`
+	Action  string   `json:"action"` // "denied" or "killed"
+}
+
+// ReportLimits are the limits that applied, in report units.
+type ReportLimits struct {
+	MemoryBytes      int64   `json:"memory_bytes,omitempty"`
+	CPUs             float64 `json:"cpus,omitempty"`
+	Pids             int64   `json:"pids,omitempty"`
+	TimeoutMs        int64   `json:"timeout_ms,omitempty"`
+	CPUTimeMs        int64   `json:"cpu_time_ms,omitempty"`
+	NoFile           uint64  `json:"nofile,omitempty"`
+	FSizeBytes       int64   `json:"fsize_bytes,omitempty"`
+	OutputLimitBytes int64   `json:"output_limit_bytes,omitempty"`
+	CoreBytes        int64   `json:"core_bytes"`
+}
+
+// Enforcement is what was really enforced on this host.
+type Enforcement struct {
+	Namespaces Namespaces `json:"namespaces"`
+	// LandlockABI is the ABI the rules were applied with; 0 when Landlock
+	// was not applied.
+	LandlockABI    int      `json:"landlock_abi"`
+	LandlockRights []string `json:"landlock_rights,omitempty"`
+	LandlockNet    []string `json:"landlock_net_rights,omitempty"`
+	LandlockScopes []string `json:"landlock_scopes,omitempty"`
+	// LandlockDenials says whether Landlock denials can be reported here.
+	LandlockDenials string `json:"landlock_denials,omitempty"`
+	// Seccomp is "notify" (denied calls reported by name), "errno" (denied
+	// without names) or "none".
+	Seccomp string `json:"seccomp"`
+	// Cgroup is "v2", "v1" or "none".
+	Cgroup string `json:"cgroup"`
+	// Caps says, for each cgroup cap that was asked for, whether it holds.
+	Caps       map[string]bool `json:"caps,omitempty"`
+	NoNewPrivs bool            `json:"no_new_privs"`
+	// Degraded lists the layers that were asked for and are not enforced.
+	Degraded []string `json:"degraded"`
+}
+
+// Namespaces the jail runs in.
+type Namespaces struct {
+	User   bool `json:"user"`
+	Mount  bool `json:"mount"`
+	PID    bool `json:"pid"`
+	Net    bool `json:"net"`
+	IPC    bool `json:"ipc"`
+	UTS    bool `json:"uts"`
+	Cgroup bool `json:"cgroup"`
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+func int64p(v int64) *int64 { return &v }

@@ -1,0 +1,247 @@
+// Package jail runs one command in a fresh set of namespaces with a minimal
+// filesystem view, Landlock rules, a seccomp allowlist, rlimits and a cgroup,
+// and reports what happened. Its API follows os/exec: build a Cmd from a Spec,
+// set Stdin/Stdout/Stderr, then Run (or Start and Wait) and read the Result.
+//
+// The package turns a Spec into kernel operations; it makes no policy
+// decisions of its own. Policy (which paths, which limits) lives in profiles.
+//
+// A program that uses this package must call jail.Init() first thing in main:
+// the jail re-executes the program's own binary (/proc/self/exe) for its init
+// and stage 2, and Init dispatches those runs.
+package jail
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tooljail/tooljail/seccomp"
+)
+
+// JailUID and JailGID are the identity the command runs as inside the jail.
+const (
+	JailUID  = 1000
+	JailGID  = 1000
+	JailUser = "sandbox"
+)
+
+// MountKind says what a Mount puts at its destination.
+type MountKind string
+
+const (
+	// MountBind shows a host path (Source) at Dest.
+	MountBind MountKind = "bind"
+	// MountTmpfs puts an empty tmpfs of Size bytes at Dest.
+	MountTmpfs MountKind = "tmpfs"
+	// MountMask hides what a bind shows at Dest behind an empty read-only
+	// file or directory.
+	MountMask MountKind = "mask"
+)
+
+// Mount is one entry of the jail's filesystem view. Mounts are applied after
+// the jail's frame (root tmpfs, /proc, /dev, generated /etc files), ordered by
+// the depth of Dest (stable), with masks last.
+type Mount struct {
+	Kind   MountKind `json:"kind"`
+	Source string    `json:"source,omitempty"` // host path (binds)
+	Dest   string    `json:"dest"`             // absolute path inside the jail
+	// Writable makes a bind or tmpfs writable. Binds are always nosuid,nodev;
+	// read-only binds are read-only recursively (submounts included).
+	Writable bool `json:"writable,omitempty"`
+	// Exec grants Landlock's execute right below Dest (system directories).
+	// Writable mounts and tmpfs always allow execution.
+	Exec bool `json:"exec,omitempty"`
+	// Optional skips a bind whose Source does not exist instead of failing.
+	Optional bool `json:"optional,omitempty"`
+	// KeepSymlink recreates a Source that is a symlink as the same symlink at
+	// Dest (how /bin -> usr/bin is shown on merged-/usr hosts).
+	KeepSymlink bool `json:"keep_symlink,omitempty"`
+	// Size of a tmpfs in bytes.
+	Size int64 `json:"size,omitempty"`
+}
+
+// NetMode selects the network namespace.
+type NetMode string
+
+const (
+	// NetNone gives the jail its own network namespace with only lo up.
+	NetNone NetMode = "none"
+	// NetHost shares the host's network (trusted tools only).
+	NetHost NetMode = "host"
+)
+
+// Limits are the resource caps of a run. Zero means "no limit" for every
+// field except NoFile (0 keeps the inherited limit).
+type Limits struct {
+	Memory      int64         `json:"memory_bytes,omitempty"` // cgroup memory.max (swap 0)
+	CPUs        float64       `json:"cpus,omitempty"`         // cgroup cpu.max, in CPUs
+	Pids        int64         `json:"pids,omitempty"`         // cgroup pids.max
+	Timeout     time.Duration `json:"-"`                      // wall clock; the whole tree is killed
+	CPUTime     time.Duration `json:"-"`                      // RLIMIT_CPU
+	NoFile      uint64        `json:"nofile,omitempty"`       // RLIMIT_NOFILE
+	FSize       int64         `json:"fsize_bytes,omitempty"`  // RLIMIT_FSIZE
+	OutputLimit int64         `json:"output_limit_bytes,omitempty"`
+}
+
+// LandlockSpec asks for Landlock path rules mirroring the mounts.
+type LandlockSpec struct {
+	// MinABI is the lowest Landlock ABI the run accepts (0: any, even none
+	// when "landlock" is allowed degraded).
+	MinABI int `json:"min_abi,omitempty"`
+	// RestrictTCP limits TCP bind/connect to the listed ports (ABI 4+).
+	RestrictTCP bool     `json:"restrict_tcp,omitempty"`
+	BindTCP     []uint16 `json:"bind_tcp,omitempty"`
+	ConnectTCP  []uint16 `json:"connect_tcp,omitempty"`
+}
+
+// OnViolation is what happens when the command makes a denied syscall.
+type OnViolation string
+
+const (
+	// ViolationDeny fails the call with EPERM and lets the run go on.
+	ViolationDeny OnViolation = "deny"
+	// ViolationKill kills the whole run; its status is "violation".
+	ViolationKill OnViolation = "kill"
+)
+
+// Layers that can be named in Spec.AllowDegraded.
+const (
+	LayerLandlock      = "landlock"
+	LayerSeccomp       = "seccomp"
+	LayerSeccompNotify = "seccomp-notify"
+	LayerCgroup        = "cgroup" // all three caps
+	LayerMemory        = "memory"
+	LayerCPU           = "cpu"
+	LayerPids          = "pids"
+)
+
+// KnownLayers lists the names AllowDegraded accepts.
+var KnownLayers = []string{LayerLandlock, LayerSeccomp, LayerSeccompNotify, LayerCgroup, LayerMemory, LayerCPU, LayerPids}
+
+// Spec is everything a run needs, validated once. Build it with profiles or
+// by hand; the jail applies it without adding policy of its own.
+type Spec struct {
+	// Args[0] is the command: a path inside the jail, or a name looked up in
+	// the PATH of Env inside the jail.
+	Args []string
+	// Env is the command's complete environment (KEY=VALUE).
+	Env []string
+	// Dir is the working directory inside the jail.
+	Dir string
+	// Hostname of the jail's UTS namespace.
+	Hostname string
+	// Home is the jail user's home directory, written to /etc/passwd. The
+	// profile makes it writable (usually a tmpfs mount).
+	Home string
+	Net  NetMode
+	// Mounts on top of the frame (see Mount).
+	Mounts []Mount
+	Limits Limits
+	// Landlock, when not nil, asks for Landlock rules mirroring Mounts.
+	Landlock *LandlockSpec
+	// Seccomp, when not nil, asks for the syscall allowlist.
+	Seccomp     *seccomp.Policy
+	OnViolation OnViolation
+	// AllowDegraded names the layers the run may go without when this host
+	// cannot enforce them (see KnownLayers). Anything else fails closed.
+	AllowDegraded []string
+	// Profile names the profile the Spec came from, for the report.
+	Profile string
+}
+
+// Validate checks what can be checked without touching the host.
+func (s *Spec) Validate() error {
+	if len(s.Args) == 0 || s.Args[0] == "" {
+		return fmt.Errorf("no command given")
+	}
+	if !filepath.IsAbs(s.Dir) {
+		return fmt.Errorf("working directory %q: must be an absolute path inside the jail", s.Dir)
+	}
+	if s.Home != "" && !filepath.IsAbs(s.Home) {
+		return fmt.Errorf("home %q: must be an absolute path", s.Home)
+	}
+	switch s.Net {
+	case NetNone, NetHost:
+	default:
+		return fmt.Errorf("network mode %q: want %q or %q", s.Net, NetNone, NetHost)
+	}
+	switch s.OnViolation {
+	case ViolationDeny, ViolationKill:
+	default:
+		return fmt.Errorf("on-violation %q: want %q or %q", s.OnViolation, ViolationDeny, ViolationKill)
+	}
+	for _, l := range s.AllowDegraded {
+		if !isKnownLayer(l) {
+			return fmt.Errorf("allow-degraded: unknown layer %q (known: %s)", l, strings.Join(KnownLayers, ", "))
+		}
+	}
+	for _, e := range s.Env {
+		if !strings.Contains(e, "=") || strings.HasPrefix(e, "=") {
+			return fmt.Errorf("environment entry %q: want KEY=VALUE", e)
+		}
+	}
+	for _, m := range s.Mounts {
+		if err := m.validate(); err != nil {
+			return err
+		}
+	}
+	l := s.Limits
+	if l.Memory < 0 || l.CPUs < 0 || l.Pids < 0 || l.Timeout < 0 || l.CPUTime < 0 || l.FSize < 0 || l.OutputLimit < 0 {
+		return fmt.Errorf("limits must not be negative")
+	}
+	return nil
+}
+
+func (m Mount) validate() error {
+	if !filepath.IsAbs(m.Dest) || filepath.Clean(m.Dest) != m.Dest {
+		return fmt.Errorf("mount destination %q: must be a clean absolute path", m.Dest)
+	}
+	if m.Dest == "/" {
+		return fmt.Errorf("mount destination /: the jail's root is its own tmpfs; bind below it")
+	}
+	for _, reserved := range []string{"/proc", "/dev"} {
+		if m.Dest == reserved || strings.HasPrefix(m.Dest, reserved+"/") {
+			return fmt.Errorf("mount destination %s: %s is managed by the jail", m.Dest, reserved)
+		}
+	}
+	switch m.Kind {
+	case MountBind:
+		if !filepath.IsAbs(m.Source) {
+			return fmt.Errorf("bind source %q: must be an absolute host path", m.Source)
+		}
+	case MountTmpfs:
+		if m.Size < 0 {
+			return fmt.Errorf("tmpfs %s: negative size", m.Dest)
+		}
+	case MountMask:
+	default:
+		return fmt.Errorf("mount %s: unknown kind %q", m.Dest, m.Kind)
+	}
+	return nil
+}
+
+func isKnownLayer(l string) bool {
+	for _, k := range KnownLayers {
+		if k == l {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Spec) degradedAllowed(layer string) bool {
+	for _, l := range s.AllowDegraded {
+		if l == layer {
+			return true
+		}
+		if l == LayerCgroup && (layer == LayerMemory || layer == LayerCPU || layer == LayerPids) {
+			return true
+		}
+		if l == LayerSeccomp && layer == LayerSeccompNotify {
+			return true
+		}
+	}
+	return false
+}
