@@ -18,6 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/internal/units"
+	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
@@ -46,6 +48,7 @@ type Cmd struct {
 	relays  [2]*relay
 	group   *cgroup.Group
 	monitor *seccomp.Monitor
+	watcher *landlock.Watcher
 	sock    int
 	timer   *time.Timer
 
@@ -130,6 +133,20 @@ func (c *Cmd) start() error {
 		return fmt.Errorf("socketpair: %w", err)
 	}
 	c.sock = fds[0]
+	// The kernel stamps each message with the sender's pid in our PID
+	// namespace: how the Landlock watcher learns stage 2's host pid.
+	if err := unix.SetsockoptInt(c.sock, unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		return fmt.Errorf("socket credentials: %w", err)
+	}
+	if p.landlock != nil {
+		w, err := landlock.WatchDenials()
+		if err != nil {
+			c.res.Enforcement.LandlockDenials = err.Error()
+		} else {
+			c.watcher = w
+			c.res.Enforcement.LandlockDenials = "reported"
+		}
+	}
 	child := os.NewFile(uintptr(fds[1]), "jail-socket")
 	defer child.Close()
 
@@ -204,6 +221,7 @@ func (c *Cmd) start() error {
 			CPUTime:  int64((s.Limits.CPUTime + time.Second - 1) / time.Second),
 			Landlock: p.landlock,
 			Seccomp:  p.seccomp,
+			WaitAck:  c.watcher != nil,
 		},
 	}
 	if cfg.Hostname == "" {
@@ -325,15 +343,16 @@ func isDevNull(f *os.File) bool {
 func (c *Cmd) readMessages() {
 	defer close(c.msgDone)
 	for {
-		data, files, err := recvPacket(c.sock)
-		if err != nil || len(data) == 0 {
+		pk, err := recvPacket(c.sock)
+		files := pk.files
+		if err != nil || len(pk.data) == 0 {
 			for _, f := range files {
 				f.Close()
 			}
 			return
 		}
 		var m message
-		if err := json.Unmarshal(data, &m); err != nil {
+		if err := json.Unmarshal(pk.data, &m); err != nil {
 			continue
 		}
 		c.mu.Lock()
@@ -358,6 +377,10 @@ func (c *Cmd) readMessages() {
 					c.kill(StatusViolation, "")
 				})
 				files = files[1:]
+			}
+			if c.watcher != nil {
+				c.watcher.Track(pk.pid)
+				sendMessage(c.sock, message{Type: msgAck})
 			}
 		case msgExit:
 			mm := m
@@ -425,12 +448,17 @@ func (c *Cmd) Wait() (*Result, error) {
 	if c.monitor != nil {
 		violations = c.monitor.Stop()
 	}
+	var denials []landlock.Denial
+	if c.watcher != nil {
+		denials = c.watcher.Stop()
+		c.watcher = nil
+	}
 	var stats cgroup.Stats
 	if c.group != nil {
 		stats = c.group.Stats()
 	}
 	c.cleanup()
-	c.finish(state, wall, violations, stats)
+	c.finish(state, wall, violations, denials, stats)
 	if c.res.Status == StatusSetupError {
 		return c.res, c.setupErr
 	}
@@ -438,6 +466,10 @@ func (c *Cmd) Wait() (*Result, error) {
 }
 
 func (c *Cmd) cleanup() {
+	if c.watcher != nil {
+		c.watcher.Stop()
+		c.watcher = nil
+	}
 	if c.group != nil {
 		c.group.Kill()
 		c.group.Delete()
@@ -456,12 +488,17 @@ func (c *Cmd) finishSetupError() {
 }
 
 // finish decides the status and fills the Result.
-func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []seccomp.Violation, st cgroup.Stats) {
+func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []seccomp.Violation, denials []landlock.Denial, st cgroup.Stats) {
 	r := c.res
 	r.WallTimeMs = ms(wall)
 	for _, v := range violations {
 		r.Violations = append(r.Violations, Violation{
 			Kind: v.Kind, Syscall: v.Syscall, Args: v.Args, Pid: v.Pid, JailPid: v.JailPid, Count: v.Count, Action: v.Action,
+		})
+	}
+	for _, d := range denials {
+		r.Violations = append(r.Violations, Violation{
+			Kind: "landlock", Path: d.Path, Access: d.Access, Pid: d.Pid, Count: d.Count, Action: "denied",
 		})
 	}
 	if c.ready != nil && c.ready.Landlock != nil {
@@ -470,9 +507,6 @@ func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []se
 		r.Enforcement.LandlockRights = ll.FSRights
 		r.Enforcement.LandlockNet = ll.NetRights
 		r.Enforcement.LandlockScopes = ll.Scopes
-	}
-	if c.plan.landlock != nil {
-		r.Enforcement.LandlockDenials = "not observable on this host: Landlock reports denials only to the kernel audit log"
 	}
 	if e := c.exitMsg; e != nil && e.Rusage != nil {
 		r.CPUUserMs = int64p(e.Rusage.UserUsec / 1000)
@@ -538,9 +572,13 @@ func (c *Cmd) applyCgroupStats(st cgroup.Stats) {
 }
 
 func (c *Cmd) oomReason(st cgroup.Stats) string {
-	reason := fmt.Sprintf("memory limit %s reached", formatBytes(c.Spec.Limits.Memory))
+	limit := c.Spec.Limits.Memory
+	if st.MemoryLimit != nil {
+		limit = *st.MemoryLimit // as the kernel stored it
+	}
+	reason := fmt.Sprintf("memory limit %s reached", units.FormatSize(limit))
 	if st.MemoryPeak != nil {
-		reason += fmt.Sprintf(" (peak %s)", formatBytes(*st.MemoryPeak))
+		reason += fmt.Sprintf(" (peak %s)", units.FormatSize(*st.MemoryPeak))
 	}
 	n := *st.OOMKills
 	plural := "es"
@@ -555,28 +593,11 @@ func signalReason(sig unix.Signal, l *Limits) string {
 	case unix.SIGXCPU:
 		return fmt.Sprintf("CPU time limit %s reached (SIGXCPU)", l.CPUTime)
 	case unix.SIGXFSZ:
-		return fmt.Sprintf("file size limit %s reached (SIGXFSZ)", formatBytes(l.FSize))
+		return fmt.Sprintf("file size limit %s reached (SIGXFSZ)", units.FormatSize(l.FSize))
 	case unix.SIGSYS:
 		return "killed by SIGSYS: a forbidden system call (such as a non-native x32 or i386 entry)"
 	}
 	return "the command was killed by " + unix.SignalName(sig)
-}
-
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	v := float64(n) / float64(div)
-	if v == float64(int64(v)) {
-		return fmt.Sprintf("%d %ciB", int64(v), "KMGTPE"[exp])
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
 }
 
 func reportLimits(l *Limits) ReportLimits {

@@ -22,12 +22,12 @@ const supervisorFD = 3 // the socket to the supervisor, in the init and stage 2
 func initMain() {
 	// Nothing in the jail may ptrace the init or open its /proc files.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	data, _, err := recvPacket(supervisorFD)
-	if err != nil || len(data) == 0 {
+	pk, err := recvPacket(supervisorFD)
+	if err != nil || len(pk.data) == 0 {
 		os.Exit(125) // the supervisor is gone
 	}
 	var cfg initConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
+	if err := json.Unmarshal(pk.data, &cfg); err != nil {
 		initFail(fmt.Errorf("decode jail config: %w", err))
 	}
 	// Only stdio and the supervisor socket may cross into the jail, even if

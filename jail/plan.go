@@ -172,12 +172,16 @@ func landlockPolicy(s *Spec, mounts []Mount) *landlock.Policy {
 		ConnectTCP:  s.Landlock.ConnectTCP,
 	}
 	add := func(path string, a landlock.Access) { p.Rules = append(p.Rules, landlock.Rule{Path: path, Access: a}) }
+	// Listing directories is harmless (the view holds only what was
+	// mounted) and tools expect `ls /` to work.
+	add("/", landlock.List)
 	add("/proc", landlock.Read)
 	add("/etc", landlock.Read)
 	for _, n := range devNodes {
 		add("/dev/"+n, landlock.Device)
 	}
 	add("/dev/pts", landlock.Device)
+	add("/dev/ptmx", landlock.Device)
 	add("/dev/shm", landlock.ReadWrite)
 	for _, m := range mounts {
 		switch {

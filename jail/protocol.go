@@ -51,6 +51,9 @@ type stage2Config struct {
 	CPUTime  int64            `json:"cpu_time_s,omitempty"`
 	Landlock *landlock.Policy `json:"landlock,omitempty"`
 	Seccomp  *seccomp.Program `json:"seccomp,omitempty"`
+	// WaitAck makes stage 2 wait, after msgReady, until the supervisor has
+	// registered it (the Landlock denial watcher needs its host pid first).
+	WaitAck bool `json:"wait_ack,omitempty"`
 }
 
 // Message types sent to the supervisor.
@@ -59,6 +62,7 @@ const (
 	msgExecError  = "exec_error"  // execve failed: not found (127) or not executable (126)
 	msgReady      = "ready"       // stage 2 is about to execve; carries the notify fd
 	msgExit       = "exit"        // init: the command ended
+	msgAck        = "ack"         // supervisor to stage 2: go on
 )
 
 type message struct {
@@ -104,34 +108,46 @@ func sendJSON(fd int, v any) error {
 	return unix.Sendmsg(fd, b, nil, nil, 0)
 }
 
-// recvPacket reads one packet and the fds that came with it. io.EOF-like
-// end of stream is reported as n == 0 with a nil error.
-func recvPacket(fd int) (data []byte, files []*os.File, err error) {
+// packet is one message as received, with its fds and, when the socket has
+// SO_PASSCRED, the sender's pid as the receiver's PID namespace sees it.
+type packet struct {
+	data  []byte
+	files []*os.File
+	pid   int
+}
+
+// recvPacket reads one packet. End of stream is an empty packet.
+func recvPacket(fd int) (packet, error) {
 	buf := make([]byte, maxMessage)
-	oob := make([]byte, unix.CmsgSpace(4*4))
+	oob := make([]byte, unix.CmsgSpace(4*4)+unix.CmsgSpace(unix.SizeofUcred))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return packet{}, err
 		}
+		p := packet{data: buf[:n]}
 		if oobn > 0 {
 			cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 			if err != nil {
-				return nil, nil, fmt.Errorf("parse control message: %w", err)
+				return packet{}, fmt.Errorf("parse control message: %w", err)
 			}
 			for _, c := range cmsgs {
+				if cred, err := unix.ParseUnixCredentials(&c); err == nil {
+					p.pid = int(cred.Pid)
+					continue
+				}
 				fds, err := unix.ParseUnixRights(&c)
 				if err != nil {
 					continue
 				}
 				for _, f := range fds {
-					files = append(files, os.NewFile(uintptr(f), "jail-fd"))
+					p.files = append(p.files, os.NewFile(uintptr(f), "jail-fd"))
 				}
 			}
 		}
-		return buf[:n], files, nil
+		return p, nil
 	}
 }

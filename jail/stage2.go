@@ -66,6 +66,11 @@ func stage2Main() {
 	for _, fd := range files {
 		unix.Close(fd)
 	}
+	if cfg.WaitAck {
+		if pk, err := recvPacket(supervisorFD); err != nil || len(pk.data) == 0 {
+			os.Exit(125) // the supervisor is gone
+		}
+	}
 	if lookErr != nil {
 		stage2Exec(code, lookErr)
 	}
