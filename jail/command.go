@@ -515,6 +515,22 @@ func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []se
 	}
 	c.applyCgroupStats(st)
 
+	// A non-native (x32, i386) syscall kills the process that made it: the
+	// monitor kills it in notify mode, the filter with SIGSYS otherwise.
+	var arch *Violation
+	if e := c.exitMsg; e != nil && e.Signal == int(unix.SIGSYS) && c.plan.enf.Seccomp == "errno" {
+		if v, ok := seccomp.ViolationFromWaitStatus(syscall.WaitStatus(e.Signal), 2); ok {
+			r.Violations = append(r.Violations, Violation{Kind: v.Kind, JailPid: v.JailPid, Count: v.Count, Action: v.Action})
+		}
+	}
+	for i := range r.Violations {
+		if r.Violations[i].Kind == "arch" && r.Violations[i].Action == "killed" {
+			arch = &r.Violations[i]
+			break
+		}
+	}
+	commandKilled := c.exitMsg != nil && (c.exitMsg.Signal == int(unix.SIGKILL) || c.exitMsg.Signal == int(unix.SIGSYS))
+
 	oom := st.OOMKills != nil && *st.OOMKills > 0
 	switch {
 	case c.setupErr != nil:
@@ -527,6 +543,12 @@ func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []se
 		r.Reason = "killed for a denied system call (--on-violation kill)"
 		if len(r.Violations) > 0 {
 			r.Reason = fmt.Sprintf("killed for a denied system call: %s (--on-violation kill)", r.Violations[0].Syscall)
+		}
+	case arch != nil && commandKilled:
+		r.Status, r.ExitCode, r.Signal = StatusViolation, 128+int(unix.SIGSYS), "SIGSYS"
+		r.Reason = "killed for a non-native system call (x32 or i386 entry point)"
+		if arch.Syscall != "" {
+			r.Reason = fmt.Sprintf("killed for a non-native system call: %s (x32 or i386 entry point)", arch.Syscall)
 		}
 	case oom && (c.exitMsg == nil || c.exitMsg.Signal == int(unix.SIGKILL)):
 		r.Status, r.ExitCode, r.Signal = StatusMemoryLimit, 128+int(unix.SIGKILL), "SIGKILL"

@@ -1,0 +1,137 @@
+package cgroup
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// writeFile writes one value into an existing cgroup control file. Control
+// files are never created: a missing file means the controller is absent.
+func writeFile(dir, name, value string) error {
+	p := filepath.Join(dir, name)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", p, err)
+	}
+	_, err = f.WriteString(value)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %q to %s: %w", value, p, err)
+	}
+	return nil
+}
+
+func readString(dir, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// readInt reads a file holding one integer ("max" reads as -1).
+func readInt(dir, name string) (int64, error) {
+	s, err := readString(dir, name)
+	if err != nil {
+		return 0, err
+	}
+	if s == "max" {
+		return -1, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse %s/%s: %w", dir, name, err)
+	}
+	return v, nil
+}
+
+// parseKeyed parses "key value" lines (cpu.stat, memory.events,
+// memory.oom_control, pids.events, cpuacct.stat).
+func parseKeyed(b []byte) map[string]int64 {
+	m := map[string]int64{}
+	s := bufio.NewScanner(bytes.NewReader(b))
+	for s.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(s.Text()), " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		m[k] = n
+	}
+	return m
+}
+
+func readKeyed(dir, name string) (map[string]int64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	return parseKeyed(b), nil
+}
+
+// keyed returns a pointer to key of file name, or nil when the file or the
+// key is absent: a figure the host cannot give is never a made-up zero.
+func keyed(dir, name, key string) *int64 {
+	m, err := readKeyed(dir, name)
+	if err != nil {
+		return nil
+	}
+	v, ok := m[key]
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+func intFile(dir, name string) *int64 {
+	v, err := readInt(dir, name)
+	if err != nil {
+		return nil
+	}
+	return &v
+}
+
+// readPids lists the pids in dir/cgroup.procs.
+func readPids(dir string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		p, err := strconv.Atoi(f)
+		if err == nil {
+			pids = append(pids, p)
+		}
+	}
+	return pids, nil
+}
+
+// writable says whether this process may write path.
+func writable(path string) bool {
+	return unix.Access(path, unix.W_OK) == nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// isNotExist also covers ENODEV, which cgroupfs returns for files of a
+// controller that is not enabled.
+func isNotExist(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV)
+}

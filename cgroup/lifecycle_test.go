@@ -1,0 +1,235 @@
+package cgroup
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+func TestKillAndDeleteLeaveNothing(t *testing.T) {
+	requireCaps(t, Memory, CPU, Pids)
+	g := newGroup(t, "kill", Resources{Memory: 128 * mib, CPUs: 1, Pids: 64})
+	for c, on := range g.Controllers() {
+		if !on {
+			t.Errorf("controller %s not joined", c)
+		}
+	}
+	c := startIn(t, g, "spawn", "5")
+	var pids []int
+	for _, f := range strings.Fields(c.line(t)) {
+		p, _ := strconv.Atoi(f)
+		pids = append(pids, p)
+	}
+	in, err := g.Procs()
+	if err != nil || len(in) != 6 {
+		t.Fatalf("Procs = %v, %v; want the child and its 5 sleepers", in, err)
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Wait()
+	for _, p := range append(pids, c.cmd.Process.Pid) {
+		if alive(p) {
+			t.Errorf("pid %d alive after Kill", p)
+		}
+	}
+	dirs := groupDirs(g)
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if exists(d) {
+			t.Errorf("%s still exists after Delete", d)
+		}
+	}
+	if g.DirFD() != -1 {
+		t.Errorf("DirFD still open after Delete")
+	}
+	if err := g.Delete(); err != nil {
+		t.Errorf("second Delete: %v", err)
+	}
+	t.Logf("mode %s: removed %v", g.Mode(), dirs)
+}
+
+// TestCleanupStale: a supervisor that dies by SIGKILL leaves a group with a
+// process in it; CleanupStale kills the process and removes the group, and
+// leaves the groups of live supervisors (another process, and this one) alone.
+func TestCleanupStale(t *testing.T) {
+	requireCaps(t, Memory, Pids)
+	mine := newGroup(t, "mine", Resources{Pids: 16})
+	dead, deadPath, deadPid := startSupervisor(t, "dead")
+	live, livePath, _ := startSupervisor(t, "live")
+	if !exists(deadPath) || !exists(livePath) {
+		t.Fatalf("supervisor groups missing: %s %s", deadPath, livePath)
+	}
+	dead.Process.Signal(syscall.SIGKILL)
+	dead.Wait()
+	if !alive(deadPid) {
+		t.Fatalf("the dead supervisor's jailed process %d died with it; the test needs it to outlive", deadPid)
+	}
+	if err := CleanupStale(); err != nil {
+		t.Fatalf("CleanupStale: %v", err)
+	}
+	for _, d := range ownerDirsEverywhere(t, filepath.Base(filepath.Dir(deadPath))) {
+		if exists(d) {
+			t.Errorf("dead supervisor's owner dir %s survived CleanupStale", d)
+		}
+	}
+	if !waitFor(func() bool { return !alive(deadPid) }) {
+		t.Errorf("dead supervisor's jailed process %d survived CleanupStale", deadPid)
+	}
+	if !exists(livePath) {
+		t.Errorf("CleanupStale removed live supervisor's group %s", livePath)
+	}
+	for _, d := range groupDirs(mine) {
+		if !exists(d) {
+			t.Errorf("CleanupStale removed this process's group %s", d)
+		}
+	}
+	live.Process.Signal(syscall.SIGKILL)
+	live.Wait()
+	if err := CleanupStale(); err != nil {
+		t.Fatalf("second CleanupStale: %v", err)
+	}
+	if exists(livePath) {
+		t.Errorf("%s survived after its supervisor died", livePath)
+	}
+}
+
+func startSupervisor(t *testing.T, id string) (*exec.Cmd, string, int) {
+	t.Helper()
+	cmd := exec.Command("/proc/self/exe", id)
+	cmd.Env = append(os.Environ(), "TJCG_CHILD=supervisor")
+	cmd.Stderr = os.Stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != 2 || f[0] == "ERR" {
+		t.Fatalf("supervisor child: %q %v", line, err)
+	}
+	pid, _ := strconv.Atoi(f[1])
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return cmd, f[0], pid
+}
+
+func TestConcurrentNewDelete(t *testing.T) {
+	requireCaps(t, Memory, CPU, Pids)
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	var mu sync.Mutex
+	var all []string
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			g, err := New(fmt.Sprintf("conc-%d", i), Resources{Memory: 64 * mib, CPUs: 0.5, Pids: 16})
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			all = append(all, groupDirs(g)...)
+			mu.Unlock()
+			if err := g.Kill(); err != nil {
+				errs <- err
+			}
+			if err := g.Delete(); err != nil {
+				errs <- err
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, d := range all {
+		if exists(d) {
+			t.Errorf("%s left behind", d)
+		}
+	}
+	// The owner directories go with the last group (v2 keeps one only
+	// when it holds the supervisor itself).
+	if len(all) > 0 {
+		owner := filepath.Dir(all[0])
+		if exists(owner) && !exists(filepath.Join(owner, supervisorDir)) {
+			t.Errorf("owner dir %s left behind", owner)
+		}
+	}
+	t.Logf("50 groups, %d directories, all removed", len(all))
+}
+
+func TestRunIDInUse(t *testing.T) {
+	requireCaps(t, Pids)
+	newGroup(t, "dup", Resources{Pids: 8})
+	if g, err := New("dup", Resources{Pids: 8}); err == nil {
+		g.Delete()
+		t.Fatal("second New with the same run id succeeded")
+	}
+}
+
+// ownerDirsEverywhere is where owner name lives in every hierarchy.
+func ownerDirsEverywhere(t *testing.T, name string) []string {
+	h, err := detect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.v2Base != "" {
+		return []string{filepath.Join(h.v2Base, name)}
+	}
+	var l []string
+	for _, b := range h.v1Base {
+		l = append(l, filepath.Join(b, name))
+	}
+	return l
+}
+
+// TestCleanupStaleConcurrent runs many cleaners at once while other
+// supervisors live and one is dead: live groups stay, the dead one goes.
+func TestCleanupStaleConcurrent(t *testing.T) {
+	requireCaps(t, Memory, Pids)
+	// Runs last: removes the groups of the live supervisors killed at the end.
+	t.Cleanup(func() {
+		if err := CleanupStale(); err != nil {
+			t.Error(err)
+		}
+	})
+	var livePaths []string
+	for i := 0; i < 8; i++ {
+		_, p, _ := startSupervisor(t, fmt.Sprintf("cc-live-%d", i))
+		livePaths = append(livePaths, p)
+	}
+	dead, deadPath, _ := startSupervisor(t, "cc-dead")
+	dead.Process.Signal(syscall.SIGKILL)
+	dead.Wait()
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := CleanupStale(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, p := range livePaths {
+		if !exists(p) {
+			t.Errorf("live group %s removed by a concurrent CleanupStale", p)
+		}
+	}
+	if exists(deadPath) {
+		t.Errorf("dead group %s survived", deadPath)
+	}
+}

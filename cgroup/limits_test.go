@@ -1,0 +1,133 @@
+package cgroup
+
+import (
+	"errors"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const mib = 1 << 20
+
+func TestMemoryCapOOMKillsWholeGroup(t *testing.T) {
+	requireCaps(t, Memory)
+	g := newGroup(t, "oom-"+strconv.Itoa(int(time.Now().UnixNano()%1e6)), Resources{Memory: 64 * mib})
+	c := startIn(t, g, "oom", "256")
+	sibling, err := strconv.Atoi(c.line(t))
+	if err != nil {
+		t.Fatalf("child did not report its sibling: %v", err)
+	}
+	err = c.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child touching 256 MiB under a 64 MiB cap: want SIGKILL, got %v", err)
+	}
+	// The whole group dies, not only the victim (v2 oom.group, v1 watcher).
+	if !waitFor(func() bool { return !alive(sibling) }) {
+		waitFor(func() bool { return !alive(sibling) })
+	}
+	if alive(sibling) {
+		t.Fatalf("sibling %d survived the OOM kill of its group", sibling)
+	}
+	st := g.Stats()
+	if st.OOMKills == nil || *st.OOMKills < 1 {
+		t.Fatalf("OOMKills = %v, want >= 1", fmtp(st.OOMKills))
+	}
+	if st.MemoryLimit == nil || *st.MemoryLimit != 64*mib {
+		t.Errorf("MemoryLimit = %v, want %d", fmtp(st.MemoryLimit), 64*mib)
+	}
+	if st.MemoryPeak == nil || *st.MemoryPeak < 60*mib || *st.MemoryPeak > 64*mib {
+		t.Errorf("MemoryPeak = %v, want just under the 64 MiB cap", fmtp(st.MemoryPeak))
+	}
+	t.Logf("mode %s: oom_kills=%d peak=%d limit=%d", g.Mode(), *st.OOMKills, *st.MemoryPeak, *st.MemoryLimit)
+}
+
+func TestMemoryPeakAccuracy(t *testing.T) {
+	requireCaps(t, Memory)
+	g := newGroup(t, "peak", Resources{Memory: 512 * mib})
+	c := startIn(t, g, "touch", "100")
+	if l := c.line(t); l != "touched" {
+		t.Fatalf("child said %q", l)
+	}
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("child touching 100 MiB under 512 MiB: %v", err)
+	}
+	st := g.Stats()
+	if st.MemoryPeak == nil {
+		t.Fatalf("MemoryPeak is nil in mode %s (kernel without memory.peak?)", g.Mode())
+	}
+	peak := *st.MemoryPeak
+	t.Logf("mode %s: touched 100 MiB, peak %d bytes (%.1f%% above)", g.Mode(), peak, float64(peak-100*mib)*100/(100*mib))
+	if peak < 100*mib || peak > 110*mib {
+		t.Fatalf("peak %d bytes, want within 10%% above 100 MiB", peak)
+	}
+	if st.OOMKills == nil || *st.OOMKills != 0 {
+		t.Errorf("OOMKills = %v, want 0", fmtp(st.OOMKills))
+	}
+}
+
+func TestPidsCapRefusesForks(t *testing.T) {
+	requireCaps(t, Pids)
+	g := newGroup(t, "pids", Resources{Pids: 32})
+	c := startIn(t, g, "forkloop")
+	err := c.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() < 100 {
+		t.Fatalf("fork loop under pids 32: want exit 100+forks (EAGAIN), got %v", err)
+	}
+	forks := ee.ExitCode() - 100
+	st := g.Stats()
+	t.Logf("mode %s: %d forks before EAGAIN, pids_peak=%s limit_hits=%s", g.Mode(), forks, fmtp(st.PidsPeak), fmtp(st.PidsLimitHits))
+	if forks >= 32 {
+		t.Fatalf("%d forks succeeded under pids.max 32", forks)
+	}
+	if st.PidsLimitHits == nil || *st.PidsLimitHits < 1 {
+		t.Fatalf("PidsLimitHits = %s, want >= 1", fmtp(st.PidsLimitHits))
+	}
+	if st.PidsPeak != nil && *st.PidsPeak != 32 {
+		t.Errorf("PidsPeak = %d, want 32", *st.PidsPeak)
+	}
+	// The paused children outlive their parent; Kill must get them all.
+	if p, _ := g.Procs(); len(p) == 0 {
+		t.Fatalf("forked children vanished before Kill")
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := g.Procs(); err != nil || len(p) != 0 {
+		t.Fatalf("after Kill: procs %v, err %v", p, err)
+	}
+}
+
+func TestCPUQuota(t *testing.T) {
+	requireCaps(t, CPU)
+	g := newGroup(t, "cpu", Resources{CPUs: 0.5})
+	// Two spinning threads want 2 CPUs, so the 0.5 cap binds even when
+	// the host is busy with other work.
+	c := startIn(t, g, "busy", "2s", "2")
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	st := g.Stats()
+	if st.CPUUserUsec == nil || st.CPUSystemUsec == nil {
+		t.Fatalf("CPU times missing: user %s system %s", fmtp(st.CPUUserUsec), fmtp(st.CPUSystemUsec))
+	}
+	used := time.Duration(*st.CPUUserUsec+*st.CPUSystemUsec) * time.Microsecond
+	t.Logf("mode %s: 2s busy under 0.5 CPU used %v (user %dus sys %dus), throttled %sus", g.Mode(), used, *st.CPUUserUsec, *st.CPUSystemUsec, fmtp(st.CPUThrottledUs))
+	// Unthrottled it would be up to 4 s; the machine is shared, so the floor is low.
+	if used < 400*time.Millisecond || used > 1300*time.Millisecond {
+		t.Fatalf("CPU used %v, want about 1s", used)
+	}
+	if st.CPUThrottledUs == nil || *st.CPUThrottledUs <= 0 {
+		t.Fatalf("CPUThrottledUs = %s, want > 0", fmtp(st.CPUThrottledUs))
+	}
+}
+
+func fmtp(p *int64) string {
+	if p == nil {
+		return "nil"
+	}
+	return strconv.FormatInt(*p, 10)
+}

@@ -1,0 +1,257 @@
+package cgroup
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The test binary re-executes itself as the processes put into groups;
+// TJCG_CHILD names what the child does. A child started by startIn first
+// waits for a byte on stdin, so it runs nothing before it is in the group.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("TJCG_CHILD"); mode != "" {
+		runChild(mode, os.Args[1:])
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(mode string, args []string) {
+	if os.Getenv("TJCG_WAIT") == "1" {
+		var b [1]byte
+		if _, err := os.Stdin.Read(b[:]); err != nil {
+			os.Exit(3)
+		}
+	}
+	switch mode {
+	case "sleep":
+		time.Sleep(time.Hour)
+	case "touch": // touch args[0] MiB, then exit
+		n, _ := strconv.Atoi(args[0])
+		touch(n)
+		fmt.Println("touched")
+	case "oom": // start a sleeping sibling, print its pid, then touch args[0] MiB
+		c := exec.Command("/proc/self/exe")
+		c.Env = []string{"TJCG_CHILD=sleep"}
+		if err := c.Start(); err != nil {
+			os.Exit(4)
+		}
+		fmt.Println(c.Process.Pid)
+		n, _ := strconv.Atoi(args[0])
+		touch(n)
+		fmt.Println("survived")
+	case "spawn": // start args[0] sleepers, print their pids, sleep
+		n, _ := strconv.Atoi(args[0])
+		var pids []string
+		for i := 0; i < n; i++ {
+			c := exec.Command("/proc/self/exe")
+			c.Env = []string{"TJCG_CHILD=sleep"}
+			if err := c.Start(); err != nil {
+				os.Exit(4)
+			}
+			pids = append(pids, strconv.Itoa(c.Process.Pid))
+		}
+		fmt.Println(strings.Join(pids, " "))
+		time.Sleep(time.Hour)
+	case "forkloop":
+		forkLoop()
+	case "busy": // spin args[1] threads for args[0] of wall time
+		d, _ := time.ParseDuration(args[0])
+		n, _ := strconv.Atoi(args[1])
+		end := time.Now().Add(d)
+		done := make(chan struct{})
+		for i := 0; i < n; i++ {
+			go func() {
+				for time.Now().Before(end) {
+				}
+				done <- struct{}{}
+			}()
+		}
+		for i := 0; i < n; i++ {
+			<-done
+		}
+	case "supervisor": // make a group, put a sleeper in it, report, wait to be killed
+		g, err := New(args[0], Resources{Pids: 64, Memory: 64 << 20})
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(5)
+		}
+		c := exec.Command("/proc/self/exe")
+		c.Env = []string{"TJCG_CHILD=sleep"}
+		if err := c.Start(); err != nil {
+			os.Exit(4)
+		}
+		if err := g.AddProc(c.Process.Pid); err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(6)
+		}
+		fmt.Println(g.Path(), c.Process.Pid)
+		time.Sleep(time.Hour)
+	case "unpriv":
+		s := Probe()
+		_, err := New("unpriv", Resources{Memory: 64 << 20, CPUs: 1, Pids: 32})
+		out := map[string]any{"probe": s, "uid": os.Getuid()}
+		if err != nil {
+			out["new_error"] = err.Error()
+			out["unavailable"] = errors.Is(err, ErrUnavailable)
+		}
+		json.NewEncoder(os.Stdout).Encode(out)
+	default:
+		os.Exit(2)
+	}
+}
+
+// touch maps n MiB and writes to every page, so all of it is charged.
+func touch(n int) {
+	b, err := unix.Mmap(-1, 0, n<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		os.Exit(7)
+	}
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+}
+
+// forkLoop forks (raw clone, the children only pause) until the kernel
+// refuses; it exits 100+forks on EAGAIN, 1 if no fork failed. The exit
+// code carries the result because after the limit the Go runtime cannot
+// start a thread to print.
+func forkLoop() {
+	runtime.LockOSThread()
+	for n := 0; n < 150; n++ {
+		r1, _, errno := syscall.RawSyscall(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0)
+		if errno != 0 {
+			code := 2
+			if errno == syscall.EAGAIN {
+				code = 100 + n
+			}
+			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, uintptr(code), 0, 0)
+		}
+		if r1 == 0 {
+			for {
+				syscall.RawSyscall(syscall.SYS_PAUSE, 0, 0, 0)
+			}
+		}
+	}
+	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 1, 0, 0)
+}
+
+// child is a re-exec'd test process inside a group.
+type child struct {
+	cmd   *exec.Cmd
+	out   *bufio.Reader
+	stdin io.WriteCloser
+}
+
+// startIn starts a child in g: cloned into it when g has a DirFD (v2),
+// else added with AddProc while the child still waits on stdin.
+func startIn(t *testing.T, g *Group, mode string, args ...string) *child {
+	t.Helper()
+	cmd := exec.Command("/proc/self/exe", args...)
+	cmd.Env = append(os.Environ(), "TJCG_CHILD="+mode, "TJCG_WAIT=1")
+	cmd.Stderr = os.Stderr
+	if fd := g.DirFD(); fd >= 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start child %s: %v", mode, err)
+	}
+	if g.DirFD() < 0 {
+		if err := g.AddProc(cmd.Process.Pid); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("AddProc: %v", err)
+		}
+	}
+	if _, err := in.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, out: bufio.NewReader(out), stdin: in}
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+	})
+	return c
+}
+
+func (c *child) line(t *testing.T) string {
+	t.Helper()
+	s, err := c.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("read child output: %v", err)
+	}
+	return strings.TrimSpace(s)
+}
+
+// requireCaps skips unless this user can set caps on ctrls here. With
+// TOOLJAIL_CGROUP_REQUIRE=v1 or v2 (the VM harness sets it) a missing mode
+// fails instead, so a suite cannot pass by skipping everything.
+func requireCaps(t *testing.T, ctrls ...string) Support {
+	t.Helper()
+	s := Probe()
+	want := os.Getenv("TOOLJAIL_CGROUP_REQUIRE")
+	if want != "" && string(s.Mode) != want {
+		t.Fatalf("TOOLJAIL_CGROUP_REQUIRE=%s but Probe says mode %q (%s)", want, s.Mode, s.Reason)
+	}
+	for _, c := range ctrls {
+		if !s.Controllers[c] {
+			if want != "" {
+				t.Fatalf("TOOLJAIL_CGROUP_REQUIRE=%s but controller %s is unavailable: %s", want, c, s.Reason)
+			}
+			t.Skipf("needs a %s cap, which uid %d cannot set here (mode %s): %s", c, os.Getuid(), s.Mode, s.Reason)
+		}
+	}
+	return s
+}
+
+func newGroup(t *testing.T, id string, r Resources) *Group {
+	t.Helper()
+	g, err := New(id, r)
+	if err != nil {
+		t.Fatalf("New(%q, %+v): %v", id, r, err)
+	}
+	t.Cleanup(func() {
+		g.Kill()
+		g.Delete()
+	})
+	return g
+}
+
+// groupDirs are every directory of g (one on v2).
+func groupDirs(g *Group) []string {
+	if g.mode == ModeV2 {
+		return []string{g.dir}
+	}
+	return g.sortedDirs()
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// A zombie has exited; it only waits to be reaped.
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || !strings.HasPrefix(string(b[i+1:]), " Z")
+}

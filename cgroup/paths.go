@@ -1,0 +1,258 @@
+package cgroup
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Layout, in each hierarchy (v2: the unified one; v1: memory, cpu, cpuacct,
+// pids, freezer), below the supervisor's own cgroup ("base"):
+//
+//	<base>/tooljail-<pid>-<starttime>/            one per supervisor process
+//	<base>/tooljail-<pid>-<starttime>/run-<id>    one per run (the caps live here)
+//	<base>/tooljail-<pid>-<starttime>/supervisor  v2 only, when the supervisor had
+//	                                              to leave <base> (no internal processes)
+//
+// pid and starttime (field 22 of /proc/<pid>/stat) name the owner, so
+// CleanupStale can tell a dead supervisor's groups from a live one's even
+// when the pid has been reused.
+const (
+	ownerPrefix   = "tooljail-"
+	runPrefix     = "run-"
+	supervisorDir = "supervisor"
+)
+
+// ownerName is the per-supervisor directory name for pid started at start
+// in the pid namespace with inode ns. The namespace is part of the name
+// because a pid only means something in its own namespace: CleanupStale
+// leaves groups of other namespaces alone.
+func ownerName(pid int, start, ns uint64) string {
+	return fmt.Sprintf("%s%d-%d-%d", ownerPrefix, pid, start, ns)
+}
+
+// parseOwnerName is the inverse of ownerName.
+func parseOwnerName(name string) (pid int, start, ns uint64, ok bool) {
+	rest, found := strings.CutPrefix(name, ownerPrefix)
+	if !found {
+		return 0, 0, 0, false
+	}
+	f := strings.Split(rest, "-")
+	if len(f) != 3 {
+		return 0, 0, 0, false
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
+		return 0, 0, 0, false
+	}
+	if start, err = strconv.ParseUint(f[1], 10, 64); err != nil {
+		return 0, 0, 0, false
+	}
+	if ns, err = strconv.ParseUint(f[2], 10, 64); err != nil {
+		return 0, 0, 0, false
+	}
+	return pid, start, ns, true
+}
+
+// pidNS is the inode of this process's pid namespace (0 if unknown).
+func pidNS() uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// procStartTime reads the start time (clock ticks after boot) of pid.
+func procStartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatStartTime(b)
+}
+
+// parseStatStartTime takes field 22 of a /proc/<pid>/stat line. The comm
+// field (2) may hold spaces and parentheses, so fields are counted after
+// the last ')'.
+func parseStatStartTime(b []byte) (uint64, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc stat line")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); field 22 is f[19].
+	if len(f) < 20 {
+		return 0, fmt.Errorf("short /proc stat line")
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// ownerAlive says whether the supervisor named by pid and start still runs.
+func ownerAlive(pid int, start uint64) bool {
+	st, err := procStartTime(pid)
+	return err == nil && st == start
+}
+
+// validRunID accepts ids that are one safe path element.
+func validRunID(id string) error {
+	if id == "" || len(id) > 128 {
+		return fmt.Errorf("cgroup: run id %q must be 1 to 128 characters", id)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("cgroup: run id %q may only hold letters, digits, '-', '_' and '.'", id)
+		}
+	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("cgroup: run id %q is not a name", id)
+	}
+	return nil
+}
+
+// procCgroups is /proc/self/cgroup parsed: v1 controller -> path, and the
+// unified (v2) path, "" when the process has no v2 entry.
+type procCgroups struct {
+	v1      map[string]string
+	unified string
+	hasV2   bool
+}
+
+func parseProcCgroup(b []byte) (procCgroups, error) {
+	pc := procCgroups{v1: map[string]string{}}
+	s := bufio.NewScanner(bytes.NewReader(b))
+	for s.Scan() {
+		line := s.Text()
+		if line == "" {
+			continue
+		}
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			return pc, fmt.Errorf("malformed /proc/self/cgroup line %q", line)
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			pc.unified, pc.hasV2 = parts[2], true
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			pc.v1[c] = parts[2]
+		}
+	}
+	return pc, s.Err()
+}
+
+func readProcCgroups() (procCgroups, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return procCgroups{}, fmt.Errorf("read /proc/self/cgroup: %w", err)
+	}
+	return parseProcCgroup(b)
+}
+
+// mount is one cgroup filesystem mount.
+type mount struct {
+	point string // where it is mounted
+	root  string // which cgroup of the hierarchy is at point
+}
+
+// cgroupMounts is /proc/self/mountinfo reduced to cgroup mounts: v1
+// controller -> mount, and the cgroup2 mount.
+type cgroupMounts struct {
+	v1      map[string]mount
+	unified *mount
+}
+
+func parseMountInfo(b []byte) cgroupMounts {
+	cm := cgroupMounts{v1: map[string]mount{}}
+	s := bufio.NewScanner(bytes.NewReader(b))
+	for s.Scan() {
+		pre, post, ok := strings.Cut(s.Text(), " - ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(pre)
+		g := strings.Fields(post)
+		if len(f) < 5 || len(g) < 3 {
+			continue
+		}
+		m := mount{point: unescapeMount(f[4]), root: unescapeMount(f[3])}
+		switch g[0] {
+		case "cgroup2":
+			if cm.unified == nil {
+				cm.unified = &m
+			}
+		case "cgroup":
+			for _, o := range strings.Split(g[2], ",") {
+				if !v1Controllers[o] && !strings.HasPrefix(o, "name=") {
+					continue // a mount option (rw, xattr, nsdelegate...)
+				}
+				if _, dup := cm.v1[o]; !dup {
+					cm.v1[o] = m
+				}
+			}
+		}
+	}
+	return cm
+}
+
+// v1Controllers are the controller names a v1 mount's options can carry.
+var v1Controllers = map[string]bool{
+	"cpu": true, "cpuacct": true, "cpuset": true, "memory": true, "devices": true,
+	"freezer": true, "net_cls": true, "net_prio": true, "blkio": true, "perf_event": true,
+	"hugetlb": true, "pids": true, "rdma": true, "misc": true,
+}
+
+// unescapeMount undoes the octal escapes of mountinfo (\040 for space...).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func readCgroupMounts() (cgroupMounts, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return cgroupMounts{}, fmt.Errorf("read /proc/self/mountinfo: %w", err)
+	}
+	return parseMountInfo(b), nil
+}
+
+// hostDir maps cgroup path p of a hierarchy to a directory through m.
+func hostDir(m mount, p string) string {
+	p = path.Clean("/" + p)
+	if m.root != "/" {
+		if rel, ok := strings.CutPrefix(p, m.root); ok && (rel == "" || rel[0] == '/') {
+			p = rel
+		}
+	}
+	return filepath.Join(m.point, p)
+}
+
+// v2Base returns the directory runs are made under on v2: the supervisor's
+// own cgroup, or the parent of its tooljail owner directory when an earlier
+// New already moved it into <base>/tooljail-<pid>-<start>/supervisor.
+func v2Base(own string, self string) string {
+	if filepath.Base(own) == supervisorDir && filepath.Base(filepath.Dir(own)) == self {
+		return filepath.Dir(filepath.Dir(own))
+	}
+	return own
+}

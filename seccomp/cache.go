@@ -1,0 +1,184 @@
+package seccomp
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// The disk cache lets each `tooljail run` (a new process) skip libseccomp.
+// A cached file is loaded into the jail as its syscall filter, so the cache
+// must never be a way around it. A file is used only if:
+//   - the directory is a real directory (not a symlink), owned by the
+//     effective uid, with no group or other permission bits; it is opened
+//     once and files are opened relative to it, so renaming path
+//     components afterwards changes nothing;
+//   - the file is opened with O_NOFOLLOW, is a regular file with one link,
+//     owned by the effective uid, mode without group/other bits;
+//   - its header names the same cache key, and the SHA-256 of the filter
+//     matches (a torn or edited file is refused).
+// Anything else is treated as a miss: the policy is recompiled and the file
+// replaced atomically (write to a temporary name, rename).
+//
+// File layout: magic, sha256(key) (32 bytes), notify (1 byte),
+// sha256(filter) (32 bytes), filter. Name: hex(sha256(key)).bpf.
+
+var cacheMagic = []byte("tooljail-seccomp-cache v1\n")
+
+const maxCacheFile = 64 << 10 // BPF_MAXINSNS*8 plus the header fits
+
+type diskCache struct {
+	dir  *os.File
+	path string
+}
+
+func openDiskCache(dir string) (*diskCache, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, fmt.Errorf("seccomp cache: create %s: %w", filepath.Dir(dir), err)
+	}
+	if err := unix.Mkdir(dir, 0o700); err != nil && err != unix.EEXIST {
+		return nil, fmt.Errorf("seccomp cache: create %s: %w", dir, err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp cache: open %s (it must be a directory, not a symlink): %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("seccomp cache: stat %s: %w", dir, err)
+	}
+	if err := checkOwnerMode(&st, unix.S_IFDIR); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("seccomp cache: %s: %w; fix with: chmod 700 %s (as its owner) or remove it", dir, err, dir)
+	}
+	return &diskCache{dir: f, path: dir}, nil
+}
+
+func (d *diskCache) close() { d.dir.Close() }
+
+func checkOwnerMode(st *unix.Stat_t, typ uint32) error {
+	if st.Mode&unix.S_IFMT != typ {
+		return fmt.Errorf("wrong file type %#o", st.Mode&unix.S_IFMT)
+	}
+	if euid := uint32(os.Geteuid()); st.Uid != euid {
+		return fmt.Errorf("owned by uid %d, not %d", st.Uid, euid)
+	}
+	if st.Mode&0o077 != 0 {
+		return fmt.Errorf("mode %#o gives access to group or others", st.Mode&0o777)
+	}
+	return nil
+}
+
+func fileName(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:]) + ".bpf"
+}
+
+// load returns the cached program for key, or an error; fs.ErrNotExist when
+// there is none.
+func (d *diskCache) load(key string) (*Program, error) {
+	name := fileName(key)
+	fd, err := unix.Openat(int(d.dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err == unix.ENOENT {
+		return nil, fs.ErrNotExist
+	}
+	if err != nil {
+		return nil, fmt.Errorf("seccomp cache: open %s/%s: %w", d.path, name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("seccomp cache: stat %s/%s: %w", d.path, name, err)
+	}
+	if err := checkOwnerMode(&st, unix.S_IFREG); err != nil {
+		return nil, fmt.Errorf("seccomp cache: refusing %s/%s: %w", d.path, name, err)
+	}
+	if st.Nlink != 1 || st.Size > maxCacheFile {
+		return nil, fmt.Errorf("seccomp cache: refusing %s/%s: %d links, %d bytes", d.path, name, st.Nlink, st.Size)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxCacheFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("seccomp cache: read %s/%s: %w", d.path, name, err)
+	}
+	prog, err := parseCacheFile(b, key)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp cache: refusing %s/%s: %w", d.path, name, err)
+	}
+	return prog, nil
+}
+
+func parseCacheFile(b []byte, key string) (*Program, error) {
+	keySum := sha256.Sum256([]byte(key))
+	hdr := len(cacheMagic) + 32 + 1 + 32
+	if len(b) < hdr || !bytes.Equal(b[:len(cacheMagic)], cacheMagic) {
+		return nil, errors.New("not a cache file of this version")
+	}
+	b = b[len(cacheMagic):]
+	if !bytes.Equal(b[:32], keySum[:]) {
+		return nil, errors.New("cache key mismatch")
+	}
+	notify := b[32] == 1
+	if b[32] > 1 {
+		return nil, errors.New("bad notify flag")
+	}
+	want, filter := b[33:65], b[65:]
+	if got := sha256.Sum256(filter); !bytes.Equal(got[:], want) {
+		return nil, errors.New("content hash mismatch")
+	}
+	if _, err := decode(filter); err != nil {
+		return nil, err
+	}
+	return &Program{Filter: filter, Notify: notify}, nil
+}
+
+func (d *diskCache) store(key string, prog *Program) error {
+	keySum := sha256.Sum256([]byte(key))
+	sum := sha256.Sum256(prog.Filter)
+	var b bytes.Buffer
+	b.Write(cacheMagic)
+	b.Write(keySum[:])
+	if prog.Notify {
+		b.WriteByte(1)
+	} else {
+		b.WriteByte(0)
+	}
+	b.Write(sum[:])
+	b.Write(prog.Filter)
+
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("seccomp cache: %w", err)
+	}
+	tmp := ".tmp-" + hex.EncodeToString(rnd[:])
+	dfd := int(d.dir.Fd())
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("seccomp cache: create %s/%s: %w", d.path, tmp, err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, werr := f.Write(b.Bytes())
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = unix.Renameat(dfd, tmp, dfd, fileName(key))
+	}
+	if werr != nil {
+		_ = unix.Unlinkat(dfd, tmp, 0)
+		return fmt.Errorf("seccomp cache: write %s/%s: %w", d.path, fileName(key), werr)
+	}
+	return nil
+}

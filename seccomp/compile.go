@@ -1,0 +1,347 @@
+package seccomp
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+
+	libseccomp "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
+)
+
+// Program is a compiled filter, loadable in the jail without libseccomp.
+// It must not be modified.
+type Program struct {
+	Filter []byte `json:"filter"` // struct sock_filter array, native byte order
+	Notify bool   `json:"notify"` // denied calls go to the supervisor
+}
+
+// Instructions is the filter's length in BPF instructions.
+func (p *Program) Instructions() int { return len(p.Filter) / 8 }
+
+// cond is one argument check; conds in one alternative are ANDed.
+type cond struct {
+	arg  uint
+	op   libseccomp.ScmpCompareOp
+	vals []uint64
+}
+
+// nsFlags are the clone flags that create namespaces. CLONE_NEWTIME is in
+// the exit-signal byte of clone's flags, so only unshare checks it.
+const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
+	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP
+
+// restricted lists the allowed calls that carry argument checks, as ORed
+// alternatives. A policy that allows the call by name lifts the check.
+var restricted = map[string][][]cond{
+	"clone":   {{{0, libseccomp.CompareMaskedEqual, []uint64{nsFlags, 0}}}},
+	"unshare": {{{0, libseccomp.CompareMaskedEqual, []uint64{nsFlags | unix.CLONE_NEWTIME, 0}}}},
+	// Whole-register equality: a family with high bits set is denied,
+	// which is stricter than the kernel's int truncation.
+	"socket": {
+		{{0, libseccomp.CompareEqual, []uint64{unix.AF_UNIX}}},
+		{{0, libseccomp.CompareEqual, []uint64{unix.AF_INET}}},
+		{{0, libseccomp.CompareEqual, []uint64{unix.AF_INET6}}},
+		{{0, libseccomp.CompareEqual, []uint64{unix.AF_NETLINK}}, {2, libseccomp.CompareEqual, []uint64{unix.NETLINK_ROUTE}}},
+	},
+	// The default persona, the query (0xffffffff), and the uname-only
+	// variants Docker allows (PER_LINUX32 changes what uname reports, not
+	// the syscall ABI, which stays native). personality takes an unsigned
+	// int, so only the low 32 bits count.
+	"personality": {
+		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0}}},
+		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0x0008}}},
+		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0x20000}}},
+		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0x20008}}},
+		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0xffffffff}}},
+	},
+}
+
+// Compiler compiles policies to Programs and caches them in memory and, when
+// Dir is set, on disk across processes. Use one Compiler for many runs.
+type Compiler struct {
+	// Dir is the disk cache directory ("" for memory only). It is created
+	// with mode 0700 if missing, and used only if it is a real directory
+	// owned by the effective uid with no group or other permissions;
+	// otherwise every Compile recompiles (see Stats().DiskError).
+	Dir string
+
+	mu    sync.Mutex
+	mem   map[string]*Program
+	stats CacheStats
+}
+
+// CacheStats counts what Compile did, for tests and diagnostics.
+type CacheStats struct {
+	MemoryHits int
+	DiskHits   int
+	Compiles   int   // libseccomp compilations
+	DiskError  error // last reason the disk cache was not used, if any
+}
+
+// Stats returns the counters so far.
+func (c *Compiler) Stats() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+var defaultCompiler = &Compiler{Dir: DefaultCacheDir()}
+
+// DefaultCacheDir is where Compile caches programs across processes:
+// $TOOLJAIL_CACHE_DIR/seccomp, else the user cache directory
+// ($XDG_CACHE_HOME or ~/.cache) + tooljail/seccomp, or "" (memory only)
+// when neither is known.
+func DefaultCacheDir() string {
+	if d := os.Getenv("TOOLJAIL_CACHE_DIR"); d != "" {
+		return d + "/seccomp"
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return d + "/tooljail/seccomp"
+	}
+	return ""
+}
+
+// Compile builds the filter for p with the package's default Compiler
+// (cached per policy in memory and in DefaultCacheDir). With notify, denied
+// calls and foreign architectures go to the supervisor's Monitor; without
+// it they fail with EPERM, and foreign architectures kill the process.
+func Compile(p Policy, notify bool) (*Program, error) {
+	return defaultCompiler.Compile(p, notify)
+}
+
+// Compile builds the filter for p, or returns the cached one.
+func (c *Compiler) Compile(p Policy, notify bool) (*Program, error) {
+	// The memory cache is keyed by the policy as written, so that a hit
+	// costs no group expansion.
+	memKey := fmt.Sprintf("%v\x00%q\x00%q", notify, p.Allow, p.Deny)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prog, ok := c.mem[memKey]; ok {
+		c.stats.MemoryHits++
+		return prog, nil
+	}
+
+	na, err := native()
+	if err != nil {
+		return nil, err
+	}
+	key := cacheKey(p, notify)
+	var dc *diskCache
+	if c.Dir != "" {
+		dc, err = openDiskCache(c.Dir)
+		if err != nil {
+			c.stats.DiskError = err
+		} else {
+			defer dc.close()
+			if prog, err := dc.load(key); err == nil {
+				c.stats.DiskHits++
+				c.remember(memKey, prog)
+				return prog, nil
+			} else if !os.IsNotExist(err) {
+				c.stats.DiskError = err
+			}
+		}
+	}
+	r, err := resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := build(r, notify, na)
+	if err != nil {
+		return nil, err
+	}
+	c.stats.Compiles++
+	c.remember(memKey, prog)
+	if dc != nil {
+		if err := dc.store(key, prog); err != nil {
+			c.stats.DiskError = err
+		}
+	}
+	return prog, nil
+}
+
+// maxMemoryEntries bounds the memory cache for embedders that build many
+// distinct policies; when full it starts over (the disk cache remains).
+const maxMemoryEntries = 64
+
+func (c *Compiler) remember(key string, prog *Program) {
+	if c.mem == nil || len(c.mem) >= maxMemoryEntries {
+		c.mem = make(map[string]*Program)
+	}
+	c.mem[key] = prog
+}
+
+// cacheKey identifies everything that determines the compiled bytes: the
+// policy as written, the tables it is resolved against (groups, argument
+// checks, prologue), the architecture and the libseccomp version (whose
+// syscall table and code generator differ). A policy that resolves to the
+// same set under other spellings gets its own entry; that costs a compile,
+// never a wrong filter.
+func cacheKey(p Policy, notify bool) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\nnotify %v\nallow %q\ndeny %q\n", tablesID(), notify, p.Allow, p.Deny)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+var tablesID = sync.OnceValue(func() string {
+	h := sha256.New()
+	maj, mnr, mic := libseccomp.GetLibraryVersion()
+	fmt.Fprintf(h, "tooljail-seccomp v%d\n%s\nlibseccomp %d.%d.%d\n", prologueVersion, runtime.GOARCH, maj, mnr, mic)
+	fmt.Fprintf(h, "default %q\nrequired %q\n", defaultAllow, required)
+	for _, m := range []map[string][]string{groups} {
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(h, "group %s %q\n", n, m[n])
+		}
+	}
+	names := make([]string, 0, len(restricted))
+	for n := range restricted {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "restrict %s %v\n", n, restricted[n])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+})
+
+// libseccompCeiling is the highest native syscall number libseccomp knows.
+var libseccompCeiling = sync.OnceValues(func() (uint32, error) {
+	max := -1
+	for nr := 0; nr < 1024; nr++ {
+		if _, err := libseccomp.ScmpSyscall(nr).GetName(); err == nil {
+			max = nr
+		}
+	}
+	if max < 0 {
+		return 0, fmt.Errorf("seccomp: libseccomp knows no syscall of this architecture")
+	}
+	return uint32(max), nil
+})
+
+// compileMu serialises libseccomp use across Compilers.
+var compileMu sync.Mutex
+
+func build(r *resolved, notify bool, na nativeArch) (*Program, error) {
+	compileMu.Lock()
+	defer compileMu.Unlock()
+
+	ceiling, err := libseccompCeiling()
+	if err != nil {
+		return nil, err
+	}
+	deny := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	badArch := libseccomp.ActKillProcess
+	denyRet := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	if notify {
+		deny, badArch, denyRet = libseccomp.ActNotify, libseccomp.ActNotify, unix.SECCOMP_RET_USER_NOTIF
+	}
+	f, err := libseccomp.NewFilter(deny)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: new filter: %w", err)
+	}
+	defer f.Release()
+	if err := f.SetBadArchAction(badArch); err != nil {
+		return nil, fmt.Errorf("seccomp: set bad-arch action %v: %w (notify needs libseccomp >= 2.5 and Linux >= 5.0)", badArch, err)
+	}
+	// The binary tree keeps lookups O(log n) over ~350 rules. libseccomp
+	// API < 4 lacks it; the linear filter is still correct.
+	_ = f.SetOptimize(2)
+
+	for _, name := range r.allow {
+		sc, err := libseccomp.GetSyscallFromName(name)
+		if err != nil || sc < 0 {
+			// Not in this libseccomp's table (newer than it: above the
+			// ceiling, so ENOSYS) or not on this architecture.
+			continue
+		}
+		alts := restricted[name]
+		if alts == nil || r.lifted[name] {
+			if err := f.AddRule(sc, libseccomp.ActAllow); err != nil {
+				return nil, fmt.Errorf("seccomp: allow %s: %w", name, err)
+			}
+			continue
+		}
+		for _, alt := range alts {
+			conds := make([]libseccomp.ScmpCondition, 0, len(alt))
+			for _, c := range alt {
+				sc, err := libseccomp.MakeCondition(c.arg, c.op, c.vals...)
+				if err != nil {
+					return nil, fmt.Errorf("seccomp: condition for %s: %w", name, err)
+				}
+				conds = append(conds, sc)
+			}
+			if err := f.AddRuleConditional(sc, libseccomp.ActAllow, conds); err != nil {
+				return nil, fmt.Errorf("seccomp: allow %s with argument checks: %w", name, err)
+			}
+		}
+	}
+	if !contains(r.allow, "clone3") {
+		// ENOSYS, not a violation: glibc tries clone3 first and falls back
+		// to clone, whose flags the filter can read.
+		if sc, err := libseccomp.GetSyscallFromName("clone3"); err == nil && sc >= 0 {
+			if err := f.AddRule(sc, libseccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
+				return nil, fmt.Errorf("seccomp: clone3 ENOSYS rule: %w", err)
+			}
+		}
+	}
+
+	body, err := exportBPF(f)
+	if err != nil {
+		return nil, err
+	}
+	ioctlNr, err1 := libseccomp.GetSyscallFromName("ioctl")
+	socketNr, err2 := libseccomp.GetSyscallFromName("socket")
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("seccomp: libseccomp does not know ioctl or socket: %v %v", err1, err2)
+	}
+	pro, err := prologue(prologueParams{
+		arch: na.audit, ceiling: ceiling, ioctlNr: uint32(ioctlNr), socketNr: uint32(socketNr),
+		denyRet: denyRet, tiocsti: unix.TIOCSTI, tioclinux: unix.TIOCLINUX,
+	})
+	if err != nil {
+		return nil, err
+	}
+	insns := append(pro, body...)
+	if len(insns) > unix.BPF_MAXINSNS {
+		return nil, fmt.Errorf("seccomp: filter has %d instructions, the kernel accepts at most %d; allow fewer argument-checked calls", len(insns), unix.BPF_MAXINSNS)
+	}
+	return &Program{Filter: encode(insns), Notify: notify}, nil
+}
+
+// exportBPF gets libseccomp's program through a memfd: ExportBPFMem needs
+// libseccomp 2.6, and distributions ship 2.5.
+func exportBPF(f *libseccomp.ScmpFilter) ([]unix.SockFilter, error) {
+	fd, err := unix.MemfdCreate("tooljail-seccomp-bpf", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: memfd for the filter: %w", err)
+	}
+	mf := os.NewFile(uintptr(fd), "tooljail-seccomp-bpf")
+	defer mf.Close()
+	if err := f.ExportBPF(mf); err != nil {
+		return nil, fmt.Errorf("seccomp: export filter: %w", err)
+	}
+	if _, err := mf.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("seccomp: read filter: %w", err)
+	}
+	b, err := io.ReadAll(mf)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: read filter: %w", err)
+	}
+	return decode(b)
+}
+
+func contains(sorted []string, s string) bool {
+	i := sort.SearchStrings(sorted, s)
+	return i < len(sorted) && sorted[i] == s
+}

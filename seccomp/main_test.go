@@ -1,0 +1,254 @@
+package seccomp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The behaviour tests re-execute the test binary as a jailed child: it sets
+// no_new_privs, Installs the program it reads from fd 3, sends the listener
+// over the socket at fd 4 (as stage 2 does), marks fds close-on-exec and then
+// does what childModes[mode] says. The test process runs the Monitor.
+
+const childEnv = "TOOLJAIL_SECCOMP_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(childMain(mode))
+	}
+	// Keep the package-level Compile's disk cache out of the user's.
+	dir, err := os.MkdirTemp("", "tooljail-seccomp-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defaultCompiler = &Compiler{Dir: filepath.Join(dir, "seccomp")}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if exeCopy.path != "" {
+		os.RemoveAll(filepath.Dir(exeCopy.path))
+	}
+	os.Exit(code)
+}
+
+// childModes run after the filter is installed. Their stdout goes to the
+// test. Those that run without a filter ("workload-go") are listed in
+// unfilteredModes.
+var childModes = map[string]func() int{
+	"probe":       childProbe,
+	"flood":       childFlood,
+	"hang":        func() int { time.Sleep(time.Minute); return 0 },
+	"exec":        childExec,
+	"workload-go": childWorkloadGo,
+}
+
+var unfilteredModes = map[string]bool{"workload-go": true}
+
+func childMain(mode string) int {
+	run, ok := childModes[mode]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
+		return 2
+	}
+	if unfilteredModes[mode] {
+		return run()
+	}
+	var prog Program
+	if err := json.NewDecoder(os.NewFile(3, "prog")).Decode(&prog); err != nil {
+		fmt.Fprintln(os.Stderr, "child: read program:", err)
+		return 2
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "child: no_new_privs:", err)
+		return 2
+	}
+	l, err := Install(&prog)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	if l != nil {
+		if err := SendListener(4, l); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+		l.Close()
+	}
+	unix.Close(4)
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		fmt.Fprintln(os.Stderr, "child: close_range:", err)
+		return 2
+	}
+	return run()
+}
+
+// jailed is one child under a filter, seen from the test.
+type jailed struct {
+	cmd     *exec.Cmd
+	stdout  bytes.Buffer
+	stderr  bytes.Buffer
+	monitor *Monitor
+}
+
+type childOpts struct {
+	action Action
+	onKill func(*exec.Cmd)
+	uid    int // 0: as the test's user
+	args   []string
+	env    []string
+}
+
+// startJailed starts the test binary in mode under prog.
+func startJailed(t testing.TB, prog *Program, mode string, o childOpts) *jailed {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.uid != 0 {
+		exe = exeCopyFor(t, exe)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.NewEncoder(pw).Encode(prog); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	childSock := os.NewFile(uintptr(sp[1]), "child-sock")
+
+	j := &jailed{}
+	j.cmd = exec.Command(exe, o.args...)
+	j.cmd.Env = append(append(os.Environ(), childEnv+"="+mode), o.env...)
+	j.cmd.ExtraFiles = []*os.File{pr, childSock}
+	j.cmd.Stdout, j.cmd.Stderr = &j.stdout, &j.stderr
+	if o.uid != 0 {
+		j.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(o.uid), Gid: uint32(o.uid)}}
+	}
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	childSock.Close()
+	defer unix.Close(sp[0])
+	if prog.Notify {
+		l, err := RecvListener(sp[0])
+		if err != nil {
+			j.cmd.Wait()
+			t.Fatalf("%v; child stderr: %s", err, j.stderr.String())
+		}
+		var onKill func()
+		if o.onKill != nil {
+			onKill = func() { o.onKill(j.cmd) }
+		}
+		j.monitor = NewMonitor(l, o.action, onKill)
+	}
+	return j
+}
+
+// wait waits for the child and stops the monitor.
+func (j *jailed) wait(t testing.TB) (*os.ProcessState, []Violation) {
+	t.Helper()
+	err := j.cmd.Wait()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	var v []Violation
+	if j.monitor != nil {
+		v = j.monitor.Stop()
+		if err := j.monitor.Err(); err != nil {
+			t.Errorf("monitor: %v", err)
+		}
+	}
+	return j.cmd.ProcessState, v
+}
+
+var exeCopy struct {
+	sync.Mutex
+	path string
+}
+
+// exeCopyFor puts the test binary where an unprivileged uid can run it
+// (go test builds it in a root-only directory).
+func exeCopyFor(t testing.TB, exe string) string {
+	exeCopy.Lock()
+	defer exeCopy.Unlock()
+	if exeCopy.path != "" {
+		return exeCopy.path
+	}
+	dir, err := os.MkdirTemp("", "tooljail-seccomp-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "seccomp.test")
+	in, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	exeCopy.path = dst
+	return dst
+}
+
+func requireRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the child as uid 65534")
+	}
+}
+
+func requireNotify(t *testing.T) {
+	if s := Probe(); !s.Notify {
+		t.Skipf("no seccomp user notification here: %s", s.Reason)
+	}
+}
+
+func requireAmd64(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x86_64 specific")
+	}
+}
+
+func violationsByName(vs []Violation) map[string]Violation {
+	m := make(map[string]Violation)
+	for _, v := range vs {
+		m[v.Syscall] = v
+	}
+	return m
+}
+
+func describe(vs []Violation) string {
+	var b strings.Builder
+	for _, v := range vs {
+		fmt.Fprintf(&b, "%s:%s x%d (%s); ", v.Kind, v.Syscall, v.Count, v.Action)
+	}
+	return b.String()
+}

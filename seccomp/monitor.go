@@ -1,0 +1,359 @@
+package seccomp
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Action is what a denied call does to the run.
+type Action string
+
+const (
+	ActionDeny Action = "deny" // EPERM, the run goes on
+	ActionKill Action = "kill" // the whole run is killed
+)
+
+// Violation is one denied syscall (aggregated by kind and syscall name).
+//
+// Kind "syscall": a call outside the allowlist. It failed with EPERM
+// (ENOSYS for numbers the kernel has no name for), Action "denied"; with
+// ActionKill the run was killed, Action "killed".
+// Kind "arch": a call through a non-native entry point (Syscall is
+// "x32:NAME" or "i386:NAME"). The calling process is always killed before
+// the call runs, Action "killed".
+//
+// Args, Pid and JailPid describe the first occurrence; Count all of them.
+type Violation struct {
+	Kind    string   `json:"kind"` // "syscall" or "arch"
+	Syscall string   `json:"syscall,omitempty"`
+	Args    []string `json:"args,omitempty"` // the six argument registers, hex; pointers are not followed
+	Pid     int      `json:"pid,omitempty"`  // host pid (thread id) of the first offender
+	JailPid int      `json:"jail_pid,omitempty"`
+	Count   int      `json:"count"`
+	Action  string   `json:"action"` // "denied" or "killed"
+}
+
+// maxViolationKinds bounds the monitor's memory under a flood of distinct
+// (kind, syscall) pairs; further pairs are counted under Syscall "other".
+const maxViolationKinds = 256
+
+// Monitor answers notifications from one jail.
+type Monitor struct {
+	listener *os.File
+	wake     int // eventfd that Stop writes to
+	action   Action
+	onKill   func()
+	killOnce sync.Once
+	native   nativeArch
+	names    syscallNames
+	done     chan struct{}
+	stopOnce sync.Once
+
+	mu    sync.Mutex
+	order []string // keys in order of first occurrence
+	byKey map[string]*Violation
+	err   error // why the loop ended early, if it did
+}
+
+// seccomp_notif and seccomp_notif_resp from <linux/seccomp.h>.
+type notifReq struct {
+	id    uint64
+	pid   uint32
+	flags uint32
+	nr    int32
+	arch  uint32
+	ip    uint64
+	args  [6]uint64
+}
+
+type notifResp struct {
+	id    uint64
+	val   int64
+	error int32
+	flags uint32
+}
+
+const (
+	ioctlNotifRecv    = unix.SECCOMP_IOCTL_NOTIF_RECV
+	ioctlNotifSend    = unix.SECCOMP_IOCTL_NOTIF_SEND
+	ioctlNotifIDValid = unix.SECCOMP_IOCTL_NOTIF_ID_VALID
+)
+
+// NewMonitor serves the listener in the background until Stop. Each
+// notification is recorded and answered at once: EPERM (ENOSYS for an
+// unnamed number), or, for a non-native architecture, the process is
+// killed. With ActionKill, onKill is called (once, synchronously, before
+// the first violation is answered; it must not call Stop) and the call
+// still fails with EPERM. onKill is also called, in any mode, when an arch
+// violation's process cannot be killed on its own. onKill may be nil.
+//
+// The Monitor owns listener and closes it in Stop.
+func NewMonitor(listener *os.File, action Action, onKill func()) *Monitor {
+	m := &Monitor{
+		listener: listener,
+		wake:     -1,
+		action:   action,
+		onKill:   onKill,
+		done:     make(chan struct{}),
+		byKey:    make(map[string]*Violation),
+	}
+	na, err := native()
+	if err != nil {
+		m.err = err
+		close(m.done)
+		return m
+	}
+	m.native = na
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		m.err = fmt.Errorf("seccomp monitor: eventfd: %w", err)
+		close(m.done)
+		return m
+	}
+	m.wake = fd
+	go m.loop()
+	return m
+}
+
+// Stop ends the monitor, closes the listener and returns what it recorded.
+// It returns promptly even if the jail is still running; from then on the
+// jail's denied calls fail with ENOSYS (the kernel's answer when no
+// listener is left). Stop may be called more than once.
+func (m *Monitor) Stop() []Violation {
+	m.stopOnce.Do(func() {
+		if m.wake >= 0 {
+			var one = [8]byte{1}
+			_, _ = unix.Write(m.wake, one[:])
+		}
+		<-m.done
+		if m.wake >= 0 {
+			unix.Close(m.wake)
+		}
+		m.listener.Close()
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Violation, 0, len(m.order))
+	for _, k := range m.order {
+		v := *m.byKey[k]
+		v.Args = append([]string(nil), v.Args...)
+		out = append(out, v)
+	}
+	return out
+}
+
+// Err reports why the monitor stopped serving before Stop, if it did
+// (nil when the jail simply ended).
+func (m *Monitor) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
+func (m *Monitor) loop() {
+	defer close(m.done)
+	lfd := int(m.listener.Fd())
+	fds := []unix.PollFd{{Fd: int32(lfd), Events: unix.POLLIN}, {Fd: int32(m.wake), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			m.fail(fmt.Errorf("seccomp monitor: poll: %w", err))
+			return
+		}
+		if fds[1].Revents != 0 {
+			return
+		}
+		re := fds[0].Revents
+		if re&unix.POLLIN != 0 {
+			if err := m.serveOne(lfd); err != nil {
+				m.fail(err)
+				return
+			}
+			continue
+		}
+		if re&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			return // every process using the filter is gone
+		}
+	}
+}
+
+func (m *Monitor) fail(err error) {
+	m.mu.Lock()
+	m.err = err
+	m.mu.Unlock()
+}
+
+func ioctlPtr(fd int, req uintptr, p unsafe.Pointer) unix.Errno {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(p))
+	return errno
+}
+
+// serveOne receives and answers one notification. Errors about one
+// notification (the target died: ENOENT) are not loop errors.
+func (m *Monitor) serveOne(lfd int) error {
+	var req notifReq // the kernel wants it zeroed
+	for {
+		errno := ioctlPtr(lfd, ioctlNotifRecv, unsafe.Pointer(&req))
+		if errno == 0 {
+			break
+		}
+		switch errno {
+		case unix.EINTR:
+			continue
+		case unix.ENOENT:
+			return nil // the caller was killed between poll and receive
+		}
+		return fmt.Errorf("seccomp monitor: receive: %w", errno)
+	}
+
+	info := m.names.lookup(m.native, req.arch, req.nr)
+	errnoAnswer := unix.EPERM
+	if !info.known && info.kind == "syscall" {
+		errnoAnswer = unix.ENOSYS
+	}
+	how := "denied"
+	if info.kind == "arch" || m.action == ActionKill {
+		how = "killed"
+	}
+	m.record(lfd, &req, info, how)
+
+	switch {
+	case info.kind == "arch":
+		if err := killNotified(lfd, &req); err != nil {
+			m.kill()
+		}
+	case m.action == ActionKill:
+		m.kill()
+	}
+	resp := notifResp{id: req.id, error: -int32(errnoAnswer)}
+	for {
+		errno := ioctlPtr(lfd, ioctlNotifSend, unsafe.Pointer(&resp))
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 && errno != unix.ENOENT {
+			return fmt.Errorf("seccomp monitor: answer %s: %w", info.name, errno)
+		}
+		return nil
+	}
+}
+
+func (m *Monitor) kill() {
+	m.killOnce.Do(func() {
+		if m.onKill != nil {
+			m.onKill()
+		}
+	})
+}
+
+// record aggregates one notification. Only the first of a kind pays for
+// formatting arguments and reading /proc.
+func (m *Monitor) record(lfd int, req *notifReq, info nameInfo, how string) {
+	key := info.kind + "\x00" + info.name
+	m.mu.Lock()
+	v, ok := m.byKey[key]
+	if !ok && len(m.order) >= maxViolationKinds {
+		key = "other"
+		v, ok = m.byKey[key]
+		info = nameInfo{kind: "syscall", name: "other"}
+	}
+	if ok {
+		v.Count++
+		if how == "killed" {
+			v.Action = how
+		}
+		m.mu.Unlock()
+		return
+	}
+	v = &Violation{Kind: info.kind, Syscall: info.name, Pid: int(req.pid), Count: 1, Action: how}
+	m.byKey[key] = v
+	m.order = append(m.order, key)
+	m.mu.Unlock()
+
+	args := make([]string, len(req.args))
+	for i, a := range req.args {
+		args[i] = "0x" + strconv.FormatUint(a, 16)
+	}
+	jailPid := jailPid(lfd, req)
+	m.mu.Lock()
+	v.Args, v.JailPid = args, jailPid
+	m.mu.Unlock()
+}
+
+func idValid(lfd int, id uint64) bool {
+	return ioctlPtr(lfd, ioctlNotifIDValid, unsafe.Pointer(&id)) == 0
+}
+
+// jailPid reads the caller's pid in its own (innermost) pid namespace from
+// the last NSpid field of /proc/<pid>/status. The notification id is
+// checked after the read: while it is valid the caller is blocked in the
+// call, so the pid was not reused. 0 when unknown.
+func jailPid(lfd int, req *notifReq) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(req.pid)) + "/status")
+	if err != nil || !idValid(lfd, req.id) {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Bytes()
+		if rest, ok := bytes.CutPrefix(line, []byte("NSpid:")); ok {
+			f := bytes.Fields(rest)
+			if len(f) == 0 {
+				return 0
+			}
+			n, _ := strconv.Atoi(string(f[len(f)-1]))
+			return n
+		}
+	}
+	return 0
+}
+
+// killNotified SIGKILLs the process that made the notified call. A pidfd
+// taken on its pid and then checked against the notification id refers to
+// that very process even if pids are reused.
+func killNotified(lfd int, req *notifReq) error {
+	pid := int(req.pid)
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err == unix.EINVAL || err == unix.ENOENT {
+		// A thread other than the leader (Linux < 6.9 gives no pidfd for
+		// those): SIGKILL to its thread group is the same thing.
+		if tgid := threadGroup(pid); tgid > 0 {
+			pidfd, err = unix.PidfdOpen(tgid, 0)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	defer unix.Close(pidfd)
+	if !idValid(lfd, req.id) {
+		return nil // already gone
+	}
+	if err := unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0); err != nil {
+		return fmt.Errorf("pidfd_send_signal %d: %w", pid, err)
+	}
+	return nil
+}
+
+func threadGroup(tid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("Tgid:")); ok {
+			n, _ := strconv.Atoi(string(bytes.TrimSpace(rest)))
+			return n
+		}
+	}
+	return 0
+}

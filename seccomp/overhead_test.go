@@ -1,0 +1,73 @@
+package seccomp
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	childModes["loop"] = childLoop
+	childModes["loop-bare"] = childLoop
+	unfilteredModes["loop-bare"] = true
+}
+
+// childLoop makes $LOOP_N allowed calls (getppid: cheap, so the filter's
+// share is as large as it gets) and prints ns per call.
+func childLoop() int {
+	n, _ := strconv.Atoi(os.Getenv("LOOP_N"))
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+	}
+	fmt.Println(float64(time.Since(t0).Nanoseconds()) / float64(n))
+	return 0
+}
+
+// BenchmarkSyscallOverhead measures an allowed syscall with and without
+// the default filter (notify mode) in a child process. DESIGN.md asks for
+// under 2 % on a syscall-heavy workload; getppid is the worst case.
+func BenchmarkSyscallOverhead(b *testing.B) {
+	prog, err := Compile(Policy{}, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(mode string, prog *Program) float64 {
+		j := startJailed(b, prog, mode, childOpts{env: []string{"LOOP_N=" + strconv.Itoa(b.N)}})
+		if st, _ := j.wait(b); !st.Success() {
+			b.Fatalf("%s: %v %s", mode, st, j.stderr.String())
+		}
+		var ns float64
+		fmt.Sscan(strings.TrimSpace(j.stdout.String()), &ns)
+		return ns
+	}
+	// Interleaved, best of three each: run order and machine noise on a
+	// shared VM are larger than the effect.
+	bare, filtered := 1e18, 1e18
+	for i := 0; i < 3; i++ {
+		bare = min(bare, run("loop-bare", &Program{Filter: prog.Filter})) // not installed
+		filtered = min(filtered, run("loop", prog))
+	}
+	b.ReportMetric(bare, "ns/call-bare")
+	b.ReportMetric(filtered, "ns/call-filtered")
+	b.ReportMetric(100*(filtered-bare)/bare, "%overhead")
+}
+
+func TestProbe(t *testing.T) {
+	s := Probe()
+	t.Logf("probe: %+v", s)
+	if !s.Filter {
+		t.Skipf("no seccomp filters here: %s", s.Reason)
+	}
+	if s.Notify && (s.Reason != "" || s.API < 6) {
+		t.Errorf("notify with reason %q, api %d", s.Reason, s.API)
+	}
+	if !s.Notify && (s.Reason == "" || s.Fix == "") {
+		t.Errorf("no notify but no reason/fix: %+v", s)
+	}
+}

@@ -1,0 +1,137 @@
+package seccomp
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	libseccomp "github.com/seccomp/libseccomp-golang"
+)
+
+// Policy is what a run asks of the syscall filter, on top of the built-in
+// default allowlist (the groups listed under "@default" in Groups).
+//
+// The filter is (default ∪ Allow) − Deny; a name in both is denied. Some
+// allowed calls carry argument checks: clone and unshare without CLONE_NEW*
+// flags, socket for AF_UNIX, AF_INET, AF_INET6 and NETLINK_ROUTE only,
+// personality for the default personas only. Allowing such a call by name
+// ("clone", "socket", ...), or "@namespaces" for clone and unshare, lifts
+// its check. Two checks can never be lifted: ioctl TIOCSTI/TIOCLINUX
+// (terminal input injection) and IPPROTO_MPTCP sockets (they bypass
+// Landlock's TCP rules).
+type Policy struct {
+	// Allow adds syscall names or "@group" names to the allowlist.
+	Allow []string `json:"allow,omitempty"`
+	// Deny removes syscall names or "@group" names from it.
+	Deny []string `json:"deny,omitempty"`
+}
+
+// resolved is a policy expanded to syscall names.
+type resolved struct {
+	allow  []string        // sorted
+	lifted map[string]bool // restricted names allowed without their argument check
+}
+
+// Validate checks that every name in p is a known syscall or group and
+// that p does not deny a call the jail itself needs. It does not compile.
+func Validate(p Policy) error {
+	_, err := resolve(p)
+	return err
+}
+
+func resolve(p Policy) (*resolved, error) {
+	allow := make(map[string]bool)
+	for _, g := range defaultAllow {
+		for _, n := range groups[g] {
+			allow[n] = true
+		}
+	}
+	lifted := make(map[string]bool)
+	for _, entry := range p.Allow {
+		names, err := expand(entry, "allow")
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			allow[n] = true
+		}
+		switch {
+		case entry == "@namespaces":
+			lifted["clone"], lifted["unshare"] = true, true
+		case restricted[entry] != nil:
+			lifted[entry] = true
+		}
+	}
+	isRequired := make(map[string]bool, len(required))
+	for _, n := range required {
+		isRequired[n] = true
+	}
+	for _, entry := range p.Deny {
+		names, err := expand(entry, "deny")
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			if isRequired[n] {
+				how := ""
+				if strings.HasPrefix(entry, "@") {
+					how = fmt.Sprintf(" (in %s)", entry)
+				}
+				return nil, fmt.Errorf("seccomp: deny %q: %s%s is needed by the jail itself between loading the filter and exec; deny individual calls instead", entry, n, how)
+			}
+			delete(allow, n)
+		}
+	}
+	r := &resolved{lifted: lifted}
+	for n := range allow {
+		r.allow = append(r.allow, n)
+	}
+	sort.Strings(r.allow)
+	return r, nil
+}
+
+// expand turns one policy entry into syscall names.
+func expand(entry, field string) ([]string, error) {
+	if strings.HasPrefix(entry, "@") {
+		if entry == "@default" {
+			var out []string
+			for _, g := range defaultAllow {
+				out = append(out, groups[g]...)
+			}
+			return out, nil
+		}
+		if names, ok := groups[entry]; ok {
+			return names, nil
+		}
+		known := make([]string, 0, len(groups)+1)
+		for g := range groups {
+			known = append(known, g)
+		}
+		known = append(known, "@default")
+		return nil, unknownName(field, "group", entry, known)
+	}
+	if _, ok := syscallGroup[entry]; ok {
+		return []string{entry}, nil
+	}
+	// A syscall libseccomp knows but our table does not (a newer library
+	// than this code): accept it, it is a real name.
+	if _, err := libseccomp.GetSyscallFromName(entry); err == nil {
+		return []string{entry}, nil
+	}
+	known := make([]string, 0, len(syscallGroup))
+	for n := range syscallGroup {
+		known = append(known, n)
+	}
+	return nil, unknownName(field, "syscall", entry, known)
+}
+
+func unknownName(field, what, name string, known []string) error {
+	msg := fmt.Sprintf("seccomp: %s: unknown %s %q", field, what, name)
+	if near := closeNames(name, known); len(near) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(near, ", "))
+	} else if what == "group" {
+		sort.Strings(known)
+		msg += fmt.Sprintf(" (groups: %s)", strings.Join(known, ", "))
+	}
+	return fmt.Errorf("%s", msg)
+}
