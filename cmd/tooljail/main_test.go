@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// Bad input never starts a jail: one line on stderr, exit 125.
+func TestBadInput(t *testing.T) {
+	cases := map[string][]string{
+		"unknown command":  {"frobnicate"},
+		"unknown flag":     {"run", "--no-such-flag", "--", "true"},
+		"bad size":         {"run", "--memory", "12XB", "--", "true"},
+		"bad duration":     {"run", "--timeout", "5parsecs", "--", "true"},
+		"bad cpus":         {"run", "--cpus", "-1", "--", "true"},
+		"missing command":  {"run", "--memory", "1G"},
+		"missing command2": {"run", "--"},
+		"bad net":          {"run", "--net", "bridge", "--", "true"},
+		"bad on-violation": {"run", "--on-violation", "log", "--", "true"},
+		"bad layer":        {"run", "--allow-degraded", "apparmor", "--", "true"},
+		"bad env":          {"run", "--env", "NOEQUALS", "--", "true"},
+		"missing profile":  {"run", "--profile", "/nonexistent/p.toml", "--", "true"},
+		"unknown profile":  {"run", "--profile", "no-such-profile", "--", "true"},
+		"workdir both":     {"run", "--workdir", "/tmp", "--no-workdir", "--", "true"},
+		"workdir root":     {"run", "--workdir", "/", "--", "true"},
+		"profile show":     {"profile", "show"},
+		"check args":       {"check", "extra"},
+	}
+	for name, args := range cases {
+		var stdout, stderr bytes.Buffer
+		code := dispatch(args, &stdout, &stderr)
+		if code != 125 {
+			t.Errorf("%s: exit %d, want 125 (stderr %q)", name, code, stderr.String())
+		}
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "tooljail: ") {
+			t.Errorf("%s: want one 'tooljail: ' line on stderr, got %q", name, stderr.String())
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"check", "--help"}, {"profile", "--help"}, {"version", "--help"}} {
+		var stdout, stderr bytes.Buffer
+		if code := dispatch(args, &stdout, &stderr); code != 0 || stdout.Len() == 0 {
+			t.Errorf("%v: exit %d, stdout %q", args, code, stdout.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	dispatch([]string{"run", "--help"}, &stdout, &stderr)
+	for _, flag := range []string{"-profile", "-ro", "-rw", "-tmpfs", "-mask", "-workdir", "-no-workdir", "-memory", "-cpus", "-pids",
+		"-timeout", "-cpu-time", "-nofile", "-fsize", "-output-limit", "-net", "-on-violation", "-env", "-pass-env",
+		"-allow-degraded", "-report", "-json", "-audit-log", "-quiet"} {
+		if !strings.Contains(stdout.String(), flag+" ") && !strings.Contains(stdout.String(), flag+"\n") {
+			t.Errorf("run --help does not document %s", flag)
+		}
+	}
+}
+
+// FuzzRunFlags: any argument list parses to a Spec or to an error, never a
+// panic; the Spec it gives is valid.
+func FuzzRunFlags(f *testing.F) {
+	f.Add("--memory\x00512M\x00--ro\x00/usr:/x\x00--\x00true")
+	f.Add("--timeout\x001h\x00--env\x00A=B\x00--pass-env\x00HOME\x00sh")
+	f.Add("--cpus\x000.5\x00--output-limit\x00unlimited\x00--tmpfs\x00/scratch:1G\x00x")
+	f.Add("--allow-degraded\x00cgroup,landlock\x00--no-workdir\x00--mask\x00/etc/passwd\x00ls")
+	f.Fuzz(func(t *testing.T, joined string) {
+		args := strings.Split(joined, "\x00")
+		var rf runFlags
+		fs := newRunFlagSet(&rf)
+		if fs.Parse(args) != nil || len(fs.Args()) == 0 {
+			return
+		}
+		if rf.workdir == "" && !rf.noWorkdir {
+			rf.noWorkdir = true // the fuzzer's cwd may be anything
+		}
+		spec, err := rf.spec(fs.Args())
+		if err != nil {
+			return
+		}
+		if err := spec.Validate(); err != nil {
+			t.Fatalf("spec from %q does not validate: %v", args, err)
+		}
+	})
+}

@@ -1,0 +1,175 @@
+package jail
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tooljail/tooljail/landlock"
+)
+
+func validSpec() *Spec {
+	return &Spec{
+		Args: []string{"/bin/true"}, Dir: "/tmp", Home: "/home/sandbox",
+		Net: NetNone, OnViolation: ViolationDeny,
+		Mounts: []Mount{{Kind: MountBind, Source: "/usr", Dest: "/usr"}},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := validSpec().Validate(); err != nil {
+		t.Fatalf("valid spec: %v", err)
+	}
+	cases := map[string]func(s *Spec){
+		"no command":        func(s *Spec) { s.Args = nil },
+		"relative dir":      func(s *Spec) { s.Dir = "tmp" },
+		"bad net":           func(s *Spec) { s.Net = "bridge" },
+		"bad on-violation":  func(s *Spec) { s.OnViolation = "log" },
+		"unknown layer":     func(s *Spec) { s.AllowDegraded = []string{"apparmor"} },
+		"bad env":           func(s *Spec) { s.Env = []string{"NOEQUALS"} },
+		"relative dest":     func(s *Spec) { s.Mounts[0].Dest = "usr" },
+		"unclean dest":      func(s *Spec) { s.Mounts[0].Dest = "/usr/../etc" },
+		"root dest":         func(s *Spec) { s.Mounts[0].Dest = "/" },
+		"proc dest":         func(s *Spec) { s.Mounts[0].Dest = "/proc/sys" },
+		"dev dest":          func(s *Spec) { s.Mounts[0].Dest = "/dev" },
+		"relative source":   func(s *Spec) { s.Mounts[0].Source = "usr" },
+		"unknown mount":     func(s *Spec) { s.Mounts[0].Kind = "overlay" },
+		"negative memory":   func(s *Spec) { s.Limits.Memory = -1 },
+		"negative duration": func(s *Spec) { s.Limits.Timeout = -time.Second },
+	}
+	for name, mutate := range cases {
+		s := validSpec()
+		mutate(s)
+		if err := s.Validate(); err == nil {
+			t.Errorf("%s: Validate accepted it", name)
+		}
+	}
+}
+
+func TestDegradedAllowed(t *testing.T) {
+	s := validSpec()
+	s.AllowDegraded = []string{LayerCgroup, LayerSeccomp}
+	for _, l := range []string{LayerMemory, LayerCPU, LayerPids, LayerCgroup, LayerSeccomp, LayerSeccompNotify} {
+		if !s.degradedAllowed(l) {
+			t.Errorf("%s should be allowed degraded by cgroup,seccomp", l)
+		}
+	}
+	if s.degradedAllowed(LayerLandlock) {
+		t.Error("landlock was not named but is allowed degraded")
+	}
+	s.AllowDegraded = []string{LayerMemory}
+	if s.degradedAllowed(LayerPids) || !s.degradedAllowed(LayerMemory) {
+		t.Error("memory alone must allow only memory")
+	}
+}
+
+func TestSortMounts(t *testing.T) {
+	in := []Mount{
+		{Kind: MountMask, Dest: "/a"},
+		{Kind: MountBind, Dest: "/tmp/work/sub"},
+		{Kind: MountTmpfs, Dest: "/tmp"},
+		{Kind: MountBind, Dest: "/tmp/work"},
+		{Kind: MountBind, Dest: "/usr", Source: "first"},
+		{Kind: MountBind, Dest: "/usr", Source: "second"},
+	}
+	var got []string
+	for _, m := range sortMounts(in) {
+		got = append(got, m.Dest+m.Source)
+	}
+	want := "/tmp /usrfirst /usrsecond /tmp/work /tmp/work/sub /a"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("order %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+func TestPlanFailsClosed(t *testing.T) {
+	h := Host{UserNS: Layer{Enforced: true}}
+	h.Cgroup.Controllers = map[string]bool{}
+	s := validSpec()
+	s.Landlock = &LandlockSpec{}
+	s.Limits.Memory = 1 << 20
+	if _, err := s.plan(h, false); err == nil || !strings.Contains(err.Error(), "landlock") || !strings.Contains(err.Error(), "memory") {
+		t.Fatalf("want a failure naming landlock and memory, got %v", err)
+	}
+	s.AllowDegraded = []string{LayerLandlock, LayerMemory}
+	p, err := s.plan(h, false)
+	if err != nil {
+		t.Fatalf("with both allowed degraded: %v", err)
+	}
+	if strings.Join(p.enf.Degraded, ",") != "landlock,memory" || p.enf.Caps["memory"] || p.resources.Memory != 0 || p.landlock != nil {
+		t.Fatalf("degraded run claims too much: %+v %+v", p.enf, p.resources)
+	}
+	h.Landlock.ABI = 3
+	s.Landlock.MinABI = 4
+	s.AllowDegraded = nil
+	s.Limits.Memory = 0
+	if _, err := s.plan(h, false); err == nil || !strings.Contains(err.Error(), "ABI 4") {
+		t.Fatalf("min ABI above the kernel's must fail closed, got %v", err)
+	}
+	h.UserNS = Layer{Reason: "off", Fix: "turn it on"}
+	if _, err := validSpec().plan(h, false); err == nil {
+		t.Fatal("no user namespaces must fail")
+	}
+}
+
+func TestPlanMountsAndLandlock(t *testing.T) {
+	dir := t.TempDir()
+	h := Host{UserNS: Layer{Enforced: true}}
+	h.Landlock.ABI = 7
+	s := validSpec()
+	s.Landlock = &LandlockSpec{}
+	s.Mounts = []Mount{
+		{Kind: MountBind, Source: "/usr", Dest: "/usr", Exec: true},
+		{Kind: MountBind, Source: dir + "/missing", Dest: "/opt", Optional: true},
+		{Kind: MountBind, Source: dir, Dest: "/work", Writable: true},
+		{Kind: MountBind, Source: "/etc/hostname", Dest: "/data"},
+		{Kind: MountMask, Dest: "/work/secret"},
+	}
+	p, err := s.plan(h, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.mounts) != 4 {
+		t.Fatalf("the missing optional bind must be dropped: %+v", p.mounts)
+	}
+	got := map[string]landlock.Access{}
+	for _, r := range p.landlock.Rules {
+		got[r.Path] = r.Access
+	}
+	want := map[string]landlock.Access{"/": landlock.List, "/usr": landlock.ReadExec, "/work": landlock.ReadWrite, "/data": landlock.Read, "/dev/null": landlock.Device, "/proc": landlock.Read}
+	for path, a := range want {
+		if got[path] != a {
+			t.Errorf("rule %s = %q, want %q", path, got[path], a)
+		}
+	}
+	if _, ok := got["/opt"]; ok {
+		t.Error("a rule for a mount that was dropped")
+	}
+	if _, ok := got["/work/secret"]; ok {
+		t.Error("masks get no rule of their own")
+	}
+	s.Mounts = append(s.Mounts, Mount{Kind: MountBind, Source: dir + "/missing", Dest: "/x"})
+	if _, err := s.plan(h, false); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("a missing required bind source must fail, got %v", err)
+	}
+}
+
+func TestRelayBudget(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rel := newRelay(r, &out, &outputBudget{remaining: 10}, true)
+	w.Write([]byte(strings.Repeat("a", 8)))
+	w.Write([]byte(strings.Repeat("b", 10000)))
+	w.Close()
+	s := rel.stream()
+	if s.Bytes != 10008 || !s.Truncated || out.String() != "aaaaaaaabb" {
+		t.Fatalf("bytes %d truncated %v relayed %q", s.Bytes, s.Truncated, out.String())
+	}
+	if s.Text == nil || !strings.HasPrefix(*s.Text, "aaaaaaaabb\n[tooljail: 9998 bytes") || !strings.HasSuffix(*s.Text, strings.Repeat("b", tailKeep)) {
+		t.Fatalf("captured text lacks head or tail: %.80q", *s.Text)
+	}
+}
