@@ -37,9 +37,13 @@ unit: deps
 integration: $(BIN) $(HELPER)
 	$(GO) test -count=1 -timeout 15m ./integration/
 
+# The integration suite, static, for the VMs.
+bin/integration.test: $(wildcard integration/*.go) $(wildcard integration/tjhelper/*.go)
+	CGO_ENABLED=0 $(GO) test -c -o $@ ./integration
+
 # The integration suite under Debian's 6.1 and 6.12 kernels with pure cgroup v2.
-vm: $(BIN) $(HELPER)
-	./integration/vm/run-matrix.sh
+vm: $(BIN) $(HELPER) bin/integration.test
+	./integration/vm/run-matrix.sh bin/integration.test
 
 test: deps vet unit integration vm
 

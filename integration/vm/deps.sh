@@ -1,0 +1,34 @@
+#!/bin/sh
+# Installs what integration/vm needs on a Debian host: QEMU (TCG only, no KVM needed),
+# a static busybox for the guest, cpio for the initramfs, file(1) to refuse dynamic
+# binaries early; apt-get and dpkg-deb (always present on Debian) fetch the kernels.
+# Idempotent and quiet: does nothing when everything is present.
+set -eu
+
+missing=""
+need() { # need PACKAGE FILE: install PACKAGE when FILE is absent
+	[ -e "$2" ] || missing="$missing $1"
+}
+need qemu-system-x86 /usr/bin/qemu-system-x86_64
+need busybox-static /bin/busybox
+need cpio /usr/bin/cpio
+need file /usr/bin/file
+
+# busybox (the dynamic one) also provides /bin/busybox; the guest needs the static one.
+if [ -e /bin/busybox ] && ! dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then
+	missing="$missing busybox-static"
+fi
+
+[ -n "$missing" ] || exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "integration/vm/deps.sh: missing packages:$missing; run as root or: sudo apt-get install$missing" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the package lists once if an install fails on stale lists.
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null 2>&1 || {
+	apt-get update -qq >/dev/null
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}

@@ -1,0 +1,139 @@
+#!/bin/busybox sh
+# /init of the integration/vm guest (packed by run.sh). Two stages:
+#  1. in the initramfs: copy everything to a tmpfs and switch_root into it, because
+#     pivot_root(2) (which the jail uses) fails when the root is the initramfs itself;
+#  2. in the tmpfs root: mount a pure cgroup v2 hierarchy with every controller, set up
+#     users and a delegated subtree, run the suite as root and as uid 65534, print the
+#     results between markers on the console and power off.
+# Markers (parsed by run.sh): @@TJVM BEGIN <who>@@, @@TJVM END <who> rc=N@@, @@TJVM RESULT rc=N@@.
+
+B=/bin/busybox
+
+if [ ! -e /.stage2 ]; then
+	$B mkdir -p /newroot
+	$B mount -t tmpfs -o mode=0755 tmpfs /newroot || exec $B echo "@@TJVM INIT-FAILED tmpfs@@"
+	$B mkdir -p /newroot/dev
+	$B mount -t devtmpfs devtmpfs /newroot/dev
+	exec </newroot/dev/console >/newroot/dev/console 2>&1
+	for f in /* /.[!.]*; do
+		case "$f" in /newroot | /dev | /proc | /sys | '/.[!.]*') continue ;; esac
+		$B cp -a "$f" /newroot/ || {
+			echo "@@TJVM INIT-FAILED copy $f@@"
+			$B poweroff -f
+		}
+	done
+	: >/newroot/.stage2
+	exec $B switch_root /newroot /init
+fi
+
+# ---- stage 2: tmpfs root ----
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+fatal() {
+	echo "@@TJVM INIT-FAILED $*@@"
+	echo "@@TJVM RESULT rc=2@@"
+	$B sync
+	$B poweroff -f
+	echo o >/proc/sysrq-trigger
+	exit 1
+}
+$B mkdir -p /sbin /usr/bin /usr/sbin /usr/lib /usr/lib64 /proc /sys /tmp /root /home /etc /run /var/tmp
+$B --install -s || fatal "busybox --install"
+ln -s usr/lib /lib
+ln -s usr/lib64 /lib64
+
+mount -t proc -o nosuid,nodev,noexec proc /proc || fatal "mount proc"
+mount -t sysfs -o nosuid,nodev,noexec sysfs /sys || fatal "mount sysfs"
+mount -t securityfs -o nosuid,nodev,noexec securityfs /sys/kernel/security || fatal "mount securityfs"
+# Same options as systemd: nsdelegate makes cgroup namespaces delegation boundaries.
+mount -t cgroup2 -o nosuid,nodev,noexec,nsdelegate cgroup2 /sys/fs/cgroup || fatal "mount cgroup2"
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o newinstance,gid=5,mode=0620,ptmxmode=0666 devpts /dev/pts || fatal "mount devpts"
+ln -sf pts/ptmx /dev/ptmx
+mount -t tmpfs -o mode=1777,nosuid,nodev shm /dev/shm || fatal "mount /dev/shm"
+mount -t tmpfs -o mode=1777,nosuid,nodev tmp /tmp || fatal "mount /tmp"
+chmod 1777 /var/tmp
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
+
+# Users: root, and nobody (65534) as the unprivileged suite user.
+cat >/etc/passwd <<'EOF'
+root:x:0:0:root:/root:/bin/sh
+nobody:x:65534:65534:nobody:/home/nobody:/bin/sh
+EOF
+cat >/etc/group <<'EOF'
+root:x:0:
+tty:x:5:
+nogroup:x:65534:
+EOF
+cat >/etc/hosts <<'EOF'
+127.0.0.1	localhost tjvm
+::1	localhost ip6-localhost ip6-loopback
+EOF
+echo 'hosts: files' >/etc/nsswitch.conf
+echo tjvm >/etc/hostname
+hostname tjvm
+mkdir -p /home/nobody && chown 65534:65534 /home/nobody
+chmod 0700 /root
+ip link set lo up || fatal "lo up"
+
+# cgroup v2, laid out like systemd's user@.service with Delegate=yes: every controller is
+# enabled at the root; init lives in init.scope (the root cgroup holds only kernel
+# threads); each suite gets a delegated cgroup suite-WHO with every controller enabled
+# for its children, and the suite process starts in its leaf suite-WHO/test. The suite
+# may create cgroups next to test (one per tooljail run, as systemd-run --scope would)
+# and move its own processes between them. For uid 65534 the delegated cgroup and its
+# cgroup.procs, cgroup.subtree_control and cgroup.threads are chowned, never its
+# resource files (memory.max of suite-user stays root's: the delegate cannot raise
+# its own limits); everything inside test/ is the user's.
+CG=/sys/fs/cgroup
+enable_all() { # enable_all CGROUP: every controller it has, for its children
+	for c in $(cat "$1/cgroup.controllers"); do
+		echo "+$c" >"$1/cgroup.subtree_control" || fatal "enable controller $c in $1"
+	done
+}
+enable_all $CG
+mkdir $CG/init.scope || fatal "mkdir init.scope"
+echo $$ >$CG/init.scope/cgroup.procs || fatal "move init into init.scope"
+for who in root user; do
+	mkdir $CG/suite-$who && enable_all $CG/suite-$who && mkdir $CG/suite-$who/test ||
+		fatal "create cgroup suite-$who"
+done
+chown 65534:65534 $CG/suite-user $CG/suite-user/cgroup.procs \
+	$CG/suite-user/cgroup.subtree_control $CG/suite-user/cgroup.threads || fatal "delegate suite-user"
+chown -R 65534:65534 $CG/suite-user/test || fatal "delegate suite-user/test"
+
+echo "tjvm: kernel $(uname -r); cgroup controllers: $(cat $CG/cgroup.subtree_control); ready at uptime $(cut -d" " -f1 /proc/uptime)s"
+
+# run_suite WHO UID GID HOME NAME: the test binary with /suite/env and /suite/args.
+run_suite() {
+	who=$1 uid=$2 gid=$3 home=$4 name=$5
+	set --
+	while IFS= read -r l; do set -- "$@" "$l"; done </suite/env
+	set -- "$@" "PATH=$PATH" "HOME=$home" "TMPDIR=/tmp" "USER=$name" "LOGNAME=$name" \
+		"TJ_VM=1" "TJ_VM_USER=$who" "TJ_VM_CGROUP=$CG/suite-$who" \
+		/suite/bin/runas -cgroup "$CG/suite-$who/test" -uid "$uid" -gid "$gid" -dir /suite -- \
+		/suite/bin/test
+	while IFS= read -r a; do set -- "$@" "$a"; done </suite/args
+	echo "@@TJVM BEGIN $who@@"
+	env -i "$@" </dev/null
+	rc=$?
+	echo "@@TJVM END $who rc=$rc@@"
+	return $rc
+}
+
+result=0
+for who in $(cat /suite/users); do
+	case $who in
+	root) run_suite root 0 0 /root root ;;
+	user) run_suite user 65534 65534 /home/nobody nobody ;;
+	*) fatal "unknown suite user $who" ;;
+	esac
+	rc=$?
+	[ $result -ne 0 ] || result=$rc
+done
+echo "@@TJVM RESULT rc=$result@@"
+sync
+poweroff -f
+echo o >/proc/sysrq-trigger

@@ -1,0 +1,248 @@
+#!/bin/bash
+# Boots one of Debian's packaged kernels under QEMU (TCG) from an initramfs holding the
+# static test binary and runs it as root and as uid 65534 on a pure cgroup v2 hierarchy.
+#
+#   integration/vm/run.sh SERIES TESTBIN [ARGS...]      e.g.  run.sh 6.12 ./integration.test -test.v
+#
+# SERIES is a kernel series (6.1, 6.12); TESTBIN a static binary (CGO_ENABLED=0 go test -c).
+# Environment (all optional):
+#   TOOLJAIL, TJHELPER   host paths of static binaries; in the guest they are at
+#                        /suite/bin/tooljail and /suite/bin/tjhelper and the suite gets
+#                        TOOLJAIL and TJHELPER pointing there.
+#   VM_FILES             space-separated host files copied to /suite/files/ (basename kept)
+#   VM_ENV               newline-separated NAME=VALUE lines added to the suite's environment
+#   VM_USERS             which suites to run, in order: "root user" (default)
+#   VM_TIMEOUT           hard limit in seconds for the whole boot and run (default 900)
+#   VM_MEM, VM_SMP       guest memory in MiB (default 1024) and CPUs (default 2)
+#   VM_LOG               serial console log (default .cache/logs/SERIES.log)
+#   VM_QUIET=1           do not echo the console while it runs (the log is still written
+#                        and its tail shown on failure)
+#   VM_KERNEL_PKG        exact Debian package to boot instead of the newest of SERIES
+#   VM_CACHE             cache directory (default integration/vm/.cache)
+# Exit status: the suites' combined status (0 only if every suite passed); 2 on a boot
+# failure, panic, timeout or missing result marker (the console tail says which).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+prog=integration/vm/run.sh
+die() { echo "$prog: $*" >&2; exit 2; }
+
+[ $# -ge 2 ] || die "usage: $prog SERIES TESTBIN [ARGS...]"
+series=$1 testbin=$2
+shift 2
+[[ $series =~ ^[0-9]+\.[0-9]+$ ]] || die "series must look like 6.1 or 6.12, got '$series'"
+[ -f "$testbin" ] && [ -x "$testbin" ] || die "test binary $testbin is not an executable file"
+
+for t in qemu-system-x86_64 cpio file dpkg-deb apt-get apt-cache timeout flock; do
+	command -v $t >/dev/null || die "$t not found: run integration/vm/deps.sh"
+done
+busybox=/bin/busybox
+file -b "$busybox" 2>/dev/null | grep -q 'statically linked' ||
+	dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
+	die "static busybox missing: run integration/vm/deps.sh"
+
+# A dynamically linked binary would fail in the guest with a confusing ENOENT; say why now.
+check_static() {
+	case "$(file -bL "$1")" in
+	*ELF*dynamically\ linked*) die "$1 is dynamically linked; build it with CGO_ENABLED=0 or -extldflags -static" ;;
+	esac
+}
+check_static "$testbin"
+
+cache=${VM_CACHE:-$here/.cache}
+mkdir -p "$cache/kernels" "$cache/logs"
+
+# ---- kernel: newest Debian cloud kernel of the series reachable through apt ----
+# The cloud flavour boots faster (fewer drivers) and has everything needed built in:
+# 8250 console, tmpfs, devtmpfs, cgroup v2 controllers, user namespaces, seccomp and
+# Landlock (in Debian's CONFIG_LSM default list), so no modules are loaded.
+kernel_pkg() {
+	if [ -n "${VM_KERNEL_PKG:-}" ]; then
+		echo "$VM_KERNEL_PKG"
+		return
+	fi
+	local meta dep
+	# bookworm's own series uses the plain meta package; newer series (6.12 in
+	# bookworm-security) have linux-image-SERIES-cloud-amd64.
+	for meta in "linux-image-$series-cloud-amd64" linux-image-cloud-amd64; do
+		dep=$(apt-cache depends --important "$meta" 2>/dev/null |
+			sed -n 's/^ *Depends: \(linux-image-.*\)$/\1/p' | head -n1)
+		case "$dep" in
+		linux-image-"$series".[0-9]*-cloud-amd64 | linux-image-"$series"-[0-9]*-cloud-amd64)
+			echo "$dep"
+			return
+			;;
+		esac
+	done
+	return 1
+}
+
+fetch_kernel() { # prints the directory holding vmlinuz for the series
+	local pkg ver dir deb tmp
+	if ! pkg=$(kernel_pkg); then
+		# Offline or not in the apt lists: fall back to what is cached for the series.
+		dir=$(ls -d "$cache/kernels/linux-image-$series"[.-]*-cloud-amd64_* 2>/dev/null | sort -V | tail -n1 || true)
+		[ -n "$dir" ] && [ -f "$dir/vmlinuz" ] || die "no Debian cloud kernel package for series $series in the apt lists (apt-cache search linux-image-$series) and none cached"
+		echo "$prog: apt has no kernel for $series; using cached $(basename "$dir")" >&2
+		echo "$dir"
+		return
+	fi
+	ver=$(apt-cache policy "$pkg" | sed -n 's/^ *Candidate: //p')
+	[ -n "$ver" ] && [ "$ver" != "(none)" ] || die "no candidate version for $pkg"
+	dir="$cache/kernels/${pkg}_$ver"
+	if [ -f "$dir/vmlinuz" ]; then
+		echo "$dir"
+		return
+	fi
+	tmp=$(mktemp -d "$cache/kernels/.dl.XXXXXX")
+	# apt-get download checks the .deb against the hash in the signed Release/Packages.
+	(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$ver") >&2 ||
+		{ rm -rf "$tmp"; die "apt-get download $pkg=$ver failed"; }
+	deb=$(ls "$tmp"/*.deb)
+	mkdir -p "$tmp/x"
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" --wildcards './boot/vmlinuz-*' './boot/config-*' ||
+		{ rm -rf "$tmp"; die "extract vmlinuz from $deb failed"; }
+	mkdir -p "$tmp/k"
+	mv "$tmp"/x/boot/vmlinuz-* "$tmp/k/vmlinuz"
+	mv "$tmp"/x/boot/config-* "$tmp/k/config"
+	echo "$pkg $ver" >"$tmp/k/package"
+	rm -rf "$dir"
+	mv "$tmp/k" "$dir"
+	rm -rf "$tmp"
+	echo "$dir"
+}
+
+# Serialise kernel fetches of the same series between concurrent runs.
+exec 9>"$cache/kernels/.lock-$series"
+flock 9
+kdir=$(fetch_kernel)
+flock -u 9
+kcfg="$kdir/config"
+for opt in CONFIG_SERIAL_8250_CONSOLE CONFIG_DEVTMPFS CONFIG_TMPFS CONFIG_BLK_DEV_INITRD \
+	CONFIG_MEMCG CONFIG_CGROUP_PIDS CONFIG_CFS_BANDWIDTH CONFIG_USER_NS CONFIG_SECCOMP_FILTER \
+	CONFIG_SECURITY_LANDLOCK; do
+	grep -q "^$opt=y" "$kcfg" || die "$(cat "$kdir/package"): $opt is not built in; this harness loads no modules"
+done
+# Landlock must be in the active LSM list; Debian's default CONFIG_LSM has it first. Pass
+# the same list explicitly so a changed default cannot silently drop it.
+lsm=$(sed -n 's/^CONFIG_LSM="\(.*\)"$/\1/p' "$kcfg")
+case ",$lsm," in *,landlock,*) ;; *) lsm="landlock,$lsm" ;; esac
+
+# ---- initramfs ----
+work=$(mktemp -d "${TMPDIR:-/tmp}/tjvm.XXXXXX")
+qpid=
+cleanup() {
+	[ -z "$qpid" ] || kill "$qpid" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+root="$work/root"
+mkdir -p "$root/bin" "$root/suite/bin" "$root/suite/files" "$root/dev" "$root/proc" "$root/sys"
+cp "$busybox" "$root/bin/busybox"
+install -m 0755 "$here/init.sh" "$root/init"
+install -m 0755 "$testbin" "$root/suite/bin/test"
+# runas is built once per source version (go is only needed when it changes).
+runas="$cache/runas-$(sha256sum <"$here/runas/main.go" | cut -c1-16)"
+if [ ! -x "$runas" ]; then
+	(cd "$here/runas" && CGO_ENABLED=0 go build -trimpath -o "$runas.$$" . && mv "$runas.$$" "$runas") ||
+		die "build integration/vm/runas failed"
+fi
+install -m 0755 "$runas" "$root/suite/bin/runas"
+
+: >"$root/suite/env"
+add_bin() { # add_bin ENVNAME GUESTNAME HOSTPATH
+	[ -n "$3" ] || return 0
+	[ -f "$3" ] && [ -x "$3" ] || die "$1=$3 is not an executable file"
+	check_static "$3"
+	install -m 0755 "$3" "$root/suite/bin/$2"
+	echo "$1=/suite/bin/$2" >>"$root/suite/env"
+}
+add_bin TOOLJAIL tooljail "${TOOLJAIL:-}"
+add_bin TJHELPER tjhelper "${TJHELPER:-}"
+for f in ${VM_FILES:-}; do
+	[ -f "$f" ] || die "VM_FILES: $f is not a file"
+	cp -p "$f" "$root/suite/files/"
+done
+echo "TJ_VM_KERNEL_SERIES=$series" >>"$root/suite/env"
+if [ -n "${VM_ENV:-}" ]; then
+	while IFS= read -r l; do
+		[ -z "$l" ] && continue
+		[[ $l =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "VM_ENV: '$l' is not NAME=VALUE"
+		echo "$l" >>"$root/suite/env"
+	done <<<"$VM_ENV"
+fi
+: >"$root/suite/args"
+for a in "$@"; do
+	case "$a" in *$'\n'*) die "arguments must not contain newlines" ;; esac
+	printf '%s\n' "$a" >>"$root/suite/args"
+done
+users=${VM_USERS:-root user}
+for u in $users; do
+	case $u in root | user) ;; *) die "VM_USERS: unknown '$u' (root, user)" ;; esac
+done
+echo "$users" >"$root/suite/users"
+
+# Uncompressed newc: the kernel unpacks it faster than gzip under TCG. Owners are set to
+# root here and fixed up by /init, so packing needs no privileges.
+initrd="$work/initrd.cpio"
+(cd "$root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet >"$initrd") ||
+	die "cpio failed"
+
+# ---- boot ----
+log=${VM_LOG:-$cache/logs/$series.log}
+mkdir -p "$(dirname "$log")"
+: >"$log"
+timeout_s=${VM_TIMEOUT:-900}
+append="console=ttyS0 panic=-1 oops=panic loglevel=3 quiet lsm=$lsm tsc=reliable no_timer_check"
+append+=" rdinit=/init nokaslr mitigations=off"
+start=$(date +%s%N)
+echo "$prog: booting $(cat "$kdir/package") ($(du -h "$initrd" | cut -f1) initramfs, TCG, ${VM_SMP:-2} CPUs, ${VM_MEM:-1024} MiB), log $log" >&2
+set +e
+if [ "${VM_QUIET:-0}" = 1 ]; then out=/dev/null; else out=/dev/stderr; fi
+# Nested KVM hangs on these machines: always TCG. -no-reboot turns the guest's panic
+# reboot (panic=-1) into a QEMU exit; a clean run ends with poweroff.
+timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
+	-accel tcg -cpu max -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" \
+	-nodefaults -no-user-config -display none -no-reboot \
+	-chardev "file,id=con,path=$log" -serial chardev:con \
+	-kernel "$kdir/vmlinuz" -initrd "$initrd" -append "$append" </dev/null >"$out" 2>&1 &
+qpid=$!
+if [ "$out" = /dev/stderr ]; then
+	tail -n +1 -f --pid=$qpid "$log" >&2 &
+fi
+wait $qpid
+qrc=$?
+qpid=
+wait 2>/dev/null
+set -e
+elapsed=$(( ($(date +%s%N) - start) / 1000000000 ))
+
+# ---- verdict ----
+clean=$(tr -d '\r' <"$log")
+result=$(grep -ao '@@TJVM RESULT rc=[0-9]*@@' <<<"$clean" | tail -n1 | sed 's/.*rc=\([0-9]*\)@@/\1/' || true)
+summary=$(grep -ao '@@TJVM END [a-z]* rc=[0-9]*@@' <<<"$clean" | sed 's/@@TJVM END \(.*\)@@/\1/' | tr '\n' ' ' | sed 's/ $//' || true)
+boot=$(grep -ao "ready at uptime [0-9.]*s" <<<"$clean" | head -n1 | sed "s/ready at uptime //" || true)
+reason=
+if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
+	reason="timed out after ${timeout_s}s (VM_TIMEOUT)"
+elif grep -aq 'Kernel panic' <<<"$clean"; then
+	reason="kernel panic"
+elif grep -aq '@@TJVM INIT-FAILED' <<<"$clean"; then
+	reason="guest init failed: $(grep -ao '@@TJVM INIT-FAILED[^@]*@@' <<<"$clean" | head -n1)"
+elif [ -z "$result" ]; then
+	reason="no result marker on the console (qemu exit $qrc): boot failure or the guest died"
+fi
+printf "%s: kernel %s: %s; guest ready after %s, total %ss\n" "$prog" "$series" \
+	"${reason:-suites: ${summary:-none}}" "${boot:-?}" "$elapsed" >&2
+if [ -n "$reason" ] || [ "$result" != 0 ]; then
+	if [ "${VM_QUIET:-0}" = 1 ] || [ -n "$reason" ]; then
+		echo "---- last 80 lines of $log ----" >&2
+		tail -n 80 <<<"$clean" >&2
+		echo "----" >&2
+	fi
+	[ -n "$reason" ] && exit 2
+	exit "$result"
+fi
+exit 0

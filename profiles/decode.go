@@ -1,0 +1,297 @@
+package profiles
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	toml "github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// Error is a problem in a profile file. Line and Column are 1-based and 0
+// when the position is not known.
+type Error struct {
+	File   string // the file as shown to the user
+	Line   int
+	Column int
+	Key    string // dotted key ("limits.memory"), "" when not about one key
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ":%d", e.Column)
+		}
+	}
+	b.WriteString(": ")
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// document is the shape of one profile file. It differs from Profile in
+// `extends` (resolved away by Load) and in [limits], whose values may be
+// written as strings or as TOML numbers.
+type document struct {
+	Extends       *string    `toml:"extends"`
+	Description   *string    `toml:"description"`
+	AllowDegraded []string   `toml:"allow_degraded"`
+	Filesystem    Filesystem `toml:"filesystem"`
+	Limits        rawLimits  `toml:"limits"`
+	Network       Network    `toml:"network"`
+	Env           Env        `toml:"env"`
+	Seccomp       Seccomp    `toml:"seccomp"`
+	Landlock      Landlock   `toml:"landlock"`
+}
+
+// rawLimits receives [limits] values of any TOML type; limitText turns them
+// into the text Limits keeps.
+type rawLimits struct {
+	Memory      any `toml:"memory"`
+	CPUs        any `toml:"cpus"`
+	Pids        any `toml:"pids"`
+	Timeout     any `toml:"timeout"`
+	CPUTime     any `toml:"cpu_time"`
+	NoFile      any `toml:"nofile"`
+	FSize       any `toml:"fsize"`
+	OutputLimit any `toml:"output_limit"`
+}
+
+// decode parses one profile file strictly. file names it in errors. The
+// returned extends is nil when the file has no `extends` key.
+func decode(file string, data []byte) (p *Profile, extends *string, err error) {
+	var doc document
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, nil, decodeError(file, err)
+	}
+	p = &Profile{
+		Description:   doc.Description,
+		AllowDegraded: doc.AllowDegraded,
+		Filesystem:    doc.Filesystem,
+		Network:       doc.Network,
+		Env:           doc.Env,
+		Seccomp:       doc.Seccomp,
+		Landlock:      doc.Landlock,
+	}
+	limits := []struct {
+		key string
+		raw any
+		dst **string
+	}{
+		{"memory", doc.Limits.Memory, &p.Limits.Memory},
+		{"cpus", doc.Limits.CPUs, &p.Limits.CPUs},
+		{"pids", doc.Limits.Pids, &p.Limits.Pids},
+		{"timeout", doc.Limits.Timeout, &p.Limits.Timeout},
+		{"cpu_time", doc.Limits.CPUTime, &p.Limits.CPUTime},
+		{"nofile", doc.Limits.NoFile, &p.Limits.NoFile},
+		{"fsize", doc.Limits.FSize, &p.Limits.FSize},
+		{"output_limit", doc.Limits.OutputLimit, &p.Limits.OutputLimit},
+	}
+	for _, l := range limits {
+		if l.raw == nil {
+			continue
+		}
+		text, err := limitText(l.raw)
+		if err != nil {
+			return nil, nil, positioned(file, data, "limits."+l.key, err.Error())
+		}
+		*l.dst = &text
+	}
+	if doc.Extends != nil && *doc.Extends == "" {
+		return nil, nil, positioned(file, data, "extends", `empty; name a shipped profile ("default") or a file`)
+	}
+	if err := p.Validate(); err != nil {
+		var ke *KeyError
+		if errors.As(err, &ke) {
+			return nil, nil, positioned(file, data, ke.Key, ke.Err.Error())
+		}
+		return nil, nil, &Error{File: file, Msg: err.Error()}
+	}
+	return p, doc.Extends, nil
+}
+
+// limitText converts a [limits] value to the text the units parsers read.
+func limitText(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	default:
+		return "", fmt.Errorf("want a string or a number, got %T", v)
+	}
+}
+
+// decodeError turns go-toml's errors into *Error values with positions. A
+// document with several unknown keys yields one error per key, joined.
+func decodeError(file string, err error) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		errs := make([]error, 0, len(strict.Errors))
+		for i := range strict.Errors {
+			de := &strict.Errors[i]
+			line, col := de.Position()
+			key := strings.Join(de.Key(), ".")
+			errs = append(errs, &Error{File: file, Line: line, Column: col, Key: key, Msg: "unknown key" + suggest(key)})
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, col := de.Position()
+		return &Error{File: file, Line: line, Column: col, Key: strings.Join(de.Key(), "."),
+			Msg: strings.TrimPrefix(de.Error(), "toml: ")}
+	}
+	return &Error{File: file, Msg: err.Error()}
+}
+
+// suggest names the known key closest to an unknown one, if one is close.
+func suggest(key string) string {
+	parent, name := "", key
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		parent, name = key[:i], key[i+1:]
+	}
+	known := keysOf(reflect.TypeOf(document{}), parent)
+	best, bestDist := "", 3 // more than two edits away is not a typo
+	for _, k := range known {
+		if d := editDistance(name, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best == "" {
+		if len(known) > 0 {
+			return " (known keys here: " + strings.Join(known, ", ") + ")"
+		}
+		return ""
+	}
+	if parent != "" {
+		best = parent + "." + best
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+// keysOf lists the TOML keys of the table at dotted path in t.
+func keysOf(t reflect.Type, path string) []string {
+	for _, part := range strings.Split(path, ".") {
+		if part == "" {
+			break
+		}
+		found := false
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Tag.Get("toml") == part && f.Type.Kind() == reflect.Struct {
+				t, found = f.Type, true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		if k := t.Field(i).Tag.Get("toml"); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// positioned builds an *Error for key, with the line and column where the
+// document sets key (or its closest enclosing table).
+func positioned(file string, data []byte, key, msg string) *Error {
+	e := &Error{File: file, Key: key, Msg: msg}
+	e.Line, e.Column = keyPosition(data, key)
+	return e
+}
+
+// keyPosition finds where a dotted key is set in a valid document: the key of
+// its key-value, or failing that the closest enclosing key or table header.
+// It returns 0, 0 when nothing matches.
+func keyPosition(data []byte, key string) (line, col int) {
+	var p unstable.Parser
+	p.Reset(data)
+	best := -1
+	bestOffset := uint32(0)
+	var table []string
+	for p.NextExpression() {
+		e := p.Expression()
+		var parts []string
+		var first unstable.Range
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = table[:0]
+			it := e.Key()
+			for it.Next() {
+				if len(table) == 0 {
+					first = it.Node().Raw
+				}
+				table = append(table, string(it.Node().Data))
+			}
+			parts = table
+		case unstable.KeyValue:
+			parts = append([]string(nil), table...)
+			it := e.Key()
+			n := 0
+			for it.Next() {
+				if n == 0 {
+					first = it.Node().Raw
+				}
+				n++
+				parts = append(parts, string(it.Node().Data))
+			}
+		default:
+			continue
+		}
+		full := strings.Join(parts, ".")
+		if full == key || strings.HasPrefix(key, full+".") {
+			if len(full) > best {
+				best, bestOffset = len(full), first.Offset
+			}
+		}
+	}
+	if best < 0 || p.Error() != nil {
+		return 0, 0
+	}
+	line, col = 1, 1
+	for _, c := range data[:bestOffset] {
+		col++
+		if c == '\n' {
+			line, col = line+1, 1
+		}
+	}
+	return line, col
+}

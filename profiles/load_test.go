@@ -1,0 +1,310 @@
+package profiles
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// writeFile writes content to dir/name (creating directories) and returns
+// the path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// loadErr loads path and returns the error, failing if there is none.
+func loadErr(t *testing.T, path string) error {
+	t.Helper()
+	p, err := Load(path)
+	if err == nil {
+		t.Fatalf("Load(%s) succeeded, want an error; got %+v", path, p)
+	}
+	return err
+}
+
+// wantPos checks that err is (or joins) an *Error at line for key, and that
+// its message contains every fragment.
+func wantPos(t *testing.T, err error, file string, line int, key string, fragments ...string) {
+	t.Helper()
+	var pe *Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("error %q (%T) is not a *profiles.Error", err, err)
+	}
+	if pe.File != file || pe.Line != line || pe.Key != key {
+		t.Errorf("error at %s:%d key %q, want %s:%d key %q (%v)", pe.File, pe.Line, pe.Key, file, line, key, err)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("error %q does not contain %q", err, f)
+		}
+	}
+}
+
+func TestShippedProfilesLoad(t *testing.T) {
+	infos := List()
+	if len(infos) < 2 || infos[0].Name != "default" {
+		t.Fatalf("List() = %+v, want default and at least one more", infos)
+	}
+	for _, info := range infos {
+		p, err := Load(info.Name)
+		if err != nil {
+			t.Fatalf("shipped profile %s: %v", info.Name, err)
+		}
+		if info.Description == "" || p.Description == nil || *p.Description != info.Description {
+			t.Errorf("%s: description %q / %v", info.Name, info.Description, p.Description)
+		}
+		if p.Name != info.Name || p.Source != "embedded:"+info.Name+".toml" {
+			t.Errorf("%s: Name %q Source %q", info.Name, p.Name, p.Source)
+		}
+		if missing := unsetKeys(reflect.ValueOf(p).Elem(), ""); len(missing) > 0 {
+			t.Errorf("%s: unset after Load: %v", info.Name, missing)
+		}
+	}
+}
+
+func TestDefaultProfileValues(t *testing.T) {
+	p, err := Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.Limits.parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Memory != 512<<20 || l.CPUs != 1 || l.Pids != 256 || l.Timeout.String() != "10m0s" || l.NoFile != 1024 || l.OutputLimit != 16<<20 {
+		t.Errorf("default limits = %+v, want DESIGN.md section 4", l)
+	}
+	if *p.Network.Mode != "none" || !*p.Seccomp.Enabled || !*p.Landlock.Enabled || *p.Seccomp.OnViolation != "deny" || !*p.Filesystem.Workdir {
+		t.Errorf("default layers wrong: %+v", p)
+	}
+	for _, forbidden := range []string{"passwd", "group", "hosts", "hostname", "resolv.conf", "shadow", "ld.so.preload", "mtab", "ssl", "ssl/private", "machine-id"} {
+		for _, e := range p.Filesystem.Etc {
+			if e == forbidden {
+				t.Errorf("default etc lists %q: the jail generates it or it leaks host state", e)
+			}
+		}
+	}
+}
+
+func TestUnknownKeyNamesFileLineKey(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "p.toml", "extends = \"default\"\n\n[limits]\nmemory = \"1G\"\nmemroy = \"2G\"\n")
+	wantPos(t, loadErr(t, f), f, 5, "limits.memroy", f+":5:1: limits.memroy: unknown key", "did you mean limits.memory?")
+
+	f = writeFile(t, dir, "q.toml", "extends = \"default\"\n[filesystm]\nro = []\n")
+	wantPos(t, loadErr(t, f), f, 2, "filesystm", "unknown key")
+
+	f = writeFile(t, dir, "r.toml", "extends = \"default\"\nnetwork.mod = \"host\"\n")
+	wantPos(t, loadErr(t, f), f, 2, "network.mod", "did you mean network.mode?")
+
+	// Several unknown keys: every one is reported.
+	f = writeFile(t, dir, "s.toml", "extends = \"default\"\nfoo = 1\n[seccomp]\nbar = 2\n")
+	err := loadErr(t, f)
+	for _, want := range []string{f + ":2:1: foo: unknown key", f + ":4:1: seccomp.bar: unknown key"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+func TestSyntaxAndTypeErrorsHaveLines(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "syntax.toml", "extends = \"default\"\n[limits]\nmemory = \"1G\n")
+	wantPos(t, loadErr(t, f), f, 3, "", f+":3:")
+
+	f = writeFile(t, dir, "type.toml", "extends = \"default\"\n[filesystem]\n\nworkdir = \"yes\"\n")
+	wantPos(t, loadErr(t, f), f, 4, "filesystem.workdir", f+":4:")
+
+	f = writeFile(t, dir, "port.toml", "extends = \"default\"\n[landlock]\nbind_tcp = [70000]\n")
+	wantPos(t, loadErr(t, f), f, 3, "landlock.bind_tcp", f+":3:")
+
+	f = writeFile(t, dir, "dup.toml", "extends = \"default\"\n[network]\nmode = \"none\"\nmode = \"host\"\n")
+	wantPos(t, loadErr(t, f), f, 4, "mode", f+":4:", "already defined")
+}
+
+func TestBadValuesHaveLinesAndQuote(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		content string
+		line    int
+		key     string
+		frag    string
+	}{
+		{"extends = \"default\"\n[limits]\nmemory = \"12XB\"\n", 3, "limits.memory", `invalid size "12XB"`},
+		{"extends = \"default\"\n[limits]\n\ncpus = -1\n", 4, "limits.cpus", `invalid CPU count "-1"`},
+		{"extends = \"default\"\n[limits]\ntimeout = \"-5s\"\n", 3, "limits.timeout", `"-5s"`},
+		{"extends = \"default\"\n[limits]\npids = true\n", 3, "limits.pids", "want a string or a number"},
+		{"extends = \"default\"\n[limits]\ncpu_time = \"500ms\"\n", 3, "limits.cpu_time", "whole seconds"},
+		{"extends = \"default\"\nallow_degraded = [\"cgroup\", \"landlok\"]\n", 2, "allow_degraded", `unknown layer "landlok"`},
+		{"extends = \"default\"\n[network]\nmode = \"bridge\"\n", 3, "network.mode", `"bridge"`},
+		{"extends = \"default\"\n[seccomp]\non_violation = \"log\"\n", 3, "seccomp.on_violation", `"log"`},
+		{"extends = \"default\"\n[filesystem]\nro = [\"data:mnt\"]\n", 3, "filesystem.ro", `DEST "mnt" must be an absolute path`},
+		{"extends = \"default\"\n[filesystem]\ntmpfs = [\"/scratch:1XB\"]\n", 3, "filesystem.tmpfs", `invalid size "1XB"`},
+		{"extends = \"default\"\n[filesystem]\netc = [\"../shadow\"]\n", 3, "filesystem.etc", `"../shadow"`},
+		{"extends = \"default\"\n[filesystem]\netc = [\"/etc/shadow\"]\n", 3, "filesystem.etc", `"/etc/shadow"`},
+		{"extends = \"default\"\n[env]\nset = { HOME = \"/root\" }\n", 3, "env.set", "HOME cannot be set"},
+		{"extends = \"default\"\n[env.set]\n\"A=B\" = \"x\"\n", 2, "env.set", `"A=B"`},
+		{"extends = \"\"\n", 1, "extends", "empty"},
+		{"extends = \"default\"\n[landlock]\nmin_abi = -1\n", 3, "landlock.min_abi", "negative"},
+	}
+	for i, c := range cases {
+		f := writeFile(t, dir, "c"+string(rune('a'+i))+".toml", c.content)
+		wantPos(t, loadErr(t, f), f, c.line, c.key, c.frag)
+	}
+}
+
+func TestExtendsAppendsListsOverridesScalars(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "child.toml", `extends = "default"
+description = "child"
+allow_degraded = ["memory"]
+[filesystem]
+etc = ["ld.so.cache", "gitconfig"]
+ro = ["data"]
+tmpfs = ["/scratch:1G"]
+[limits]
+memory = "1G"
+pids = 300
+cpus = 0.5
+fsize = 1048576
+[env]
+set = { LANG = "en_US.UTF-8", FOO = "bar" }
+pass = ["CI"]
+[landlock]
+connect_tcp = [443]
+`)
+	p, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *p.Description != "child" || p.Name != f || p.Source != f {
+		t.Errorf("description/name/source: %q %q %q", *p.Description, p.Name, p.Source)
+	}
+	wantEtc := append(append([]string{}, base.Filesystem.Etc...), "gitconfig") // ld.so.cache not repeated
+	if !reflect.DeepEqual(p.Filesystem.Etc, wantEtc) {
+		t.Errorf("etc = %v, want %v", p.Filesystem.Etc, wantEtc)
+	}
+	if !reflect.DeepEqual(p.Filesystem.Tmpfs, []string{"/tmp:64M", "/scratch:1G"}) || !reflect.DeepEqual(p.Filesystem.Ro, []string{"data"}) {
+		t.Errorf("tmpfs %v ro %v", p.Filesystem.Tmpfs, p.Filesystem.Ro)
+	}
+	if !reflect.DeepEqual(p.Filesystem.System, base.Filesystem.System) || *p.Filesystem.Workdir != true {
+		t.Errorf("inherited filesystem scalars/lists changed: %+v", p.Filesystem)
+	}
+	if *p.Limits.Memory != "1G" || *p.Limits.Pids != "300" || *p.Limits.CPUs != "0.5" || *p.Limits.FSize != "1048576" || *p.Limits.Timeout != "10m" {
+		t.Errorf("limits = %+v", p.Limits)
+	}
+	if p.Env.Set["LANG"] != "en_US.UTF-8" || p.Env.Set["FOO"] != "bar" || p.Env.Set["TERM"] != "dumb" || !strings.HasPrefix(p.Env.Set["PATH"], "/usr/local/sbin") {
+		t.Errorf("env.set = %v", p.Env.Set)
+	}
+	if !reflect.DeepEqual(p.AllowDegraded, []string{"memory"}) || !reflect.DeepEqual(p.Landlock.ConnectTCP, []uint16{443}) || !reflect.DeepEqual(p.Env.Pass, []string{"CI"}) {
+		t.Errorf("lists: %v %v %v", p.AllowDegraded, p.Landlock.ConnectTCP, p.Env.Pass)
+	}
+	// The parent is not changed by loading a child.
+	again, _ := Load("default")
+	if !reflect.DeepEqual(again, base) {
+		t.Error("loading a child changed what Load(\"default\") returns")
+	}
+}
+
+func TestExtendsChainOfFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "base/base.toml", "extends = \"strict\"\n[limits]\nmemory = \"128M\"\n[filesystem]\nro = [\"/opt/a\"]\n")
+	f := writeFile(t, dir, "proj/child.toml", "extends = \"../base/base.toml\"\n[filesystem]\nro = [\"/opt/b\"]\n[limits]\npids = 32\n")
+	p, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *p.Limits.Memory != "128M" || *p.Limits.Pids != "32" || *p.Seccomp.OnViolation != "kill" || *p.Limits.Timeout != "2m" {
+		t.Errorf("chain child <- base <- strict <- default not applied: %+v", p.Limits)
+	}
+	if !reflect.DeepEqual(p.Filesystem.Ro, []string{"/opt/a", "/opt/b"}) {
+		t.Errorf("ro = %v", p.Filesystem.Ro)
+	}
+	// An error in the parent names the parent file.
+	writeFile(t, dir, "base/base.toml", "extends = \"default\"\n[limits]\nmemory = \"lots\"\n")
+	err = loadErr(t, f)
+	if !strings.Contains(err.Error(), filepath.Join(dir, "base/base.toml")+":3:1: limits.memory") {
+		t.Errorf("parent error does not name the parent file and line: %v", err)
+	}
+}
+
+func TestExtendsCycleAndDepth(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.toml", "extends = \"b.toml\"\n")
+	writeFile(t, dir, "b.toml", "extends = \"./a.toml\"\n")
+	err := loadErr(t, a)
+	if !strings.Contains(err.Error(), "extends cycle") || !strings.Contains(err.Error(), "b.toml") {
+		t.Errorf("cycle error = %v", err)
+	}
+	self := writeFile(t, dir, "self.toml", "extends = \"self.toml\"\n")
+	if err := loadErr(t, self); !strings.Contains(err.Error(), "extends cycle") {
+		t.Errorf("self cycle error = %v", err)
+	}
+	// A chain longer than maxDepth.
+	for i := 0; i < maxDepth+2; i++ {
+		writeFile(t, dir, "d"+string(rune('a'+i))+".toml", "extends = \"d"+string(rune('a'+i+1))+".toml\"\n")
+	}
+	writeFile(t, dir, "d"+string(rune('a'+maxDepth+2))+".toml", "extends = \"default\"\n")
+	if err := loadErr(t, filepath.Join(dir, "da.toml")); !strings.Contains(err.Error(), "deeper than") {
+		t.Errorf("depth error = %v", err)
+	}
+}
+
+func TestMissingParent(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "p.toml", "# comment\nextends = \"nosuch\"\n")
+	wantPos(t, loadErr(t, f), f, 2, "extends", `no shipped profile by that name`, "default", "strict")
+
+	f = writeFile(t, dir, "q.toml", "extends = \"./gone.toml\"\n")
+	err := loadErr(t, f)
+	if !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing parent file error = %v", err)
+	}
+	if !strings.Contains(err.Error(), "gone.toml") {
+		t.Errorf("error does not name the missing parent: %v", err)
+	}
+}
+
+func TestLoadReferences(t *testing.T) {
+	if _, err := Load("nosuch"); err == nil || !strings.Contains(err.Error(), "shipped: default") {
+		t.Errorf("unknown shipped name: %v", err)
+	}
+	if _, err := Load("/nonexistent/p.toml"); err == nil || !strings.Contains(err.Error(), "/nonexistent/p.toml") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := Load(t.TempDir()); err == nil {
+		t.Error("loading a directory succeeded")
+	}
+	big := writeFile(t, t.TempDir(), "big.toml", "# "+strings.Repeat("x", maxFileSize)+"\n")
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("oversized file: %v", err)
+	}
+}
+
+func TestRootProfileMustBeComplete(t *testing.T) {
+	f := writeFile(t, t.TempDir(), "root.toml", "[limits]\nmemory = \"1G\"\n")
+	err := loadErr(t, f)
+	for _, want := range []string{f + ": a profile without `extends` must set every key", "limits.cpus", "seccomp.enabled", "network.mode", `extends = "default"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "limits.memory") {
+		t.Errorf("error lists a key that is set: %v", err)
+	}
+}

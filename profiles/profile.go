@@ -1,0 +1,110 @@
+// Package profiles loads tooljail's TOML profiles and turns a profile plus a
+// request (the command, the caller's directory and environment) into a
+// jail.Spec. This is where policy lives: which host paths the jail sees,
+// which limits apply; the jail package applies the Spec verbatim.
+//
+// Profiles are strict: an unknown key, a value of the wrong type or a value
+// that does not parse is an error naming the file, line and key. A profile
+// names its parent with `extends` (a shipped name, or a file path relative to
+// the child); lists append to the parent's, scalars override it. A profile
+// without `extends` is a root and must set every scalar, so that no limit or
+// layer is ever switched off by omission.
+package profiles
+
+// Profile is one profile, as decoded or as resolved along its `extends`
+// chain. Scalars are pointers so that a child overrides only what it sets;
+// after Load every scalar is set. The CLI overlays its flags by appending to
+// the lists and assigning the pointers (or with SetLimit, AddEnv and
+// AddAllowDegraded, which also check the value).
+type Profile struct {
+	// Name is the shipped name, or the file path as given to Load.
+	Name string `toml:"-"`
+	// Source is where the profile came from: "embedded:default.toml" or an
+	// absolute file path.
+	Source string `toml:"-"`
+
+	Description   *string    `toml:"description"`
+	AllowDegraded []string   `toml:"allow_degraded"`
+	Filesystem    Filesystem `toml:"filesystem"`
+	Limits        Limits     `toml:"limits"`
+	Network       Network    `toml:"network"`
+	Env           Env        `toml:"env"`
+	Seccomp       Seccomp    `toml:"seccomp"`
+	Landlock      Landlock   `toml:"landlock"`
+}
+
+// Filesystem is the [filesystem] table: what the jail shows of the host.
+type Filesystem struct {
+	// System directories bound read-only with execute rights, symlinks kept
+	// as symlinks, missing ones skipped.
+	System []string `toml:"system"`
+	// Etc names entries of the host /etc (relative paths, "ssl/certs") bound
+	// read-only at the same place; missing ones skipped, symlinks followed.
+	Etc []string `toml:"etc"`
+	// Ro and Rw are "PATH[:DEST]": a host path (relative to the caller's
+	// directory) shown read-only or read-write at DEST (default PATH).
+	Ro []string `toml:"ro"`
+	Rw []string `toml:"rw"`
+	// Tmpfs is "DEST[:SIZE]", an empty writable tmpfs (default 64M).
+	Tmpfs []string `toml:"tmpfs"`
+	// Mask hides these paths inside the jail.
+	Mask []string `toml:"mask"`
+	// Workdir binds the working directory read-write and starts there.
+	Workdir *bool `toml:"workdir"`
+	// HomeSize is the size of the private HOME tmpfs.
+	HomeSize *string `toml:"home_size"`
+}
+
+// Limits is the [limits] table. Values are kept as text (a TOML integer or
+// float is converted to its decimal text) and parsed with internal/units
+// when the Spec is built: sizes "512M", durations "10m", CPUs "0.5", counts
+// "256"; "0" or "unlimited" lifts a limit.
+type Limits struct {
+	Memory      *string `toml:"memory"`
+	CPUs        *string `toml:"cpus"`
+	Pids        *string `toml:"pids"`
+	Timeout     *string `toml:"timeout"`
+	CPUTime     *string `toml:"cpu_time"`
+	NoFile      *string `toml:"nofile"`
+	FSize       *string `toml:"fsize"`
+	OutputLimit *string `toml:"output_limit"`
+}
+
+// Network is the [network] table.
+type Network struct {
+	// Mode is "none" (own namespace, loopback only) or "host".
+	Mode *string `toml:"mode"`
+}
+
+// Env is the [env] table. The command's environment is Set, then the Pass
+// names present in the caller's environment, then HOME.
+type Env struct {
+	Set  map[string]string `toml:"set"`
+	Pass []string          `toml:"pass"`
+}
+
+// Seccomp is the [seccomp] table.
+type Seccomp struct {
+	Enabled *bool `toml:"enabled"`
+	// OnViolation is "deny" (EPERM, the run goes on) or "kill".
+	OnViolation *string `toml:"on_violation"`
+	// Allow and Deny adjust the built-in allowlist with syscall names or
+	// "@group" names (checked by the seccomp package).
+	Allow []string `toml:"allow"`
+	Deny  []string `toml:"deny"`
+}
+
+// Landlock is the [landlock] table.
+type Landlock struct {
+	Enabled     *bool    `toml:"enabled"`
+	MinABI      *int     `toml:"min_abi"`
+	RestrictTCP *bool    `toml:"restrict_tcp"`
+	BindTCP     []uint16 `toml:"bind_tcp"`
+	ConnectTCP  []uint16 `toml:"connect_tcp"`
+}
+
+// Info describes a shipped profile.
+type Info struct {
+	Name        string
+	Description string
+}

@@ -1,0 +1,312 @@
+package profiles
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/tooljail/tooljail/internal/units"
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/seccomp"
+)
+
+// JailHome is the jail user's private home directory.
+const JailHome = "/home/sandbox"
+
+// JailHostname is the hostname inside the jail.
+const JailHostname = "tooljail"
+
+// Request is what one run adds to a profile.
+type Request struct {
+	Args    []string // the command
+	Cwd     string   // caller's current directory ("" = os.Getwd)
+	Workdir string   // --workdir, "" = Cwd
+	Home    string   // caller's $HOME (may be "")
+	Environ []string // caller's environment, for env.pass
+}
+
+// Spec turns the profile and the request into the jail.Spec the jail applies
+// verbatim. It checks every value (including those the CLI overlaid) and,
+// when the profile binds the working directory, resolves it on the host and
+// refuses / and $HOME (or an ancestor of it). Other host paths are not
+// touched: the jail reports missing bind sources itself.
+func (p *Profile) Spec(r Request) (*jail.Spec, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	if missing := unsetKeys(reflect.ValueOf(p).Elem(), ""); len(missing) > 0 {
+		return nil, fmt.Errorf("profile %s: not resolved, missing: %s (build profiles with Load)", p.Name, strings.Join(missing, ", "))
+	}
+	cwd := r.Cwd
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("current directory: %w", err)
+		}
+		cwd = wd
+	}
+	if !filepath.IsAbs(cwd) {
+		return nil, fmt.Errorf("current directory %q: must be absolute", cwd)
+	}
+	limits, err := p.Limits.parse()
+	if err != nil {
+		return nil, err
+	}
+	fs := &p.Filesystem
+	s := &jail.Spec{
+		Args:          r.Args,
+		Hostname:      JailHostname,
+		Home:          JailHome,
+		Net:           jail.NetMode(*p.Network.Mode),
+		Limits:        limits,
+		OnViolation:   jail.OnViolation(*p.Seccomp.OnViolation),
+		AllowDegraded: append([]string(nil), p.AllowDegraded...),
+		Profile:       p.Name,
+	}
+	for _, dir := range fs.System {
+		dir = filepath.Clean(dir)
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Exec: true, Optional: true, KeepSymlink: true})
+	}
+	for _, e := range fs.Etc {
+		path := filepath.Join("/etc", e)
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: path, Dest: path, Optional: true})
+	}
+	homeSize, _ := units.ParseSize(*fs.HomeSize) // checked by Validate
+	s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountTmpfs, Dest: JailHome, Writable: true, Size: homeSize})
+	hasTmp := false
+	for _, t := range fs.Tmpfs {
+		dest, size, _ := splitTmpfs(t) // checked by Validate
+		dest = filepath.Clean(dest)
+		hasTmp = hasTmp || dest == "/tmp"
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountTmpfs, Dest: dest, Writable: true, Size: size})
+	}
+	if *fs.Workdir {
+		dir, err := workdir(r, cwd, fs.System)
+		if err != nil {
+			return nil, err
+		}
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Writable: true})
+		s.Dir = dir
+	} else if hasTmp {
+		s.Dir = "/tmp"
+	} else {
+		s.Dir = JailHome
+	}
+	for _, list := range []struct {
+		entries  []string
+		writable bool
+	}{{fs.Ro, false}, {fs.Rw, true}} {
+		for _, b := range list.entries {
+			src, dest, _ := splitBind(b) // checked by Validate
+			if !filepath.IsAbs(src) {
+				src = filepath.Join(cwd, src)
+			}
+			src = filepath.Clean(src)
+			if dest == "" {
+				dest = src
+			}
+			s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: src, Dest: filepath.Clean(dest), Writable: list.writable})
+		}
+	}
+	s.Mounts = dropShadowed(s.Mounts)
+	for _, m := range fs.Mask {
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountMask, Dest: filepath.Clean(m)})
+	}
+	s.Env = environment(p.Env, r.Environ)
+	if *p.Seccomp.Enabled {
+		s.Seccomp = &seccomp.Policy{
+			Allow: append([]string(nil), p.Seccomp.Allow...),
+			Deny:  append([]string(nil), p.Seccomp.Deny...),
+		}
+	}
+	if *p.Landlock.Enabled {
+		s.Landlock = &jail.LandlockSpec{
+			MinABI:      *p.Landlock.MinABI,
+			RestrictTCP: *p.Landlock.RestrictTCP,
+			BindTCP:     append([]uint16(nil), p.Landlock.BindTCP...),
+			ConnectTCP:  append([]uint16(nil), p.Landlock.ConnectTCP...),
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	return s, nil
+}
+
+// dropShadowed keeps only the last of several mounts at one destination
+// (a --tmpfs /tmp:1G replaces the profile's /tmp), so that the jail and its
+// Landlock rules see one mount per path.
+func dropShadowed(mounts []jail.Mount) []jail.Mount {
+	last := map[string]int{}
+	for i, m := range mounts {
+		last[m.Dest] = i
+	}
+	out := mounts[:0]
+	for i, m := range mounts {
+		if last[m.Dest] == i {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// workdir resolves the directory bound read-write: --workdir or the current
+// directory, absolute, symlinks resolved (the jail shows it at its real
+// path). It refuses directories whose read-write exposure defeats the jail:
+// /, $HOME and its ancestors, system directories, /etc, and the shared
+// socket directories (/tmp, /run, ...).
+func workdir(r Request, cwd string, system []string) (string, error) {
+	dir, what := r.Workdir, "--workdir"
+	if dir == "" {
+		dir, what = cwd, "the current directory"
+	} else if !filepath.IsAbs(dir) {
+		dir = filepath.Join(cwd, dir)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("workdir %s: %w", dir, err)
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return "", fmt.Errorf("workdir %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(real); err != nil {
+		return "", fmt.Errorf("workdir %s: %w", dir, err)
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("workdir %s: not a directory", dir)
+	}
+	fix := "run from a project directory, pass --workdir DIR, or --no-workdir"
+	if real == "/" {
+		return "", fmt.Errorf("refusing to use / (%s) as the read-write workdir: %s", what, fix)
+	}
+	if r.Home != "" {
+		homes := []string{filepath.Clean(r.Home)}
+		if h, err := filepath.EvalSymlinks(r.Home); err == nil {
+			homes = append(homes, h)
+		}
+		for _, h := range homes {
+			if real == h {
+				return "", fmt.Errorf("refusing to use your home directory %s (%s) as the read-write workdir: %s", real, what, fix)
+			}
+			if strings.HasPrefix(h, real+"/") {
+				return "", fmt.Errorf("refusing to use %s (%s) as the read-write workdir: it contains your home directory %s; %s", real, what, h, fix)
+			}
+		}
+	}
+	for _, sys := range append([]string{"/etc", "/proc", "/sys", "/dev"}, system...) {
+		if real == filepath.Clean(sys) {
+			return "", fmt.Errorf("refusing to use the system directory %s (%s) as the read-write workdir: %s", real, what, fix)
+		}
+	}
+	// Shared directories hold other programs' sockets (ssh-agent, X11,
+	// D-Bus, docker.sock); a pathname socket is reachable from any network
+	// namespace, so binding them would hand those services to the command.
+	for _, shared := range []string{"/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run"} {
+		if real == shared {
+			return "", fmt.Errorf("refusing to use the shared directory %s (%s) as the read-write workdir: other programs keep sockets there; use a subdirectory (mkdir %s/work), pass --workdir DIR, or --no-workdir", real, what, real)
+		}
+	}
+	return real, nil
+}
+
+// environment builds the command's environment: env.set, then the pass
+// names set in the caller's environment, then HOME; later entries win. The
+// result is sorted by name.
+func environment(e Env, environ []string) []string {
+	vars := map[string]string{}
+	for k, v := range e.Set {
+		vars[k] = v
+	}
+	caller := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			caller[k] = v // last wins, as in os.Environ's consumers
+		}
+	}
+	for _, k := range e.Pass {
+		if v, ok := caller[k]; ok {
+			vars[k] = v
+		}
+	}
+	vars["HOME"] = JailHome
+	out := make([]string, 0, len(vars))
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SetLimit sets one [limits] key ("memory", "cpus", "pids", "timeout",
+// "cpu_time", "nofile", "fsize", "output_limit") after checking the value.
+// The error names the key and quotes the value.
+func (p *Profile) SetLimit(key, value string) error {
+	dst := p.Limits.field(key)
+	if dst == nil {
+		return fmt.Errorf("unknown limit %q (known: %s)", key, strings.Join(keysOf(reflect.TypeOf(Limits{}), ""), ", "))
+	}
+	var check Limits
+	*check.field(key) = &value
+	if _, err := check.parse(); err != nil {
+		return err
+	}
+	*dst = &value
+	return nil
+}
+
+// field returns the Limits field of a TOML key, nil for an unknown key.
+func (l *Limits) field(key string) **string {
+	switch key {
+	case "memory":
+		return &l.Memory
+	case "cpus":
+		return &l.CPUs
+	case "pids":
+		return &l.Pids
+	case "timeout":
+		return &l.Timeout
+	case "cpu_time":
+		return &l.CPUTime
+	case "nofile":
+		return &l.NoFile
+	case "fsize":
+		return &l.FSize
+	case "output_limit":
+		return &l.OutputLimit
+	}
+	return nil
+}
+
+// AddEnv adds or replaces one env.set entry from "KEY=VALUE".
+func (p *Profile) AddEnv(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return fmt.Errorf("env %q: want KEY=VALUE", kv)
+	}
+	if err := checkEnvName(k); err != nil {
+		return fmt.Errorf("env: %w", err)
+	}
+	if strings.ContainsRune(v, 0) {
+		return fmt.Errorf("env %s: value contains a NUL byte", k)
+	}
+	if p.Env.Set == nil {
+		p.Env.Set = map[string]string{}
+	}
+	p.Env.Set[k] = v
+	return nil
+}
+
+// AddAllowDegraded adds layers from a comma-separated list
+// ("landlock,cgroup"), checking each name.
+func (p *Profile) AddAllowDegraded(list string) error {
+	for _, l := range strings.Split(list, ",") {
+		l = strings.TrimSpace(l)
+		if !isKnownLayer(l) {
+			return fmt.Errorf("allow-degraded: unknown layer %q (known: %s)", l, strings.Join(jail.KnownLayers, ", "))
+		}
+		p.AllowDegraded = append(p.AllowDegraded, l)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package profiles
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/tooljail/tooljail/internal/units"
+	"github.com/tooljail/tooljail/jail"
+)
+
+// KeyError is a bad value under one profile key.
+type KeyError struct {
+	Key string // dotted key, "limits.memory"
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+func keyErr(key, format string, args ...any) error {
+	return &KeyError{Key: key, Err: fmt.Errorf(format, args...)}
+}
+
+// DefaultTmpfsSize is the size of a "tmpfs" entry without ":SIZE".
+const DefaultTmpfsSize = "64M"
+
+// Validate checks every value that is set, without touching the host. It
+// returns the first problem as a *KeyError. Load validates each file; Spec
+// validates again after the CLI's overlay.
+func (p *Profile) Validate() error {
+	for _, l := range p.AllowDegraded {
+		if !isKnownLayer(l) {
+			return keyErr("allow_degraded", "unknown layer %q (known: %s)", l, strings.Join(jail.KnownLayers, ", "))
+		}
+	}
+	fs := &p.Filesystem
+	for _, s := range fs.System {
+		if !filepath.IsAbs(s) {
+			return keyErr("filesystem.system", "%q: want an absolute path such as /usr", s)
+		}
+	}
+	for _, e := range fs.Etc {
+		if err := checkEtcEntry(e); err != nil {
+			return &KeyError{Key: "filesystem.etc", Err: err}
+		}
+	}
+	for _, b := range fs.Ro {
+		if _, _, err := splitBind(b); err != nil {
+			return &KeyError{Key: "filesystem.ro", Err: err}
+		}
+	}
+	for _, b := range fs.Rw {
+		if _, _, err := splitBind(b); err != nil {
+			return &KeyError{Key: "filesystem.rw", Err: err}
+		}
+	}
+	for _, t := range fs.Tmpfs {
+		if _, _, err := splitTmpfs(t); err != nil {
+			return &KeyError{Key: "filesystem.tmpfs", Err: err}
+		}
+	}
+	for _, m := range fs.Mask {
+		if !filepath.IsAbs(m) {
+			return keyErr("filesystem.mask", "%q: want an absolute path inside the jail", m)
+		}
+	}
+	if fs.HomeSize != nil {
+		if _, err := units.ParseSize(*fs.HomeSize); err != nil {
+			return &KeyError{Key: "filesystem.home_size", Err: err}
+		}
+	}
+	if _, err := p.Limits.parse(); err != nil {
+		return err
+	}
+	if m := p.Network.Mode; m != nil && *m != string(jail.NetNone) && *m != string(jail.NetHost) {
+		return keyErr("network.mode", "%q: want %q or %q", *m, jail.NetNone, jail.NetHost)
+	}
+	for k, v := range p.Env.Set {
+		if err := checkEnvName(k); err != nil {
+			return &KeyError{Key: "env.set", Err: err}
+		}
+		if strings.ContainsRune(v, 0) {
+			return keyErr("env.set", "%s: value contains a NUL byte", k)
+		}
+	}
+	for _, k := range p.Env.Pass {
+		if err := checkEnvName(k); err != nil {
+			return &KeyError{Key: "env.pass", Err: err}
+		}
+	}
+	if v := p.Seccomp.OnViolation; v != nil && *v != string(jail.ViolationDeny) && *v != string(jail.ViolationKill) {
+		return keyErr("seccomp.on_violation", "%q: want %q or %q", *v, jail.ViolationDeny, jail.ViolationKill)
+	}
+	for _, lists := range []struct {
+		key   string
+		names []string
+	}{{"seccomp.allow", p.Seccomp.Allow}, {"seccomp.deny", p.Seccomp.Deny}} {
+		for _, n := range lists.names {
+			if n == "" || n == "@" || strings.ContainsAny(n, " \t\n,") {
+				return keyErr(lists.key, "%q: want a syscall name such as \"ptrace\" or a group such as \"@mount\"", n)
+			}
+		}
+	}
+	if a := p.Landlock.MinABI; a != nil && *a < 0 {
+		return keyErr("landlock.min_abi", "%d: must not be negative (0 accepts any ABI)", *a)
+	}
+	for _, ports := range []struct {
+		key   string
+		ports []uint16
+	}{{"landlock.bind_tcp", p.Landlock.BindTCP}, {"landlock.connect_tcp", p.Landlock.ConnectTCP}} {
+		for _, port := range ports.ports {
+			if port == 0 {
+				return keyErr(ports.key, "port 0: want a TCP port between 1 and 65535")
+			}
+		}
+	}
+	return nil
+}
+
+func isKnownLayer(l string) bool {
+	for _, k := range jail.KnownLayers {
+		if k == l {
+			return true
+		}
+	}
+	return false
+}
+
+// checkEtcEntry accepts a relative path below /etc: "ssl/certs".
+func checkEtcEntry(e string) error {
+	if e == "" || filepath.IsAbs(e) || filepath.Clean(e) != e || e == "." || e == ".." || strings.HasPrefix(e, "../") {
+		return fmt.Errorf("%q: want an entry of /etc as a clean relative path, e.g. \"ssl/certs\" or \"localtime\"", e)
+	}
+	return nil
+}
+
+// splitBind splits "PATH[:DEST]" at the first ':' (so PATH cannot contain
+// ':'; DEST can). DEST, when given, must be absolute.
+func splitBind(s string) (path, dest string, err error) {
+	path, dest, hasDest := strings.Cut(s, ":")
+	if path == "" {
+		return "", "", fmt.Errorf("%q: want PATH or PATH:DEST", s)
+	}
+	if hasDest && !filepath.IsAbs(dest) {
+		return "", "", fmt.Errorf("%q: DEST %q must be an absolute path inside the jail", s, dest)
+	}
+	return path, dest, nil
+}
+
+// splitTmpfs splits "DEST[:SIZE]" at the last ':'.
+func splitTmpfs(s string) (dest string, size int64, err error) {
+	dest, sizeText := s, DefaultTmpfsSize
+	if i := strings.LastIndex(s, ":"); i >= 0 {
+		dest, sizeText = s[:i], s[i+1:]
+	}
+	if !filepath.IsAbs(dest) {
+		return "", 0, fmt.Errorf("%q: want DEST[:SIZE] with an absolute DEST, e.g. /tmp:64M", s)
+	}
+	size, err = units.ParseSize(sizeText)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q: %w", s, err)
+	}
+	return dest, size, nil
+}
+
+// checkEnvName accepts what a process environment can carry as a name.
+// HOME is refused: the jail always sets it to its private home.
+func checkEnvName(k string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return fmt.Errorf("%q: not a valid environment variable name", k)
+	}
+	if k == "HOME" {
+		return fmt.Errorf("HOME cannot be set or passed: the jail sets it to its private home")
+	}
+	return nil
+}
+
+// parse converts the limits that are set; unset ones stay zero.
+func (l *Limits) parse() (jail.Limits, error) {
+	var out jail.Limits
+	var err error
+	field := func(key string, v *string, parse func(string) error) {
+		if err != nil || v == nil {
+			return
+		}
+		if e := parse(*v); e != nil {
+			err = &KeyError{Key: "limits." + key, Err: e}
+		}
+	}
+	field("memory", l.Memory, func(s string) (e error) { out.Memory, e = units.ParseSize(s); return })
+	field("cpus", l.CPUs, func(s string) (e error) { out.CPUs, e = units.ParseCPUs(s); return })
+	field("pids", l.Pids, func(s string) (e error) { out.Pids, e = units.ParseCount(s); return })
+	field("timeout", l.Timeout, func(s string) (e error) { out.Timeout, e = units.ParseDuration(s); return })
+	field("cpu_time", l.CPUTime, func(s string) (e error) {
+		out.CPUTime, e = units.ParseDuration(s)
+		// RLIMIT_CPU counts whole seconds: a shorter limit cannot be honoured.
+		if e == nil && out.CPUTime > 0 && out.CPUTime.Seconds() < 1 {
+			e = fmt.Errorf("%q: below 1s; the CPU-time limit counts whole seconds", s)
+		}
+		return
+	})
+	field("nofile", l.NoFile, func(s string) error {
+		n, e := units.ParseCount(s)
+		out.NoFile = uint64(n)
+		return e
+	})
+	field("fsize", l.FSize, func(s string) (e error) { out.FSize, e = units.ParseSize(s); return })
+	field("output_limit", l.OutputLimit, func(s string) (e error) { out.OutputLimit, e = units.ParseSize(s); return })
+	return out, err
+}
