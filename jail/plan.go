@@ -121,20 +121,26 @@ func (s *Spec) plan(h Host, compile bool) (*plan, error) {
 
 	caps := map[string]bool{}
 	want := map[string]bool{LayerMemory: s.Limits.Memory > 0, LayerCPU: s.Limits.CPUs > 0, LayerPids: s.Limits.Pids > 0}
+	var refused []string // caps that cannot be set and are not allowed degraded
 	for _, c := range []string{LayerMemory, LayerCPU, LayerPids} {
 		if !want[c] {
 			continue
 		}
-		if h.Cgroup.Controllers[c] {
-			caps[c] = true
+		caps[c] = h.Cgroup.Controllers[c]
+		if caps[c] {
 			continue
 		}
-		caps[c] = false
-		why := h.Cgroup.Reason
-		if why == "" {
-			why = fmt.Sprintf("the %s controller cannot be written here (cgroup %s)", c, h.Cgroup.Mode)
+		if s.degradedAllowed(c) {
+			p.enf.Degraded = append(p.enf.Degraded, c)
+		} else {
+			refused = append(refused, c)
 		}
-		degrade(c, why, orDefault(h.Cgroup.Fix, "run as root or in a delegated cgroup v2 subtree"))
+	}
+	if len(refused) > 0 {
+		why := orDefault(h.Cgroup.Reason, fmt.Sprintf("the cgroup controllers cannot be written here (cgroup %s)", h.Cgroup.Mode))
+		fix := orDefault(h.Cgroup.Fix, "run as root or in a delegated cgroup v2 subtree")
+		missing = append(missing, fmt.Sprintf("cgroup caps %s: %s (fix: %s; or allow them with --allow-degraded cgroup)",
+			strings.Join(refused, ", "), why, strings.TrimSuffix(fix, "; or pass --allow-degraded cgroup")))
 	}
 	if len(caps) > 0 {
 		p.enf.Caps = caps
