@@ -181,7 +181,7 @@ func (b *rootBuilder) dev() error {
 	}
 	defer unix.Close(devfd)
 	for _, n := range devNodes {
-		src, err := unix.Openat2(b.oldroot, "dev/"+n, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_BENEATH})
+		src, err := openat2(b.oldroot, "dev/"+n, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_BENEATH})
 		if err != nil {
 			return fmt.Errorf("host /dev/%s: %w (the jail needs the host's basic device nodes)", n, err)
 		}
@@ -276,7 +276,7 @@ func (b *rootBuilder) bind(m Mount) error {
 	}
 	// The source is resolved inside the host's root, so an absolute
 	// symlink on the host means what it means on the host.
-	src, err := unix.Openat2(b.oldroot, strings.TrimPrefix(m.Source, "/"), &unix.OpenHow{
+	src, err := openat2(b.oldroot, strings.TrimPrefix(m.Source, "/"), &unix.OpenHow{
 		Flags: uint64(flags), Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if errors.Is(err, unix.ENOENT) && m.Optional {
@@ -351,7 +351,7 @@ func (b *rootBuilder) tmpfs(m Mount) error {
 // mask hides what a bind shows at m.Dest: an empty read-only directory or
 // file goes over it. A path that does not exist has nothing to hide.
 func (b *rootBuilder) mask(m Mount) error {
-	dst, err := unix.Openat2(b.newroot, strings.TrimPrefix(m.Dest, "/"), &unix.OpenHow{
+	dst, err := openat2(b.newroot, strings.TrimPrefix(m.Dest, "/"), &unix.OpenHow{
 		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if errors.Is(err, unix.ENOENT) {
@@ -388,7 +388,7 @@ func (b *rootBuilder) dest(dest string, dir bool) (int, error) {
 	if rel == "" {
 		return unix.Dup(b.newroot)
 	}
-	fd, err := unix.Openat2(b.newroot, rel, &unix.OpenHow{
+	fd, err := openat2(b.newroot, rel, &unix.OpenHow{
 		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err == nil {
@@ -431,7 +431,7 @@ func (b *rootBuilder) dest(dest string, dir bool) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("create mount point %s: %w", dest, err)
 	}
-	fd, err = unix.Openat2(parent, name, &unix.OpenHow{
+	fd, err = openat2(parent, name, &unix.OpenHow{
 		Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
@@ -552,4 +552,16 @@ func mountID(fd int) (uint64, error) {
 		return 0, fmt.Errorf("statx: %w", err)
 	}
 	return stx.Mnt_id, nil
+}
+
+// openat2 retries EAGAIN: with RESOLVE_IN_ROOT or RESOLVE_BENEATH the kernel
+// gives up a walk that raced with a mount or rename anywhere on the system
+// (other jails starting) and asks the caller to try again.
+func openat2(dirfd int, path string, how *unix.OpenHow) (int, error) {
+	for i := 0; ; i++ {
+		fd, err := unix.Openat2(dirfd, path, how)
+		if err != unix.EAGAIN || i == 100 {
+			return fd, err
+		}
+	}
 }

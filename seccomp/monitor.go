@@ -233,6 +233,9 @@ func (m *Monitor) serveOne(lfd int) error {
 			m.kill()
 		}
 	case m.action == ActionKill:
+		// The caller must not run on after the answer while the rest of
+		// the jail is being torn down: kill it first, then the run.
+		killNotified(lfd, &req)
 		m.kill()
 	}
 	resp := notifResp{id: req.id, error: -int32(errnoAnswer)}

@@ -1,0 +1,240 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Nothing the command starts outlives the run: plain orphans, setsid'ed
+// double-forked daemons and stopped children. PID 1 reaps orphans.
+func TestChildrenKilledAtExit(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		orphan, daemon, stopped := marker("orphan"), marker("daemon"), marker("stopped")
+		o := u.jail(t, w, nil,
+			"spawn", orphan, ";",
+			"daemon", daemon, ";",
+			"stopped", stopped, ";",
+			"zombies", "4", ";",
+			"ps")
+		o.ok(t, 5)
+		var procs []proc
+		o.value(t, 4, &procs)
+		// Positive control: all three were alive in the jail (the stopped
+		// one stopped) when the command exited.
+		for _, m := range []string{orphan, daemon, stopped} {
+			found := false
+			for _, p := range procs {
+				if strings.Contains(p.Cmdline, m) {
+					found = true
+					if m == stopped && p.State != "T" {
+						t.Errorf("stopped child in state %s, want T", p.State)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s was not running in the jail: %+v", m, procs)
+			}
+		}
+		var z map[string]int
+		o.value(t, 3, &z)
+		if z["zombies"] != 0 {
+			t.Errorf("PID 1 left %d orphans unreaped (zombies)", z["zombies"])
+		}
+		requireGone(t, orphan, daemon, stopped)
+	})
+}
+
+func TestTimeout(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		daemon, orphan := marker("tdaemon"), marker("torphan")
+		start := time.Now()
+		o := u.jail(t, w, []string{"--timeout", "500ms"}, "daemon", daemon, ";", "spawn", orphan, ";", "sleep", "30s")
+		took := time.Since(start)
+		if o.code != 124 || o.report == nil || o.report.Status != "timeout" || o.report.ExitCode != 124 {
+			t.Fatalf("want exit 124 and status timeout\n%s", o)
+		}
+		if took > 5*time.Second || took < 500*time.Millisecond {
+			t.Errorf("the run took %s with a 500ms timeout", took)
+		}
+		if !strings.Contains(o.report.Reason, "500ms") {
+			t.Errorf("reason %q does not name the limit", o.report.Reason)
+		}
+		if !strings.Contains(o.stderr, "timeout") {
+			t.Errorf("no summary line on stderr: %q", o.stderr)
+		}
+		if got := o.lines(); len(got) != 2 {
+			t.Errorf("want the two results before the sleep, got %q", got)
+		}
+		requireGone(t, daemon, orphan)
+	})
+}
+
+// What is over the output limit is counted and dropped; --json keeps the
+// head and the tail.
+func TestOutputLimit(t *testing.T) {
+	const pat = "abcdefghijklmnopqrstuvwxyz"
+	pattern := func(n int) string { return strings.Repeat(pat, n/len(pat)+1)[:n] }
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		o := u.jail(t, w, []string{"--output-limit", "1000"}, "output", "100000")
+		if o.code != 0 {
+			t.Fatalf("want exit 0\n%s", o)
+		}
+		if o.stdout != pattern(1000) {
+			t.Errorf("relayed %d bytes, want exactly the first 1000", len(o.stdout))
+		}
+		r := o.report
+		if r.Stdout.Bytes != 100000 || !r.Stdout.Truncated || r.Limits.OutputLimitBytes != 1000 {
+			t.Errorf("report stdout %+v limit %d, want 100000 bytes counted, truncated", r.Stdout, r.Limits.OutputLimitBytes)
+		}
+		if r.Stdout.Text != nil {
+			t.Errorf("text in the report without --json")
+		}
+		if !strings.Contains(o.stderr, "output") {
+			t.Errorf("no summary line about the dropped output: %q", o.stderr)
+		}
+
+		// The limit is shared by stdout and stderr.
+		o = u.jail(t, w, []string{"--output-limit", "1000", "-q"}, "output", "700", ";", "stderr", "700")
+		if len(o.stdout)+len(o.stderr) != 1000 || o.report.Stdout.Bytes != 700 || o.report.Stderr.Bytes != 700 ||
+			!(o.report.Stdout.Truncated || o.report.Stderr.Truncated) {
+			t.Errorf("shared limit: relayed %d+%d bytes, report %+v %+v", len(o.stdout), len(o.stderr), o.report.Stdout, o.report.Stderr)
+		}
+
+		// Under the limit: everything, not truncated.
+		o = u.jail(t, w, []string{"--output-limit", "1000"}, "output", "999")
+		if o.stdout != pattern(999) || o.report.Stdout.Truncated || o.report.Stdout.Bytes != 999 {
+			t.Errorf("under the limit: %d bytes relayed, report %+v", len(o.stdout), o.report.Stdout)
+		}
+
+		// --json: stdout is only the report; the text keeps head and tail.
+		o = u.jail(t, w, []string{"--output-limit", "1000", "--json"}, "output", "100000")
+		var rep report
+		if err := json.Unmarshal([]byte(o.stdout), &rep); err != nil {
+			t.Fatalf("--json stdout is not the report: %v\n%s", err, o)
+		}
+		if rep.Stdout.Text == nil {
+			t.Fatalf("--json report has no stdout text\n%s", o)
+		}
+		text := *rep.Stdout.Text
+		full := pattern(100000)
+		if !strings.HasPrefix(text, full[:500]) || !strings.HasSuffix(text, full[len(full)-100:]) {
+			t.Errorf("--json text should keep the head and the tail: %q", trunc(text))
+		}
+		// The head is what was relayed (the limit); the tail a few KiB.
+		if len(text) > 1000+8192 || !strings.Contains(text, "dropped") || !rep.Stdout.Truncated || rep.Stdout.Bytes != 100000 {
+			t.Errorf("--json text %d bytes (limit 1000), stream %+v", len(text), rep.Stdout)
+		}
+	})
+}
+
+func TestExitCodes(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		os.WriteFile(filepath.Join(w, "notexec"), []byte("#!/bin/sh\nexit 0\n"), 0o644)
+		os.Mkdir(filepath.Join(w, "adir"), 0o755)
+		ro := u.dir(t)
+		os.Chmod(ro, 0o755)
+		if err := copyFile(helperBin, filepath.Join(ro, "tjhelper")); err != nil {
+			t.Fatal(err)
+		}
+		helper := filepath.Join(w, "tjhelper")
+		cases := []struct {
+			name    string
+			flags   []string
+			command []string
+			code    int
+			status  string
+			signal  string
+		}{
+			{"zero", nil, []string{helper, "exit", "0"}, 0, "exited", ""},
+			{"three", nil, []string{helper, "exit", "3"}, 3, "exited", ""},
+			{"two-hundred", nil, []string{helper, "exit", "200"}, 200, "exited", ""},
+			{"sigterm", nil, []string{helper, "kill-self", "TERM"}, 128 + 15, "signaled", "SIGTERM"},
+			{"sigusr1", nil, []string{helper, "kill-self", "USR1"}, 128 + 10, "signaled", "SIGUSR1"},
+			{"sigkill", nil, []string{helper, "kill-self", "KILL"}, 128 + 9, "signaled", "SIGKILL"},
+			{"timeout", []string{"--timeout", "200ms"}, []string{helper, "sleep", "20s"}, 124, "timeout", ""},
+			{"bad-flag", []string{"--no-such-flag"}, []string{helper, "exit", "0"}, 125, "", ""},
+			{"not-executable", nil, []string{filepath.Join(w, "notexec")}, 126, "setup_error", ""},
+			{"directory", nil, []string{filepath.Join(w, "adir")}, 126, "setup_error", ""},
+			{"no-exec-on-ro-bind", []string{"--ro", ro + ":/robin"}, []string{"/robin/tjhelper", "exit", "0"}, 126, "setup_error", ""},
+			{"missing-path", nil, []string{"/nonexistent/command"}, 127, "setup_error", ""},
+			{"missing-name", nil, []string{"no-such-command-tj"}, 127, "setup_error", ""},
+		}
+		for _, c := range cases {
+			o := u.jailRun(t, w, run{args: c.flags}, c.command...)
+			if o.code != c.code {
+				t.Errorf("%s: exit %d, want %d\n%s", c.name, o.code, c.code, o)
+				continue
+			}
+			if c.status == "" {
+				continue // tooljail refused the flags: no report
+			}
+			if o.report == nil || o.report.Status != c.status || o.report.ExitCode != c.code || o.report.Signal != c.signal {
+				t.Errorf("%s: report status/exit_code/signal wrong, want %s/%d/%q\n%s", c.name, c.status, c.code, c.signal, o)
+			}
+			if c.code >= 126 && c.code <= 127 && (o.report.Reason == "" || !strings.Contains(o.stderr, "tooljail: ")) {
+				t.Errorf("%s: no reason in the report or on stderr\n%s", c.name, o)
+			}
+		}
+	})
+}
+
+func TestRlimits(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		o := u.jail(t, w, []string{"--nofile", "64"}, "rlimits", ";", "openmany", "200")
+		o.ok(t, 2)
+		var lim map[string][2]string
+		o.value(t, 0, &lim)
+		if lim["NOFILE"] != [2]string{"64", "64"} || lim["CORE"] != [2]string{"0", "0"} {
+			t.Errorf("rlimits inside: %v, want NOFILE 64/64 and CORE 0/0", lim)
+		}
+		var many struct {
+			Opened int    `json:"opened"`
+			Error  string `json:"error"`
+		}
+		o.value(t, 1, &many)
+		if many.Error != "EMFILE" || many.Opened > 64 || many.Opened < 50 {
+			t.Errorf("opening 200 files with nofile 64: %+v", many)
+		}
+		if o.report.Limits.NoFile != 64 || o.report.Limits.CoreBytes == nil || *o.report.Limits.CoreBytes != 0 {
+			t.Errorf("report limits: %+v", o.report.Limits)
+		}
+
+		// --fsize: writing past it ends with SIGXFSZ; the file stops at the limit.
+		o = u.jail(t, w, []string{"--fsize", "4K"}, "write", filepath.Join(w, "small"), "4096", ";", "write", filepath.Join(w, "big"), "100000")
+		if o.code != 128+25 || o.report.Signal != "SIGXFSZ" || o.report.Status != "signaled" {
+			t.Errorf("writing past --fsize: want exit 153 and SIGXFSZ\n%s", o)
+		}
+		if got := o.lines(); len(got) != 1 || got[0] != "ok" {
+			t.Errorf("a write up to the limit should succeed: %q", got)
+		}
+		if st, err := os.Stat(filepath.Join(w, "big")); err != nil || st.Size() > 4096 {
+			t.Errorf("file written past --fsize: %v %v", st, err)
+		}
+		if !strings.Contains(o.report.Reason, "file size") {
+			t.Errorf("reason %q does not name the file size limit", o.report.Reason)
+		}
+
+		// --cpu-time: a busy loop ends with SIGXCPU (or SIGKILL at the hard limit).
+		start := time.Now()
+		o = u.jail(t, w, []string{"--cpu-time", "1s", "--timeout", "20s"}, "busy", "15s")
+		took := time.Since(start)
+		if (o.code != 128+24 && o.code != 128+9) || o.report.Status != "signaled" {
+			t.Errorf("busy loop with --cpu-time 1s: want SIGXCPU or SIGKILL\n%s", o)
+		}
+		if took > 10*time.Second {
+			t.Errorf("the busy loop ran %s with --cpu-time 1s", took)
+		}
+		if o.report.Limits.CPUTimeMs != 1000 {
+			t.Errorf("report cpu_time_ms = %d", o.report.Limits.CPUTimeMs)
+		}
+	})
+}

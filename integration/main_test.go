@@ -1,0 +1,517 @@
+// Package integration runs the built tooljail binary ($TOOLJAIL) against a
+// small static helper program ($TJHELPER, built from ./tjhelper) and proves,
+// from inside the jail and on the host afterwards, what the jail promises.
+//
+// As root every test runs twice: as root ("root") and as uid 65534
+// ("uid65534", through SysProcAttr.Credential). As any other user it runs
+// once, as that user ("self"). The package imports no cgo package, so
+// `CGO_ENABLED=0 go test -c` gives a binary that runs in the VM guests.
+//
+//	make integration                       # builds both binaries, runs this
+//	TOOLJAIL=bin/tooljail TJHELPER=bin/tjhelper go test -count=1 ./integration/
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	// skipReason, when set, skips every test (the binaries are missing).
+	skipReason string
+	// tooljailBin and helperBin are copies in base, reachable by every user.
+	tooljailBin string
+	helperBin   string
+	// base is a 0755 directory under /tmp holding every test directory.
+	base  string
+	users []*user
+)
+
+// user is one identity the suite runs tooljail as.
+type user struct {
+	name     string
+	uid, gid int
+	cred     *syscall.Credential // nil: the test process's own identity
+	// degraded are the layers `tooljail check` says cannot be enforced for
+	// this user and that the suite allows (cgroup caps, seccomp).
+	degraded []string
+	check    checkResult
+}
+
+type checkResult struct {
+	Layers []struct {
+		Name     string `json:"name"`
+		Enforced bool   `json:"enforced"`
+		Reason   string `json:"reason"`
+		Fix      string `json:"fix"`
+	} `json:"layers"`
+}
+
+func (c checkResult) enforced(name string) bool {
+	for _, l := range c.Layers {
+		if l.Name == name {
+			return l.Enforced
+		}
+	}
+	return false
+}
+
+// cgroupDegraded says whether this user cannot set the cgroup caps here.
+func (u *user) cgroupDegraded() bool {
+	for _, d := range u.degraded {
+		if d == "cgroup" {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		if err := setup(); err != nil {
+			skipReason = err.Error()
+			fmt.Fprintf(os.Stderr, "integration: SKIPPING every test: %s\n", skipReason)
+		}
+		if base != "" {
+			defer os.RemoveAll(base)
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func setup() error {
+	tj := os.Getenv("TOOLJAIL")
+	if tj == "" {
+		return fmt.Errorf("TOOLJAIL is not set: run `make integration`, or set TOOLJAIL to a built bin/tooljail")
+	}
+	if _, err := os.Stat(tj); err != nil {
+		return fmt.Errorf("TOOLJAIL=%s: %v (run `make build` first)", tj, err)
+	}
+	var err error
+	base, err = os.MkdirTemp("/tmp", "tjit-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		return err
+	}
+	helper := os.Getenv("TJHELPER")
+	if helper == "" {
+		// Build it when a Go toolchain is at hand (not in the VM guests).
+		helper = filepath.Join(base, "tjhelper.built")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", helper, "./tjhelper")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("TJHELPER is not set and building ./tjhelper failed: %v: %s", err, out)
+		}
+	}
+	// Copies in base: the unprivileged user must reach both, and workdirs
+	// get hard links of the helper (same file system).
+	tooljailBin = filepath.Join(base, "tooljail")
+	helperBin = filepath.Join(base, "tjhelper")
+	if err := copyFile(tj, tooljailBin); err != nil {
+		return fmt.Errorf("TOOLJAIL: %v", err)
+	}
+	if err := copyFile(helper, helperBin); err != nil {
+		return fmt.Errorf("TJHELPER: %v (run `make bin/tjhelper`)", err)
+	}
+	if os.Geteuid() == 0 {
+		users = []*user{
+			{name: "root", uid: 0, gid: 0},
+			{name: "uid65534", uid: 65534, gid: 65534, cred: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}},
+		}
+	} else {
+		users = []*user{{name: "self", uid: os.Geteuid(), gid: os.Getegid()}}
+	}
+	for _, u := range users {
+		if err := u.probe(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probe asks `tooljail check --json`, as u, what it can enforce, and allows
+// exactly those layers degraded among the ones the suite tolerates.
+func (u *user) probe() error {
+	cmd := exec.Command(tooljailBin, "check", "--json")
+	cmd.Dir = base
+	cmd.Env = u.environ(nil)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+	out, err := cmd.Output()
+	if err != nil && len(out) == 0 {
+		return fmt.Errorf("tooljail check --json as %s: %v", u.name, err)
+	}
+	if err := json.Unmarshal(out, &u.check); err != nil {
+		return fmt.Errorf("tooljail check --json as %s: %v: %s", u.name, err, out)
+	}
+	if len(u.check.Layers) == 0 {
+		return fmt.Errorf("tooljail check --json as %s: no layers: %s", u.name, out)
+	}
+	if !u.check.enforced("cgroup memory") || !u.check.enforced("cgroup cpu") || !u.check.enforced("cgroup pids") {
+		u.degraded = append(u.degraded, "cgroup")
+	}
+	if !u.check.enforced("seccomp") {
+		u.degraded = append(u.degraded, "seccomp")
+	} else if !u.check.enforced("seccomp-notify") {
+		u.degraded = append(u.degraded, "seccomp-notify")
+	}
+	// An explicit opt-in for hosts that lack more (e.g. a VM kernel without
+	// Landlock in its LSM list): a comma-separated list of layers.
+	if extra := os.Getenv("TOOLJAIL_TEST_ALLOW_DEGRADED"); extra != "" {
+		u.degraded = append(u.degraded, strings.Split(extra, ",")...)
+	}
+	fmt.Fprintf(os.Stderr, "integration: %s: allow-degraded %v (from tooljail check)\n", u.name, u.degraded)
+	return nil
+}
+
+// environ is the environment tooljail runs with: the test's own, with HOME
+// fitting the user, plus extra.
+func (u *user) environ(extra []string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "TOOLJAIL_AUDIT_LOG=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	home := os.Getenv("HOME")
+	if u.cred != nil {
+		home = "/nonexistent"
+	}
+	if home != "" {
+		env = append(env, "HOME="+home)
+	}
+	return append(env, extra...)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// eachUser runs f as a parallel subtest for every user.
+func eachUser(t *testing.T, f func(t *testing.T, u *user)) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+	t.Parallel()
+	forUsers(t, f)
+}
+
+// forUsers runs f as a parallel subtest for every user.
+func forUsers(t *testing.T, f func(t *testing.T, u *user)) {
+	t.Helper()
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, u)
+		})
+	}
+}
+
+// dir makes an empty directory owned by u.
+func (u *user) dir(t *testing.T) string {
+	t.Helper()
+	name := regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")
+	if len(name) > 40 {
+		name = name[len(name)-40:]
+	}
+	d, err := os.MkdirTemp(base, name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(d, u.uid, u.gid); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// workdir makes a directory owned by u holding the helper: read-write binds
+// allow execution, read-only ones (Landlock read only) do not.
+func (u *user) workdir(t *testing.T) string {
+	t.Helper()
+	d := u.dir(t)
+	if err := os.Link(helperBin, filepath.Join(d, "tjhelper")); err != nil {
+		if err := copyFile(helperBin, filepath.Join(d, "tjhelper")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func marker(what string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "tjmark-" + what + "-" + hex.EncodeToString(b[:])
+}
+
+// run is one invocation of tooljail.
+type run struct {
+	args       []string // everything after the tooljail binary
+	env        []string // added to the environment
+	dir        string   // current directory (default base)
+	stdin      *os.File
+	extraFiles []*os.File
+}
+
+type outcome struct {
+	code           int
+	stdout, stderr string
+	report         *report // from --report FILE (jail runs) or nil
+	reportRaw      []byte
+	args           []string
+}
+
+func (o *outcome) String() string {
+	return fmt.Sprintf("tooljail %s\nexit %d\nstdout: %q\nstderr: %q\nreport: %s", strings.Join(o.args, " "), o.code, trunc(o.stdout), trunc(o.stderr), trunc(string(o.reportRaw)))
+}
+
+func trunc(s string) string {
+	if len(s) > 3000 {
+		return s[:1500] + "..." + s[len(s)-1500:]
+	}
+	return s
+}
+
+// exec runs tooljail as u with r.args, bounded to a minute.
+func (u *user) exec(t *testing.T, r run) *outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tooljailBin, r.args...)
+	cmd.Dir = r.dir
+	if cmd.Dir == "" {
+		cmd.Dir = base
+	}
+	cmd.Env = u.environ(r.env)
+	if r.stdin != nil {
+		cmd.Stdin = r.stdin
+	}
+	cmd.ExtraFiles = r.extraFiles
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	o := &outcome{stdout: stdout.String(), stderr: stderr.String(), args: r.args}
+	if ee, ok := err.(*exec.ExitError); ok {
+		o.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("tooljail %v: %v", r.args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("tooljail %v did not end within a minute", r.args)
+	}
+	return o
+}
+
+// jail runs the helper with actions in workdir w: tooljail run --workdir w
+// --report FILE [degraded] flags -- w/tjhelper actions... The report is
+// parsed into o.report.
+func (u *user) jail(t *testing.T, w string, flags []string, actions ...string) *outcome {
+	t.Helper()
+	return u.jailRun(t, w, run{args: flags}, append([]string{filepath.Join(w, "tjhelper")}, actions...)...)
+}
+
+// jailRun is jail with a full run (stdin, env, extra files) and any command.
+func (u *user) jailRun(t *testing.T, w string, r run, command ...string) *outcome {
+	t.Helper()
+	rep := filepath.Join(u.dir(t), "report.json")
+	args := []string{"run", "--workdir", w, "--report", rep}
+	for _, d := range u.degraded {
+		args = append(args, "--allow-degraded", d)
+	}
+	args = append(args, r.args...)
+	args = append(args, "--")
+	r.args = append(args, command...)
+	if r.dir == "" {
+		r.dir = w
+	}
+	o := u.exec(t, r)
+	for try := 1; try < 5 && isSetupRace(o); try++ {
+		// BUG (see TestConcurrentSetupRace): retried here so that the
+		// other tests test what they are about.
+		t.Logf("BUG: retrying a run that failed with a transient set-up error: %s", strings.TrimSpace(o.stderr))
+		o = u.exec(t, r)
+	}
+	if b, err := os.ReadFile(rep); err == nil {
+		o.reportRaw = b
+		o.report = new(report)
+		if err := json.Unmarshal(b, o.report); err != nil {
+			t.Fatalf("report is not valid JSON: %v\n%s", err, o)
+		}
+	}
+	return o
+}
+
+// isSetupRace recognises the transient EAGAIN from openat2 (RESOLVE_IN_ROOT
+// or RESOLVE_BENEATH while another jail mounts) that the jail does not retry.
+func isSetupRace(o *outcome) bool {
+	return o.code == 125 && strings.Contains(o.stderr, "resource temporarily unavailable")
+}
+
+// lines are the helper's result lines.
+func (o *outcome) lines() []string {
+	s := strings.TrimRight(o.stdout, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// ok fails the test unless the run exited 0 with n result lines.
+func (o *outcome) ok(t *testing.T, n int) []string {
+	t.Helper()
+	l := o.lines()
+	if o.code != 0 || len(l) != n {
+		t.Fatalf("want exit 0 and %d result lines\n%s", n, o)
+	}
+	return l
+}
+
+// value decodes result line i ("value JSON") into v.
+func (o *outcome) value(t *testing.T, i int, v any) {
+	t.Helper()
+	l := o.lines()
+	if i >= len(l) || !strings.HasPrefix(l[i], "value ") {
+		t.Fatalf("result line %d is not a value\n%s", i, o)
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(l[i], "value ")), v); err != nil {
+		t.Fatalf("result line %d: %v\n%s", i, err, o)
+	}
+}
+
+// failed reports whether result line i is an error (errno or other).
+func failed(line string) bool {
+	return strings.HasPrefix(line, "errno ") || strings.HasPrefix(line, "error ")
+}
+
+// report is the part of the tooljail.report/v1 JSON the tests read.
+type report struct {
+	Schema     string   `json:"schema"`
+	Version    string   `json:"version"`
+	ID         string   `json:"id"`
+	Command    []string `json:"command"`
+	Workdir    string   `json:"workdir"`
+	Profile    string   `json:"profile"`
+	StartedAt  string   `json:"started_at"`
+	Status     string   `json:"status"`
+	ExitCode   int      `json:"exit_code"`
+	Signal     string   `json:"signal"`
+	Reason     string   `json:"reason"`
+	WallTimeMs *int64   `json:"wall_time_ms"`
+	Stdout     stream   `json:"stdout"`
+	Stderr     stream   `json:"stderr"`
+	Violations []any    `json:"violations"`
+	Limits     struct {
+		MemoryBytes      int64   `json:"memory_bytes"`
+		CPUs             float64 `json:"cpus"`
+		Pids             int64   `json:"pids"`
+		TimeoutMs        int64   `json:"timeout_ms"`
+		CPUTimeMs        int64   `json:"cpu_time_ms"`
+		NoFile           uint64  `json:"nofile"`
+		FSizeBytes       int64   `json:"fsize_bytes"`
+		OutputLimitBytes int64   `json:"output_limit_bytes"`
+		CoreBytes        *int64  `json:"core_bytes"`
+	} `json:"limits"`
+	Enforcement struct {
+		Namespaces  map[string]bool `json:"namespaces"`
+		LandlockABI int             `json:"landlock_abi"`
+		Seccomp     string          `json:"seccomp"`
+		Cgroup      string          `json:"cgroup"`
+		Caps        map[string]bool `json:"caps"`
+		NoNewPrivs  bool            `json:"no_new_privs"`
+		Degraded    []string        `json:"degraded"`
+	} `json:"enforcement"`
+}
+
+type stream struct {
+	Bytes     int64   `json:"bytes"`
+	Truncated bool    `json:"truncated"`
+	Text      *string `json:"text"`
+}
+
+// hostProcs lists host pids whose command line contains s.
+func hostProcs(s string) []string {
+	var found []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
+}
+
+// requireGone fails unless no host process carries any of the markers,
+// polling briefly: the kernel may still be tearing the jail down.
+func requireGone(t *testing.T, markers ...string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		var left []string
+		for _, m := range markers {
+			left = append(left, hostProcs(m)...)
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes outlived the run:\n%s", strings.Join(left, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// oneLineError checks tooljail's own failure: exit 125, nothing on stdout,
+// exactly one "tooljail: ..." line on stderr.
+func oneLineError(t *testing.T, o *outcome, want ...string) {
+	t.Helper()
+	if o.code != 125 {
+		t.Fatalf("want exit 125\n%s", o)
+	}
+	if o.stdout != "" {
+		t.Errorf("stdout is not empty\n%s", o)
+	}
+	lines := strings.Split(strings.TrimRight(o.stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "tooljail: ") || !strings.HasSuffix(o.stderr, "\n") {
+		t.Errorf("want one line \"tooljail: ...\" on stderr\n%s", o)
+	}
+	for _, w := range want {
+		if !strings.Contains(o.stderr, w) {
+			t.Errorf("stderr does not mention %q\n%s", w, o)
+		}
+	}
+}

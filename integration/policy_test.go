@@ -1,0 +1,456 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The seccomp policy, seen from inside the jail: each denied call made by
+// tjsys (./tjsys) fails with EPERM and is reported by name; with
+// --on-violation kill the run ends as a violation; non-native entry points
+// kill the run as "arch"; profiles can lift a group; unknown names are
+// refused.
+
+// ptViolation is one entry of the report's violations.
+type ptViolation struct {
+	Kind    string   `json:"kind"`
+	Syscall string   `json:"syscall"`
+	Args    []string `json:"args"`
+	Path    string   `json:"path"`
+	Access  []string `json:"access"`
+	Pid     int      `json:"pid"`
+	JailPid int      `json:"jail_pid"`
+	Count   int      `json:"count"`
+	Action  string   `json:"action"`
+}
+
+// ptReport is the part of the report the policy tests read beyond the
+// harness's report struct.
+type ptReport struct {
+	Status      string        `json:"status"`
+	ExitCode    int           `json:"exit_code"`
+	Violations  []ptViolation `json:"violations"`
+	Enforcement struct {
+		LandlockABI    int      `json:"landlock_abi"`
+		LandlockRights []string `json:"landlock_rights"`
+		LandlockScopes []string `json:"landlock_scopes"`
+		Seccomp        string   `json:"seccomp"`
+		Degraded       []string `json:"degraded"`
+	} `json:"enforcement"`
+}
+
+func ptParse(t *testing.T, o *outcome) *ptReport {
+	t.Helper()
+	if o.reportRaw == nil {
+		t.Fatalf("no report\n%s", o)
+	}
+	r := new(ptReport)
+	if err := json.Unmarshal(o.reportRaw, r); err != nil {
+		t.Fatalf("report: %v\n%s", err, o)
+	}
+	return r
+}
+
+// find returns the violation for syscall name, or nil.
+func (r *ptReport) find(name string) *ptViolation {
+	for i := range r.Violations {
+		if r.Violations[i].Syscall == name {
+			return &r.Violations[i]
+		}
+	}
+	return nil
+}
+
+var (
+	tjsysOnce sync.Once
+	tjsysPath string
+	tjsysErr  error
+	tjsysSkip string
+)
+
+// tjsysBinary is the static tjsys program in base ($TJSYS, or built from
+// ./tjsys when a Go toolchain is at hand).
+func tjsysBinary(t *testing.T) string {
+	t.Helper()
+	tjsysOnce.Do(func() {
+		src := os.Getenv("TJSYS")
+		if src == "" {
+			if _, err := exec.LookPath("go"); err != nil {
+				tjsysSkip = "TJSYS is not set and there is no Go toolchain to build ./tjsys"
+				return
+			}
+			src = filepath.Join(base, "tjsys.built")
+			cmd := exec.Command("go", "build", "-trimpath", "-o", src, "./tjsys")
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				tjsysErr = err
+				tjsysSkip = string(out)
+				return
+			}
+		}
+		tjsysPath = filepath.Join(base, "tjsys")
+		tjsysErr = copyFile(src, tjsysPath)
+	})
+	if tjsysSkip != "" && tjsysErr == nil {
+		t.Skip(tjsysSkip)
+	}
+	if tjsysErr != nil {
+		t.Fatalf("tjsys: %v %s", tjsysErr, tjsysSkip)
+	}
+	return tjsysPath
+}
+
+// sysWorkdir is u.workdir with tjsys in it too.
+func (u *user) sysWorkdir(t *testing.T) string {
+	t.Helper()
+	bin := tjsysBinary(t)
+	w := u.workdir(t)
+	if err := os.Link(bin, filepath.Join(w, "tjsys")); err != nil {
+		if err := copyFile(bin, filepath.Join(w, "tjsys")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// sys runs w/tjsys with calls in the jail, and parses the report.
+func (u *user) sys(t *testing.T, w string, flags []string, calls ...string) (*outcome, *ptReport) {
+	t.Helper()
+	flags = append([]string{"--env", "TJSYS_JAILED=1"}, flags...)
+	o := u.jailRun(t, w, run{args: flags}, append([]string{filepath.Join(w, "tjsys")}, calls...)...)
+	return o, ptParse(t, o)
+}
+
+// requireNotify skips unless denied calls are reported by name for u.
+func requireNotify(t *testing.T, u *user) {
+	t.Helper()
+	if !u.check.enforced("seccomp") || !u.check.enforced("seccomp-notify") {
+		t.Skipf("seccomp user notification is not available to %s here: denied calls have no names", u.name)
+	}
+}
+
+// deniedCalls are the tjsys calls the default policy denies, with the
+// syscall name the report must give.
+var deniedCalls = []struct{ call, syscall string }{
+	{"unshare", "unshare"},
+	{"setns", "setns"},
+	{"clone", "clone"},
+	{"mount", "mount"},
+	{"umount2", "umount2"},
+	{"fsopen", "fsopen"},
+	{"fsconfig", "fsconfig"},
+	{"fsmount", "fsmount"},
+	{"move_mount", "move_mount"},
+	{"open_tree", "open_tree"},
+	{"mount_setattr", "mount_setattr"},
+	{"pivot_root", "pivot_root"},
+	{"chroot", "chroot"},
+	{"ptrace", "ptrace"},
+	{"process_vm_readv", "process_vm_readv"},
+	{"process_vm_writev", "process_vm_writev"},
+	{"bpf", "bpf"},
+	{"perf_event_open", "perf_event_open"},
+	{"keyctl", "keyctl"},
+	{"add_key", "add_key"},
+	{"request_key", "request_key"},
+	{"userfaultfd", "userfaultfd"},
+	{"io_uring_setup", "io_uring_setup"},
+	{"io_uring_enter", "io_uring_enter"},
+	{"init_module", "init_module"},
+	{"finit_module", "finit_module"},
+	{"delete_module", "delete_module"},
+	{"kexec_load", "kexec_load"},
+	{"kexec_file_load", "kexec_file_load"},
+	{"reboot", "reboot"},
+	{"swapon", "swapon"},
+	{"swapoff", "swapoff"},
+	{"acct", "acct"},
+	{"settimeofday", "settimeofday"},
+	{"clock_settime", "clock_settime"},
+	{"adjtimex", "adjtimex"},
+	{"open_by_handle_at", "open_by_handle_at"},
+	{"name_to_handle_at", "name_to_handle_at"},
+	{"personality", "personality"},
+	{"ioctl-tiocsti", "ioctl"},
+	{"ioctl-tiocsti-highbits", "ioctl"},
+	{"ioctl-tioclinux", "ioctl"},
+	{"ioctl-tioclinux-highbits", "ioctl"},
+	{"socket-packet", "socket"},
+	{"socket-mptcp", "socket"},
+	{"socket-netlink-audit", "socket"},
+}
+
+// allowedCalls are controls the default policy lets through, with the
+// results the kernel gives (tjsys's stdin in the jail is not a terminal).
+var allowedCalls = map[string][]string{
+	"getppid":              {"ok"},
+	"personality-query":    {"ok"},
+	"ioctl-tcgets":         {"ok", "errno ENOTTY"},
+	"socket-inet":          {"ok"},
+	"socket-netlink-route": {"ok"},
+}
+
+func requireAmd64Policy(t *testing.T) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("the x32/i386 payloads are x86_64 code; this is %s", runtime.GOARCH)
+	}
+}
+
+// One run makes every denied call and the controls, in deny mode: each
+// denied call fails with EPERM, clone3 with ENOSYS, the controls work, the
+// run exits 0 as "exited", and each denied syscall is in the report once,
+// by name, with its count, pids and first arguments.
+func TestSeccompDeniedCalls(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		requireNotify(t, u)
+		w := u.sysWorkdir(t)
+		calls := []string{"getppid", "personality-query", "ioctl-tcgets", "socket-inet", "socket-netlink-route", "clone3"}
+		for _, d := range deniedCalls {
+			calls = append(calls, d.call)
+		}
+		o, r := u.sys(t, w, nil, calls...)
+		lines := o.lines()
+		if o.code != 0 || r.Status != "exited" || r.ExitCode != 0 || len(lines) != len(calls) {
+			t.Fatalf("want exit 0, status exited and %d result lines\n%s", len(calls), o)
+		}
+		if r.Enforcement.Seccomp != "notify" {
+			t.Errorf("enforcement.seccomp = %q, want notify", r.Enforcement.Seccomp)
+		}
+		want := map[string]int{} // syscall -> calls made
+		for i, c := range calls {
+			switch {
+			case allowedCalls[c] != nil:
+				if !oneOf(lines[i], allowedCalls[c]) {
+					t.Errorf("%s (allowed): %q, want %v", c, lines[i], allowedCalls[c])
+				}
+			case c == "clone3":
+				// ENOSYS so that libc falls back to clone; not a violation.
+				if lines[i] != "errno ENOSYS" {
+					t.Errorf("clone3: %q, want errno ENOSYS", lines[i])
+				}
+			default:
+				if lines[i] != "errno EPERM" {
+					t.Errorf("%s: %q, want errno EPERM", c, lines[i])
+				}
+			}
+		}
+		for _, d := range deniedCalls {
+			want[d.syscall]++
+		}
+		for name, n := range want {
+			v := r.find(name)
+			if v == nil {
+				t.Errorf("no violation for %s in the report", name)
+				continue
+			}
+			if v.Kind != "syscall" || v.Action != "denied" || v.Count != n || v.Pid <= 0 || v.JailPid <= 1 || len(v.Args) == 0 {
+				t.Errorf("violation %+v, want kind syscall, action denied, count %d, pid and jail_pid set, args", *v, n)
+			}
+		}
+		for _, v := range r.Violations {
+			if want[v.Syscall] == 0 {
+				t.Errorf("unexpected violation %+v (clone3 and the controls are not violations)", v)
+			}
+		}
+		// The first call of each name is the one whose arguments are kept.
+		checkArg := func(name string, i int, val string) {
+			if v := r.find(name); v != nil && (len(v.Args) <= i || v.Args[i] != val) {
+				t.Errorf("%s args %v, want args[%d] = %s", name, v.Args, i, val)
+			}
+		}
+		checkArg("unshare", 0, "0x10000000") // CLONE_NEWUSER
+		checkArg("clone", 0, "0x40000011")   // CLONE_NEWNET|SIGCHLD
+		checkArg("personality", 0, "0x6")    // PER_BSD
+		checkArg("ioctl", 1, "0x5412")       // TIOCSTI
+		checkArg("socket", 0, "0x11")        // AF_PACKET
+		checkArg("setns", 0, "0xffffffffffffffff")
+		if !strings.Contains(o.stderr, "denied") {
+			t.Errorf("no summary line about the denied calls on stderr\n%s", o)
+		}
+	})
+}
+
+func oneOf(s string, set []string) bool {
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// With --on-violation kill, each denied call ends the run: status
+// violation, exit 159, the call recorded; the line printed before it is
+// kept and nothing after it runs. clone3's ENOSYS is not a violation.
+func TestSeccompKillEach(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		requireNotify(t, u)
+		w := u.sysWorkdir(t)
+		seen := map[string]bool{}
+		for _, d := range deniedCalls {
+			if seen[d.syscall] && !strings.Contains(d.call, "highbits") {
+				continue // one call per syscall, plus the masked ioctl compares
+			}
+			seen[d.syscall] = true
+			t.Run(d.call, func(t *testing.T) {
+				t.Parallel()
+				o, r := u.sys(t, w, []string{"--on-violation", "kill"}, "getppid", d.call, "getppid")
+				if o.code != 159 || r.Status != "violation" || r.ExitCode != 159 {
+					t.Fatalf("want exit 159, status violation\n%s", o)
+				}
+				v := r.find(d.syscall)
+				if v == nil || v.Kind != "syscall" || (v.Action != "killed" && v.Action != "denied") || v.Count < 1 || v.Pid <= 0 || v.JailPid <= 1 {
+					t.Errorf("violation for %s: %+v, want kind syscall, killed or denied, count >= 1, pids set\n%s", d.syscall, v, o)
+				}
+				if len(r.Violations) != 1 {
+					t.Errorf("want exactly one violation, got %+v", r.Violations)
+				}
+				// The caller is killed at the call: it never sees the answer.
+				if o.stdout != "ok\n" {
+					t.Errorf("stdout %q, want only the first getppid's line (killed at the call)", o.stdout)
+				}
+			})
+		}
+		t.Run("clone3", func(t *testing.T) {
+			t.Parallel()
+			o, r := u.sys(t, w, []string{"--on-violation", "kill"}, "clone3", "getppid")
+			if o.code != 0 || r.Status != "exited" || o.stdout != "errno ENOSYS\nok\n" || len(r.Violations) != 0 {
+				t.Errorf("clone3 under --on-violation kill: want ENOSYS, the run going on and no violation\n%s", o)
+			}
+		})
+	})
+}
+
+// Static payloads that make one getpid through a foreign entry point and
+// then exit(0) natively (x32: 39 | __X32_SYSCALL_BIT; i386: 20 via int 0x80),
+// as in seccomp/arch_test.go.
+var ptArchPayloads = map[string]string{
+	"x32":  ".globl _start\n_start:\n mov $0x40000027, %eax\n syscall\n mov $60, %eax\n xor %edi, %edi\n syscall\n",
+	"i386": ".globl _start\n_start:\n mov $20, %eax\n int $0x80\n mov $60, %eax\n xor %edi, %edi\n syscall\n",
+}
+
+// ptBuildPayload assembles a payload into dir with gcc; it skips when gcc
+// is missing or the payload cannot run even without a filter.
+func ptBuildPayload(t *testing.T, dir, name string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc is not installed: cannot build the x32/i386 payloads")
+	}
+	src := filepath.Join(t.TempDir(), name+".S")
+	if err := os.WriteFile(src, []byte(ptArchPayloads[name]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name)
+	if b, err := exec.Command(gcc, "-static", "-nostdlib", "-o", out, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", name, err, b)
+	}
+	if err := os.Chmod(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Without a filter it must exit 0 (a kernel without ia32 emulation
+	// kills the i386 one; x32 without CONFIG_X86_X32_ABI gets ENOSYS, fine).
+	if b, err := exec.Command(out).CombinedOutput(); err != nil {
+		t.Skipf("%s payload fails without a filter (no ia32 emulation?): %v %s", name, err, b)
+	}
+	return out
+}
+
+// x32 and i386 calls kill the run, in deny mode as in kill mode, and the
+// report says "arch" with the foreign call's name.
+func TestSeccompForeignArch(t *testing.T) {
+	requireAmd64Policy(t)
+	eachUser(t, func(t *testing.T, u *user) {
+		requireNotify(t, u)
+		for _, name := range []string{"x32", "i386"} {
+			for _, mode := range []string{"deny", "kill"} {
+				t.Run(name+"-"+mode, func(t *testing.T) {
+					t.Parallel()
+					w := u.workdir(t)
+					payload := ptBuildPayload(t, w, name)
+					if err := os.Chown(payload, u.uid, u.gid); err != nil {
+						t.Fatal(err)
+					}
+					o := u.jailRun(t, w, run{args: []string{"--on-violation", mode}}, payload)
+					r := ptParse(t, o)
+					if o.code != 159 || r.Status != "violation" {
+						t.Fatalf("want exit 159, status violation\n%s", o)
+					}
+					v := r.find(name + ":getpid")
+					if v == nil || v.Kind != "arch" || v.Action != "killed" || v.Count != 1 || len(r.Violations) != 1 {
+						t.Errorf("want one arch violation %s:getpid, killed: %+v\n%s", name, r.Violations, o)
+					}
+				})
+			}
+		}
+	})
+}
+
+// A profile that allows @ptrace and personality lets those calls through
+// (positive control: the kernel answers, not the filter), while the rest of
+// the default denials hold; a denied getppid shows deny works by name.
+func TestSeccompProfileAllowDeny(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		requireNotify(t, u)
+		w := u.sysWorkdir(t)
+		prof := filepath.Join(u.dir(t), "p.toml")
+		text := "extends = \"default\"\n[seccomp]\nallow = [\"@ptrace\", \"personality\"]\ndeny = [\"getppid\"]\n"
+		if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o, r := u.sys(t, w, []string{"--profile", prof}, "process_vm_readv", "ptrace", "personality", "bpf", "getppid")
+		l := o.lines()
+		if o.code != 0 || r.Status != "exited" || len(l) != 5 {
+			t.Fatalf("want exit 0 and 5 lines\n%s", o)
+		}
+		if l[0] != "ok" {
+			t.Errorf("process_vm_readv with @ptrace allowed: %q, want ok", l[0])
+		}
+		// PTRACE_PEEKUSER on a process we do not trace: the kernel's ESRCH.
+		if l[1] != "errno ESRCH" {
+			t.Errorf("ptrace with @ptrace allowed: %q, want errno ESRCH from the kernel", l[1])
+		}
+		if l[2] != "ok" {
+			t.Errorf("personality(PER_BSD) with personality allowed: %q, want ok", l[2])
+		}
+		if l[3] != "errno EPERM" || r.find("bpf") == nil {
+			t.Errorf("bpf is still denied by default: %q, violations %+v", l[3], r.Violations)
+		}
+		if l[4] != "errno EPERM" || r.find("getppid") == nil {
+			t.Errorf("getppid denied by the profile: %q, violations %+v", l[4], r.Violations)
+		}
+		for _, n := range []string{"process_vm_readv", "ptrace", "personality"} {
+			if r.find(n) != nil {
+				t.Errorf("%s allowed by the profile but reported: %+v", n, r.Violations)
+			}
+		}
+	})
+}
+
+// An unknown syscall name in a profile is refused before anything runs,
+// with the name in the error.
+func TestSeccompProfileUnknownName(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		d := u.dir(t)
+		for _, field := range []string{"allow", "deny"} {
+			prof := filepath.Join(d, field+".toml")
+			text := "extends = \"default\"\n[seccomp]\n" + field + " = [\"getppid\", \"no_such_syscall_tj\"]\n"
+			if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"run", "--profile", prof, "--workdir", d}
+			for _, l := range u.degraded {
+				args = append(args, "--allow-degraded", l)
+			}
+			o := u.exec(t, run{args: append(args, "--", "/bin/true")})
+			oneLineError(t, o, "no_such_syscall_tj")
+		}
+	})
+}
