@@ -39,7 +39,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	defaultOK, defaultErr := true, ""
 	if p, err := profiles.Load("default"); err != nil {
 		defaultOK, defaultErr = false, err.Error()
-	} else if spec, err := p.Spec(profiles.Request{Args: []string{"/bin/true"}, Workdir: "", Cwd: "/tmp"}); err != nil {
+	} else if spec, err := noWorkdir(p).Spec(profiles.Request{Args: []string{"/bin/true"}, Cwd: "/"}); err != nil {
 		defaultOK, defaultErr = false, err.Error()
 	} else if _, err := spec.Preflight(); err != nil {
 		defaultOK, defaultErr = false, err.Error()
@@ -134,4 +134,12 @@ func versionCommand(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "tooljail %s (%s, %s/%s)\n", jail.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	_ = os.Stdout
 	return 0
+}
+
+// noWorkdir drops the workdir bind: check asks about the host, not about the
+// directory it happens to run in.
+func noWorkdir(p *profiles.Profile) *profiles.Profile {
+	no := false
+	p.Filesystem.Workdir = &no
+	return p
 }
