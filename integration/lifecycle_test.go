@@ -57,7 +57,7 @@ func TestTimeout(t *testing.T) {
 		start := time.Now()
 		o := u.jail(t, w, []string{"--timeout", "500ms"}, "daemon", daemon, ";", "spawn", orphan, ";", "sleep", "30s")
 		took := time.Since(start)
-		if o.code != 124 || o.report == nil || o.report.Status != "timeout" || o.report.ExitCode != 124 {
+		if o.code != 124 || o.noReport || o.report.Status != "timeout" || o.report.ExitCode != 124 {
 			t.Fatalf("want exit 124 and status timeout\n%s", o)
 		}
 		if took > 5*time.Second || took < 500*time.Millisecond {
@@ -177,7 +177,7 @@ func TestExitCodes(t *testing.T) {
 			if c.status == "" {
 				continue // tooljail refused the flags: no report
 			}
-			if o.report == nil || o.report.Status != c.status || o.report.ExitCode != c.code || o.report.Signal != c.signal {
+			if o.noReport || o.report.Status != c.status || o.report.ExitCode != c.code || o.report.Signal != c.signal {
 				t.Errorf("%s: report status/exit_code/signal wrong, want %s/%d/%q\n%s", c.name, c.status, c.code, c.signal, o)
 			}
 			if c.code >= 126 && c.code <= 127 && (o.report.Reason == "" || !strings.Contains(o.stderr, "tooljail: ")) {

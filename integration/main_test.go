@@ -286,9 +286,12 @@ type run struct {
 type outcome struct {
 	code           int
 	stdout, stderr string
-	report         *report // from --report FILE (jail runs) or nil
-	reportRaw      []byte
-	args           []string
+	// report is from --report FILE (jail runs); a zero report with
+	// noReport set when tooljail wrote none.
+	report    *report
+	noReport  bool
+	reportRaw []byte
+	args      []string
 }
 
 func (o *outcome) String() string {
@@ -356,26 +359,16 @@ func (u *user) jailRun(t *testing.T, w string, r run, command ...string) *outcom
 		r.dir = w
 	}
 	o := u.exec(t, r)
-	for try := 1; try < 5 && isSetupRace(o); try++ {
-		// BUG (see TestConcurrentSetupRace): retried here so that the
-		// other tests test what they are about.
-		t.Logf("BUG: retrying a run that failed with a transient set-up error: %s", strings.TrimSpace(o.stderr))
-		o = u.exec(t, r)
-	}
+	o.report = new(report)
 	if b, err := os.ReadFile(rep); err == nil {
 		o.reportRaw = b
-		o.report = new(report)
 		if err := json.Unmarshal(b, o.report); err != nil {
 			t.Fatalf("report is not valid JSON: %v\n%s", err, o)
 		}
+	} else {
+		o.noReport = true
 	}
 	return o
-}
-
-// isSetupRace recognises the transient EAGAIN from openat2 (RESOLVE_IN_ROOT
-// or RESOLVE_BENEATH while another jail mounts) that the jail does not retry.
-func isSetupRace(o *outcome) bool {
-	return o.code == 125 && strings.Contains(o.stderr, "resource temporarily unavailable")
 }
 
 // lines are the helper's result lines.
@@ -391,8 +384,8 @@ func (o *outcome) lines() []string {
 func (o *outcome) ok(t *testing.T, n int) []string {
 	t.Helper()
 	l := o.lines()
-	if o.code != 0 || len(l) != n {
-		t.Fatalf("want exit 0 and %d result lines\n%s", n, o)
+	if o.code != 0 || len(l) != n || o.noReport {
+		t.Fatalf("want exit 0, %d result lines and a report\n%s", n, o)
 	}
 	return l
 }
