@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -320,18 +321,28 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 		cmd.Stdin = r.stdin
 	}
 	cmd.ExtraFiles = r.extraFiles
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+	// Its own process group: whatever a broken jail lets escape cannot
+	// signal the test, and a hung run is killed as a group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A process that outlives tooljail and holds its stdout would block
+	// Wait for ever.
+	cmd.WaitDelay = 3 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	o := &outcome{stdout: stdout.String(), stderr: stderr.String(), args: r.args}
 	if ee, ok := err.(*exec.ExitError); ok {
 		o.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("tooljail %v: %v", r.args, err)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("tooljail %v did not end within a minute", r.args)
+		t.Fatalf("tooljail did not end within a minute\n%s", o)
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		t.Fatalf("tooljail exited but something still holds its stdout or stderr: a process outlived the run\n%s", o)
+	}
+	if err != nil && o.code == 0 {
+		t.Fatalf("tooljail %v: %v", r.args, err)
 	}
 	return o
 }

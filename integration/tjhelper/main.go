@@ -13,6 +13,16 @@
 //
 // except output/stderr (they write the requested bytes and nothing else)
 // and exit/kill-self (they end the process).
+//
+// Actions: sleep DUR, alloc BYTES, fork N, forkbomb, exit N, kill-self SIG,
+// output N, stderr N, open PATH [r|w|rw|create], write PATH BYTES, mkdir
+// PATH, read PATH, ls DIR, stat PATH, connect HOST:PORT, loopback, netifs,
+// ps, self, ids, caps, fds (put it first: Go's poller adds descriptors once
+// a file is opened), env, hostname, umount PATH, umount-detach PATH,
+// remount-ro PATH, remount-rw PATH, mount-tmpfs PATH, hold MARKER, spawn
+// MARKER, daemon MARKER, stopped MARKER, zombies N, tty, rlimits, openmany
+// N, busy DUR, stdin. Actions that change files or mounts refuse to run
+// outside a user namespace, so the helper cannot damage a host by mistake.
 package main
 
 import (
@@ -144,7 +154,42 @@ func duration(s string) time.Duration {
 	return d
 }
 
+// mutating actions refuse to run outside a user namespace: run on the host
+// by mistake (or through a jail that jails nothing), "write /etc/passwd" or
+// "umount-detach /proc" would damage it.
+var mutating = map[string]bool{
+	"write": true, "mkdir": true, "umount": true, "umount-detach": true,
+	"remount-ro": true, "remount-rw": true, "mount-tmpfs": true,
+}
+
+// inUserNamespace is false in the initial user namespace, whose uid_map is
+// the identity over the whole range.
+func inUserNamespace() bool {
+	// Raw calls: os.ReadFile would start Go's poller and add descriptors
+	// that a later "fds" would list.
+	fd, err := unix.Open("/proc/self/uid_map", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	b := make([]byte, 4096)
+	n, _ := unix.Read(fd, b)
+	if n < 0 {
+		n = 0
+	}
+	f := strings.Fields(string(b[:n]))
+	return !(len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295")
+}
+
 func do(a []string) {
+	if mutating[a[0]] && !inUserNamespace() {
+		fmt.Fprintln(out, "error refusing to "+a[0]+" outside a user namespace: run tjhelper inside the jail")
+		return
+	}
+	if a[0] == "open" && len(a) > 2 && a[2] != "r" && !inUserNamespace() {
+		fmt.Fprintln(out, "error refusing to open for writing outside a user namespace")
+		return
+	}
 	switch a[0] {
 	case "sleep":
 		time.Sleep(duration(arg(a, 1)))
