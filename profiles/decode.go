@@ -1,6 +1,8 @@
 package profiles
 
 import (
+	"github.com/tooljail/tooljail/internal/editdist"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -167,7 +169,7 @@ func suggest(key string) string {
 	known := keysOf(reflect.TypeOf(document{}), parent)
 	best, bestDist := "", 3 // more than two edits away is not a typo
 	for _, k := range known {
-		if d := editDistance(name, k); d < bestDist {
+		if d := editdist.Distance(name, k); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
@@ -208,26 +210,6 @@ func keysOf(t reflect.Type, path string) []string {
 		}
 	}
 	return keys
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // positioned builds an *Error for key, with the line and column where the

@@ -1,6 +1,8 @@
 package seccomp
 
 import (
+	"github.com/tooljail/tooljail/internal/editdist"
+
 	"sort"
 	"strings"
 )
@@ -175,7 +177,7 @@ func closeNames(name string, known []string) []string {
 	}
 	var cs []cand
 	for _, k := range known {
-		d := editDistance(name, k)
+		d := editdist.Distance(name, k)
 		if d <= 2 || (len(name) >= 4 && strings.HasPrefix(k, name)) {
 			cs = append(cs, cand{k, d})
 		}
@@ -191,24 +193,4 @@ func closeNames(name string, known []string) []string {
 		out = append(out, cs[i].n)
 	}
 	return out
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
