@@ -34,7 +34,9 @@ type owner struct {
 	live int
 	// v2
 	v2Dir     string
+	v2Base    string   // the cgroup the supervisor came from
 	v2Enabled []string // controllers enabled for the runs
+	v2Added   []string // controllers this supervisor enabled in v2Base
 	movedSelf bool     // the supervisor lives in v2Dir/supervisor
 	// v1: hierarchy -> owner directory
 	v1Dirs map[string]string
@@ -77,36 +79,38 @@ func (o *owner) acquireV2(h host) (string, []string, error) {
 			want = append(want, c)
 		}
 	}
-	enabled, err := enableControllers(h.v2Base, want)
+	enabled, added, err := enableControllers(h.v2Base, want)
 	if err == nil {
-		enabled, err = enableControllers(dir, enabled)
+		enabled, _, err = enableControllers(dir, enabled)
 	}
 	if err != nil {
 		// Runs still get a group (CPU times come from the core cpu.stat);
 		// New fails for any cap whose controller is missing.
 		enabled = nil
 	}
-	o.v2Dir, o.v2Enabled = dir, enabled
+	o.v2Dir, o.v2Base, o.v2Enabled, o.v2Added = dir, h.v2Base, enabled, added
 	o.live++
 	return dir, enabled, nil
 }
 
 // enableControllers enables want in dir/cgroup.subtree_control and returns
-// what is enabled there. EBUSY means processes still sit in dir (another
-// supervisor about to move out of a shared base): retry for up to a second.
-func enableControllers(dir string, want []string) ([]string, error) {
+// what is enabled there and what this call added. EBUSY means processes
+// still sit in dir (another supervisor about to move out of a shared base):
+// retry for up to a second.
+func enableControllers(dir string, want []string) (enabled, added []string, err error) {
 	cur, err := readString(dir, "cgroup.subtree_control")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var add []string
 	for _, c := range want {
 		if !contains(strings.Fields(cur), c) {
 			add = append(add, "+"+c)
+			added = append(added, c)
 		}
 	}
 	if len(add) == 0 {
-		return want, nil
+		return want, nil, nil
 	}
 	deadline := time.Now().Add(time.Second)
 	for {
@@ -117,9 +121,9 @@ func enableControllers(dir string, want []string) ([]string, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("enable controllers in %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("enable controllers in %s: %w", dir, err)
 	}
-	return want, nil
+	return want, added, nil
 }
 
 // acquireV1 makes (once) the owner directory in every writable hierarchy.
@@ -144,9 +148,10 @@ func (o *owner) acquireV1(h host) map[string]string {
 	return dirs
 }
 
-// release drops one group; the last one removes the owner directories
-// (except a v2 owner that holds the supervisor itself: the next
-// CleanupStale after this process exits removes that one).
+// release drops one group; the last one removes the owner directories.
+// A v2 supervisor that moved itself into a leaf first moves back into the
+// cgroup it came from (see moveBack); when it cannot, the owner directory
+// stays until the next CleanupStale in that cgroup after this process exits.
 func (o *owner) release() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -158,8 +163,59 @@ func (o *owner) release() {
 		os.Remove(d)
 	}
 	o.v1Dirs = nil
-	if o.v2Dir != "" && !o.movedSelf {
-		os.Remove(o.v2Dir)
-		o.v2Dir, o.v2Enabled = "", nil
+	if o.v2Dir == "" {
+		return
 	}
+	if o.movedSelf {
+		if !o.moveBack() {
+			return
+		}
+		o.movedSelf = false
+		os.Remove(filepath.Join(o.v2Dir, supervisorDir))
+	}
+	os.Remove(o.v2Dir)
+	o.v2Dir, o.v2Base, o.v2Enabled, o.v2Added = "", "", nil, nil
+}
+
+// moveBack puts the supervisor back into the cgroup it came from, so that
+// its leaf and owner directory can be removed and the cgroup is left as it
+// was found. The kernel only lets a process into a (non-root) cgroup whose
+// subtree_control is empty, so this works when this supervisor enabled
+// every controller there itself and no other sub-group needs them: first
+// the groups of dead supervisors are removed, then the controllers are
+// disabled (the kernel refuses while a sub-group still uses one).
+func (o *owner) moveBack() bool {
+	base := o.v2Base
+	cleanupV2(base, map[string]bool{})
+	for _, name := range subdirs(base) {
+		if name != filepath.Base(o.v2Dir) {
+			return false // another supervisor's groups, or someone else's
+		}
+	}
+	cur, err := readString(base, "cgroup.subtree_control")
+	if err != nil {
+		return false
+	}
+	var off []string
+	for _, c := range strings.Fields(cur) {
+		if !contains(o.v2Added, c) {
+			return false // enabled by someone else: not ours to undo
+		}
+		off = append(off, "-"+c)
+	}
+	// The owner directory's own controllers go first: the kernel refuses
+	// to disable a controller in base that a child still enables.
+	if own, _ := readString(o.v2Dir, "cgroup.subtree_control"); strings.TrimSpace(own) != "" {
+		var l []string
+		for _, c := range strings.Fields(own) {
+			l = append(l, "-"+c)
+		}
+		if writeFile(o.v2Dir, "cgroup.subtree_control", strings.Join(l, " ")) != nil {
+			return false
+		}
+	}
+	if len(off) > 0 && writeFile(base, "cgroup.subtree_control", strings.Join(off, " ")) != nil {
+		return false
+	}
+	return writeFile(base, "cgroup.procs", strconv.Itoa(os.Getpid())) == nil
 }

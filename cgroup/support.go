@@ -47,8 +47,8 @@ func (s Support) Mask(r Resources) (Resources, []string) {
 }
 
 const (
-	fixDelegate = "run tooljail in a delegated cgroup: systemd-run --user --scope -p Delegate=yes tooljail run ...; or pass --allow-degraded cgroup"
-	fixV1       = "cgroup v1 has no delegation to unprivileged users: run tooljail as root, or on a cgroup v2 host (boot with systemd.unified_cgroup_hierarchy=1); or pass --allow-degraded cgroup"
+	fixDelegate = "run tooljail in a delegated cgroup: systemd-run --user --scope -p Delegate=yes tooljail run ..."
+	fixV1       = "cgroup v1 has no delegation to unprivileged users: run tooljail as root, or on a cgroup v2 host (boot with systemd.unified_cgroup_hierarchy=1)"
 )
 
 // v1Hierarchies are the v1 controllers a group joins: the three caps, plus
@@ -117,7 +117,7 @@ func Probe() Support {
 	s := Support{Mode: ModeNone, Host: layoutName(h.layout), Controllers: map[string]bool{Memory: false, CPU: false, Pids: false}}
 	if err != nil {
 		s.Reason = "cgroups: " + err.Error()
-		s.Fix = "mount cgroup2 at /sys/fs/cgroup, or pass --allow-degraded cgroup"
+		s.Fix = "mount cgroup2 at /sys/fs/cgroup"
 		return s
 	}
 	if h.layout == cgroups.Unified {
@@ -150,7 +150,7 @@ func probeV2(h host, s *Support) {
 	}
 	if len(missing) > 0 {
 		s.Reason = fmt.Sprintf("cgroup v2: controllers %s are not available in %s (not delegated)", strings.Join(missing, ", "), h.v2Base)
-		s.Fix = "delegate them: systemd-run --user --scope -p Delegate=yes tooljail run ... (and Delegate=memory cpu pids for user@.service on older systemd); or pass --allow-degraded cgroup"
+		s.Fix = "delegate them: systemd-run --user --scope -p Delegate=yes tooljail run ... (and Delegate=memory cpu pids for user@.service on older systemd)"
 	}
 	if h.v2Root {
 		return
@@ -200,7 +200,7 @@ func probeV1(h host, s *Support) {
 		s.Reason = "cgroup v1 (" + s.Host + " host): " + strings.Join(why, "; ")
 		s.Fix = fixV1
 		if uid == 0 {
-			s.Fix = "mount the missing v1 controllers, or use a cgroup v2 host; or pass --allow-degraded cgroup"
+			s.Fix = "mount the missing v1 controllers, or use a cgroup v2 host"
 		}
 	}
 }

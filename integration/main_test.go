@@ -39,6 +39,9 @@ var (
 	// base is a 0755 directory under /tmp holding every test directory.
 	base  string
 	users []*user
+	// slow scales the few time budgets the tests give the jailed command:
+	// the VM guests run under software emulation, several times slower.
+	slow time.Duration = 1
 )
 
 // user is one identity the suite runs tooljail as.
@@ -95,6 +98,9 @@ func TestMain(m *testing.M) {
 }
 
 func setup() error {
+	if os.Getenv("TJ_VM") == "1" {
+		slow = 4
+	}
 	tj := os.Getenv("TOOLJAIL")
 	if tj == "" {
 		return fmt.Errorf("TOOLJAIL is not set: run `make integration`, or set TOOLJAIL to a built bin/tooljail")
@@ -152,7 +158,12 @@ func (u *user) probe() error {
 	cmd := exec.Command(tooljailBin, "check", "--json")
 	cmd.Dir = base
 	cmd.Env = u.environ(nil)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+	rc, err := u.newRunCgroup()
+	if err != nil {
+		return err
+	}
+	defer rc.release()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
 	out, err := cmd.Output()
 	if err != nil && len(out) == 0 {
 		return fmt.Errorf("tooljail check --json as %s: %v", u.name, err)
@@ -306,10 +317,10 @@ func trunc(s string) string {
 	return s
 }
 
-// exec runs tooljail as u with r.args, bounded to a minute.
+// exec runs tooljail as u with r.args, bounded to a minute (on a fast host).
 func (u *user) exec(t *testing.T, r run) *outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute*slow)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tooljailBin, r.args...)
 	cmd.Dir = r.dir
@@ -321,22 +332,31 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 		cmd.Stdin = r.stdin
 	}
 	cmd.ExtraFiles = r.extraFiles
+	rc, err := u.newRunCgroup()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Its own process group: whatever a broken jail lets escape cannot
 	// signal the test, and a hung run is killed as a group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A process that outlives tooljail and holds its stdout would block
 	// Wait for ever.
-	cmd.WaitDelay = 3 * time.Second
+	cmd.WaitDelay = 3 * time.Second * slow
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
+	if cmd.Process != nil {
+		rc.check(t, cmd.Process.Pid)
+	} else {
+		rc.release()
+	}
 	o := &outcome{stdout: stdout.String(), stderr: stderr.String(), args: r.args}
 	if ee, ok := err.(*exec.ExitError); ok {
 		o.code = ee.ExitCode()
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("tooljail did not end within a minute\n%s", o)
+		t.Fatalf("tooljail did not end within %s\n%s", time.Minute*slow, o)
 	}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		t.Fatalf("tooljail exited but something still holds its stdout or stderr: a process outlived the run\n%s", o)

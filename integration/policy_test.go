@@ -40,6 +40,7 @@ type ptReport struct {
 		LandlockABI    int      `json:"landlock_abi"`
 		LandlockRights []string `json:"landlock_rights"`
 		LandlockScopes []string `json:"landlock_scopes"`
+		LandlockNet    []string `json:"landlock_net_rights"`
 		Seccomp        string   `json:"seccomp"`
 		Degraded       []string `json:"degraded"`
 	} `json:"enforcement"`

@@ -491,11 +491,25 @@ func spawn(args []string, setsid bool) (int, error) {
 }
 
 func spawnFiles(args []string, setsid bool, files []uintptr) (int, error) {
-	return syscall.ForkExec("/proc/self/exe", append([]string{"tjhelper"}, args...), &syscall.ProcAttr{
+	pid, err := syscall.ForkExec("/proc/self/exe", append([]string{"tjhelper"}, args...), &syscall.ProcAttr{
 		Env:   os.Environ(),
 		Files: files,
 		Sys:   &syscall.SysProcAttr{Setsid: setsid},
 	})
+	if err != nil {
+		return pid, err
+	}
+	// ForkExec returns once execve has passed the point of no return, but
+	// the new argv shows in /proc/PID/cmdline a little later: wait for it,
+	// so a following "ps" never sees a nameless child (slow VM guests).
+	for i := 0; i < 500; i++ {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || len(b) > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return pid, nil
 }
 
 func hold() {

@@ -13,7 +13,7 @@
 #   VM_ENV               newline-separated NAME=VALUE lines added to the suite's environment
 #   VM_USERS             which suites to run, in order: "root user" (default)
 #   VM_TIMEOUT           hard limit in seconds for the whole boot and run (default 900)
-#   VM_MEM, VM_SMP       guest memory in MiB (default 1024) and CPUs (default 2)
+#   VM_MEM, VM_SMP       guest memory in MiB (default 3072) and CPUs (default 2)
 #   VM_LOG               serial console log (default .cache/logs/SERIES.log)
 #   VM_QUIET=1           do not echo the console while it runs (the log is still written
 #                        and its tail shown on failure)
@@ -198,13 +198,13 @@ timeout_s=${VM_TIMEOUT:-900}
 append="console=ttyS0 panic=-1 oops=panic loglevel=3 quiet lsm=$lsm tsc=reliable no_timer_check"
 append+=" rdinit=/init nokaslr mitigations=off"
 start=$(date +%s%N)
-echo "$prog: booting $(cat "$kdir/package") ($(du -h "$initrd" | cut -f1) initramfs, TCG, ${VM_SMP:-2} CPUs, ${VM_MEM:-1024} MiB), log $log" >&2
+echo "$prog: booting $(cat "$kdir/package") ($(du -h "$initrd" | cut -f1) initramfs, TCG, ${VM_SMP:-2} CPUs, ${VM_MEM:-3072} MiB), log $log" >&2
 set +e
 if [ "${VM_QUIET:-0}" = 1 ]; then out=/dev/null; else out=/dev/stderr; fi
 # Nested KVM hangs on these machines: always TCG. -no-reboot turns the guest's panic
 # reboot (panic=-1) into a QEMU exit; a clean run ends with poweroff.
 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
-	-accel tcg -cpu max -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" \
+	-accel tcg -cpu max -m "${VM_MEM:-3072}" -smp "${VM_SMP:-2}" \
 	-nodefaults -no-user-config -display none -no-reboot \
 	-chardev "file,id=con,path=$log" -serial chardev:con \
 	-kernel "$kdir/vmlinuz" -initrd "$initrd" -append "$append" </dev/null >"$out" 2>&1 &
