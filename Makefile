@@ -32,7 +32,7 @@ vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: files above need formatting"; exit 1; }
 
 unit: deps
-	$(GO) test -count=1 ./internal/... ./profiles/... ./jail/... ./seccomp/... ./landlock/... ./cgroup/... ./cmd/...
+	$(GO) test -count=1 ./internal/... ./profiles/... ./jail/... ./seccomp/... ./landlock/... ./cgroup/... ./cmd/... ./bench/...
 
 integration: $(BIN) $(HELPER)
 	$(GO) test -count=1 -timeout 15m ./integration/

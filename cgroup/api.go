@@ -8,9 +8,11 @@
 //	s := cgroup.Probe()              // preflight: what can be capped here
 //	cgroup.CleanupStale()            // groups of supervisors that died
 //	g, err := cgroup.New(id, r)      // r masked by s.Mask when degrading is allowed
-//	cmd.SysProcAttr.UseCgroupFD = g.DirFD() >= 0; CgroupFD = g.DirFD()
-//	cmd.Start()                      // on failure retry without UseCgroupFD
-//	g.AddProc(pid)                   // when not cloned into the group; before the init runs
+//	v2: cmd.SysProcAttr.UseCgroupFD = g.DirFD() >= 0; CgroupFD = g.DirFD()
+//	    cmd.Start()                  // on failure retry without UseCgroupFD
+//	v1: leave, err := g.JoinThread() // the forking thread joins the group...
+//	    cmd.Start(); leave()         // ...the init is forked inside, the thread leaves
+//	g.AddProc(pid)                   // fallback when neither worked; before the init runs
 //	... wait for the command ...
 //	st := g.Stats()                  // before Delete: the figures die with the group
 //	g.Kill(); g.Delete()
@@ -26,7 +28,8 @@
 //     hierarchies, below the supervisor's own cgroup in each; only root can
 //     write them. v1 has no memory.oom.group, so a watcher on the group's OOM
 //     event kills the rest of the group when the kernel kills one process.
-//     DirFD is -1: the caller must AddProc before the init runs.
+//     DirFD is -1: the caller forks the init from a thread that joined the
+//     group (JoinThread), or moves it in with AddProc before it runs.
 package cgroup
 
 import "errors"

@@ -19,6 +19,7 @@ type Group struct {
 	mode        Mode
 	dir         string            // v2: the group directory
 	dirs        map[string]string // v1: hierarchy -> group directory
+	homes       map[string]string // v1: hierarchy -> the supervisor's own cgroup
 	fd          int               // v2: O_PATH fd of dir, else -1
 	controllers map[string]bool
 	res         Resources
@@ -125,8 +126,7 @@ func (g *Group) AddProc(pid int) error {
 	if g.mode == ModeV2 {
 		return writeFile(g.dir, "cgroup.procs", strconv.Itoa(pid))
 	}
-	// The freezer first: the kill path relies on it.
-	for _, c := range []string{"freezer", Memory, CPU, "cpuacct", Pids} {
+	for _, c := range v1JoinOrder {
 		if d, ok := g.dirs[c]; ok {
 			if err := writeFile(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
 				return err
@@ -134,6 +134,73 @@ func (g *Group) AddProc(pid int) error {
 		}
 	}
 	return nil
+}
+
+// v1JoinOrder is the order AddProc and JoinThread enter the v1
+// hierarchies: the freezer first, as the kill path relies on it.
+var v1JoinOrder = []string{"freezer", Memory, CPU, "cpuacct", Pids}
+
+// JoinThread moves the calling OS thread, and only it, into the group (v1
+// only), so that a process the thread forks next starts in the group, as
+// CLONE_INTO_CGROUP does on v2. leave moves the thread back to the
+// supervisor's cgroup; call it right after the fork, on the same thread
+// (the caller holds runtime.LockOSThread from JoinThread until leave).
+//
+// Why not AddProc: moving another process (writing its pid to
+// cgroup.procs or tasks) takes the kernel's global threadgroup lock for
+// writing, which waits for an RCU grace period: 5 to 150 ms per run on a
+// busy host. A thread that moves itself (writing "0" to tasks) needs no
+// such lock. While the thread is in the group it is counted there (pids,
+// cpuacct): one thread for the microseconds the fork takes.
+//
+// When leave fails, or JoinThread fails and still returns leave, the
+// thread is (partly) in the group: the caller must not fork from it or
+// unlock it (a locked thread ends with its goroutine), and must run
+// nothing else on it. When JoinThread fails without leave, the thread is
+// where it was.
+func (g *Group) JoinThread() (leave func() error, err error) {
+	if g.mode != ModeV1 {
+		return nil, fmt.Errorf("cgroup: JoinThread is for v1 groups; on v2 clone into the group with DirFD")
+	}
+	// Leaving needs write access to the home groups' tasks files, which a
+	// delegated v1 hierarchy may not give even where the run's group is
+	// writable: then do not join (the caller falls back to AddProc).
+	for _, c := range v1JoinOrder {
+		if _, ok := g.dirs[c]; !ok {
+			continue
+		}
+		home := g.homes[c]
+		if home == "" {
+			return nil, fmt.Errorf("cgroup: no home directory known for the %s hierarchy", c)
+		}
+		if err := unix.Faccessat(unix.AT_FDCWD, filepath.Join(home, "tasks"), unix.W_OK, unix.AT_EACCESS); err != nil {
+			return nil, fmt.Errorf("cgroup: cannot move back to %s: %w", home, err)
+		}
+	}
+	var moved []string
+	back := func() error {
+		var errs []error
+		for i := len(moved) - 1; i >= 0; i-- {
+			if err := writeFile(g.homes[moved[i]], "tasks", "0"); err != nil {
+				errs = append(errs, fmt.Errorf("move the supervisor thread back: %w", err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, c := range v1JoinOrder {
+		d, ok := g.dirs[c]
+		if !ok {
+			continue
+		}
+		if err = writeFile(d, "tasks", "0"); err != nil {
+			if berr := back(); berr != nil {
+				return back, errors.Join(err, berr)
+			}
+			return nil, err
+		}
+		moved = append(moved, c)
+	}
+	return back, nil
 }
 
 // Procs lists the processes in the group.

@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,8 +20,11 @@ func signalAll(list func() ([]int, error)) (int, error) {
 		return 0, err
 	}
 	n := 0
+	self := os.Getpid()
 	for _, p := range pids {
-		if p <= 0 {
+		// The supervisor shows up in a v1 group while one of its threads
+		// is inside (Group.JoinThread): never kill it.
+		if p <= 0 || p == self {
 			continue
 		}
 		if err := unix.Kill(p, unix.SIGKILL); err == nil {

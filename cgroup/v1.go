@@ -24,9 +24,10 @@ func newV1(h host, id string, r Resources) (*Group, error) {
 		self.release()
 		return nil, fmt.Errorf("%w: no writable cgroup v1 hierarchy for uid %d; %s", ErrUnavailable, os.Getuid(), fixV1)
 	}
-	g := &Group{mode: ModeV1, dirs: map[string]string{}, fd: -1, res: r, controllers: map[string]bool{}}
+	g := &Group{mode: ModeV1, dirs: map[string]string{}, homes: map[string]string{}, fd: -1, res: r, controllers: map[string]bool{}}
+	made := map[string]bool{} // co-mounted controllers (cpu,cpuacct) share one directory
 	fail := func(err error) (*Group, error) {
-		for _, d := range g.dirs {
+		for d := range made {
 			os.Remove(d)
 		}
 		self.release()
@@ -34,13 +35,18 @@ func newV1(h host, id string, r Resources) (*Group, error) {
 	}
 	for c, o := range owners {
 		d := joinRun(o, id)
-		if err := os.Mkdir(d, 0o755); err != nil {
-			if errors.Is(err, os.ErrExist) {
-				return fail(fmt.Errorf("cgroup: run id %q already has a group at %s", id, d))
+		if !made[d] {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				if errors.Is(err, os.ErrExist) {
+					return fail(fmt.Errorf("cgroup: run id %q already has a group at %s", id, d))
+				}
+				return fail(fmt.Errorf("%w: create %s: %v", ErrUnavailable, d, err))
 			}
-			return fail(fmt.Errorf("%w: create %s: %v", ErrUnavailable, d, err))
+			made[d] = true
 		}
 		g.dirs[c] = d
+		// The owner directory sits in the supervisor's own cgroup.
+		g.homes[c] = h.v1Base[c]
 	}
 	for _, c := range []string{Memory, CPU, Pids} {
 		_, g.controllers[c] = g.dirs[c]
@@ -174,6 +180,13 @@ func (g *Group) v1Procs() ([]int, error) {
 // until every hierarchy is empty. It returns how many processes it signalled.
 func killV1(dirs map[string]string) (int, error) {
 	g := &Group{dirs: dirs}
+	// Usually the run's init has been reaped and took the rest of its PID
+	// namespace along: nothing is left, and an empty group cannot gain a
+	// process (only a member can fork into it), so there is nothing to
+	// freeze.
+	if pids, err := g.v1Procs(); err == nil && len(pids) == 0 {
+		return 0, nil
+	}
 	fz, hasFreezer := dirs["freezer"]
 	if hasFreezer {
 		if err := writeFile(fz, "freezer.state", "FROZEN"); err == nil {

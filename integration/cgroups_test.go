@@ -260,7 +260,9 @@ func TestCgroupMemoryBomb(t *testing.T) {
 				if r.OOMKills == nil || *r.OOMKills < 1 {
 					t.Errorf("oom_kills %s, want at least 1", val(r.OOMKills))
 				}
-				if r.MemoryPeakBytes == nil || *r.MemoryPeakBytes > c.limit || *r.MemoryPeakBytes < c.limit*3/4 {
+				// The kernel may overshoot by a page or so (charges it must not
+				// fail, e.g. page tables).
+				if r.MemoryPeakBytes == nil || *r.MemoryPeakBytes > c.limit+mib || *r.MemoryPeakBytes < c.limit*3/4 {
 					t.Errorf("memory_peak_bytes %s, want close to the %d limit", val(r.MemoryPeakBytes), c.limit)
 				}
 				// The whole jail goes: also the child that only held.
@@ -303,12 +305,18 @@ func TestCgroupForkBomb(t *testing.T) {
 		if r.PidsPeak != nil && (*r.PidsPeak > 32 || *r.PidsPeak < int64(got.Started)) {
 			t.Errorf("pids_peak %d, want between %d and 32", *r.PidsPeak, got.Started)
 		}
-		requireGone(t, "forkbomb")
+		// The children's argv is "tjhelper _hold forkbomb" (the command
+		// lines of other runs hold "forkbomb" too).
+		requireGone(t, "tjhelper\x00_hold\x00forkbomb")
 	})
 }
 
-// --cpus 0.5: a busy loop for 2 s of wall time gets about 1 s of CPU. A
-// correctness check with a wide margin, not a timing benchmark.
+// --cpus 0.5: a busy loop for 2 s of wall time gets about 1 s of CPU, and
+// the group reports being throttled. A correctness check with a wide
+// margin, not a timing benchmark. In the VM guests only the throttling is
+// checked: under software emulation on a busy host the guest's timers fire
+// late, the quota overruns and its CPU clock disagrees with its wall clock
+// (2.5 s of CPU in a 2 s loop was seen), so amounts mean nothing there.
 func TestCgroupCPU(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		u.needCgroup(t)
@@ -316,14 +324,28 @@ func TestCgroupCPU(t *testing.T) {
 		o := u.jail(t, w, []string{"--cpus", "0.5"}, "busy", "2s")
 		o.ok(t, 1)
 		r := o.resources(t)
-		if r.CPUUserMs == nil || r.CPUSystemMs == nil {
-			t.Fatalf("cpu_user_ms %s cpu_system_ms %s, want both", val(r.CPUUserMs), val(r.CPUSystemMs))
+		if r.CPUUserMs == nil || r.CPUSystemMs == nil || r.CPUThrottledMs == nil {
+			t.Fatalf("cpu_user_ms %s cpu_system_ms %s cpu_throttled_ms %s, want all three",
+				val(r.CPUUserMs), val(r.CPUSystemMs), val(r.CPUThrottledMs))
 		}
-		if cpu := *r.CPUUserMs + *r.CPUSystemMs; cpu < 500 || cpu > 1500 {
-			t.Errorf("2 s busy under --cpus 0.5 used %d ms of CPU, want about 1000", cpu)
+		cpu := *r.CPUUserMs + *r.CPUSystemMs
+		if slow > 1 {
+			if *r.CPUThrottledMs <= 0 {
+				t.Errorf("cpu_throttled_ms %d after a 2 s busy loop under --cpus 0.5 (%d ms of CPU): the quota was not applied", *r.CPUThrottledMs, cpu)
+			}
+			return
 		}
-		if r.CPUThrottledMs == nil || *r.CPUThrottledMs <= 0 {
-			t.Errorf("cpu_throttled_ms %s, want > 0", val(r.CPUThrottledMs))
+		if cpu > 1500 {
+			t.Errorf("2 s busy under --cpus 0.5 used %d ms of CPU, want about 1000: the cap is not applied", cpu)
+		}
+		if *r.CPUThrottledMs <= 0 {
+			if cpu < 800 {
+				t.Skipf("the loop got only %d ms of CPU in 2 s: the host is too busy to reach the quota", cpu)
+			}
+			t.Errorf("cpu_throttled_ms %d with %d ms of CPU in 2 s under --cpus 0.5", *r.CPUThrottledMs, cpu)
+		}
+		if cpu < 500 {
+			t.Skipf("the loop got only %d ms of CPU in 2 s: the host is too busy to check the amount", cpu)
 		}
 	})
 }

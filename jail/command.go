@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +50,8 @@ type Cmd struct {
 	watcher *landlock.Watcher
 	sock    int
 	timer   *time.Timer
+	// staleDone is closed when CleanupStale, started by openGroup, is done.
+	staleDone chan struct{}
 
 	mu        sync.Mutex
 	killedFor Status // timeout or violation: why the supervisor killed the run
@@ -104,13 +105,22 @@ func (c *Cmd) Start() error {
 	c.res.Workdir = c.Spec.Dir
 	c.res.Profile = c.Spec.Profile
 	c.res.Limits = reportLimits(&c.Spec.Limits)
-	p, err := c.Spec.plan(probeHost(), true)
+	// The seccomp filter is compiled (or read from the cache) in start,
+	// while the init starts up.
+	p, err := c.Spec.plan(probeHost(), false)
 	if err != nil {
 		return c.fail(&SetupError{Code: ExitSetup, Err: err})
 	}
 	c.plan = p
 	c.res.Enforcement = p.enf
 	if err := c.start(); err != nil {
+		if c.proc != nil {
+			// The init was started (it waits for its config): end it, so
+			// that Wait reports the setup error and nothing is left.
+			c.proc.Kill()
+			<-c.waitCh
+			c.proc = nil
+		}
 		c.cleanup()
 		return c.fail(&SetupError{Code: ExitSetup, Err: err})
 	}
@@ -204,6 +214,25 @@ func (c *Cmd) start() error {
 	if err := c.startInit(cmd); err != nil {
 		return err
 	}
+	// The init is starting its runtime and then waits for the config:
+	// meanwhile, the filter.
+	if err := p.compileSeccomp(s); err != nil {
+		return err
+	}
+	stage2, err := marshalWire(&stage2Config{
+		Args:     s.Args,
+		Env:      s.Env,
+		Dir:      s.Dir,
+		NoFile:   s.Limits.NoFile,
+		FSize:    s.Limits.FSize,
+		CPUTime:  int64((s.Limits.CPUTime + time.Second - 1) / time.Second),
+		Landlock: p.landlock,
+		Seccomp:  p.seccomp,
+		WaitAck:  c.watcher != nil,
+	})
+	if err != nil {
+		return fmt.Errorf("encode stage 2 config: %w", err)
+	}
 	cfg := initConfig{
 		Mounts:     p.mounts,
 		Hostname:   s.Hostname,
@@ -212,25 +241,14 @@ func (c *Cmd) start() error {
 		Home:       s.Home,
 		HostUID:    euid,
 		Resolv:     s.Net == NetHost,
-		Stage2: stage2Config{
-			Args:     s.Args,
-			Env:      s.Env,
-			Dir:      s.Dir,
-			NoFile:   s.Limits.NoFile,
-			FSize:    s.Limits.FSize,
-			CPUTime:  int64((s.Limits.CPUTime + time.Second - 1) / time.Second),
-			Landlock: p.landlock,
-			Seccomp:  p.seccomp,
-			WaitAck:  c.watcher != nil,
-		},
+		Stage2:     stage2,
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = "tooljail"
 	}
 	// The init waits for this message, so it is already in its cgroup and
 	// nothing in the jail has run yet.
-	if err := sendJSON(c.sock, cfg); err != nil {
-		c.proc.Kill()
+	if err := sendConfig(c.sock, &cfg); err != nil {
 		return fmt.Errorf("send jail config: %w", err)
 	}
 	c.msgDone = make(chan struct{})
@@ -260,7 +278,13 @@ func (c *Cmd) openGroup() error {
 	if !capped && probeHost().Cgroup.Mode == cgroup.ModeNone {
 		return nil
 	}
-	cgroup.CleanupStale()
+	// Groups of dead supervisors are no business of this run: clean them
+	// up alongside it (cleanup waits for it before the run ends).
+	c.staleDone = make(chan struct{})
+	go func() {
+		defer close(c.staleDone)
+		cgroup.CleanupStale()
+	}()
 	g, err := cgroup.New(c.res.ID, r)
 	if err != nil {
 		if capped {
@@ -282,8 +306,24 @@ func (c *Cmd) openGroup() error {
 func (c *Cmd) startInit(cmd *exec.Cmd) error {
 	errCh := make(chan error, 1)
 	c.waitCh = make(chan *os.ProcessState, 1)
+	joined := false
 	go func() {
 		runtime.LockOSThread()
+		// v1: this thread joins the group and forks the init there (see
+		// cgroup.Group.JoinThread); when it cannot, AddProc below.
+		var leave func() error
+		if c.group != nil && !cmd.SysProcAttr.UseCgroupFD {
+			var err error
+			if leave, err = c.group.JoinThread(); err != nil {
+				if leave != nil {
+					// Stuck in the group: this thread forks nothing
+					// and ends with this goroutine (it stays locked).
+					errCh <- err
+					return
+				}
+				// Not joined: AddProc below.
+			}
+		}
 		err := cmd.Start()
 		if err != nil && cmd.SysProcAttr.UseCgroupFD {
 			// Clone into the cgroup can be refused (clone3 blocked by an
@@ -291,6 +331,19 @@ func (c *Cmd) startInit(cmd *exec.Cmd) error {
 			cmd.SysProcAttr.UseCgroupFD = false
 			cmd.Process, cmd.ProcessState = nil, nil
 			err = cmd.Start()
+		}
+		if leave != nil {
+			if lerr := leave(); lerr != nil {
+				// This thread is stuck in the run's group: end the init,
+				// and the thread with this goroutine (it stays locked).
+				if err == nil {
+					cmd.Process.Kill()
+					cmd.Wait()
+				}
+				errCh <- errors.Join(err, lerr)
+				return
+			}
+			joined = err == nil
 		}
 		errCh <- err
 		if err != nil {
@@ -303,7 +356,7 @@ func (c *Cmd) startInit(cmd *exec.Cmd) error {
 		return fmt.Errorf("start the jail's init: %w (are unprivileged user namespaces allowed? see `tooljail check`)", err)
 	}
 	c.proc = cmd.Process
-	if c.group != nil && !cmd.SysProcAttr.UseCgroupFD {
+	if c.group != nil && !cmd.SysProcAttr.UseCgroupFD && !joined {
 		if err := c.group.AddProc(c.proc.Pid); err != nil {
 			c.proc.Kill()
 			return fmt.Errorf("move the jail into its cgroup: %w", err)
@@ -352,7 +405,7 @@ func (c *Cmd) readMessages() {
 			return
 		}
 		var m message
-		if err := json.Unmarshal(pk.data, &m); err != nil {
+		if err := unmarshalWire(pk.data, &m); err != nil {
 			continue
 		}
 		c.mu.Lock()
@@ -466,6 +519,9 @@ func (c *Cmd) Wait() (*Result, error) {
 }
 
 func (c *Cmd) cleanup() {
+	if c.staleDone != nil {
+		<-c.staleDone
+	}
 	if c.watcher != nil {
 		c.watcher.Stop()
 		c.watcher = nil

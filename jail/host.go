@@ -39,6 +39,13 @@ var (
 	hostInfo Host
 )
 
+// ProbeHost reads what this host and user can enforce (without trying a
+// user namespace, unlike CheckHost). It is done once per process and
+// cached; Start uses it. A caller may call it early, in a goroutine, to
+// overlap it with its own start-up work (the CLI does, while it loads the
+// profile).
+func ProbeHost() Host { return probeHost() }
+
 // probeHost reads what the layers can do here; cheap, done once per process.
 func probeHost() Host {
 	hostOnce.Do(func() {

@@ -1,7 +1,6 @@
 package jail
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -27,7 +26,7 @@ func initMain() {
 		os.Exit(125) // the supervisor is gone
 	}
 	var cfg initConfig
-	if err := json.Unmarshal(pk.data, &cfg); err != nil {
+	if err := unmarshalWire(pk.data, &cfg); err != nil {
 		initFail(fmt.Errorf("decode jail config: %w", err))
 	}
 	// Only stdio and the supervisor socket may cross into the jail, even if
@@ -49,7 +48,7 @@ func initMain() {
 			initFail(err)
 		}
 	}
-	pid, err := startStage2(&cfg.Stage2)
+	pid, err := startStage2(cfg.Stage2)
 	if err != nil {
 		initFail(err)
 	}
@@ -87,7 +86,7 @@ func loopbackUp() error {
 // uid 0, so files the command writes belong to the invoking host user, and
 // it locks every mount the init made: they can be neither unmounted nor
 // remounted from inside.
-func startStage2(cfg *stage2Config) (int, error) {
+func startStage2(cfg []byte) (int, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return 0, err
@@ -114,7 +113,7 @@ func startStage2(cfg *stage2Config) (int, error) {
 		w.Close()
 		return 0, fmt.Errorf("start stage 2: %w", err)
 	}
-	err = json.NewEncoder(w).Encode(cfg)
+	_, err = w.Write(cfg)
 	w.Close()
 	if err != nil {
 		return 0, fmt.Errorf("send stage 2 config: %w", err)

@@ -20,7 +20,22 @@ type plan struct {
 	landlock  *landlock.Policy
 	seccomp   *seccomp.Program
 	notify    bool
+	compile   bool // seccomp is to be compiled (compileSeccomp)
 	resources cgroup.Resources
+}
+
+// compileSeccomp compiles (or loads from the cache) the seccomp filter the
+// plan calls for. Start does it while the jail's init is starting up.
+func (p *plan) compileSeccomp(s *Spec) error {
+	if !p.compile || s.Seccomp == nil || p.seccomp != nil {
+		return nil
+	}
+	prog, err := seccomp.Compile(*s.Seccomp, p.notify)
+	if err != nil {
+		return fmt.Errorf("seccomp policy: %w", err)
+	}
+	p.seccomp = prog
+	return nil
 }
 
 // SetupError is a run that failed before the command started.
@@ -42,7 +57,8 @@ func (s *Spec) Preflight() (Enforcement, error) {
 	return p.enf, nil
 }
 
-// plan checks s against h. With compile, the seccomp filter is compiled too.
+// plan checks s against h. With compile, the seccomp filter is compiled
+// too; otherwise compileSeccomp does it later.
 func (s *Spec) plan(h Host, compile bool) (*plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -90,6 +106,10 @@ func (s *Spec) plan(h Host, compile bool) (*plan, error) {
 			degrade(LayerLandlock, orDefault(h.Landlock.Reason, "Landlock is not available"), orDefault(h.Landlock.Fix, "use a kernel with Landlock enabled"))
 		case abi < s.Landlock.MinABI:
 			degrade(LayerLandlock, fmt.Sprintf("the profile needs Landlock ABI %d and this kernel has %d", s.Landlock.MinABI, abi), "use a newer kernel or lower landlock.min_abi")
+		case s.Landlock.RestrictTCP && abi < 4:
+			// Without ABI 4 the domain cannot handle TCP at all: running
+			// would claim port rules nobody enforces.
+			degrade(LayerLandlock, fmt.Sprintf("TCP port rules (landlock.restrict_tcp) need Landlock ABI 4 and this kernel has %d", abi), "use Linux 6.7 or newer, or set landlock.restrict_tcp = false")
 		default:
 			p.landlock = landlockPolicy(s, p.mounts)
 			p.enf.LandlockABI = abi
@@ -107,12 +127,18 @@ func (s *Spec) plan(h Host, compile bool) (*plan, error) {
 			p.notify = true
 			p.enf.Seccomp = "notify"
 		}
-		if h.Seccomp.Filter && compile {
-			prog, err := seccomp.Compile(*s.Seccomp, p.notify)
-			if err != nil {
+		p.compile = h.Seccomp.Filter
+		if p.compile && !compile && len(s.Seccomp.Allow)+len(s.Seccomp.Deny) > 0 {
+			// A name the policy gets wrong fails the run here, before
+			// Start builds anything; the default policy names none.
+			if err := seccomp.Validate(*s.Seccomp); err != nil {
 				return nil, fmt.Errorf("seccomp policy: %w", err)
 			}
-			p.seccomp = prog
+		}
+		if compile {
+			if err := p.compileSeccomp(s); err != nil {
+				return nil, err
+			}
 		}
 		if !h.Seccomp.Filter {
 			p.enf.Seccomp = "none"
@@ -140,7 +166,7 @@ func (s *Spec) plan(h Host, compile bool) (*plan, error) {
 		why := orDefault(h.Cgroup.Reason, fmt.Sprintf("the cgroup controllers cannot be written here (cgroup %s)", h.Cgroup.Mode))
 		fix := orDefault(h.Cgroup.Fix, "run as root or in a delegated cgroup v2 subtree")
 		missing = append(missing, fmt.Sprintf("cgroup caps %s: %s (fix: %s; or allow them with --allow-degraded cgroup)",
-			strings.Join(refused, ", "), why, strings.TrimSuffix(fix, "; or pass --allow-degraded cgroup")))
+			strings.Join(refused, ", "), why, fix))
 	}
 	if len(caps) > 0 {
 		p.enf.Caps = caps

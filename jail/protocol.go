@@ -1,7 +1,6 @@
 package jail
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -12,7 +11,8 @@ import (
 )
 
 // The supervisor, the init and stage 2 talk over one SOCK_SEQPACKET
-// socketpair: one JSON message per packet, file descriptors as SCM_RIGHTS.
+// socketpair: one message per packet (wire.go), file descriptors as
+// SCM_RIGHTS.
 // The supervisor sends initConfig once; init and stage 2 send messages back.
 // Stage 2 holds its copy close-on-exec, so the command never sees the socket.
 
@@ -37,8 +37,10 @@ type initConfig struct {
 	Home       string `json:"home"`
 	HostUID    int    `json:"host_uid"`
 	// Resolv binds the host's resolv.conf (shared network only).
-	Resolv bool         `json:"resolv"`
-	Stage2 stage2Config `json:"stage2"`
+	Resolv bool `json:"resolv"`
+	// Stage2 is the encoded stage2Config: the init hands it on to stage 2
+	// as it is, without decoding and encoding it again.
+	Stage2 []byte `json:"stage2"`
 }
 
 // stage2Config is the part stage 2 applies before execve.
@@ -86,7 +88,7 @@ type rusage struct {
 }
 
 func sendMessage(fd int, m message, files ...int) error {
-	b, err := json.Marshal(m)
+	b, err := marshalWire(&m)
 	if err != nil {
 		return err
 	}
@@ -97,8 +99,8 @@ func sendMessage(fd int, m message, files ...int) error {
 	return unix.Sendmsg(fd, b, oob, nil, 0)
 }
 
-func sendJSON(fd int, v any) error {
-	b, err := json.Marshal(v)
+func sendConfig(fd int, cfg *initConfig) error {
+	b, err := marshalWire(cfg)
 	if err != nil {
 		return err
 	}
@@ -118,9 +120,20 @@ type packet struct {
 
 // recvPacket reads one packet. End of stream is an empty packet.
 func recvPacket(fd int) (packet, error) {
-	buf := make([]byte, maxMessage)
 	oob := make([]byte, unix.CmsgSpace(4*4)+unix.CmsgSpace(unix.SizeofUcred))
 	for {
+		// The packet's size first (MSG_TRUNC gives a datagram's full
+		// length), so the buffer fits it: most packets are a few dozen
+		// bytes, and a fresh 1 MiB buffer per packet costs page faults
+		// and garbage collections in these short-lived processes.
+		size, _, _, _, err := unix.Recvmsg(fd, nil, nil, unix.MSG_PEEK|unix.MSG_TRUNC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return packet{}, err
+		}
+		buf := make([]byte, max(1, min(size, maxMessage)))
 		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err == unix.EINTR {
 			continue

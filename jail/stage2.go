@@ -1,9 +1,9 @@
 package jail
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +26,11 @@ const stage2ConfigFD = 4
 func stage2Main() {
 	var cfg stage2Config
 	f := os.NewFile(stage2ConfigFD, "config")
-	if err := json.NewDecoder(f).Decode(&cfg); err != nil {
+	b, err := io.ReadAll(io.LimitReader(f, maxMessage))
+	if err == nil {
+		err = unmarshalWire(b, &cfg)
+	}
+	if err != nil {
 		stage2Fail(125, fmt.Errorf("read stage 2 config: %w", err))
 	}
 	f.Close()
@@ -41,7 +45,10 @@ func stage2Main() {
 	}
 	ready := message{Type: msgReady}
 	if cfg.Landlock != nil {
-		enforced, err := landlock.Restrict(*cfg.Landlock)
+		// This thread (locked since Init) is the one that execs the
+		// command: only its domain matters, the other threads end at
+		// execve.
+		enforced, err := landlock.RestrictThread(*cfg.Landlock)
 		if err != nil {
 			stage2Fail(125, fmt.Errorf("landlock: %w", err))
 		}
@@ -76,7 +83,7 @@ func stage2Main() {
 	}
 	// Only 0, 1 and 2 reach the command, whatever was inherited.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	err := syscall.Exec(path, cfg.Args, cfg.Env)
+	err = syscall.Exec(path, cfg.Args, cfg.Env)
 	code = 126
 	if errors.Is(err, unix.ENOENT) {
 		code = 127

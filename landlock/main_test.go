@@ -28,7 +28,10 @@ type scenario struct {
 	NoRestrict bool   `json:"no_restrict,omitempty"` // control run: ops without Landlock
 	Threads    int    `json:"threads,omitempty"`     // threads pinned before Restrict
 	Repeat     int    `json:"repeat,omitempty"`      // restrict this many times (cost measurement)
-	Ops        []op   `json:"ops"`
+	// ThreadOnly uses RestrictThread on the main thread (locked), where
+	// the ops run, instead of Restrict.
+	ThreadOnly bool `json:"thread_only,omitempty"`
+	Ops        []op `json:"ops"`
 }
 
 type op struct {
@@ -60,11 +63,18 @@ func childMain(raw string) int {
 		return 2
 	}
 	var res childResult
+	if sc.ThreadOnly {
+		runtime.LockOSThread() // the ops below run on the restricted thread
+	}
 	pinned := startPinnedThreads(sc.Threads)
+	restrict := Restrict
+	if sc.ThreadOnly {
+		restrict = RestrictThread
+	}
 	if !sc.NoRestrict {
 		for i := 0; i < max(sc.Repeat, 1); i++ {
 			t0 := time.Now()
-			en, err := Restrict(sc.Policy)
+			en, err := restrict(sc.Policy)
 			res.Micros = append(res.Micros, float64(time.Since(t0).Nanoseconds())/1e3)
 			res.Enforced = en
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,7 +81,16 @@ func TestEnforcedMatchesKernel(t *testing.T) {
 // when asked for.
 func TestConfigPerABI(t *testing.T) {
 	for abi := 1; abi <= BestABI; abi++ {
-		cfg, en := config(abi, true)
+		cfg, en, flags := config(abi, true)
+		// RestrictThread passes these flags itself; Restrict has them in
+		// the go-landlock config.
+		wantFlags := uint32(0)
+		if abi >= 7 {
+			wantFlags = ll.FlagRestrictSelfLogSameExecOff | ll.FlagRestrictSelfLogNewExecOn
+		}
+		if flags != wantFlags || (flags != 0) != strings.Contains(cfg.String(), "flags") {
+			t.Errorf("ABI %d: restrict flags %#x, want %#x; config %v", abi, flags, wantFlags, cfg)
+		}
 		if got := len(en.FSRights) + countUnavailableFS(en.Unavailable); got != 17 {
 			t.Errorf("ABI %d: %d fs rights handled+unavailable, want 17", abi, got)
 		}
@@ -93,7 +103,7 @@ func TestConfigPerABI(t *testing.T) {
 		if abi >= 2 != slices.Contains(en.FSRights, "refer") {
 			t.Errorf("ABI %d: refer handled = %v", abi, !slices.Contains(en.FSRights, "refer"))
 		}
-		cfg, en = config(abi, false)
+		cfg, en, _ = config(abi, false)
 		if cfg.HandledAccessNet != 0 || en.NetRights != nil || slices.Contains(en.Unavailable, "bind_tcp") {
 			t.Errorf("ABI %d without RestrictTCP handles net: %v %v", abi, en.NetRights, en.Unavailable)
 		}

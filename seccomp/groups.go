@@ -5,6 +5,7 @@ import (
 
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The syscall table is split into named groups. Every syscall the kernel
@@ -141,8 +142,10 @@ var required = []string{
 	"sched_yield", "sendmsg", "sigaltstack", "tgkill", "write",
 }
 
-// syscallGroup maps every syscall name in the table to its group.
-var syscallGroup = func() map[string]string {
+// syscallGroup maps every syscall name in the table to its group. Built on
+// first use: every process of a run starts this binary, and most never
+// resolve a policy.
+var syscallGroup = sync.OnceValue(func() map[string]string {
 	m := make(map[string]string)
 	for g, names := range groups {
 		for _, n := range names {
@@ -153,7 +156,7 @@ var syscallGroup = func() map[string]string {
 		}
 	}
 	return m
-}()
+})
 
 // Groups returns the syscall groups a policy can name, each sorted, plus
 // "@default", the groups the default policy allows. The result is a copy.

@@ -110,7 +110,7 @@ func expand(entry, field string) ([]string, error) {
 		known = append(known, "@default")
 		return nil, unknownName(field, "group", entry, known)
 	}
-	if _, ok := syscallGroup[entry]; ok {
+	if _, ok := syscallGroup()[entry]; ok {
 		return []string{entry}, nil
 	}
 	// A syscall libseccomp knows but our table does not (a newer library
@@ -118,8 +118,8 @@ func expand(entry, field string) ([]string, error) {
 	if _, err := libseccomp.GetSyscallFromName(entry); err == nil {
 		return []string{entry}, nil
 	}
-	known := make([]string, 0, len(syscallGroup))
-	for n := range syscallGroup {
+	known := make([]string, 0, len(syscallGroup()))
+	for n := range syscallGroup() {
 		known = append(known, n)
 	}
 	return nil, unknownName(field, "syscall", entry, known)

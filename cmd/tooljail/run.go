@@ -85,6 +85,8 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
+	// The host probe does not depend on the profile: overlap the two.
+	go jail.ProbeHost()
 	var f runFlags
 	fs := newRunFlagSet(&f)
 	if err := fs.Parse(args); err != nil {
@@ -202,11 +204,16 @@ func (f *runFlags) spec(command []string) (*jail.Spec, error) {
 // exit code.
 func (f *runFlags) finish(r *jail.Result, runErr error, stdout, stderr io.Writer) int {
 	code := r.ExitCode
-	report, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fail(stderr, "encode report: %v", err)
+	var report []byte
+	if f.report != "" || f.json {
+		// Only when it is wanted: encoding it costs a noticeable part of
+		// a short run.
+		var err error
+		if report, err = json.MarshalIndent(r, "", "  "); err != nil {
+			return fail(stderr, "encode report: %v", err)
+		}
+		report = append(report, '\n')
 	}
-	report = append(report, '\n')
 	switch f.report {
 	case "":
 	case "-":

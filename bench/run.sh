@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `make bench`: tooljail against bubblewrap with the same mounts and a bare
+# fork+exec, on this machine, in one run; writes BENCHMARKS.md and
+# bench/startup-layers.svg. The Makefile builds bin/tooljail first.
+#
+# Counts (environment): BENCH_STARTUP_RUNS (200), BENCH_LAYER_RUNS (100),
+# BENCH_TPUT_RUNS (300), BENCH_LOOP_CALLS (2000000), BENCH_LOOP_REPS (15,
+# getppid loops per seccomp variant), BENCH_FSTAT_REPS (5, 0 skips),
+# BENCH_RSS_REPS (5), BENCH_UNPRIV_RUNS (100, 0 skips), BENCH_LEAK_RUNS
+# (10000, 0 skips). BENCH_QUICK=1 makes every unset count small (a minute).
+# Extra arguments go to bench/tjbench (see bench/tjbench -help).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bench: run as root (the uid 65534 pass and the default profile's cgroup caps need it): sudo make bench" >&2
+  exit 1
+fi
+if ! command -v bwrap >/dev/null; then
+  echo "bench: installing bubblewrap"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
+fi
+[ -x bin/tooljail ] || { echo "bench: bin/tooljail is missing; run: make bench" >&2; exit 1; }
+
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+  : "${BENCH_STARTUP_RUNS:=30}" "${BENCH_LAYER_RUNS:=15}" "${BENCH_TPUT_RUNS:=60}" "${BENCH_LOOP_CALLS:=1000000}"
+  : "${BENCH_LOOP_REPS:=3}" "${BENCH_FSTAT_REPS:=2}" "${BENCH_RSS_REPS:=3}" "${BENCH_UNPRIV_RUNS:=20}" "${BENCH_LEAK_RUNS:=200}"
+  export BENCH_STARTUP_RUNS BENCH_LAYER_RUNS BENCH_TPUT_RUNS BENCH_LOOP_CALLS BENCH_LOOP_REPS BENCH_FSTAT_REPS BENCH_RSS_REPS BENCH_UNPRIV_RUNS BENCH_LEAK_RUNS
+fi
+
+GO=${GO:-go}
+work=bench/.work
+mkdir -p "$work"
+# The driver uses the jail package, so it is built like bin/tooljail
+# (cgo with libseccomp, static, same tags); the loop payload is pure Go.
+version=$(git describe --always --dirty 2>/dev/null || echo dev)
+CGO_ENABLED=1 "$GO" build -tags osusergo,netgo -trimpath \
+  -ldflags "-X github.com/tooljail/tooljail/jail.Version=$version -linkmode external -extldflags -static" \
+  -o "$work/tjbench" ./bench/tjbench
+CGO_ENABLED=0 "$GO" build -trimpath -o "$work/tjloop" ./bench/tjloop
+
+"$work/tjbench" -tooljail bin/tooljail -loop "$work/tjloop" -work "$work" \
+  -out BENCHMARKS.md -svg bench/startup-layers.svg "$@"
+echo "bench: done in $((SECONDS - start)) s (builds included)"

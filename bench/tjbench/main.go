@@ -1,0 +1,314 @@
+// Command tjbench is the measuring instrument behind `make bench`: it
+// times tooljail against bubblewrap with the same mounts and against a bare
+// fork+exec, in one process on one machine, alternating the commands run by
+// run so that drift hits all of them, and writes BENCHMARKS.md and the
+// start-up chart. It reports; it never judges a number pass/fail except
+// against the targets of DESIGN.md section 8, in the report.
+//
+// It imports the jail package for the per-layer start-up ladder, so, like
+// tooljail, it calls jail.Init first: the jail re-executes this binary.
+// Run it as root (bench/run.sh does).
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/tooljail/tooljail/jail"
+)
+
+// config is what one bench run measures and how much.
+type config struct {
+	tooljail, bwrap, loop string
+	work                  string // scratch directory (workdirs, profiles, raw.json)
+	out, svg, svgRef      string
+	startupRuns           int
+	layerRuns             int
+	tputRuns              int
+	loopCalls, loopReps   int
+	fstatReps             int
+	rssReps               int
+	unprivRuns            int
+	leakRuns              int
+}
+
+func envInt(name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			return n
+		}
+		fmt.Fprintf(os.Stderr, "tjbench: ignoring %s=%q (want a count)\n", name, v)
+	}
+	return def
+}
+
+func main() {
+	jail.Init()
+	var c config
+	flag.StringVar(&c.tooljail, "tooljail", "bin/tooljail", "the tooljail binary to measure")
+	flag.StringVar(&c.bwrap, "bwrap", "bwrap", "the bubblewrap binary")
+	flag.StringVar(&c.loop, "loop", "bench/.work/tjloop", "the syscall-loop payload (bench/tjloop)")
+	flag.StringVar(&c.work, "work", "bench/.work", "scratch directory")
+	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "the report to (re)write; its notes section is kept")
+	flag.StringVar(&c.svg, "svg", "bench/startup-layers.svg", "the start-up chart to write")
+	flag.StringVar(&c.svgRef, "svg-ref", "", "the chart's path as the report links it (default: relative to -out)")
+	flag.IntVar(&c.startupRuns, "startup-runs", envInt("BENCH_STARTUP_RUNS", 200), "start-up samples per command (BENCH_STARTUP_RUNS)")
+	flag.IntVar(&c.layerRuns, "layer-runs", envInt("BENCH_LAYER_RUNS", 100), "samples per start-up layer (BENCH_LAYER_RUNS)")
+	flag.IntVar(&c.tputRuns, "tput-runs", envInt("BENCH_TPUT_RUNS", 300), "runs per throughput point and command (BENCH_TPUT_RUNS)")
+	flag.IntVar(&c.loopCalls, "loop-calls", envInt("BENCH_LOOP_CALLS", 2000000), "system calls per loop (BENCH_LOOP_CALLS)")
+	flag.IntVar(&c.loopReps, "loop-reps", envInt("BENCH_LOOP_REPS", 15), "getppid loops per variant (BENCH_LOOP_REPS)")
+	flag.IntVar(&c.fstatReps, "fstat-reps", envInt("BENCH_FSTAT_REPS", 5), "fstat loops per variant, 0 to skip (BENCH_FSTAT_REPS)")
+	flag.IntVar(&c.rssReps, "rss-reps", envInt("BENCH_RSS_REPS", 5), "supervisor memory samples (BENCH_RSS_REPS)")
+	flag.IntVar(&c.unprivRuns, "unpriv-runs", envInt("BENCH_UNPRIV_RUNS", 100), "start-up samples as uid 65534, 0 to skip (BENCH_UNPRIV_RUNS)")
+	flag.IntVar(&c.leakRuns, "leak-runs", envInt("BENCH_LEAK_RUNS", 10000), "runs of the leak check (BENCH_LEAK_RUNS)")
+	flag.Parse()
+	if err := run(&c); err != nil {
+		fmt.Fprintf(os.Stderr, "tjbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// results is everything one bench run measured; it also goes to
+// <work>/raw.json with every sample.
+type results struct {
+	Machine    machine           `json:"machine"`
+	Config     map[string]int    `json:"config"`
+	Commands   map[string]string `json:"commands"`
+	Startup    []timing          `json:"startup"` // tooljail, bwrap, bare
+	Layers     []layerResult     `json:"layers"`
+	Throughput []tput            `json:"throughput"`
+	Filter     filterInfo        `json:"seccomp_filter"`
+	Loops      []loopResult      `json:"loops"`
+	RSS        rssResult         `json:"rss"`
+	Unpriv     *unprivResult     `json:"unprivileged,omitempty"`
+	Leaks      *leakResult       `json:"leaks,omitempty"`
+	Seconds    float64           `json:"seconds"`
+	FDsStart   int               `json:"fds_start"` // the driver's open descriptors before the first run
+	FDsEnd     int               `json:"fds_end"`   // ... and after the last
+}
+
+type layerResult struct {
+	Label string `json:"label"`
+	What  string `json:"what"`
+	T     timing `json:"timing"`
+}
+
+type unprivResult struct {
+	Runs     int    `json:"runs"`
+	Tooljail timing `json:"tooljail"`
+	Bwrap    timing `json:"bwrap"`
+	Skipped  string `json:"skipped,omitempty"`
+}
+
+func step(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...)
+}
+
+func run(c *config) error {
+	began := time.Now()
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("run as root (the uid 65534 pass and the cgroup caps of the default profile need it): sudo make bench")
+	}
+	var err error
+	for _, p := range []*string{&c.tooljail, &c.loop, &c.work, &c.out, &c.svg} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
+	}
+	if c.bwrap, err = exec.LookPath(c.bwrap); err != nil {
+		return fmt.Errorf("bubblewrap: %w (install it: apt-get install bubblewrap)", err)
+	}
+	for _, f := range []string{c.tooljail, c.loop} {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("%w (build it first: make bench)", err)
+		}
+	}
+	if devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+		return err
+	}
+	defer devNull.Close()
+
+	// A fresh workdir, not $HOME and not /tmp: the default profile binds
+	// it read-write.
+	wd := filepath.Join(c.work, "wd")
+	if err := os.RemoveAll(wd); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		return err
+	}
+	loopBin := filepath.Join(wd, "tjloop")
+	if err := copyExecutable(c.loop, loopBin); err != nil {
+		return err
+	}
+	noSeccomp := filepath.Join(c.work, "no-seccomp.toml")
+	if err := os.WriteFile(noSeccomp, []byte("# The default profile without the seccomp filter: tells the filter's cost from the other layers'.\nextends = \"default\"\n[seccomp]\nenabled = false\n"), 0o644); err != nil {
+		return err
+	}
+
+	r := &results{Machine: describeMachine(c.tooljail, c.bwrap), Commands: map[string]string{}}
+	r.Config = map[string]int{"startup_runs": c.startupRuns, "layer_runs": c.layerRuns, "tput_runs": c.tputRuns,
+		"loop_calls": c.loopCalls, "loop_reps": c.loopReps, "fstat_reps": c.fstatReps, "rss_reps": c.rssReps, "unpriv_runs": c.unprivRuns, "leak_runs": c.leakRuns}
+	step("%s, %d cores, kernel %s, cgroups %s", r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Machine.CgroupMode)
+
+	bw, err := bwrapArgv(c.bwrap, wd, "/bin/true")
+	if err != nil {
+		return err
+	}
+	tjArgv := []string{c.tooljail, "run", "-q", "--", "/bin/true"}
+	r.Commands["tooljail"] = shellJoin(tjArgv)
+	r.Commands["bwrap"] = shellJoin(bw)
+	r.Commands["bare"] = "/bin/true"
+	r.Commands["workdir"] = wd
+	tj := execRunner("tooljail run", tjArgv, wd, nil, nil)
+	bwr := execRunner("bwrap", bw, wd, nil, nil)
+	bare := execRunner("bare", []string{"/bin/true"}, wd, nil, nil)
+
+	step("warm-up")
+	if err := warm([]runner{tj, bwr, bare}, 5); err != nil {
+		return err
+	}
+	// After the warm-up: Go's poller has made its descriptors by now.
+	r.FDsStart = countDir("/proc/self/fd")
+
+	step("start-up: %d x tooljail, bwrap, bare, alternating", c.startupRuns)
+	if r.Startup, err = measureAlternating([]runner{tj, bwr, bare}, c.startupRuns); err != nil {
+		return err
+	}
+
+	step("start-up by layer: %d x 8 steps, alternating", c.layerRuns)
+	ls, err := layers(c.tooljail, wd, bw)
+	if err != nil {
+		return err
+	}
+	lrs := make([]runner, len(ls))
+	for i, l := range ls {
+		lrs[i] = l.r
+	}
+	if err := warm(lrs, 3); err != nil {
+		return err
+	}
+	lt, err := measureAlternating(lrs, c.layerRuns)
+	if err != nil {
+		return err
+	}
+	for i, l := range ls {
+		r.Layers = append(r.Layers, layerResult{Label: l.label, What: l.what, T: lt[i]})
+	}
+
+	for _, conc := range []int{1, 4} {
+		step("throughput at concurrency %d: %d runs each, alternating blocks", conc, c.tputRuns)
+		t, err := throughput(tj, bwr, conc, c.tputRuns, 6)
+		if err != nil {
+			return err
+		}
+		r.Throughput = append(r.Throughput, t)
+	}
+
+	if r.Filter, err = writeFilter(c.work, wd); err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		call string
+		reps int
+	}{{"getppid", c.loopReps}, {"fstat", c.fstatReps}} {
+		if x.reps == 0 {
+			continue
+		}
+		step("seccomp cost: %d %s calls x %d per variant, %d variants", c.loopCalls, x.call, x.reps, len(loopKeys))
+		argvs := loopArgvs(c.tooljail, loopBin, r.Filter.Path, noSeccomp, x.call, c.loopCalls)
+		l, err := syscallLoop(argvs, wd, x.call, c.loopCalls, x.reps)
+		if err != nil {
+			return err
+		}
+		r.Loops = append(r.Loops, l)
+	}
+
+	step("supervisor memory: %d runs of /bin/sleep 0.5", c.rssReps)
+	rssArgv := []string{c.tooljail, "run", "-q", "--", "/bin/sleep", "0.5"}
+	if r.RSS, err = supervisorRSS(rssArgv, wd, c.rssReps); err != nil {
+		return err
+	}
+
+	if c.unprivRuns > 0 {
+		step("start-up as uid 65534: %d x tooljail, bwrap", c.unprivRuns)
+		r.Unpriv = unprivileged(c, r.Commands)
+	}
+
+	if c.leakRuns > 0 {
+		step("leaks: %d runs at concurrency 4", c.leakRuns)
+		tmpDir := filepath.Join(c.work, "tmpdir")
+		if err := os.RemoveAll(tmpDir); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(tmpDir, 0o700); err != nil {
+			return err
+		}
+		l := leaks(c.tooljail, wd, tmpDir, c.leakRuns, 4)
+		r.Leaks = &l
+	}
+
+	r.FDsEnd = countDir("/proc/self/fd")
+	r.Machine.LoadAfter = loadAvg()
+	r.Seconds = time.Since(began).Seconds()
+	return write(c, r)
+}
+
+// unprivileged times the start-up pair as uid 65534. tooljail needs
+// --allow-degraded cgroup there: on this hybrid host the caps come from v1
+// controllers, which only root may write.
+func unprivileged(c *config, cmds map[string]string) *unprivResult {
+	u := &unprivResult{Runs: c.unprivRuns}
+	wd, env, err := unprivilegedSetup(c.work)
+	if err != nil {
+		u.Skipped = err.Error()
+		return u
+	}
+	bw, err := bwrapArgv(c.bwrap, wd, "/bin/true")
+	if err != nil {
+		u.Skipped = err.Error()
+		return u
+	}
+	tjArgv := []string{c.tooljail, "run", "-q", "--allow-degraded", "cgroup", "--", "/bin/true"}
+	cmds["unpriv_tooljail"] = "setpriv --reuid=65534 --regid=65534 --clear-groups " + shellJoin(tjArgv)
+	cmds["unpriv_bwrap"] = "setpriv --reuid=65534 --regid=65534 --clear-groups " + shellJoin(bw)
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
+	rs := []runner{
+		execRunner("tooljail run (uid 65534)", tjArgv, wd, env, nobody),
+		execRunner("bwrap (uid 65534)", bw, wd, env, nobody),
+	}
+	if err := warm(rs, 3); err != nil {
+		u.Skipped = err.Error()
+		return u
+	}
+	t, err := measureAlternating(rs, c.unprivRuns)
+	if err != nil {
+		u.Skipped = err.Error()
+		return u
+	}
+	u.Tooljail, u.Bwrap = t[0], t[1]
+	return u
+}
+
+func copyExecutable(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
