@@ -54,7 +54,12 @@ func TestTimeout(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		w := u.workdir(t)
 		daemon, orphan := marker("tdaemon"), marker("torphan")
-		tmo := 500 * time.Millisecond * slow
+		// The command must get to its sleep before the timeout: in the
+		// emulated VM guests start-up alone can take seconds.
+		tmo := 500 * time.Millisecond
+		if slow > 1 {
+			tmo = 8 * time.Second
+		}
 		start := time.Now()
 		o := u.jail(t, w, []string{"--timeout", tmo.String()}, "daemon", daemon, ";", "spawn", orphan, ";", "sleep", "30s")
 		took := time.Since(start)
