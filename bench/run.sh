@@ -4,8 +4,8 @@
 # bench/startup-layers.svg. The Makefile builds bin/tooljail first.
 #
 # Counts (environment): BENCH_STARTUP_RUNS (200), BENCH_LAYER_RUNS (100),
-# BENCH_TPUT_RUNS (300), BENCH_LOOP_CALLS (2000000), BENCH_LOOP_REPS (15,
-# getppid loops per seccomp variant), BENCH_FSTAT_REPS (5, 0 skips),
+# BENCH_TPUT_RUNS (300), BENCH_LOOP_CALLS (1000000), BENCH_LOOP_REPS (21,
+# getppid loops per seccomp variant), BENCH_FSTAT_REPS (9, 0 skips),
 # BENCH_RSS_REPS (5), BENCH_UNPRIV_RUNS (100, 0 skips), BENCH_LEAK_RUNS
 # (10000, 0 skips). BENCH_QUICK=1 makes every unset count small (a minute).
 # Extra arguments go to bench/tjbench (see bench/tjbench -help).
@@ -25,8 +25,8 @@ fi
 [ -x bin/tooljail ] || { echo "bench: bin/tooljail is missing; run: make bench" >&2; exit 1; }
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
-  : "${BENCH_STARTUP_RUNS:=30}" "${BENCH_LAYER_RUNS:=15}" "${BENCH_TPUT_RUNS:=60}" "${BENCH_LOOP_CALLS:=1000000}"
-  : "${BENCH_LOOP_REPS:=3}" "${BENCH_FSTAT_REPS:=2}" "${BENCH_RSS_REPS:=3}" "${BENCH_UNPRIV_RUNS:=20}" "${BENCH_LEAK_RUNS:=200}"
+  : "${BENCH_STARTUP_RUNS:=30}" "${BENCH_LAYER_RUNS:=15}" "${BENCH_TPUT_RUNS:=60}" "${BENCH_LOOP_CALLS:=500000}"
+  : "${BENCH_LOOP_REPS:=5}" "${BENCH_FSTAT_REPS:=2}" "${BENCH_RSS_REPS:=3}" "${BENCH_UNPRIV_RUNS:=20}" "${BENCH_LEAK_RUNS:=200}"
   export BENCH_STARTUP_RUNS BENCH_LAYER_RUNS BENCH_TPUT_RUNS BENCH_LOOP_CALLS BENCH_LOOP_REPS BENCH_FSTAT_REPS BENCH_RSS_REPS BENCH_UNPRIV_RUNS BENCH_LEAK_RUNS
 fi
 

@@ -244,14 +244,17 @@ func TestWriteFilter(t *testing.T) {
 	}
 }
 
-// loopFixture makes a getppid loop whose medians are the given ns per call
-// (calls 1000000, so 1 ms per loop is 1 ns per call).
+// loopFixture makes a getppid loop of three rounds whose variants have
+// the given ns per call in the median round (calls 1000000, so 1 ms per
+// loop is 1 ns per call); the rounds drift by +60 and -20 ns for all
+// variants alike.
 func loopFixture(ns map[string]float64) loopResult {
 	l := loopResult{Call: "getppid", Calls: 1000000, Reps: 3}
 	for _, k := range loopKeys {
 		ms := ns[k]
+		cpu := []float64{ms, ms + 60, ms - 20}
 		l.Variants = append(l.Variants, loopVariant{Key: k,
-			CPU:  timing{Summary: bench.Summarize([]float64{ms - 1, ms, ms + 1})},
+			CPU:  timing{Summary: bench.Summarize(cpu), Samples: cpu},
 			Wall: timing{Summary: bench.Summarize([]float64{2 * ms})}})
 	}
 	return l
@@ -259,31 +262,21 @@ func loopFixture(ns map[string]float64) loopResult {
 
 func TestSeccompCosts(t *testing.T) {
 	l := loopFixture(map[string]float64{vNone: 200, vAllowAll: 220, vTooljail: 222, vNoCache: 300, vJailOff: 201, vJail: 224})
-	c := l.perCallCPU().costs()
-	want := costs{Floor: 20, FloorPct: 10, Above: 2, AbovePct: 1, Outside: 22, OutsidePct: 11, Uncached: 78, Jail: 24, JailPct: 12, InJail: 23, InJailPct: 100 * 23.0 / 201}
+	c := l.costs()
 	const eps = 1e-9
 	for _, x := range []struct {
 		name      string
 		got, want float64
-	}{{"floor", c.Floor, want.Floor}, {"floor %", c.FloorPct, want.FloorPct}, {"above", c.Above, want.Above},
-		{"above %", c.AbovePct, want.AbovePct}, {"outside", c.Outside, want.Outside}, {"outside %", c.OutsidePct, want.OutsidePct},
-		{"uncached", c.Uncached, want.Uncached}, {"jail", c.Jail, want.Jail}, {"jail %", c.JailPct, want.JailPct},
-		{"in jail", c.InJail, want.InJail}, {"in jail %", c.InJailPct, want.InJailPct}} {
+	}{{"floor", c.Floor.Median, 20}, {"floor %", c.FloorPct, 10}, {"above", c.Above.Median, 2},
+		{"above %", c.AbovePct, 1}, {"outside", c.Outside.Median, 22}, {"outside %", c.OutsidePct, 11},
+		{"uncached", c.Uncached.Median, 78}, {"jail", c.Jail.Median, 24}, {"jail %", c.JailPct, 12},
+		{"in jail", c.InJail.Median, 23}, {"in jail %", c.InJailPct, 100 * 23.0 / 201}} {
 		if math.Abs(x.got-x.want) > eps {
 			t.Errorf("%s = %v, want %v", x.name, x.got, x.want)
 		}
 	}
-	if v := cacheVerdict(c, 5); !strings.HasPrefix(v, "yes:") {
-		t.Errorf("verdict with our filter at the floor and the uncached one 78 ns above: %s", v)
-	}
-	if v := cacheVerdict(costs{Above: 70, Uncached: 78}, 5); !strings.HasPrefix(v, "no:") {
-		t.Errorf("verdict with our filter near the uncached one: %s", v)
-	}
-	if v := cacheVerdict(costs{Above: 40, Uncached: 78}, 5); !strings.HasPrefix(v, "unclear:") {
-		t.Errorf("verdict half-way: %s", v)
-	}
-	if v := cacheVerdict(costs{Above: 1, Uncached: 3}, 5); !strings.HasPrefix(v, "cannot tell:") {
-		t.Errorf("verdict within the noise: %s", v)
+	if c.Floor.Rounds != 3 || c.Floor.Slower != 3 {
+		t.Errorf("floor rounds %+v, want slower in 3 of 3", c.Floor)
 	}
 	if s := floorSentence(c, 2); !strings.Contains(s, "+10.0 %, at or above the 2 % target") {
 		t.Errorf("floor sentence: %s", s)
@@ -294,21 +287,96 @@ func TestSeccompCosts(t *testing.T) {
 
 	r := &results{Loops: []loopResult{l}, Filter: filterInfo{Path: "/x/bench/.work/filter.bpf", Insns: 300, NotifyInsns: 301}}
 	row := seccompTarget(&r.Loops[0])
-	if row[2] != "+12.0 % (wall time: +12.0 %); of it the kernel's floor for any filter (allow-all, outside): +10.0 %; tooljail's filter above that floor (outside): +1.0 %" || row[3] != "**not met**" {
+	if row[2] != "+12.0 % (ratio of the medians: +12.0 %; wall time: +12.0 %); of it the kernel's floor for any filter (allow-all, outside): +10.0 %; tooljail's filter above that floor (outside): +1.0 %" || row[3] != "**not met**" {
 		t.Errorf("target row = %q", row)
 	}
 	var b strings.Builder
 	renderSeccomp(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, r)
 	for _, want := range []string{
-		"| no filter | outside | 200 ms (min 199 ms) | 200 ns |  | 400 ns |",
-		"| tooljail's filter, default profile (EPERM variant, 300 instructions) | outside | 222 ms (min 221 ms) | 222 ns | +22 ns (+11.0 %) | 444 ns |",
+		"| no filter | outside | 200 ms (min 180 ms) | 200 ns |  | 400 ns |",
+		"| tooljail's filter, default profile (EPERM variant, 300 instructions) | outside | 222 ms (min 202 ms) | 222 ns | +22 ns (+11.0 %), slower in 3 of 3 rounds | 444 ns |",
 		"jail, default profile (notify variant, 301 instructions)",
-		"**tooljail's filter above the floor** (tooljail's filter − allow-all): +2 ns (+1.0 %) per call",
-		"(allow-all − no filter): +20 ns (+10.0 %) per call",
+		"**tooljail's filter above the floor** (tooljail's filter − allow-all): +2 ns (+1.0 %) per call, slower in 3 of 3 rounds",
+		"(allow-all − no filter): +20 ns (+10.0 %) per call, slower in 3 of 3 rounds",
+		"cover getppid under tooljail's filter? cannot tell from 3 loops per variant",
 		"`bench/.work/filter.bpf`",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("seccomp section lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// The cache verdict pairs the variants round by round and says "cannot
+// tell" unless the cache-defeated program is slower in 4 of 5 rounds.
+func TestCacheVerdict(t *testing.T) {
+	// ns per call of allow-all, tooljail's filter, cache defeated, per round.
+	mk := func(rounds [][3]float64) loopResult {
+		l := loopResult{Call: "getppid", Calls: 1000000}
+		for j, k := range []string{vAllowAll, vTooljail, vNoCache} {
+			var ms []float64
+			for _, r := range rounds {
+				ms = append(ms, r[j]) // 1 ms per loop = 1 ns per call
+			}
+			l.Variants = append(l.Variants, loopVariant{Key: k, CPU: timing{Summary: bench.Summarize(ms), Samples: ms}})
+		}
+		return l
+	}
+	// Drift between rounds much larger than the effect: pairing sees through it.
+	drifting := [][3]float64{{220, 221, 280}, {300, 300, 362}, {250, 249, 300}, {210, 212, 270}, {400, 399, 455}, {230, 230, 290}}
+	l := mk(drifting)
+	e := l.costs().cacheEvidence()
+	if e.Rounds != 6 || e.Slower != 6 || math.Abs(e.Above-0) > 1 || e.Saved < 55 || e.Saved > 62 {
+		t.Errorf("evidence %+v, want 6 rounds, 6 slower, above ~0, saved ~59", e)
+	}
+	if v := e.verdict(5); !strings.HasPrefix(v, "yes:") {
+		t.Errorf("verdict: %s", v)
+	}
+	for _, x := range []struct {
+		e    cacheEvidence
+		want string
+	}{
+		{cacheEvidence{Rounds: 6, Slower: 6, Above: 55, Saved: 60}, "no:"},
+		{cacheEvidence{Rounds: 6, Slower: 6, Above: 30, Saved: 60}, "unclear:"},
+		{cacheEvidence{Rounds: 6, Slower: 4, Above: 0, Saved: 60}, "cannot tell: "},
+		{cacheEvidence{Rounds: 6, Slower: 6, Above: 0, Saved: 3}, "cannot tell: "},
+		{cacheEvidence{Rounds: 3, Slower: 3, Above: 0, Saved: 60}, "cannot tell from 3"},
+		{cacheEvidence{}, "cannot tell from 0"},
+	} {
+		if v := x.e.verdict(5); !strings.HasPrefix(v, x.want) {
+			t.Errorf("verdict(%+v) = %s, want %s...", x.e, v, x.want)
+		}
+	}
+}
+
+// Over two rounds every variant runs both right before and right after
+// each of its neighbours, and every round runs each variant once.
+func TestRoundOrder(t *testing.T) {
+	const n = 6
+	follows := map[[2]int]bool{}
+	for r := 0; r < 2*n; r++ {
+		o := roundOrder(r, n)
+		seen := map[int]bool{}
+		for k, i := range o {
+			seen[i] = true
+			if k > 0 {
+				follows[[2]int{o[k-1], i}] = true
+			}
+		}
+		if len(seen) != n {
+			t.Fatalf("round %d: order %v does not run each variant once", r, o)
+		}
+	}
+	for i := 0; i < n; i++ {
+		j := (i + 1) % n
+		if !follows[[2]int{i, j}] || !follows[[2]int{j, i}] {
+			t.Errorf("variants %d and %d do not run in both orders", i, j)
+		}
+	}
+	if o := roundOrder(0, 3); fmt.Sprint(o) != "[0 1 2]" {
+		t.Errorf("round 0 = %v, want [0 1 2]", o)
+	}
+	if o := roundOrder(1, 3); fmt.Sprint(o) != "[0 2 1]" {
+		t.Errorf("round 1 = %v, want [0 2 1]", o)
 	}
 }
