@@ -194,6 +194,14 @@ func testCgroupDirs() []string {
 	return dirs
 }
 
+// forEachUserSerially runs f for every user, one after the other, while
+// no parallel test runs.
+func forEachUserSerially(t *testing.T, f func(t *testing.T, u *user)) {
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) { f(t, u) })
+	}
+}
+
 // needCgroup skips the test for a user who cannot have cgroup caps on this
 // host (uid 65534 on a v1/hybrid host: v1 has no delegation); the VM
 // suites prove the same for unprivileged users on cgroup v2.
@@ -351,9 +359,15 @@ func TestCgroupCPU(t *testing.T) {
 }
 
 // A helper that touches 100 MiB under a 512 MiB cap reports a peak within
-// 10 % above 100 MiB.
+// 10 % above 100 MiB. It runs alone, before the parallel tests: on the 6.1
+// guest, with the whole suite running next to it (memory bombs included),
+// 112 MiB was seen in two runs out of two, and within the bound when it
+// ran alone.
 func TestCgroupMemoryPeak(t *testing.T) {
-	eachUser(t, func(t *testing.T, u *user) {
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+	forEachUserSerially(t, func(t *testing.T, u *user) {
 		u.needCgroup(t)
 		w := u.workdir(t)
 		// A first run charges the page cache of the pages of tooljail and
@@ -364,7 +378,9 @@ func TestCgroupMemoryPeak(t *testing.T) {
 		o.ok(t, 1)
 		r := o.resources(t)
 		if r.MemoryPeakBytes == nil || *r.MemoryPeakBytes < 100*mib || *r.MemoryPeakBytes > 110*mib {
-			t.Errorf("memory_peak_bytes %s, want 100 MiB to 110 MiB", val(r.MemoryPeakBytes))
+			thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+			t.Errorf("memory_peak_bytes %s, want 100 MiB to 110 MiB (transparent huge pages: %s)\n%s",
+				val(r.MemoryPeakBytes), bytes.TrimSpace(thp), o.reportRaw)
 		}
 		if r.OOMKills == nil || *r.OOMKills != 0 {
 			t.Errorf("oom_kills %s, want 0", val(r.OOMKills))

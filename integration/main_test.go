@@ -349,8 +349,13 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A process that outlives tooljail and holds its stdout would block
-	// Wait for ever.
-	cmd.WaitDelay = 3 * time.Second * slow
+	// Wait for ever. In the VM guests every such process would also be
+	// in the run's own cgroup, which rc.check below finds; there the
+	// delay only has to outlast an overloaded emulated guest.
+	cmd.WaitDelay = 3 * time.Second
+	if slow > 1 {
+		cmd.WaitDelay = time.Minute
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
