@@ -19,6 +19,13 @@ if [ -e /bin/busybox ] && ! dpkg-query -W -f='${Status}' busybox-static 2>/dev/n
 	missing="$missing busybox-static"
 fi
 
+# The guests' kernels come from the apt lists (run.sh): on a fresh machine the lists
+# may never have been fetched, or be too old to name the current packages.
+if [ "$(id -u)" -eq 0 ] && [ "$(apt-cache policy linux-image-cloud-amd64 linux-image-6.12-cloud-amd64 2>/dev/null |
+	grep -c 'Candidate: [0-9]')" -lt 2 ]; then
+	apt-get update -qq >/dev/null
+fi
+
 [ -n "$missing" ] || exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
