@@ -38,8 +38,10 @@ func TestMemoryCapOOMKillsWholeGroup(t *testing.T) {
 	if st.MemoryLimit == nil || *st.MemoryLimit != 64*mib {
 		t.Errorf("MemoryLimit = %v, want %d", fmtp(st.MemoryLimit), 64*mib)
 	}
-	if st.MemoryPeak == nil || *st.MemoryPeak < 60*mib || *st.MemoryPeak > 64*mib {
-		t.Errorf("MemoryPeak = %v, want just under the 64 MiB cap", fmtp(st.MemoryPeak))
+	// The kernel may overshoot by a page or so: charges it must not fail
+	// (page tables, kernel memory) go over the cap.
+	if st.MemoryPeak == nil || *st.MemoryPeak < 60*mib || *st.MemoryPeak > 65*mib {
+		t.Errorf("MemoryPeak = %v, want close to the 64 MiB cap", fmtp(st.MemoryPeak))
 	}
 	t.Logf("mode %s: oom_kills=%d peak=%d limit=%d", g.Mode(), *st.OOMKills, *st.MemoryPeak, *st.MemoryLimit)
 }
