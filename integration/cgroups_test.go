@@ -67,11 +67,7 @@ func (u *user) newRunCgroup() (runCgroup, error) {
 // next to the test in every hierarchy, and in the VM anything at all in
 // its run cgroup, whose subtree_control must be as it was found (empty).
 func (rc runCgroup) leftovers(pid int) []string {
-	var left []string
-	for _, b := range testCgroupDirs() {
-		m, _ := filepath.Glob(filepath.Join(b, fmt.Sprintf("tooljail-%d-*", pid)))
-		left = append(left, m...)
-	}
+	left := ownerDirs(testCgroupDirs(), pid)
 	if rc.dir == "" {
 		return left
 	}
@@ -88,6 +84,17 @@ func (rc runCgroup) leftovers(pid int) []string {
 		left = append(left, fmt.Sprintf("%s/cgroup.procs: %s", rc.dir, strings.Fields(string(p))))
 	}
 	return left
+}
+
+// ownerDirs lists the owner directories (tooljail-<pid>-...) of the
+// supervisor pid in the cgroup directories bases.
+func ownerDirs(bases []string, pid int) []string {
+	var l []string
+	for _, b := range bases {
+		m, _ := filepath.Glob(filepath.Join(b, fmt.Sprintf("tooljail-%d-*", pid)))
+		l = append(l, m...)
+	}
+	return l
 }
 
 // release removes the run cgroup (and, after a failed check, whatever
@@ -485,16 +492,10 @@ func TestCgroupSupervisorKilled(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		owners := func(pid int) []string {
-			dirs := testCgroupDirs()
 			if vmCgroup != "" && rc.dir == "" {
-				dirs = []string{"/sys/fs/cgroup"}
+				return ownerDirs([]string{"/sys/fs/cgroup"}, pid)
 			}
-			var l []string
-			for _, b := range dirs {
-				m, _ := filepath.Glob(filepath.Join(b, fmt.Sprintf("tooljail-%d-*", pid)))
-				l = append(l, m...)
-			}
-			return l
+			return ownerDirs(testCgroupDirs(), pid)
 		}
 		// While it lives, its groups exist (nobody else removes them).
 		if !u.cgroupDegraded() && rc.dir == "" && len(owners(cmd.Process.Pid)) == 0 {

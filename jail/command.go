@@ -248,7 +248,7 @@ func (c *Cmd) start() error {
 	}
 	// The init waits for this message, so it is already in its cgroup and
 	// nothing in the jail has run yet.
-	if err := sendConfig(c.sock, &cfg); err != nil {
+	if err := send(c.sock, &cfg); err != nil {
 		return fmt.Errorf("send jail config: %w", err)
 	}
 	c.msgDone = make(chan struct{})
@@ -433,7 +433,7 @@ func (c *Cmd) readMessages() {
 			}
 			if c.watcher != nil {
 				c.watcher.Track(pk.pid)
-				sendMessage(c.sock, message{Type: msgAck})
+				send(c.sock, &message{Type: msgAck})
 			}
 		case msgExit:
 			mm := m

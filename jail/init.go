@@ -56,7 +56,7 @@ func initMain() {
 }
 
 func initFail(err error) {
-	sendMessage(supervisorFD, message{Type: msgSetupError, Error: err.Error(), Code: 125})
+	send(supervisorFD, &message{Type: msgSetupError, Error: err.Error(), Code: 125})
 	os.Exit(125)
 }
 
@@ -160,7 +160,7 @@ func reap(pid int) {
 				MaxRSSKiB:  ru.Maxrss,
 			}
 		}
-		sendMessage(supervisorFD, m)
+		send(supervisorFD, &m)
 		os.Exit(0)
 	}
 }

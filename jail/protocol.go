@@ -68,46 +68,40 @@ const (
 )
 
 type message struct {
-	Type     string             `json:"type"`
-	Error    string             `json:"error,omitempty"`
-	Code     int                `json:"code,omitempty"`
-	Landlock *landlock.Enforced `json:"landlock,omitempty"`
-	Notify   bool               `json:"notify,omitempty"` // an fd rides along
+	Type     string
+	Error    string
+	Code     int
+	Landlock *landlock.Enforced
+	Notify   bool // an fd rides along
 	// Exit status of the command (msgExit).
-	ExitCode int     `json:"exit_code"`
-	Signal   int     `json:"signal,omitempty"`
-	Rusage   *rusage `json:"rusage,omitempty"`
+	ExitCode int
+	Signal   int
+	Rusage   *rusage
 }
 
 // rusage is what the init's children (the command and every orphan the init
 // reaped) used, from getrusage(RUSAGE_CHILDREN).
 type rusage struct {
-	UserUsec   int64 `json:"user_usec"`
-	SystemUsec int64 `json:"system_usec"`
-	MaxRSSKiB  int64 `json:"max_rss_kib"`
+	UserUsec   int64
+	SystemUsec int64
+	MaxRSSKiB  int64
 }
 
-func sendMessage(fd int, m message, files ...int) error {
-	b, err := marshalWire(&m)
+// send writes v (a *message or *initConfig) as one packet, with files as
+// SCM_RIGHTS.
+func send(fd int, v any, files ...int) error {
+	b, err := marshalWire(v)
 	if err != nil {
 		return err
+	}
+	if len(b) > maxMessage {
+		return fmt.Errorf("message of %d bytes, more than the %d the channel carries", len(b), maxMessage)
 	}
 	var oob []byte
 	if len(files) > 0 {
 		oob = unix.UnixRights(files...)
 	}
 	return unix.Sendmsg(fd, b, oob, nil, 0)
-}
-
-func sendConfig(fd int, cfg *initConfig) error {
-	b, err := marshalWire(cfg)
-	if err != nil {
-		return err
-	}
-	if len(b) > maxMessage {
-		return fmt.Errorf("jail config is %d bytes, more than the %d the channel carries", len(b), maxMessage)
-	}
-	return unix.Sendmsg(fd, b, nil, nil, 0)
 }
 
 // packet is one message as received, with its fds and, when the socket has

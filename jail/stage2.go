@@ -67,7 +67,7 @@ func stage2Main() {
 			defer listener.Close()
 		}
 	}
-	if err := sendMessage(supervisorFD, ready, files...); err != nil {
+	if err := send(supervisorFD, &ready, files...); err != nil {
 		os.Exit(125) // the supervisor is gone
 	}
 	for _, fd := range files {
@@ -92,12 +92,12 @@ func stage2Main() {
 }
 
 func stage2Fail(code int, err error) {
-	sendMessage(supervisorFD, message{Type: msgSetupError, Error: err.Error(), Code: code})
+	send(supervisorFD, &message{Type: msgSetupError, Error: err.Error(), Code: code})
 	os.Exit(code)
 }
 
 func stage2Exec(code int, err error) {
-	sendMessage(supervisorFD, message{Type: msgExecError, Error: err.Error(), Code: code})
+	send(supervisorFD, &message{Type: msgExecError, Error: err.Error(), Code: code})
 	os.Exit(code)
 }
 

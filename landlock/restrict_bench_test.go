@@ -28,7 +28,13 @@ func jailLikePolicy(t testing.TB, work string) Policy {
 // jail-sized policy. A process can stack at most 16 domains, so one child
 // restricts up to 15 times; "first-us" is the first call (what a run pays),
 // "us/restrict" the mean.
-func BenchmarkRestrict(b *testing.B) {
+func BenchmarkRestrict(b *testing.B) { benchRestrict(b, false) }
+
+// BenchmarkRestrictThread is BenchmarkRestrict with RestrictThread: the
+// cost stage 2 pays.
+func BenchmarkRestrictThread(b *testing.B) { benchRestrict(b, true) }
+
+func benchRestrict(b *testing.B, threadOnly bool) {
 	if Probe().ABI == 0 {
 		b.Skip("no Landlock")
 	}
@@ -37,9 +43,9 @@ func BenchmarkRestrict(b *testing.B) {
 	var n int
 	for done := 0; done < b.N; {
 		k := min(b.N-done, 15)
-		res := run(b, scenario{Policy: jailLikePolicy(b, work), Threads: benchThreads, Repeat: k}, nil)
+		res := run(b, scenario{Policy: jailLikePolicy(b, work), Threads: benchThreads, Repeat: k, ThreadOnly: threadOnly}, nil)
 		if res.Err != "" || len(res.Micros) != k {
-			b.Fatalf("Restrict: %s (%d calls)", res.Err, len(res.Micros))
+			b.Fatalf("restrict (thread only: %v): %s (%d calls)", threadOnly, res.Err, len(res.Micros))
 		}
 		if done == 0 {
 			first = res.Micros[0]

@@ -75,32 +75,3 @@ func TestRestrictThreadBelowMinABI(t *testing.T) {
 		t.Errorf("after a refused RestrictThread, reading /etc/passwd: %s", got.Results[0])
 	}
 }
-
-// BenchmarkRestrictThread is BenchmarkRestrict with RestrictThread: the
-// cost stage 2 pays.
-func BenchmarkRestrictThread(b *testing.B) {
-	if Probe().ABI == 0 {
-		b.Skip("no Landlock")
-	}
-	work := b.TempDir()
-	var first, total float64
-	var n int
-	for done := 0; done < b.N; {
-		k := min(b.N-done, 15)
-		res := run(b, scenario{Policy: jailLikePolicy(b, work), Threads: benchThreads, Repeat: k, ThreadOnly: true}, nil)
-		if res.Err != "" || len(res.Micros) != k {
-			b.Fatalf("RestrictThread: %s (%d calls)", res.Err, len(res.Micros))
-		}
-		if done == 0 {
-			first = res.Micros[0]
-		}
-		for _, m := range res.Micros {
-			total += m
-		}
-		n += k
-		done += k
-	}
-	b.ReportMetric(first, "first-us")
-	b.ReportMetric(total/float64(n), "us/restrict")
-	b.ReportMetric(0, "ns/op")
-}

@@ -27,6 +27,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -387,11 +388,23 @@ func do(a []string) {
 			var ws unix.WaitStatus
 			unix.Wait4(pid, &ws, 0, nil)
 		}
-		time.Sleep(400 * time.Millisecond)
+		// The orphans sleep 100 ms, then PID 1 must reap them: count what
+		// is left once it had the time (up to 5 s on a slow guest).
 		z := 0
-		for _, p := range ps() {
-			if p.State == "Z" {
-				z++
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			time.Sleep(100 * time.Millisecond)
+			z = 0
+			running := false
+			for _, p := range ps() {
+				switch {
+				case p.State == "Z":
+					z++
+				case strings.HasPrefix(p.Cmdline, "tjhelper _sleep"):
+					running = true
+				}
+			}
+			if (z == 0 && !running) || time.Now().After(deadline) {
+				break
 			}
 		}
 		value(map[string]int{"orphans": int(n), "zombies": z})
@@ -500,11 +513,14 @@ func spawnFiles(args []string, setsid bool, files []uintptr) (int, error) {
 		return pid, err
 	}
 	// ForkExec returns once execve has passed the point of no return, but
-	// the new argv shows in /proc/PID/cmdline a little later: wait for it,
-	// so a following "ps" never sees a nameless child (slow VM guests).
+	// the new argv shows in /proc/PID/cmdline a little later: wait for it
+	// (not just any argv: the parent's), so a following "ps" finds the
+	// child by its marker (slow VM guests).
+	// A child that already exited (a zombie has no argv) is done too.
+	want := []byte("tjhelper\x00" + strings.Join(args, "\x00"))
 	for i := 0; i < 500; i++ {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || len(b) > 0 {
+		if err != nil || bytes.HasPrefix(b, want) || procState(strconv.Itoa(pid)) == "Z" {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -578,13 +594,7 @@ func ps() []proc {
 		if err != nil {
 			continue
 		}
-		p := proc{Pid: pid}
-		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			// pid (comm) S ...: the state follows the last ')'.
-			if i := strings.LastIndexByte(string(st), ')'); i > 0 && i+2 < len(st) {
-				p.State = string(st[i+2])
-			}
-		}
+		p := proc{Pid: pid, State: procState(e.Name())}
 		if cl, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil {
 			p.Cmdline = strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))
 		} else {
@@ -594,6 +604,19 @@ func ps() []proc {
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Pid < list[j].Pid })
 	return list
+}
+
+// procState is the one-letter state of /proc/PID ("" when unreadable).
+func procState(pid string) string {
+	st, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return ""
+	}
+	// pid (comm) S ...: the state follows the last ')'.
+	if i := strings.LastIndexByte(string(st), ')'); i > 0 && i+2 < len(st) {
+		return string(st[i+2])
+	}
+	return ""
 }
 
 func statusLines(prefixes ...string) map[string]string {
