@@ -380,7 +380,8 @@ func TestCgroupMemoryPeak(t *testing.T) {
 		// A first run charges the page cache of the pages of tooljail and
 		// the helper that nothing has read before (several MiB on a freshly
 		// booted guest): warm it, then measure.
-		u.jail(t, w, nil, "exit", "0")
+		warm := u.jail(t, w, nil, "exit", "0").resources(t)
+		t.Logf("a run of `tjhelper exit 0`: memory_peak_bytes %s", val(warm.MemoryPeakBytes))
 		o := u.jail(t, w, []string{"--memory", "512M"}, "alloc", strconv.Itoa(100*mib))
 		o.ok(t, 1)
 		r := o.resources(t)

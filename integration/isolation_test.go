@@ -570,3 +570,31 @@ func TestStdinAndTTY(t *testing.T) {
 		}
 	})
 }
+
+// The jail's own processes, charged to the run's memory cap, take no
+// transparent huge pages (PID 1 shows THP_enabled 0); the command gets
+// the host's policy back (THP_enabled 1) before execve.
+func TestHugePagesPolicy(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		if _, err := os.Stat("/bin/cat"); err != nil {
+			t.Skip("no /bin/cat here")
+		}
+		w := u.workdir(t)
+		o := u.jailRun(t, w, run{args: []string{"-q"}}, "/bin/cat", "/proc/self/status", "/proc/1/status")
+		if o.code != 0 {
+			t.Fatalf("want exit 0\n%s", o)
+		}
+		var got []string
+		for _, l := range strings.Split(o.stdout, "\n") {
+			if strings.HasPrefix(l, "THP_enabled:") {
+				got = append(got, strings.Join(strings.Fields(l), " "))
+			}
+		}
+		if len(got) == 0 {
+			t.Skip("this kernel's /proc/PID/status has no THP_enabled line")
+		}
+		if len(got) != 2 || got[0] != "THP_enabled: 1" || got[1] != "THP_enabled: 0" {
+			t.Errorf("THP_enabled of the command, then of PID 1: %q, want 1 then 0", got)
+		}
+	})
+}

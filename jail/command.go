@@ -229,6 +229,8 @@ func (c *Cmd) start() error {
 		Landlock: p.landlock,
 		Seccomp:  p.seccomp,
 		WaitAck:  c.watcher != nil,
+		// Read after startInit has put the supervisor's setting back.
+		NoHugePages: thpDisabled(),
 	})
 	if err != nil {
 		return fmt.Errorf("encode stage 2 config: %w", err)
@@ -303,6 +305,31 @@ func (c *Cmd) openGroup() error {
 // startInit starts the init from a goroutine locked to its OS thread until
 // the init exits: the kernel sends Pdeathsig when the creating thread ends,
 // not the process.
+// noHugePagesForChildren turns transparent huge pages off for this process
+// while the init is forked, and returns what turns them back on. The init
+// inherits the setting from its first instruction and passes it on to
+// stage 2: both are charged to the run's memory cap, and with huge pages
+// "always" (Debian's default) their Go heaps would take 2 MiB pages, a
+// few MiB of the cap. Stage 2 clears it for the command. The flag is per
+// process, so a concurrent Start may fork its init with huge pages on:
+// that costs memory, nothing else.
+func noHugePagesForChildren() (restore func()) {
+	if thpDisabled() {
+		return func() {}
+	}
+	if unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0) != nil {
+		return func() {}
+	}
+	return func() { unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0) }
+}
+
+// thpDisabled says whether this process has PR_SET_THP_DISABLE set (an
+// error, on kernels without it, counts as not set).
+func thpDisabled() bool {
+	v, err := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0)
+	return err == nil && v != 0
+}
+
 func (c *Cmd) startInit(cmd *exec.Cmd) error {
 	errCh := make(chan error, 1)
 	c.waitCh = make(chan *os.ProcessState, 1)
@@ -324,6 +351,7 @@ func (c *Cmd) startInit(cmd *exec.Cmd) error {
 				// Not joined: AddProc below.
 			}
 		}
+		restoreTHP := noHugePagesForChildren()
 		err := cmd.Start()
 		if err != nil && cmd.SysProcAttr.UseCgroupFD {
 			// Clone into the cgroup can be refused (clone3 blocked by an
@@ -332,6 +360,7 @@ func (c *Cmd) startInit(cmd *exec.Cmd) error {
 			cmd.Process, cmd.ProcessState = nil, nil
 			err = cmd.Start()
 		}
+		restoreTHP()
 		if leave != nil {
 			if lerr := leave(); lerr != nil {
 				// This thread is stuck in the run's group: end the init,

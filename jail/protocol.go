@@ -28,34 +28,37 @@ const maxMessage = 1 << 20
 
 // initConfig is everything the init and stage 2 need.
 type initConfig struct {
-	Mounts   []Mount `json:"mounts"`
-	Hostname string  `json:"hostname"`
-	NetNone  bool    `json:"net_none"`
+	Mounts   []Mount
+	Hostname string
+	NetNone  bool
 	// DropGroups clears the supplementary groups (possible only when the
 	// supervisor is real root; unprivileged user namespaces deny setgroups).
-	DropGroups bool   `json:"drop_groups"`
-	Home       string `json:"home"`
-	HostUID    int    `json:"host_uid"`
+	DropGroups bool
+	Home       string
+	HostUID    int
 	// Resolv binds the host's resolv.conf (shared network only).
-	Resolv bool `json:"resolv"`
+	Resolv bool
 	// Stage2 is the encoded stage2Config: the init hands it on to stage 2
 	// as it is, without decoding and encoding it again.
-	Stage2 []byte `json:"stage2"`
+	Stage2 []byte
 }
 
 // stage2Config is the part stage 2 applies before execve.
 type stage2Config struct {
-	Args     []string         `json:"args"`
-	Env      []string         `json:"env"`
-	Dir      string           `json:"dir"`
-	NoFile   uint64           `json:"nofile,omitempty"`
-	FSize    int64            `json:"fsize,omitempty"`
-	CPUTime  int64            `json:"cpu_time_s,omitempty"`
-	Landlock *landlock.Policy `json:"landlock,omitempty"`
-	Seccomp  *seccomp.Program `json:"seccomp,omitempty"`
+	Args     []string
+	Env      []string
+	Dir      string
+	NoFile   uint64
+	FSize    int64
+	CPUTime  int64 // seconds (RLIMIT_CPU)
+	Landlock *landlock.Policy
+	Seccomp  *seccomp.Program
 	// WaitAck makes stage 2 wait, after msgReady, until the supervisor has
 	// registered it (the Landlock denial watcher needs its host pid first).
-	WaitAck bool `json:"wait_ack,omitempty"`
+	WaitAck bool
+	// NoHugePages is the supervisor's own PR_SET_THP_DISABLE setting, which
+	// the command gets back (the init runs with huge pages off).
+	NoHugePages bool
 }
 
 // Message types sent to the supervisor.

@@ -43,6 +43,15 @@ func stage2Main() {
 	if err := dropCapabilities(); err != nil {
 		stage2Fail(125, err)
 	}
+	// The command gets the supervisor's huge page setting, not the one the
+	// supervisor forked the init with (noHugePagesForChildren).
+	thp := uintptr(0)
+	if cfg.NoHugePages {
+		thp = 1
+	}
+	if err := unix.Prctl(unix.PR_SET_THP_DISABLE, thp, 0, 0, 0); err != nil {
+		stage2Fail(125, fmt.Errorf("set PR_SET_THP_DISABLE to %d: %w", thp, err))
+	}
 	ready := message{Type: msgReady}
 	if cfg.Landlock != nil {
 		// This thread (locked since Init) is the one that execs the
