@@ -5,7 +5,7 @@ BIN       := bin/tooljail
 HELPER    := bin/tjhelper
 TAGS      := osusergo,netgo
 LDFLAGS   := -X github.com/tooljail/tooljail/jail.Version=$(VERSION) -linkmode external -extldflags "-static"
-GOFILES   := $(shell find . -name '*.go' -not -path './integration/*' 2>/dev/null) $(wildcard profiles/*.toml)
+GOFILES   := $(shell find . \( -name '*.go' -o -name '*.c' -o -name '*.h' \) -not -path './integration/*' 2>/dev/null) $(wildcard profiles/*.toml)
 # Integration tests run the built binary as root and as this unprivileged uid.
 export TOOLJAIL := $(CURDIR)/$(BIN)
 export TJHELPER := $(CURDIR)/$(HELPER)

@@ -15,14 +15,17 @@ import (
 
 // writeFile writes one value into an existing cgroup control file. Control
 // files are never created: a missing file means the controller is absent.
+// Raw system calls, not os.File: cgroupfs and procfs files cannot be
+// polled, and os.File's poller registration and finalizer cost more than
+// the write on a path every run takes several times.
 func writeFile(dir, name, value string) error {
 	p := filepath.Join(dir, name)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", p, err)
 	}
-	_, err = f.WriteString(value)
-	if cerr := f.Close(); err == nil {
+	_, err = unix.Write(fd, []byte(value))
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -31,8 +34,35 @@ func writeFile(dir, name, value string) error {
 	return nil
 }
 
+// readFile reads a cgroupfs or procfs file whole, with raw system calls
+// (see writeFile). Its errors are *os.PathError, like os.ReadFile's.
+func readFile(p string) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	b := make([]byte, 0, 4096)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: p, Err: err}
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
+}
+
 func readString(dir, name string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, name))
+	b, err := readFile(filepath.Join(dir, name))
 	if err != nil {
 		return "", err
 	}
@@ -75,7 +105,7 @@ func parseKeyed(b []byte) map[string]int64 {
 }
 
 func readKeyed(dir, name string) (map[string]int64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, name))
+	b, err := readFile(filepath.Join(dir, name))
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +136,7 @@ func intFile(dir, name string) *int64 {
 
 // readPids lists the pids in dir/cgroup.procs.
 func readPids(dir string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	b, err := readFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil, err
 	}

@@ -272,6 +272,9 @@ func (g *Group) Delete() error {
 // rmdirRetry removes a cgroup directory; ENOENT counts as done.
 func rmdirRetry(dir string) error {
 	deadline := time.Now().Add(2 * time.Second)
+	// A task that has just exited can keep the group busy for a moment:
+	// retry soon first, then every 10 ms.
+	wait := 250 * time.Microsecond
 	for {
 		err := unix.Rmdir(dir)
 		if err == nil || errors.Is(err, unix.ENOENT) {
@@ -280,7 +283,8 @@ func rmdirRetry(dir string) error {
 		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 			return fmt.Errorf("remove cgroup %s: %w (kill its processes first)", dir, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(wait)
+		wait = min(2*wait, 10*time.Millisecond)
 	}
 }
 

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -72,7 +73,7 @@ func pidNS() uint64 {
 
 // procStartTime reads the start time (clock ticks after boot) of pid.
 func procStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	b, err := readFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -149,7 +150,7 @@ func parseProcCgroup(b []byte) (procCgroups, error) {
 }
 
 func readProcCgroups() (procCgroups, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
+	b, err := readFile("/proc/self/cgroup")
 	if err != nil {
 		return procCgroups{}, fmt.Errorf("read /proc/self/cgroup: %w", err)
 	}
@@ -228,12 +229,30 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
+// mountsTTL is how long readCgroupMounts reuses what it read: one run
+// detects the layout three times (probe, New, CleanupStale), and the
+// kernel's mountinfo rendering is most of detect's cost; a process that
+// lives longer still sees a remounted hierarchy within seconds.
+const mountsTTL = 2 * time.Second
+
+var mountsCache struct {
+	sync.Mutex
+	at time.Time
+	m  cgroupMounts
+}
+
 func readCgroupMounts() (cgroupMounts, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mountsCache.Lock()
+	defer mountsCache.Unlock()
+	if !mountsCache.at.IsZero() && time.Since(mountsCache.at) < mountsTTL {
+		return mountsCache.m, nil
+	}
+	b, err := readFile("/proc/self/mountinfo")
 	if err != nil {
 		return cgroupMounts{}, fmt.Errorf("read /proc/self/mountinfo: %w", err)
 	}
-	return parseMountInfo(b), nil
+	mountsCache.m, mountsCache.at = parseMountInfo(b), time.Now()
+	return mountsCache.m, nil
 }
 
 // hostDir maps cgroup path p of a hierarchy to a directory through m.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Nothing the command starts outlives the run: plain orphans, setsid'ed
@@ -214,6 +216,18 @@ func TestRlimits(t *testing.T) {
 		}
 		if o.report.Limits.NoFile != 64 || o.report.Limits.CoreBytes == nil || *o.report.Limits.CoreBytes != 0 {
 			t.Errorf("report limits: %+v", o.report.Limits)
+		}
+
+		// Without a nofile limit the command gets the soft limit tooljail
+		// was started with, not the one its Go runtime raised to the hard
+		// limit (tjhelper is Go and would raise its own: ask a shell).
+		var hard unix.Rlimit
+		unix.Getrlimit(unix.RLIMIT_NOFILE, &hard)
+		if hard.Max > 200 {
+			o = u.jailRun(t, w, run{args: []string{"--nofile", "unlimited"}, wrap: []string{"_nofile", "100"}}, "/bin/sh", "-c", "ulimit -Sn")
+			if o.code != 0 || strings.TrimSpace(o.stdout) != "100" {
+				t.Errorf("nofile unlimited under a caller's soft limit of 100: the command's soft NOFILE %q, want 100\n%s", o.stdout, o)
+			}
 		}
 
 		// --fsize: writing past it ends with SIGXFSZ; the file stops at the limit.

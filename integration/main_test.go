@@ -301,6 +301,8 @@ type run struct {
 	dir        string   // current directory (default base)
 	stdin      *os.File
 	extraFiles []*os.File
+	// wrap runs tooljail through the helper: tjhelper wrap... tooljail args...
+	wrap []string
 }
 
 type outcome struct {
@@ -331,6 +333,9 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute*slow)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tooljailBin, r.args...)
+	if r.wrap != nil {
+		cmd = exec.CommandContext(ctx, helperBin, append(append(append([]string{}, r.wrap...), tooljailBin), r.args...)...)
+	}
 	cmd.Dir = r.dir
 	if cmd.Dir == "" {
 		cmd.Dir = base

@@ -435,6 +435,30 @@ func TestSeccompProfileAllowDeny(t *testing.T) {
 	})
 }
 
+// Stage 2 runs no Go code under the filter, so a profile may deny what a
+// Go runtime needs and a C command does not: /bin/true still runs, and
+// nothing it calls is reported. What stage 2 itself needs stays refused.
+func TestSeccompProfileDeniesRuntimeCalls(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		requireNotify(t, u)
+		w := u.sysWorkdir(t)
+		prof := filepath.Join(u.dir(t), "p.toml")
+		text := "extends = \"default\"\n[seccomp]\ndeny = [\"futex\", \"madvise\", \"sched_yield\", \"tgkill\", \"sigaltstack\", \"epoll_pwait\", \"nanosleep\", \"rt_sigaction\"]\n"
+		if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := u.jailRun(t, w, run{args: []string{"--profile", prof}}, "/bin/true")
+		if o.code != 0 || o.noReport || o.report.Status != "exited" || len(o.report.Violations) != 0 {
+			t.Fatalf("/bin/true under a profile denying Go runtime calls: want exit 0, status exited, no violations\n%s", o)
+		}
+		text = "extends = \"default\"\n[seccomp]\ndeny = [\"sendmsg\"]\n"
+		if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		oneLineError(t, u.jailRun(t, w, run{args: []string{"--profile", prof}}, "/bin/true"), "sendmsg", "needed by the jail itself")
+	})
+}
+
 // An unknown syscall name in a profile is refused before anything runs,
 // with the name in the error.
 func TestSeccompProfileUnknownName(t *testing.T) {

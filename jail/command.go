@@ -135,6 +135,36 @@ func (c *Cmd) fail(e *SetupError) error {
 
 func (c *Cmd) start() error {
 	s, p := c.Spec, c.plan
+	// The audit socket for Landlock denials opens while the cgroup and the
+	// init are made; joinWatcher takes it before stage 2's config (which
+	// says whether to wait for it) and on every early return, so that
+	// cleanup closes it.
+	type watched struct {
+		w   *landlock.Watcher
+		err error
+	}
+	var watch chan watched
+	if p.landlock != nil {
+		watch = make(chan watched, 1)
+		go func() {
+			w, err := landlock.WatchDenials()
+			watch <- watched{w, err}
+		}()
+	}
+	joinWatcher := func() {
+		if watch == nil {
+			return
+		}
+		r := <-watch
+		watch = nil
+		if r.err != nil {
+			c.res.Enforcement.LandlockDenials = r.err.Error()
+			return
+		}
+		c.watcher = r.w
+		c.res.Enforcement.LandlockDenials = "reported"
+	}
+	defer joinWatcher()
 	if err := c.openGroup(); err != nil {
 		return err
 	}
@@ -147,15 +177,6 @@ func (c *Cmd) start() error {
 	// namespace: how the Landlock watcher learns stage 2's host pid.
 	if err := unix.SetsockoptInt(c.sock, unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
 		return fmt.Errorf("socket credentials: %w", err)
-	}
-	if p.landlock != nil {
-		w, err := landlock.WatchDenials()
-		if err != nil {
-			c.res.Enforcement.LandlockDenials = err.Error()
-		} else {
-			c.watcher = w
-			c.res.Enforcement.LandlockDenials = "reported"
-		}
 	}
 	child := os.NewFile(uintptr(fds[1]), "jail-socket")
 	defer child.Close()
@@ -186,9 +207,11 @@ func (c *Cmd) start() error {
 		flags |= syscall.CLONE_NEWNET
 	}
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{argInit},
-		Env:        []string{},
+		Path: "/proc/self/exe",
+		Args: []string{argInit},
+		// Set, the runtime skips reading cgroup CPU limits at start-up;
+		// the init runs two goroutines (reaping, forwarding signals).
+		Env:        []string{"GOMAXPROCS=2"},
 		Dir:        "/",
 		Stdin:      stdin,
 		Stdout:     outW[0],
@@ -219,6 +242,7 @@ func (c *Cmd) start() error {
 	if err := p.compileSeccomp(s); err != nil {
 		return err
 	}
+	joinWatcher()
 	stage2, err := marshalWire(&stage2Config{
 		Args:     s.Args,
 		Env:      s.Env,
@@ -307,10 +331,10 @@ func (c *Cmd) openGroup() error {
 // not the process.
 // noHugePagesForChildren turns transparent huge pages off for this process
 // while the init is forked, and returns what turns them back on. The init
-// inherits the setting from its first instruction and passes it on to
-// stage 2: both are charged to the run's memory cap, and with huge pages
-// "always" (Debian's default) their Go heaps would take 2 MiB pages, a
-// few MiB of the cap. Stage 2 clears it for the command. The flag is per
+// inherits the setting from its first instruction: it is charged to the
+// run's memory cap, and with huge pages "always" (Debian's default) its Go
+// heap would take 2 MiB pages, a few MiB of the cap. Stage 2 sets the
+// supervisor's own setting for the command. The flag is per
 // process, so a concurrent Start may fork its init with huge pages on:
 // that costs memory, nothing else.
 func noHugePagesForChildren() (restore func()) {

@@ -10,9 +10,10 @@ import (
 )
 
 // The init is PID 1 of the jail: uid 0 of the jail's user namespace, with
-// capabilities there and none on the host. It builds the filesystem, starts
+// capabilities there and none on the host. It builds the filesystem, forks
 // stage 2 in a nested user namespace (where the init's mounts are locked and
-// the command is uid 1000), reaps every orphan, forwards signals, and when
+// the command is uid 1000; stage2.go), reaps every orphan, forwards signals,
+// and when
 // the command ends reports its status and exits, which makes the kernel kill
 // whatever else is left in the PID namespace.
 
@@ -48,9 +49,13 @@ func initMain() {
 			initFail(err)
 		}
 	}
-	pid, err := startStage2(cfg.Stage2)
+	pid, failed, err := startStage2(cfg.Stage2)
 	if err != nil {
 		initFail(err)
+	}
+	if failed != nil {
+		// Stage 2 exits with the message's code; reap reports it.
+		send(supervisorFD, failed)
 	}
 	reap(pid)
 }
@@ -79,46 +84,6 @@ func loopbackUp() error {
 		return fmt.Errorf("bring loopback up: %w", err)
 	}
 	return nil
-}
-
-// startStage2 re-executes this binary as stage 2 in a nested user and mount
-// namespace. The nested namespace maps the jail user (1000) to the init's
-// uid 0, so files the command writes belong to the invoking host user, and
-// it locks every mount the init made: they can be neither unmounted nor
-// remounted from inside.
-func startStage2(cfg []byte) (int, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return 0, err
-	}
-	defer r.Close()
-	attr := &syscall.ProcAttr{
-		Dir:   "/",
-		Env:   []string{},
-		Files: []uintptr{0, 1, 2, supervisorFD, r.Fd()},
-		Sys: &syscall.SysProcAttr{
-			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: JailUID, HostID: 0, Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: JailGID, HostID: 0, Size: 1}},
-			Setsid:      true, // no controlling terminal: no TIOCSTI on the caller's tty
-			Pdeathsig:   syscall.SIGKILL,
-			// As uid 1000, stage 2 loses every capability at its execve;
-			// CAP_SETPCAP survives as ambient so that it can empty its
-			// bounding set (a fresh user namespace starts with a full one).
-			AmbientCaps: []uintptr{unix.CAP_SETPCAP},
-		},
-	}
-	pid, err := syscall.ForkExec("/proc/self/exe", []string{argStage2}, attr)
-	if err != nil {
-		w.Close()
-		return 0, fmt.Errorf("start stage 2: %w", err)
-	}
-	_, err = w.Write(cfg)
-	w.Close()
-	if err != nil {
-		return 0, fmt.Errorf("send stage 2 config: %w", err)
-	}
-	return pid, nil
 }
 
 // reap waits for every child until the command (pid) ends, then reports.

@@ -14,13 +14,10 @@ import (
 // socketpair: one message per packet (wire.go), file descriptors as
 // SCM_RIGHTS.
 // The supervisor sends initConfig once; init and stage 2 send messages back.
-// Stage 2 holds its copy close-on-exec, so the command never sees the socket.
+// Stage 2 marks its copy close-on-exec, so the command never sees the socket.
 
-// Child process names: argv[0] of the re-executed binary.
-const (
-	argInit   = "tooljail-init"
-	argStage2 = "tooljail-stage2"
-)
+// argInit is the init's argv[0]: the binary re-executed as the jail's PID 1.
+const argInit = "tooljail-init"
 
 // maxMessage bounds one packet; the config (mount plan and BPF program)
 // is a few KiB.

@@ -5,8 +5,8 @@ import (
 	"runtime"
 )
 
-// Init runs the jail's init or stage 2 when this process is one of them and
-// never returns in that case; otherwise it returns at once. Call it first
+// Init runs the jail's init (or the host probe's child) when this process is
+// one of them and never returns in that case; otherwise it returns at once. Call it first
 // thing in main, before flags are parsed or goroutines started.
 func Init() {
 	if len(os.Args) == 0 {
@@ -21,11 +21,5 @@ func Init() {
 		os.Exit(125)
 	case argProbe:
 		probeChild()
-	case argStage2:
-		// execve keeps only the calling thread's credentials, capabilities
-		// and filters: do everything on this one.
-		runtime.LockOSThread()
-		stage2Main()
-		os.Exit(125)
 	}
 }

@@ -1,13 +1,19 @@
 package jail
 
+/*
+#include <stdlib.h>
+#include "stage2.h"
+*/
+import "C"
+
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -15,208 +21,340 @@ import (
 	"github.com/tooljail/tooljail/seccomp"
 )
 
-// Stage 2 runs as the jail user (uid 1000 of a nested user namespace) in the
-// finished filesystem. It applies, in this order: working directory,
-// rlimits, capability drop and no_new_privs, Landlock, seccomp (last, so the
-// filter needs to allow only what remains), then execve. It reports failures
-// to the supervisor on the shared socket.
+// Stage 2 is the child the init forks to become the command: uid 1000 of
+// a nested user namespace, in a copy of the init's mount namespace, where
+// the init's mounts are locked (they can be neither unmounted nor
+// remounted from inside). It runs C (stage2.c), not a second Go runtime:
+// the init prepares everything here, and the child applies, in this order,
+// capability drop and no_new_privs, working directory, rlimits, huge page
+// setting, Landlock, seccomp (last, so the filter needs to allow only what
+// remains), hands the listener to the supervisor, and execs. A failure
+// comes back to the init as a tj_status, which the init turns into the
+// supervisor's message.
 
-const stage2ConfigFD = 4
-
-func stage2Main() {
-	var cfg stage2Config
-	f := os.NewFile(stage2ConfigFD, "config")
-	b, err := io.ReadAll(io.LimitReader(f, maxMessage))
-	if err == nil {
-		err = unmarshalWire(b, &cfg)
-	}
-	if err != nil {
-		stage2Fail(125, fmt.Errorf("read stage 2 config: %w", err))
-	}
-	f.Close()
-	if err := unix.Chdir(cfg.Dir); err != nil {
-		stage2Fail(125, fmt.Errorf("working directory %s: %w", cfg.Dir, err))
-	}
-	if err := setRlimits(&cfg); err != nil {
-		stage2Fail(125, err)
-	}
-	if err := dropCapabilities(); err != nil {
-		stage2Fail(125, err)
-	}
-	// The command gets the supervisor's huge page setting, not the one the
-	// supervisor forked the init with (noHugePagesForChildren).
-	thp := uintptr(0)
-	if cfg.NoHugePages {
-		thp = 1
-	}
-	if err := unix.Prctl(unix.PR_SET_THP_DISABLE, thp, 0, 0, 0); err != nil {
-		stage2Fail(125, fmt.Errorf("set PR_SET_THP_DISABLE to %d: %w", thp, err))
-	}
-	ready := message{Type: msgReady}
-	if cfg.Landlock != nil {
-		// This thread (locked since Init) is the one that execs the
-		// command: only its domain matters, the other threads end at
-		// execve.
-		enforced, err := landlock.RestrictThread(*cfg.Landlock)
-		if err != nil {
-			stage2Fail(125, fmt.Errorf("landlock: %w", err))
-		}
-		ready.Landlock = &enforced
-	}
-	path, code, lookErr := lookPath(cfg.Args[0], cfg.Env, cfg.Dir)
-	var files []int
-	if cfg.Seccomp != nil {
-		listener, err := seccomp.Install(cfg.Seccomp)
-		if err != nil {
-			stage2Fail(125, fmt.Errorf("seccomp: %w", err))
-		}
-		if listener != nil {
-			ready.Notify = true
-			files = append(files, int(listener.Fd()))
-			defer listener.Close()
-		}
-	}
-	if err := send(supervisorFD, &ready, files...); err != nil {
-		os.Exit(125) // the supervisor is gone
-	}
-	for _, fd := range files {
-		unix.Close(fd)
-	}
-	if cfg.WaitAck {
-		if pk, err := recvPacket(supervisorFD); err != nil || len(pk.data) == 0 {
-			os.Exit(125) // the supervisor is gone
-		}
-	}
-	if lookErr != nil {
-		stage2Exec(code, lookErr)
-	}
-	// Only 0, 1 and 2 reach the command, whatever was inherited.
-	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	err = syscall.Exec(path, cfg.Args, cfg.Env)
-	code = 126
-	if errors.Is(err, unix.ENOENT) {
-		code = 127
-	}
-	stage2Exec(code, fmt.Errorf("%s: %w", cfg.Args[0], err))
+// stage2 is one prepared start: C memory the child reads, and what the
+// init needs to report a failure.
+type stage2 struct {
+	cfg     *stage2Config
+	c       *C.struct_tj_stage2
+	paths   []string
+	rlimits []string // names, by index in c.rlimits
+	cmem    []unsafe.Pointer
+	rules   landlock.Ruleset
+	landlck *landlock.Enforced
+	flags   uintptr // seccomp
 }
 
-func stage2Fail(code int, err error) {
-	send(supervisorFD, &message{Type: msgSetupError, Error: err.Error(), Code: code})
-	os.Exit(code)
+func (s *stage2) alloc(size uintptr) unsafe.Pointer {
+	p := C.calloc(1, C.size_t(size))
+	if p == nil {
+		panic("stage 2: out of memory")
+	}
+	s.cmem = append(s.cmem, p)
+	return p
 }
 
-func stage2Exec(code int, err error) {
-	send(supervisorFD, &message{Type: msgExecError, Error: err.Error(), Code: code})
-	os.Exit(code)
+func (s *stage2) cstring(v string) *C.char {
+	p := (*C.char)(s.alloc(uintptr(len(v)) + 1))
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(p)), len(v)), v)
+	return p
 }
 
-func setRlimits(cfg *stage2Config) error {
-	set := func(name string, res int, v uint64) error {
-		// syscall.Setrlimit (not a raw prlimit) so that Go does not restore
-		// its own RLIMIT_NOFILE at execve.
-		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("set %s limit to %d: %w (it cannot be raised above the caller's hard limit)", name, v, err)
-		}
-		return nil
+func (s *stage2) cstrings(l []string) **C.char {
+	arr := unsafe.Slice((**C.char)(s.alloc(uintptr(len(l)+1)*unsafe.Sizeof((*C.char)(nil)))), len(l)+1)
+	for i, v := range l {
+		arr[i] = s.cstring(v)
 	}
-	if err := set("core", unix.RLIMIT_CORE, 0); err != nil {
-		return err
+	return &arr[0]
+}
+
+func (s *stage2) free() {
+	for _, p := range s.cmem {
+		C.free(p)
 	}
-	if cfg.NoFile > 0 {
-		if err := set("nofile", unix.RLIMIT_NOFILE, cfg.NoFile); err != nil {
-			return err
-		}
+	s.cmem = nil
+	s.rules.Close()
+}
+
+// prepareStage2 turns the config into the child's instructions. Errors are
+// setup errors (exit 125).
+func prepareStage2(cfg *stage2Config) (*stage2, error) {
+	if len(cfg.Args) == 0 {
+		return nil, errors.New("stage 2: no command")
+	}
+	s := &stage2{cfg: cfg, rules: landlock.Ruleset{FD: -1}}
+	s.c = (*C.struct_tj_stage2)(s.alloc(unsafe.Sizeof(C.struct_tj_stage2{})))
+	c := s.c
+	c.clone_flags = C.ulong(unix.CLONE_NEWUSER | unix.CLONE_NEWNS)
+	c.parent_pid = C.int(os.Getpid())
+	c.dir = s.cstring(cfg.Dir)
+	c.argv = s.cstrings(cfg.Args)
+	c.envp = s.cstrings(cfg.Env)
+	s.paths = execCandidates(cfg.Args[0], cfg.Env, cfg.Dir)
+	c.paths = s.cstrings(s.paths)
+	c.npaths = C.int(len(s.paths))
+
+	add := func(name string, res int, cur, max uint64) {
+		r := &c.rlimits[c.nrlimits]
+		r.resource, r.cur, r.max = C.int(res), C.uint64_t(cur), C.uint64_t(max)
+		c.nrlimits++
+		s.rlimits = append(s.rlimits, name)
+	}
+	add("core", unix.RLIMIT_CORE, 0, 0)
+	switch {
+	case cfg.NoFile > 0:
+		add("nofile", unix.RLIMIT_NOFILE, cfg.NoFile, cfg.NoFile)
+	case C.tj_orig_nofile_ok != 0:
+		// The Go runtime raised this process's soft limit; the command
+		// gets the one the supervisor's caller gave.
+		add("nofile", unix.RLIMIT_NOFILE, uint64(C.tj_orig_nofile_cur), uint64(C.tj_orig_nofile_max))
 	}
 	if cfg.FSize > 0 {
-		if err := set("fsize", unix.RLIMIT_FSIZE, uint64(cfg.FSize)); err != nil {
-			return err
-		}
+		add("fsize", unix.RLIMIT_FSIZE, uint64(cfg.FSize), uint64(cfg.FSize))
 	}
 	if cfg.CPUTime > 0 {
 		// The soft limit sends SIGXCPU; the hard one, a second later, SIGKILL.
-		if err := syscall.Setrlimit(unix.RLIMIT_CPU, &syscall.Rlimit{Cur: uint64(cfg.CPUTime), Max: uint64(cfg.CPUTime) + 1}); err != nil {
-			return fmt.Errorf("set cpu-time limit: %w", err)
+		add("cpu-time", unix.RLIMIT_CPU, uint64(cfg.CPUTime), uint64(cfg.CPUTime)+1)
+	}
+	// The command gets the supervisor's huge page setting, not the one the
+	// supervisor forked the init with (noHugePagesForChildren).
+	if cfg.NoHugePages {
+		c.thp_disable = 1
+	}
+
+	ready := message{Type: msgReady}
+	c.landlock_fd = -1
+	if cfg.Landlock != nil {
+		rs, enforced, err := landlock.NewRuleset(*cfg.Landlock)
+		if err != nil {
+			s.free()
+			return nil, fmt.Errorf("landlock: %w", err)
+		}
+		s.rules, s.landlck = rs, &enforced
+		c.landlock_fd, c.landlock_flags = C.int(rs.FD), C.uint(rs.Flags)
+		ready.Landlock = &enforced
+	}
+	if cfg.Seccomp != nil {
+		insns, flags, err := seccomp.ThreadArgs(cfg.Seccomp)
+		if err != nil {
+			s.free()
+			return nil, err
+		}
+		f := unsafe.Slice((*unix.SockFilter)(s.alloc(uintptr(len(insns))*unsafe.Sizeof(insns[0]))), len(insns))
+		copy(f, insns)
+		c.filter = (*C.struct_sock_filter)(unsafe.Pointer(&f[0]))
+		c.filter_len = C.ushort(len(insns))
+		c.seccomp_flags = C.uint(flags)
+		s.flags = flags
+		if cfg.Seccomp.Notify {
+			c.notify = 1
+			ready.Notify = true
 		}
 	}
-	return nil
+	b, err := marshalWire(&ready)
+	if err != nil {
+		s.free()
+		return nil, fmt.Errorf("encode the ready message: %w", err)
+	}
+	c.ready = C.CBytes(b)
+	s.cmem = append(s.cmem, c.ready)
+	c.ready_len = C.size_t(len(b))
+	c.sock = supervisorFD
+	if cfg.WaitAck {
+		c.wait_ack = 1
+	}
+	return s, nil
 }
 
-// dropCapabilities empties the bounding, ambient, inheritable, permitted and
-// effective sets of this thread (the one that execs) and sets no_new_privs,
-// so neither the command nor any file capability can regain privilege.
-func dropCapabilities() error {
-	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
-			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+// startStage2 forks stage 2 and waits until it has exec'd the command or
+// failed. It returns the child's pid, and the message for the supervisor
+// when the child failed (the child has exited then, with the code the
+// message carries; the init reaps it as it would the command).
+func startStage2(b []byte) (int, *message, error) {
+	var cfg stage2Config
+	if err := unmarshalWire(b, &cfg); err != nil {
+		return 0, nil, fmt.Errorf("decode stage 2 config: %w", err)
+	}
+	s, err := prepareStage2(&cfg)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer s.free()
+	var sync, status [2]int
+	if err := unix.Pipe2(sync[:], unix.O_CLOEXEC); err != nil {
+		return 0, nil, fmt.Errorf("stage 2 pipe: %w", err)
+	}
+	defer unix.Close(sync[1])
+	if err := unix.Pipe2(status[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(sync[0])
+		return 0, nil, fmt.Errorf("stage 2 pipe: %w", err)
+	}
+	defer unix.Close(status[0])
+	s.c.sync_fd, s.c.status_fd = C.int(sync[0]), C.int(status[1])
+
+	pid := int(C.tj_stage2_start(s.c))
+	unix.Close(sync[0])
+	unix.Close(status[1])
+	if pid < 0 {
+		return 0, nil, fmt.Errorf("start stage 2: %w", syscall.Errno(-pid))
+	}
+	// The nested namespace maps the jail user (1000) to the init's uid 0,
+	// so files the command writes belong to the invoking host user.
+	for _, m := range [][2]string{
+		{"setgroups", "deny"},
+		{"uid_map", fmt.Sprintf("%d 0 1\n", JailUID)},
+		{"gid_map", fmt.Sprintf("%d 0 1\n", JailGID)},
+	} {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, m[0]), []byte(m[1]), 0); err != nil {
+			unix.Kill(pid, unix.SIGKILL)
+			unix.Wait4(pid, nil, 0, nil)
+			return 0, nil, fmt.Errorf("stage 2 %s: %w", m[0], err)
 		}
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("set no_new_privs: %w", err)
+	if _, err := unix.Write(sync[1], []byte{0}); err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		unix.Wait4(pid, nil, 0, nil)
+		return 0, nil, fmt.Errorf("start stage 2: %w", err)
 	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return fmt.Errorf("clear ambient capabilities: %w", err)
+	var st C.struct_tj_status
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&st)), unsafe.Sizeof(st))
+	n, err := readFull(status[0], buf)
+	switch {
+	case err != nil:
+		unix.Kill(pid, unix.SIGKILL)
+		return pid, nil, fmt.Errorf("read stage 2 status: %w", err)
+	case n == 0:
+		return pid, nil, nil // the command runs: execve closed the pipe
+	case n != len(buf):
+		unix.Kill(pid, unix.SIGKILL)
+		return pid, nil, fmt.Errorf("stage 2 sent %d bytes of status", n)
 	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("clear capabilities: %w", err)
-	}
-	return nil
+	return pid, s.failure(int(st.step), syscall.Errno(st.err), int(st.index), int(st.code)), nil
 }
 
-// lookPath finds the command the way a shell would, with the command's own
-// PATH, inside the jail. It returns the exit code for a failure: 127 when
-// nothing is found, 126 when something is found but cannot be executed.
-func lookPath(name string, env []string, dir string) (string, int, error) {
-	if strings.Contains(name, "/") {
-		p := name
+func readFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// failure is the supervisor's message for a child that failed at step.
+func (s *stage2) failure(step int, errno syscall.Errno, index, code int) *message {
+	cfg := s.cfg
+	var err error
+	switch step {
+	case C.TJ_STEP_SYNC:
+		err = fmt.Errorf("stage 2: the init did not set up its user namespace (%v)", errOrEOF(errno))
+	case C.TJ_STEP_SETSID:
+		err = fmt.Errorf("stage 2: setsid: %w", errno)
+	case C.TJ_STEP_PDEATHSIG:
+		err = fmt.Errorf("stage 2: parent death signal: %v", errOrEOF(errno))
+	case C.TJ_STEP_CAPBSET:
+		err = fmt.Errorf("drop capability %d from the bounding set: %w", index, errno)
+	case C.TJ_STEP_NNP:
+		err = fmt.Errorf("set no_new_privs: %w", errno)
+	case C.TJ_STEP_AMBIENT:
+		err = fmt.Errorf("clear ambient capabilities: %w", errno)
+	case C.TJ_STEP_CAPSET:
+		err = fmt.Errorf("clear capabilities: %w", errno)
+	case C.TJ_STEP_CHDIR:
+		err = fmt.Errorf("working directory %s: %w", cfg.Dir, errno)
+	case C.TJ_STEP_RLIMIT:
+		name, v := "?", uint64(0)
+		if index >= 0 && index < len(s.rlimits) {
+			name, v = s.rlimits[index], uint64(s.c.rlimits[index].cur)
+		}
+		err = fmt.Errorf("set %s limit to %d: %w (it cannot be raised above the caller's hard limit)", name, v, errno)
+	case C.TJ_STEP_THP:
+		err = fmt.Errorf("set PR_SET_THP_DISABLE to %d: %w", s.c.thp_disable, errno)
+	case C.TJ_STEP_LANDLOCK:
+		abi := 0
+		if s.landlck != nil {
+			abi = s.landlck.ABI
+		}
+		err = fmt.Errorf("landlock: landlock restrict (ABI %d): %w", abi, errno)
+	case C.TJ_STEP_SECCOMP:
+		err = fmt.Errorf("seccomp: install (flags %#x): %w", s.flags, errno)
+	case C.TJ_STEP_READY, C.TJ_STEP_ACK:
+		err = fmt.Errorf("stage 2: the supervisor is gone (%v)", errOrEOF(errno))
+	case C.TJ_STEP_FDS:
+		err = fmt.Errorf("stage 2: mark descriptors close-on-exec: %w", errno)
+	case C.TJ_STEP_EXEC:
+		return &message{Type: msgExecError, Error: s.execError(errno, index).Error(), Code: code}
+	default:
+		err = fmt.Errorf("stage 2 failed at step %d: %v", step, errOrEOF(errno))
+	}
+	return &message{Type: msgSetupError, Error: err.Error(), Code: code}
+}
+
+func errOrEOF(errno syscall.Errno) string {
+	if errno == 0 {
+		return "end of file"
+	}
+	return errno.Error()
+}
+
+// execError says why the command could not be executed: 127 nothing found,
+// 126 found but not executable. The init sees the same files as the
+// command, so it can tell a directory from a file it may not execute.
+func (s *stage2) execError(errno syscall.Errno, index int) error {
+	name := s.cfg.Args[0]
+	if index < 0 || index >= len(s.paths) {
+		if strings.Contains(name, "/") {
+			return fmt.Errorf("%s: no such file in the jail", name)
+		}
+		return fmt.Errorf("%s: command not found in the jail (PATH=%s)", name, envPath(s.cfg.Env))
+	}
+	if errno == unix.EACCES {
+		var st unix.Stat_t
+		if unix.Stat(s.paths[index], &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return fmt.Errorf("%s: is a directory", name)
+		}
+		return fmt.Errorf("%s: not executable: %w", name, errno)
+	}
+	return fmt.Errorf("%s: %w", name, errno)
+}
+
+// execCandidates lists where the command is looked for, the way a shell
+// would, with the command's own PATH, relative to its working directory.
+func execCandidates(name string, env []string, dir string) []string {
+	abs := func(p string) string {
 		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
+			return filepath.Join(dir, p)
 		}
-		return checkExecutable(name, p)
+		return p
 	}
-	pathEnv := ""
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, "PATH="); ok {
-			pathEnv = v
-		}
+	if strings.Contains(name, "/") {
+		return []string{abs(name)}
 	}
-	var firstErr error
-	for _, d := range filepath.SplitList(pathEnv) {
+	var out []string
+	for _, d := range filepath.SplitList(envPath(env)) {
 		if d == "" {
 			d = "."
 		}
-		p := filepath.Join(d, name)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		found, code, err := checkExecutable(name, p)
-		if err == nil {
-			return found, 0, nil
-		}
-		if code == 126 && firstErr == nil {
-			firstErr = err
-		}
+		out = append(out, abs(filepath.Join(d, name)))
 	}
-	if firstErr != nil {
-		return "", 126, firstErr
-	}
-	return "", 127, fmt.Errorf("%s: command not found in the jail (PATH=%s)", name, pathEnv)
+	return out
 }
 
-func checkExecutable(name, p string) (string, int, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-			return "", 127, fmt.Errorf("%s: no such file in the jail", name)
+func envPath(env []string) string {
+	path := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			path = v
 		}
-		return "", 126, fmt.Errorf("%s: %w", name, err)
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return "", 126, fmt.Errorf("%s: is a directory", name)
-	}
-	if err := unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS); err != nil {
-		return "", 126, fmt.Errorf("%s: not executable: %w", name, err)
-	}
-	return p, 0, nil
+	return path
 }

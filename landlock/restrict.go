@@ -60,25 +60,52 @@ func Restrict(p Policy) (Enforced, error) {
 // RestrictThread applies p like Restrict, but to the calling OS thread
 // only, and sets no_new_privs on that thread. The caller must hold
 // runtime.LockOSThread, and is meant to call execve next on the same
-// thread (the jail's stage 2): execve ends every other thread, and the new
-// program inherits this thread's domain. Other threads of the process stay
-// unrestricted until then, so no code but the caller's may run in them.
+// thread: execve ends every other thread, and the new program inherits
+// this thread's domain. Other threads of the process stay unrestricted
+// until then, so no code but the caller's may run in them.
 //
 // Restrict reaches the other threads with psx below ABI 8: a signal to
 // each and a listing of /proc/self/task, about a millisecond per call on a
-// busy host, which stage 2 does not need.
+// busy host.
 //
 // The errors are those of Restrict; on any other error than ErrNotEnforced
 // and ErrBelowMinABI the thread may be partly restricted and must not exec.
 func RestrictThread(p Policy) (Enforced, error) {
+	rs, en, err := NewRuleset(p)
+	if err != nil {
+		return en, err
+	}
+	defer rs.Close()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return en, fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(rs.FD, rs.Flags); err != nil {
+		return en, fmt.Errorf("landlock restrict (ABI %d): %w", en.ABI, err)
+	}
+	return en, nil
+}
+
+// Ruleset is p as a Landlock ruleset, not yet applied: a thread enters it
+// with landlock_restrict_self(FD, Flags) once it has no_new_privs. The
+// jail builds it in the init and its stage 2 applies it right before
+// execve, in a forked child that must not run Go code. FD is close-on-exec.
+type Ruleset struct {
+	FD    int
+	Flags uint32
+}
+
+// NewRuleset builds the ruleset for p and says what it enforces. The
+// errors are those of Restrict; the calling process is never changed.
+// The paths are opened, so resolved, in the caller's mount namespace.
+func NewRuleset(p Policy) (Ruleset, Enforced, error) {
 	s, err := usable(p)
 	if err != nil {
-		return Enforced{ABI: s.ABI}, err
+		return Ruleset{FD: -1}, Enforced{ABI: s.ABI}, err
 	}
 	cfg, en, flags := config(s.ABI, p.RestrictTCP)
 	rules, err := resolveRules(p, cfg)
 	if err != nil {
-		return en, err
+		return Ruleset{FD: -1}, en, err
 	}
 	attr := ll.RulesetAttr{
 		HandledAccessFS:  uint64(cfg.HandledAccessFS),
@@ -87,26 +114,30 @@ func RestrictThread(p Policy) (Enforced, error) {
 	}
 	fd, err := ll.LandlockCreateRuleset(&attr, 0)
 	if err != nil {
-		return en, fmt.Errorf("landlock create ruleset (ABI %d): %w", s.ABI, err)
+		return Ruleset{FD: -1}, en, fmt.Errorf("landlock create ruleset (ABI %d): %w", s.ABI, err)
 	}
-	defer unix.Close(fd)
+	rs := Ruleset{FD: fd, Flags: flags}
 	for _, r := range rules.paths {
 		if err := addPathRule(fd, r); err != nil {
-			return en, err
+			rs.Close()
+			return Ruleset{FD: -1}, en, err
 		}
 	}
 	for _, pr := range rules.ports {
 		if err := ll.LandlockAddNetPortRule(fd, &ll.NetPortAttr{AllowedAccess: pr.access, Port: uint64(pr.port)}, 0); err != nil {
-			return en, fmt.Errorf("landlock rule for TCP port %d: %w", pr.port, err)
+			rs.Close()
+			return Ruleset{FD: -1}, en, fmt.Errorf("landlock rule for TCP port %d: %w", pr.port, err)
 		}
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return en, fmt.Errorf("set no_new_privs: %w", err)
+	return rs, en, nil
+}
+
+// Close releases the ruleset; domains made from it stay.
+func (r Ruleset) Close() error {
+	if r.FD < 0 {
+		return nil
 	}
-	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
-		return en, fmt.Errorf("landlock restrict (ABI %d): %w", s.ABI, err)
-	}
-	return en, nil
+	return unix.Close(r.FD)
 }
 
 func addPathRule(rulesetFD int, r pathRule) error {
@@ -169,8 +200,9 @@ func config(abi int, restrictTCP bool) (gl.Config, Enforced, uint32) {
 	en.Unavailable = append(en.Unavailable, names(uint64(want.Scoped&^cfg.Scoped), scopeNames)...)
 	var flags uint32
 	if abi >= 7 {
-		// The domain is created by stage 2 before it execs the command:
-		// log what the command (and its children) are denied, not stage 2.
+		// The domain is entered by stage 2 right before it execs the
+		// command: log what the command (and its children) are denied,
+		// not stage 2.
 		cfg = cfg.DisableLoggingForOriginatingProcess().EnableLoggingForSubprocesses()
 		flags = ll.FlagRestrictSelfLogSameExecOff | ll.FlagRestrictSelfLogNewExecOn
 		en.Logging = []string{"log_same_exec_off", "log_new_exec_on"}

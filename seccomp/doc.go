@@ -5,15 +5,17 @@
 //
 // The pieces run in different processes:
 //
-//	supervisor (host, per run)          jail stage 2 (last steps before execve)
-//	  Probe()                             rlimits, caps, no_new_privs, Landlock
-//	  prog := Compile(policy, notify)     l := Install(prog)
-//	  ... send prog to the jail ...  -->  SendListener(sock, l); l.Close()
-//	  l := RecvListener(sock)        <--  close_range(3, ~0, CLOEXEC); execve
-//	  m := NewMonitor(l, action, kill)
+//	supervisor (host, per run)          jail init, then its stage 2 child
+//	  Probe()                             filter, flags := ThreadArgs(prog)
+//	  prog := Compile(policy, notify)     stage 2 (C): caps, no_new_privs,
+//	  ... send prog to the jail ...  -->    Landlock, l = seccomp(filter, flags)
+//	                                 <--    sendmsg(sock, ready, l); close(l)
+//	  m := NewMonitor(l, action, kill)      close_range(3, ~0, CLOEXEC); execve
 //	  ... run ends ...
 //	  violations := m.Stop()
 //
-// Compile uses libseccomp (cgo) and caches its result; Install only makes
-// the seccomp(2) system call.
+// Compile uses libseccomp (cgo) and caches its result. The jail loads the
+// program with its own seccomp(2) call (jail/stage2.c); Install is the same
+// for a Go process (every thread), used by tests and the benchmarks, with
+// SendListener and RecvListener.
 package seccomp

@@ -132,14 +132,12 @@ var groups = map[string][]string{
 	"@swap":   {"swapoff", "swapon"},
 }
 
-// required are the calls the jail itself makes between loading the filter
-// and execve (the Go runtime, handing over the listener, closing fds). A
-// policy cannot deny them.
+// required are the calls the jail's stage 2 (C, no Go runtime: see
+// jail/stage2.c) makes between loading the filter and execve: hand over
+// the listener, wait for the supervisor, mark descriptors close-on-exec,
+// unblock signals, report a failed execve. A policy cannot deny them.
 var required = []string{
-	"clock_gettime", "clone", "close", "close_range", "epoll_ctl", "epoll_pwait", "execve",
-	"exit", "exit_group", "fcntl", "futex", "getpid", "gettid", "madvise", "mmap", "mprotect",
-	"munmap", "nanosleep", "read", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn",
-	"sched_yield", "sendmsg", "sigaltstack", "tgkill", "write",
+	"close", "close_range", "execve", "exit_group", "recvmsg", "rt_sigprocmask", "sendmsg", "write",
 }
 
 // syscallGroup maps every syscall name in the table to its group. Built on

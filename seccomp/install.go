@@ -17,9 +17,10 @@ import (
 // copy before execve. Otherwise it returns nil.
 //
 // From here on the filter applies to the caller too: everything it does
-// until execve must be allowed (the default policy allows the Go runtime,
-// sendmsg, close, close_range and execve; Policy cannot deny them). In
-// notify mode a denied call blocks until the supervisor's Monitor answers.
+// until execve must be allowed. The default policy allows what the Go
+// runtime needs, but a Policy may deny it (it may deny only what is not
+// required: the jail's stage 2 runs no Go code). In notify mode a denied
+// call blocks until the supervisor's Monitor answers.
 func Install(prog *Program) (*os.File, error) {
 	if prog == nil {
 		return nil, errors.New("seccomp: install: no program")
@@ -60,6 +61,32 @@ func Install(prog *Program) (*os.File, error) {
 		return nil, nil
 	}
 	return os.NewFile(r, "seccomp-listener"), nil
+}
+
+// ThreadArgs returns what the raw seccomp(SECCOMP_SET_MODE_FILTER, flags,
+// &prog) call takes to load prog on the calling thread only, for a caller
+// that makes the call itself: the jail's stage 2, a single-threaded child
+// forked to exec the command, which runs no Go code. With prog.Notify the
+// call returns the listener fd. no_new_privs must be set first.
+func ThreadArgs(prog *Program) ([]unix.SockFilter, uintptr, error) {
+	if prog == nil {
+		return nil, 0, errors.New("seccomp: no program")
+	}
+	insns, err := decode(prog.Filter)
+	if err != nil {
+		return nil, 0, fmt.Errorf("seccomp: %w", err)
+	}
+	if len(insns) == 0 || len(insns) > unix.BPF_MAXINSNS {
+		return nil, 0, fmt.Errorf("seccomp: a program of %d instructions", len(insns))
+	}
+	var flags uintptr
+	if prog.Notify {
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+		if flagsAccepted(flags | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) {
+			flags |= unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+		}
+	}
+	return insns, flags, nil
 }
 
 // SendListener sends the listener over a connected AF_UNIX socket with

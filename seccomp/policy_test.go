@@ -103,6 +103,26 @@ func TestRequiredAreAllowedByDefault(t *testing.T) {
 	}
 }
 
+// Only what stage 2 needs after loading the filter is required: the Go
+// runtime's calls may be denied by a profile, stage 2's may not.
+func TestDenyRequired(t *testing.T) {
+	for _, n := range []string{"futex", "mmap", "clone", "nanosleep", "rt_sigaction", "getpid"} {
+		r, err := resolve(Policy{Deny: []string{n}})
+		if err != nil {
+			t.Errorf("deny %s: %v, want it allowed (stage 2 does not need it)", n, err)
+			continue
+		}
+		if contains(r.allow, n) {
+			t.Errorf("deny %s: still allowed", n)
+		}
+	}
+	for _, n := range required {
+		if _, err := resolve(Policy{Deny: []string{n}}); err == nil || !strings.Contains(err.Error(), "needed by the jail itself") {
+			t.Errorf("deny %s: %v, want the needed-by-the-jail error", n, err)
+		}
+	}
+}
+
 func TestGroupsIsACopy(t *testing.T) {
 	g := Groups()
 	if len(g["@mount"]) == 0 || len(g["@default"]) == 0 {

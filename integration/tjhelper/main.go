@@ -76,6 +76,19 @@ func main() {
 		case "_sleep": // _sleep DUR: sleep quietly, exit 0
 			time.Sleep(duration(arg(args, 1)))
 			os.Exit(0)
+		case "_nofile": // _nofile SOFT CMD ARG...: exec CMD with that soft RLIMIT_NOFILE
+			var l unix.Rlimit
+			unix.Getrlimit(unix.RLIMIT_NOFILE, &l)
+			soft, _ := strconv.ParseUint(arg(args, 1), 10, 64)
+			l.Cur = soft
+			// syscall.Setrlimit, so that Go keeps it across the exec.
+			if err := syscall.Setrlimit(unix.RLIMIT_NOFILE, &syscall.Rlimit{Cur: l.Cur, Max: l.Max}); err != nil {
+				fmt.Fprintln(os.Stderr, "_nofile:", err)
+				os.Exit(1)
+			}
+			err := syscall.Exec(arg(args, 2), args[2:], os.Environ())
+			fmt.Fprintln(os.Stderr, "_nofile:", err)
+			os.Exit(1)
 		}
 	}
 	if len(args) == 0 {
