@@ -404,6 +404,18 @@ func TestNoCapabilities(t *testing.T) {
 	})
 }
 
+// Stage 2 blocks every signal while it works (it is forked from the Go
+// init); the command must start with none blocked, as from a shell.
+func TestCommandSignalMask(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		o := u.jailRun(t, w, run{}, "/bin/sh", "-c", `while read k v; do case $k in SigBlk:) echo "$v";; esac; done < /proc/self/status`)
+		if o.code != 0 || strings.TrimSpace(o.stdout) != "0000000000000000" {
+			t.Errorf("the command's blocked signals: %q, want none\n%s", o.stdout, o)
+		}
+	})
+}
+
 // A descriptor the caller leaks into tooljail (no close-on-exec) does not
 // reach the command.
 func TestNoLeakedFDs(t *testing.T) {

@@ -243,7 +243,7 @@ func (c *Cmd) start() error {
 		return err
 	}
 	joinWatcher()
-	stage2, err := marshalWire(&stage2Config{
+	stage2 := stage2Config{
 		Args:     s.Args,
 		Env:      s.Env,
 		Dir:      s.Dir,
@@ -255,9 +255,6 @@ func (c *Cmd) start() error {
 		WaitAck:  c.watcher != nil,
 		// Read after startInit has put the supervisor's setting back.
 		NoHugePages: thpDisabled(),
-	})
-	if err != nil {
-		return fmt.Errorf("encode stage 2 config: %w", err)
 	}
 	cfg := initConfig{
 		Mounts:     p.mounts,

@@ -49,7 +49,7 @@ func initMain() {
 			initFail(err)
 		}
 	}
-	pid, failed, err := startStage2(cfg.Stage2)
+	pid, failed, err := startStage2(&cfg.Stage2)
 	if err != nil {
 		initFail(err)
 	}

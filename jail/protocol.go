@@ -35,9 +35,8 @@ type initConfig struct {
 	HostUID    int
 	// Resolv binds the host's resolv.conf (shared network only).
 	Resolv bool
-	// Stage2 is the encoded stage2Config: the init hands it on to stage 2
-	// as it is, without decoding and encoding it again.
-	Stage2 []byte
+	// Stage2 is what the init prepares stage 2 with.
+	Stage2 stage2Config
 }
 
 // stage2Config is the part stage 2 applies before execve.

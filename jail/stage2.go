@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,8 +42,7 @@ type stage2 struct {
 	rlimits []string // names, by index in c.rlimits
 	cmem    []unsafe.Pointer
 	rules   landlock.Ruleset
-	landlck *landlock.Enforced
-	flags   uintptr // seccomp
+	abi     int // Landlock's, for errors
 }
 
 func (s *stage2) alloc(size uintptr) unsafe.Pointer {
@@ -130,7 +130,7 @@ func prepareStage2(cfg *stage2Config) (*stage2, error) {
 			s.free()
 			return nil, fmt.Errorf("landlock: %w", err)
 		}
-		s.rules, s.landlck = rs, &enforced
+		s.rules, s.abi = rs, enforced.ABI
 		c.landlock_fd, c.landlock_flags = C.int(rs.FD), C.uint(rs.Flags)
 		ready.Landlock = &enforced
 	}
@@ -138,14 +138,13 @@ func prepareStage2(cfg *stage2Config) (*stage2, error) {
 		insns, flags, err := seccomp.ThreadArgs(cfg.Seccomp)
 		if err != nil {
 			s.free()
-			return nil, err
+			return nil, fmt.Errorf("seccomp: %w", err)
 		}
 		f := unsafe.Slice((*unix.SockFilter)(s.alloc(uintptr(len(insns))*unsafe.Sizeof(insns[0]))), len(insns))
 		copy(f, insns)
 		c.filter = (*C.struct_sock_filter)(unsafe.Pointer(&f[0]))
 		c.filter_len = C.ushort(len(insns))
 		c.seccomp_flags = C.uint(flags)
-		s.flags = flags
 		if cfg.Seccomp.Notify {
 			c.notify = 1
 			ready.Notify = true
@@ -170,33 +169,35 @@ func prepareStage2(cfg *stage2Config) (*stage2, error) {
 // failed. It returns the child's pid, and the message for the supervisor
 // when the child failed (the child has exited then, with the code the
 // message carries; the init reaps it as it would the command).
-func startStage2(b []byte) (int, *message, error) {
-	var cfg stage2Config
-	if err := unmarshalWire(b, &cfg); err != nil {
-		return 0, nil, fmt.Errorf("decode stage 2 config: %w", err)
-	}
-	s, err := prepareStage2(&cfg)
+func startStage2(cfg *stage2Config) (int, *message, error) {
+	s, err := prepareStage2(cfg)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer s.free()
-	var sync, status [2]int
-	if err := unix.Pipe2(sync[:], unix.O_CLOEXEC); err != nil {
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
 		return 0, nil, fmt.Errorf("stage 2 pipe: %w", err)
 	}
-	defer unix.Close(sync[1])
-	if err := unix.Pipe2(status[:], unix.O_CLOEXEC); err != nil {
-		unix.Close(sync[0])
+	defer syncW.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		syncR.Close()
 		return 0, nil, fmt.Errorf("stage 2 pipe: %w", err)
 	}
-	defer unix.Close(status[0])
-	s.c.sync_fd, s.c.status_fd = C.int(sync[0]), C.int(status[1])
+	defer statusR.Close()
+	s.c.sync_fd, s.c.status_fd = C.int(syncR.Fd()), C.int(statusW.Fd())
 
 	pid := int(C.tj_stage2_start(s.c))
-	unix.Close(sync[0])
-	unix.Close(status[1])
+	syncR.Close()
+	statusW.Close()
 	if pid < 0 {
 		return 0, nil, fmt.Errorf("start stage 2: %w", syscall.Errno(-pid))
+	}
+	abort := func(err error) (int, *message, error) {
+		unix.Kill(pid, unix.SIGKILL)
+		unix.Wait4(pid, nil, 0, nil)
+		return 0, nil, err
 	}
 	// The nested namespace maps the jail user (1000) to the init's uid 0,
 	// so files the command writes belong to the invoking host user.
@@ -206,48 +207,21 @@ func startStage2(b []byte) (int, *message, error) {
 		{"gid_map", fmt.Sprintf("%d 0 1\n", JailGID)},
 	} {
 		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, m[0]), []byte(m[1]), 0); err != nil {
-			unix.Kill(pid, unix.SIGKILL)
-			unix.Wait4(pid, nil, 0, nil)
-			return 0, nil, fmt.Errorf("stage 2 %s: %w", m[0], err)
+			return abort(fmt.Errorf("stage 2 %s: %w", m[0], err))
 		}
 	}
-	if _, err := unix.Write(sync[1], []byte{0}); err != nil {
-		unix.Kill(pid, unix.SIGKILL)
-		unix.Wait4(pid, nil, 0, nil)
-		return 0, nil, fmt.Errorf("start stage 2: %w", err)
+	if _, err := syncW.Write([]byte{0}); err != nil {
+		return abort(fmt.Errorf("start stage 2: %w", err))
 	}
 	var st C.struct_tj_status
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(&st)), unsafe.Sizeof(st))
-	n, err := readFull(status[0], buf)
-	switch {
-	case err != nil:
-		unix.Kill(pid, unix.SIGKILL)
-		return pid, nil, fmt.Errorf("read stage 2 status: %w", err)
-	case n == 0:
+	_, err = io.ReadFull(statusR, unsafe.Slice((*byte)(unsafe.Pointer(&st)), unsafe.Sizeof(st)))
+	switch err {
+	case io.EOF:
 		return pid, nil, nil // the command runs: execve closed the pipe
-	case n != len(buf):
-		unix.Kill(pid, unix.SIGKILL)
-		return pid, nil, fmt.Errorf("stage 2 sent %d bytes of status", n)
+	case nil:
+		return pid, s.failure(int(st.step), syscall.Errno(st.err), int(st.index), int(st.code)), nil
 	}
-	return pid, s.failure(int(st.step), syscall.Errno(st.err), int(st.index), int(st.code)), nil
-}
-
-func readFull(fd int, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	return n, nil
+	return abort(fmt.Errorf("read stage 2 status: %w", err))
 }
 
 // failure is the supervisor's message for a child that failed at step.
@@ -280,13 +254,9 @@ func (s *stage2) failure(step int, errno syscall.Errno, index, code int) *messag
 	case C.TJ_STEP_THP:
 		err = fmt.Errorf("set PR_SET_THP_DISABLE to %d: %w", s.c.thp_disable, errno)
 	case C.TJ_STEP_LANDLOCK:
-		abi := 0
-		if s.landlck != nil {
-			abi = s.landlck.ABI
-		}
-		err = fmt.Errorf("landlock: landlock restrict (ABI %d): %w", abi, errno)
+		err = fmt.Errorf("landlock: landlock restrict (ABI %d): %w", s.abi, errno)
 	case C.TJ_STEP_SECCOMP:
-		err = fmt.Errorf("seccomp: install (flags %#x): %w", s.flags, errno)
+		err = fmt.Errorf("seccomp: install (flags %#x): %w", uint(s.c.seccomp_flags), errno)
 	case C.TJ_STEP_READY, C.TJ_STEP_ACK:
 		err = fmt.Errorf("stage 2: the supervisor is gone (%v)", errOrEOF(errno))
 	case C.TJ_STEP_FDS:

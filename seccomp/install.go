@@ -22,10 +22,7 @@ import (
 // required: the jail's stage 2 runs no Go code). In notify mode a denied
 // call blocks until the supervisor's Monitor answers.
 func Install(prog *Program) (*os.File, error) {
-	if prog == nil {
-		return nil, errors.New("seccomp: install: no program")
-	}
-	insns, err := decode(prog.Filter)
+	insns, flags, err := ThreadArgs(prog)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: install: %w", err)
 	}
@@ -36,16 +33,12 @@ func Install(prog *Program) (*os.File, error) {
 	if nnp != 1 {
 		return nil, errors.New("seccomp: install: no_new_privs is not set; call prctl(PR_SET_NO_NEW_PRIVS, 1) (or apply Landlock) first")
 	}
-
-	flags := uintptr(unix.SECCOMP_FILTER_FLAG_TSYNC)
+	// Every thread: TSYNC. TSYNC_ESRCH lets TSYNC and NEW_LISTENER share
+	// one call: a thread that cannot be synchronised gives ESRCH instead
+	// of its tid, which would be ambiguous with the listener fd.
+	flags |= unix.SECCOMP_FILTER_FLAG_TSYNC
 	if prog.Notify {
-		// TSYNC_ESRCH lets TSYNC and NEW_LISTENER share one call: a thread
-		// that cannot be synchronised gives ESRCH instead of its tid,
-		// which would be ambiguous with the listener fd.
-		flags |= unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH
-		if flagsAccepted(flags | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) {
-			flags |= unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
-		}
+		flags |= unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH
 	}
 	fprog := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
 	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
@@ -70,14 +63,14 @@ func Install(prog *Program) (*os.File, error) {
 // call returns the listener fd. no_new_privs must be set first.
 func ThreadArgs(prog *Program) ([]unix.SockFilter, uintptr, error) {
 	if prog == nil {
-		return nil, 0, errors.New("seccomp: no program")
+		return nil, 0, errors.New("no program")
 	}
 	insns, err := decode(prog.Filter)
 	if err != nil {
-		return nil, 0, fmt.Errorf("seccomp: %w", err)
+		return nil, 0, err
 	}
 	if len(insns) == 0 || len(insns) > unix.BPF_MAXINSNS {
-		return nil, 0, fmt.Errorf("seccomp: a program of %d instructions", len(insns))
+		return nil, 0, fmt.Errorf("a program of %d instructions", len(insns))
 	}
 	var flags uintptr
 	if prog.Notify {
