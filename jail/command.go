@@ -1,5 +1,8 @@
 package jail
 
+// #include "init.h"
+import "C"
+
 import (
 	"context"
 	"crypto/rand"
@@ -8,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"sync"
 	"syscall"
@@ -57,9 +59,10 @@ type Cmd struct {
 	killedFor Status // timeout or violation: why the supervisor killed the run
 	killNote  string
 	setupErr  *SetupError
-	exitMsg   *message
-	ready     *message
+	exitRec   *record
+	ready     bool // stage 2 got as far as its ready record
 	waited    bool
+	initPlan  *initPlan
 }
 
 // Command returns a Cmd that runs spec.
@@ -135,10 +138,10 @@ func (c *Cmd) fail(e *SetupError) error {
 
 func (c *Cmd) start() error {
 	s, p := c.Spec, c.plan
-	// The audit socket for Landlock denials opens while the cgroup and the
-	// init are made; joinWatcher takes it before stage 2's config (which
-	// says whether to wait for it) and on every early return, so that
-	// cleanup closes it.
+	// The audit socket for Landlock denials opens and the seccomp filter
+	// is compiled (or read from the cache) while the cgroup is made; both
+	// are joined before the init's plan is compiled, and on every early
+	// return, so that cleanup closes the socket.
 	type watched struct {
 		w   *landlock.Watcher
 		err error
@@ -165,6 +168,18 @@ func (c *Cmd) start() error {
 		c.res.Enforcement.LandlockDenials = "reported"
 	}
 	defer joinWatcher()
+	compiled := make(chan error, 1)
+	go func() { compiled <- p.compileSeccomp(s) }()
+	joinCompile := func() error {
+		if compiled == nil {
+			return nil
+		}
+		err := <-compiled
+		compiled = nil
+		return err
+	}
+	defer joinCompile()
+
 	if err := c.openGroup(); err != nil {
 		return err
 	}
@@ -176,6 +191,7 @@ func (c *Cmd) start() error {
 	// The kernel stamps each message with the sender's pid in our PID
 	// namespace: how the Landlock watcher learns stage 2's host pid.
 	if err := unix.SetsockoptInt(c.sock, unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		unix.Close(fds[1])
 		return fmt.Errorf("socket credentials: %w", err)
 	}
 	child := os.NewFile(uintptr(fds[1]), "jail-socket")
@@ -200,79 +216,56 @@ func (c *Cmd) start() error {
 		outW[i] = w
 		c.relays[i] = newRelay(r, dst, budget, c.CaptureOutput)
 	}
-
-	euid, egid := os.Geteuid(), os.Getegid()
-	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP)
-	if s.Net == NetNone {
-		flags |= syscall.CLONE_NEWNET
-	}
-	cmd := &exec.Cmd{
-		Path: "/proc/self/exe",
-		Args: []string{argInit},
-		// Set, the runtime skips reading cgroup CPU limits at start-up;
-		// the init runs two goroutines (reaping, forwarding signals).
-		Env:        []string{"GOMAXPROCS=2"},
-		Dir:        "/",
-		Stdin:      stdin,
-		Stdout:     outW[0],
-		Stderr:     outW[1],
-		ExtraFiles: []*os.File{child},
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:  flags,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: euid, Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: egid, Size: 1}},
-			// Unprivileged user namespaces must deny setgroups; real root
-			// may keep it to drop its supplementary groups in the init.
-			GidMappingsEnableSetgroups: euid == 0,
-			Setsid:                     true,
-			Pdeathsig:                  syscall.SIGKILL,
-		},
-	}
-	if c.group != nil {
-		if fd := c.group.DirFD(); fd >= 0 {
-			cmd.SysProcAttr.UseCgroupFD = true
-			cmd.SysProcAttr.CgroupFD = fd
-		}
-	}
-	if err := c.startInit(cmd); err != nil {
+	// The init waits on this pipe until the supervisor has written its id
+	// maps; if the supervisor gives up first, the pipe's end ends the init.
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
 		return err
 	}
-	// The init is starting its runtime and then waits for the config:
-	// meanwhile, the filter.
-	if err := p.compileSeccomp(s); err != nil {
+	defer syncR.Close()
+	defer syncW.Close()
+
+	if err := joinCompile(); err != nil {
 		return err
 	}
 	joinWatcher()
-	stage2 := stage2Config{
-		Args:     s.Args,
-		Env:      s.Env,
-		Dir:      s.Dir,
-		NoFile:   s.Limits.NoFile,
-		FSize:    s.Limits.FSize,
-		CPUTime:  int64((s.Limits.CPUTime + time.Second - 1) / time.Second),
-		Landlock: p.landlock,
-		Seccomp:  p.seccomp,
-		WaitAck:  c.watcher != nil,
-		// Read after startInit has put the supervisor's setting back.
+	cgroupFD := -1
+	if c.group != nil {
+		cgroupFD = c.group.DirFD()
+	}
+	ip, err := newInitPlan(s, p, initFiles{
+		stdin: int(stdin.Fd()), stdout: int(outW[0].Fd()), stderr: int(outW[1].Fd()),
+		sock: int(child.Fd()), sync: int(syncR.Fd()),
+	}, cgroupFD, &stage2Config{
+		Args:    s.Args,
+		Env:     s.Env,
+		Dir:     s.Dir,
+		NoFile:  s.Limits.NoFile,
+		FSize:   s.Limits.FSize,
+		CPUTime: int64((s.Limits.CPUTime + time.Second - 1) / time.Second),
+		Seccomp: p.seccomp,
+		WaitAck: c.watcher != nil,
+		// The supervisor's own setting: startInit turns it off only around
+		// the fork.
 		NoHugePages: thpDisabled(),
+	})
+	if err != nil {
+		return err
 	}
-	cfg := initConfig{
-		Mounts:     p.mounts,
-		Hostname:   s.Hostname,
-		NetNone:    s.Net == NetNone,
-		DropGroups: euid == 0,
-		Home:       s.Home,
-		HostUID:    euid,
-		Resolv:     s.Net == NetHost,
-		Stage2:     stage2,
+	// The init has a copy of the plan from the fork on.
+	defer ip.free()
+	c.initPlan = ip
+	if err := c.startInit(ip); err != nil {
+		return err
 	}
-	if cfg.Hostname == "" {
-		cfg.Hostname = "tooljail"
+	syncR.Close()
+	if err := writeIDMaps(c.proc.Pid); err != nil {
+		return err
 	}
-	// The init waits for this message, so it is already in its cgroup and
-	// nothing in the jail has run yet.
-	if err := send(c.sock, &cfg); err != nil {
-		return fmt.Errorf("send jail config: %w", err)
+	// Nothing in the jail has run yet: the init is in its cgroup and waits
+	// for this byte.
+	if _, err := syncW.Write([]byte{0}); err != nil {
+		return fmt.Errorf("start the jail's init: %w", err)
 	}
 	c.msgDone = make(chan struct{})
 	go c.readMessages()
@@ -289,6 +282,24 @@ func (c *Cmd) start() error {
 			case <-c.msgDone:
 			}
 		}()
+	}
+	return nil
+}
+
+// writeIDMaps maps uid and gid 0 of the init's user namespace to the
+// supervisor's. Unprivileged user namespaces must deny setgroups; real
+// root keeps it, for the init to drop its supplementary groups.
+func writeIDMaps(pid int) error {
+	euid, egid := os.Geteuid(), os.Getegid()
+	files := [][2]string{{"uid_map", fmt.Sprintf("0 %d 1\n", euid)}}
+	if euid != 0 {
+		files = append(files, [2]string{"setgroups", "deny"})
+	}
+	files = append(files, [2]string{"gid_map", fmt.Sprintf("0 %d 1\n", egid)})
+	for _, f := range files {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, f[0]), []byte(f[1]), 0); err != nil {
+			return fmt.Errorf("write the jail's %s: %w (are unprivileged user namespaces allowed? see `tooljail check`)", f[0], err)
+		}
 	}
 	return nil
 }
@@ -323,17 +334,14 @@ func (c *Cmd) openGroup() error {
 	return nil
 }
 
-// startInit starts the init from a goroutine locked to its OS thread until
-// the init exits: the kernel sends Pdeathsig when the creating thread ends,
-// not the process.
 // noHugePagesForChildren turns transparent huge pages off for this process
 // while the init is forked, and returns what turns them back on. The init
-// inherits the setting from its first instruction: it is charged to the
-// run's memory cap, and with huge pages "always" (Debian's default) its Go
-// heap would take 2 MiB pages, a few MiB of the cap. Stage 2 sets the
-// supervisor's own setting for the command. The flag is per
-// process, so a concurrent Start may fork its init with huge pages on:
-// that costs memory, nothing else.
+// inherits the setting: it is charged to the run's memory cap, and with
+// huge pages "always" (Debian's default) every page it writes in its copy
+// of the supervisor's memory could become a 2 MiB one. Stage 2 sets the
+// supervisor's own setting for the command. The flag is per process, so a
+// concurrent Start may fork its init with huge pages on: that costs
+// memory, nothing else.
 func noHugePagesForChildren() (restore func()) {
 	if thpDisabled() {
 		return func() {}
@@ -351,64 +359,77 @@ func thpDisabled() bool {
 	return err == nil && v != 0
 }
 
-func (c *Cmd) startInit(cmd *exec.Cmd) error {
-	errCh := make(chan error, 1)
+// startInit forks the init from a goroutine locked to its OS thread until
+// the init exits: the kernel sends the init's parent death signal when the
+// forking thread ends, not the process.
+func (c *Cmd) startInit(ip *initPlan) error {
+	type started struct {
+		proc *os.Process
+		err  error
+	}
+	startCh := make(chan started, 1)
 	c.waitCh = make(chan *os.ProcessState, 1)
+	intoGroup := ip.c.cgroup_fd >= 0
 	joined := false
 	go func() {
 		runtime.LockOSThread()
 		// v1: this thread joins the group and forks the init there (see
 		// cgroup.Group.JoinThread); when it cannot, AddProc below.
 		var leave func() error
-		if c.group != nil && !cmd.SysProcAttr.UseCgroupFD {
+		if c.group != nil && !intoGroup {
 			var err error
 			if leave, err = c.group.JoinThread(); err != nil {
 				if leave != nil {
 					// Stuck in the group: this thread forks nothing
 					// and ends with this goroutine (it stays locked).
-					errCh <- err
+					startCh <- started{err: err}
 					return
 				}
 				// Not joined: AddProc below.
 			}
 		}
 		restoreTHP := noHugePagesForChildren()
-		err := cmd.Start()
-		if err != nil && cmd.SysProcAttr.UseCgroupFD {
+		pid, err := ip.forkInit()
+		if err != nil && intoGroup {
 			// Clone into the cgroup can be refused (clone3 blocked by an
-			// outer seccomp profile, a v1 host); join it before release.
-			cmd.SysProcAttr.UseCgroupFD = false
-			cmd.Process, cmd.ProcessState = nil, nil
-			err = cmd.Start()
+			// outer seccomp profile, a v1 host): AddProc below.
+			intoGroup = false
+			ip.c.cgroup_fd = -1
+			pid, err = ip.forkInit()
 		}
 		restoreTHP()
+		var proc *os.Process
+		if err == nil {
+			// A child of this process, not reaped yet: its pid is its own.
+			proc, err = os.FindProcess(pid)
+		}
 		if leave != nil {
 			if lerr := leave(); lerr != nil {
 				// This thread is stuck in the run's group: end the init,
 				// and the thread with this goroutine (it stays locked).
 				if err == nil {
-					cmd.Process.Kill()
-					cmd.Wait()
+					proc.Kill()
+					proc.Wait()
 				}
-				errCh <- errors.Join(err, lerr)
+				startCh <- started{err: errors.Join(err, lerr)}
 				return
 			}
 			joined = err == nil
 		}
-		errCh <- err
+		startCh <- started{proc, err}
 		if err != nil {
 			return
 		}
-		cmd.Wait()
-		c.waitCh <- cmd.ProcessState
+		state, _ := proc.Wait()
+		c.waitCh <- state
 	}()
-	if err := <-errCh; err != nil {
-		return fmt.Errorf("start the jail's init: %w (are unprivileged user namespaces allowed? see `tooljail check`)", err)
+	st := <-startCh
+	if st.err != nil {
+		return fmt.Errorf("start the jail's init: %w (are unprivileged user namespaces allowed? see `tooljail check`)", st.err)
 	}
-	c.proc = cmd.Process
-	if c.group != nil && !cmd.SysProcAttr.UseCgroupFD && !joined {
+	c.proc = st.proc
+	if c.group != nil && !intoGroup && !joined {
 		if err := c.group.AddProc(c.proc.Pid); err != nil {
-			c.proc.Kill()
 			return fmt.Errorf("move the jail into its cgroup: %w", err)
 		}
 	}
@@ -454,24 +475,22 @@ func (c *Cmd) readMessages() {
 			}
 			return
 		}
-		var m message
-		if err := unmarshalWire(pk.data, &m); err != nil {
+		r, ok := parseRecord(pk.data)
+		if !ok {
+			for _, f := range files {
+				f.Close()
+			}
 			continue
 		}
 		c.mu.Lock()
-		switch m.Type {
-		case msgSetupError, msgExecError:
+		switch r.typ {
+		case C.TJ_REC_INIT_FAIL, C.TJ_REC_STAGE2_FAIL:
 			if c.setupErr == nil {
-				code := m.Code
-				if code == 0 {
-					code = ExitSetup
-				}
-				c.setupErr = &SetupError{Code: code, Err: errors.New(m.Error)}
+				c.setupErr = c.initPlan.failure(r)
 			}
-		case msgReady:
-			mm := m
-			c.ready = &mm
-			if m.Notify && len(files) > 0 && c.monitor == nil {
+		case C.TJ_REC_READY:
+			c.ready = true
+			if len(files) > 0 && c.monitor == nil {
 				action := seccomp.ActionDeny
 				if c.Spec.OnViolation == ViolationKill {
 					action = seccomp.ActionKill
@@ -483,11 +502,11 @@ func (c *Cmd) readMessages() {
 			}
 			if c.watcher != nil {
 				c.watcher.Track(pk.pid)
-				send(c.sock, &message{Type: msgAck})
+				unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
 			}
-		case msgExit:
-			mm := m
-			c.exitMsg = &mm
+		case C.TJ_REC_EXIT:
+			rr := r
+			c.exitRec = &rr
 		}
 		c.mu.Unlock()
 		for _, f := range files {
@@ -607,25 +626,25 @@ func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []se
 			Kind: "landlock", Path: d.Path, Access: d.Access, Pid: d.Pid, Count: d.Count, Action: "denied",
 		})
 	}
-	if c.ready != nil && c.ready.Landlock != nil {
-		ll := c.ready.Landlock
+	if c.ready && c.initPlan != nil && c.initPlan.enforced != nil {
+		ll := c.initPlan.enforced
 		r.Enforcement.LandlockABI = ll.ABI
 		r.Enforcement.LandlockRights = ll.FSRights
 		r.Enforcement.LandlockNet = ll.NetRights
 		r.Enforcement.LandlockScopes = ll.Scopes
 	}
-	if e := c.exitMsg; e != nil && e.Rusage != nil {
-		r.CPUUserMs = int64p(e.Rusage.UserUsec / 1000)
-		r.CPUSystemMs = int64p(e.Rusage.SystemUsec / 1000)
-		r.MaxRSSBytes = int64p(e.Rusage.MaxRSSKiB * 1024)
+	if e := c.exitRec; e != nil {
+		r.CPUUserMs = int64p(e.rusage.UserUsec / 1000)
+		r.CPUSystemMs = int64p(e.rusage.SystemUsec / 1000)
+		r.MaxRSSBytes = int64p(e.rusage.MaxRSSKiB * 1024)
 	}
 	c.applyCgroupStats(st)
 
 	// A non-native (x32, i386) syscall kills the process that made it: the
 	// monitor kills it in notify mode, the filter with SIGSYS otherwise.
 	var arch *Violation
-	if e := c.exitMsg; e != nil && e.Signal == int(unix.SIGSYS) && c.plan.enf.Seccomp == "errno" {
-		if v, ok := seccomp.ViolationFromWaitStatus(syscall.WaitStatus(e.Signal), 2); ok {
+	if e := c.exitRec; e != nil && e.signal == int(unix.SIGSYS) && c.plan.enf.Seccomp == "errno" {
+		if v, ok := seccomp.ViolationFromWaitStatus(syscall.WaitStatus(e.signal), 2); ok {
 			r.Violations = append(r.Violations, Violation{Kind: v.Kind, JailPid: v.JailPid, Count: v.Count, Action: v.Action})
 		}
 	}
@@ -635,7 +654,7 @@ func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []se
 			break
 		}
 	}
-	commandKilled := c.exitMsg != nil && (c.exitMsg.Signal == int(unix.SIGKILL) || c.exitMsg.Signal == int(unix.SIGSYS))
+	commandKilled := c.exitRec != nil && (c.exitRec.signal == int(unix.SIGKILL) || c.exitRec.signal == int(unix.SIGSYS))
 
 	oom := st.OOMKills != nil && *st.OOMKills > 0
 	switch {
@@ -656,18 +675,18 @@ func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []se
 		if arch.Syscall != "" {
 			r.Reason = fmt.Sprintf("killed for a non-native system call: %s (x32 or i386 entry point)", arch.Syscall)
 		}
-	case oom && (c.exitMsg == nil || c.exitMsg.Signal == int(unix.SIGKILL)):
+	case oom && (c.exitRec == nil || c.exitRec.signal == int(unix.SIGKILL)):
 		r.Status, r.ExitCode, r.Signal = StatusMemoryLimit, 128+int(unix.SIGKILL), "SIGKILL"
 		r.Reason = c.oomReason(st)
-	case c.exitMsg != nil && c.exitMsg.Signal != 0:
-		sig := unix.Signal(c.exitMsg.Signal)
-		r.Status, r.ExitCode, r.Signal = StatusSignaled, c.exitMsg.ExitCode, unix.SignalName(sig)
+	case c.exitRec != nil && c.exitRec.signal != 0:
+		sig := unix.Signal(c.exitRec.signal)
+		r.Status, r.ExitCode, r.Signal = StatusSignaled, c.exitRec.exitCode, unix.SignalName(sig)
 		r.Reason = signalReason(sig, &c.Spec.Limits)
 		if c.killedFor == StatusSignaled {
 			r.Reason = c.killNote
 		}
-	case c.exitMsg != nil:
-		r.Status, r.ExitCode = StatusExited, c.exitMsg.ExitCode
+	case c.exitRec != nil:
+		r.Status, r.ExitCode = StatusExited, c.exitRec.exitCode
 	case c.killedFor == StatusSignaled:
 		r.Status, r.ExitCode, r.Signal, r.Reason = StatusSignaled, 128+int(unix.SIGKILL), "SIGKILL", c.killNote
 	default:

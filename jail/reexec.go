@@ -1,25 +1,14 @@
 package jail
 
-import (
-	"os"
-	"runtime"
-)
+import "os"
 
-// Init runs the jail's init (or the host probe's child) when this process is
-// one of them and never returns in that case; otherwise it returns at once. Call it first
-// thing in main, before flags are parsed or goroutines started.
+// Init runs the host probe's child (which tries the mount API in a fresh
+// user namespace) when this process is one, and never returns in that
+// case; otherwise it returns at once. Call it first thing in main, before
+// flags are parsed or goroutines started. The jail's init is not a
+// re-execution: the supervisor forks it (init.c).
 func Init() {
-	if len(os.Args) == 0 {
-		return
-	}
-	switch os.Args[0] {
-	case argInit:
-		// Every per-thread attribute the init sets (and the Pdeathsig of the
-		// stage 2 it starts) must stay on one thread.
-		runtime.LockOSThread()
-		initMain()
-		os.Exit(125)
-	case argProbe:
+	if len(os.Args) > 0 && os.Args[0] == argProbe {
 		probeChild()
 	}
 }

@@ -1,22 +1,29 @@
-// Stage 2 runs in C, in a child the init forks, so that no second Go
-// runtime starts between the init and the command: a Go start costs
-// milliseconds (threads, heap, package init), and its threads must be torn
-// down again at execve. The init prepares every value in Go (stage2.go);
-// the child only makes system calls, in the order bubblewrap and runc's
-// nsexec use: wait for the id maps, drop capabilities, working directory,
-// rlimits, Landlock, seccomp last, hand the listener to the supervisor,
-// execve.
+// Stage 2 runs in C, in a child the init clones, so that no second Go
+// runtime starts between the init and the command. The supervisor
+// prepares every value in Go (stage2.go); the child only makes system
+// calls, in the order bubblewrap and runc's nsexec use: wait for the id
+// maps, drop capabilities, working directory, rlimits, Landlock, seccomp
+// last, hand the listener to the supervisor, execve.
 //
-// The child is forked from a multi-threaded Go process: it runs on a copy
-// of the calling thread only, so it must not touch the Go runtime, malloc
-// or stdio. It uses raw system calls on stack memory, with every signal
-// blocked from before the fork until its handlers are back to default.
+// The child shares the init's memory (CLONE_VM, as posix_spawn does): the
+// kernel neither copies the page tables at the clone (the init's memory is
+// a copy of the supervisor's) nor tears them down at execve. It runs on a
+// stack of its own, beside the init, so it must not touch malloc, stdio or
+// even errno (the thread-local errno is the init's): it makes raw system
+// calls (tj_sys) that return -errno, with every signal blocked from before
+// the clone until its handlers are back to default. Per-process state
+// (credentials, signal handlers, file descriptors, rlimits) is its own;
+// per-memory state is not: the huge page setting it makes for the command
+// is the init's too until execve, and the init restores its own then
+// (init.c).
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -38,17 +45,59 @@
 #define SYS_landlock_restrict_self 446
 #endif
 
+// tj_sys makes a raw system call: the result, or -errno.
+static inline long tj_sys(long n, long a, long b, long c, long d, long e) {
+#if defined(__x86_64__)
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+			 : "rcx", "r11", "memory");
+	return ret;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory", "cc");
+	return x0;
+#else
+#error "stage 2 needs a raw system call for this architecture (tj_sys)"
+#endif
+}
+
+#define SYS0(n) tj_sys(n, 0, 0, 0, 0, 0)
+#define SYS1(n, a) tj_sys(n, (long)(a), 0, 0, 0, 0)
+#define SYS2(n, a, b) tj_sys(n, (long)(a), (long)(b), 0, 0, 0)
+#define SYS3(n, a, b, c) tj_sys(n, (long)(a), (long)(b), (long)(c), 0, 0)
+#define SYS4(n, a, b, c, d) tj_sys(n, (long)(a), (long)(b), (long)(c), (long)(d), 0)
+
 uint64_t tj_orig_nofile_cur, tj_orig_nofile_max;
 int tj_orig_nofile_ok;
 
+char *tj_args_start;
+size_t tj_args_len;
+
 // Runs before the Go runtime, which raises the soft RLIMIT_NOFILE to the
 // hard one: the command gets the original back, as os/exec children do.
-__attribute__((constructor)) static void tj_save_nofile(void) {
+// It also notes where the process's arguments are (glibc passes main's
+// arguments to constructors): the init, a fork of this process, blanks
+// its copy, which /proc/1/cmdline would show inside the jail.
+__attribute__((constructor)) static void tj_save_start(int argc, char **argv, char **envp) {
+	(void)envp;
 	struct rlimit r;
 	if (getrlimit(RLIMIT_NOFILE, &r) == 0) {
 		tj_orig_nofile_cur = r.rlim_cur;
 		tj_orig_nofile_max = r.rlim_max;
 		tj_orig_nofile_ok = 1;
+	}
+	if (argc > 0 && argv != NULL && argv[0] != NULL && argv[argc - 1] != NULL) {
+		tj_args_start = argv[0];
+		tj_args_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0]);
 	}
 }
 
@@ -60,17 +109,51 @@ struct tj_ksigaction {
 	uint64_t mask;
 };
 
-static void tj_sigmask(uint64_t set, uint64_t *old) {
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &set, old, sizeof set);
+size_t tj_record_size(const struct tj_record *r) {
+	return offsetof(struct tj_record, path) + strnlen(r->path, sizeof r->path - 1) + 1;
 }
 
+long tj_send_record(int sock, const struct tj_record *r, size_t n, int fd) {
+	struct iovec iov = {(void *)r, n};
+	struct msghdr mh;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&mh, 0, sizeof mh);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (fd >= 0) {
+		memset(&u, 0, sizeof u);
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof u.buf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	long r2;
+	while ((r2 = SYS3(SYS_sendmsg, sock, &mh, MSG_NOSIGNAL)) == -EINTR) {
+	}
+	return r2 < 0 ? r2 : 0;
+}
+
+// tj_fail tells the init what failed (it passes the record on to the
+// supervisor) and exits with code.
 static __attribute__((noreturn)) void tj_fail(const struct tj_stage2 *s, int step, int err, int index, int code) {
-	struct tj_status st = {step, err, index, code};
-	ssize_t n;
-	do {
-		n = write(s->status_fd, &st, sizeof st);
-	} while (n < 0 && errno == EINTR);
-	_exit(code);
+	struct tj_record r;
+	memset(&r, 0, offsetof(struct tj_record, path) + 1);
+	r.type = TJ_REC_STAGE2_FAIL;
+	r.step = step;
+	r.err = err;
+	r.index = index;
+	r.code = code;
+	while (SYS3(SYS_write, s->status_fd, &r, tj_record_size(&r)) == -EINTR) {
+	}
+	for (;;) {
+		SYS1(SYS_exit_group, code);
+	}
 }
 
 // Go's handlers would run Go code in this child: back to default for every
@@ -81,7 +164,7 @@ static void tj_default_handlers(void) {
 		if (sig == SIGKILL || sig == SIGSTOP) {
 			continue;
 		}
-		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) {
+		if (SYS4(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) {
 			continue;
 		}
 		if (old.handler == (void *)SIG_IGN || old.handler == (void *)SIG_DFL) {
@@ -89,57 +172,30 @@ static void tj_default_handlers(void) {
 		}
 		memset(&dfl, 0, sizeof dfl);
 		dfl.handler = (void *)SIG_DFL;
-		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+		SYS4(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
 	}
 }
 
-static int tj_send_ready(const struct tj_stage2 *s, int listener) {
-	struct iovec iov = {(void *)s->ready, s->ready_len};
-	struct msghdr mh;
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&mh, 0, sizeof mh);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	if (listener >= 0) {
-		memset(&u, 0, sizeof u);
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof u.buf;
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &listener, sizeof(int));
-	}
-	ssize_t n;
-	do {
-		n = sendmsg(s->sock, &mh, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
-	return n < 0 ? -1 : 0;
-}
-
-static __attribute__((noreturn)) void tj_child(const struct tj_stage2 *s) {
+static int tj_child(void *arg) {
+	const struct tj_stage2 *s = arg;
 	char b;
-	ssize_t n;
+	long r;
 
 	tj_default_handlers();
-	do {
-		n = read(s->sync_fd, &b, 1);
-	} while (n < 0 && errno == EINTR);
-	if (n != 1) {
+	while ((r = SYS3(SYS_read, s->sync_fd, &b, 1)) == -EINTR) {
+	}
+	if (r != 1) {
 		// The init failed to write the id maps, or died.
-		tj_fail(s, TJ_STEP_SYNC, n < 0 ? errno : 0, -1, 125);
+		tj_fail(s, TJ_STEP_SYNC, r < 0 ? (int)-r : 0, -1, 125);
 	}
-	if (setsid() < 0) {
+	if ((r = SYS0(SYS_setsid)) < 0) {
 		// No controlling terminal: no TIOCSTI on the caller's tty.
-		tj_fail(s, TJ_STEP_SETSID, errno, -1, 125);
+		tj_fail(s, TJ_STEP_SETSID, (int)-r, -1, 125);
 	}
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
-		tj_fail(s, TJ_STEP_PDEATHSIG, errno, -1, 125);
+	if ((r = SYS2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) < 0) {
+		tj_fail(s, TJ_STEP_PDEATHSIG, (int)-r, -1, 125);
 	}
-	if (getppid() != s->parent_pid) {
+	if (SYS0(SYS_getppid) != s->parent_pid) {
 		tj_fail(s, TJ_STEP_PDEATHSIG, 0, -1, 125); // the init is gone already
 	}
 
@@ -148,50 +204,51 @@ static __attribute__((noreturn)) void tj_child(const struct tj_stage2 *s) {
 	// PR_CAPBSET_DROP says EINVAL), set no_new_privs, clear the ambient,
 	// inheritable, permitted and effective sets.
 	for (int c = 0; c < 64; c++) {
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
-			if (errno == EINVAL && c > 0) {
+		if ((r = SYS2(SYS_prctl, PR_CAPBSET_DROP, c)) < 0) {
+			if (r == -EINVAL && c > 0) {
 				break;
 			}
-			tj_fail(s, TJ_STEP_CAPBSET, errno, c, 125);
+			tj_fail(s, TJ_STEP_CAPBSET, (int)-r, c, 125);
 		}
 	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		tj_fail(s, TJ_STEP_NNP, errno, -1, 125);
+	if ((r = SYS2(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1)) < 0) {
+		tj_fail(s, TJ_STEP_NNP, (int)-r, -1, 125);
 	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) {
-		tj_fail(s, TJ_STEP_AMBIENT, errno, -1, 125);
+	if ((r = SYS2(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)) < 0) {
+		tj_fail(s, TJ_STEP_AMBIENT, (int)-r, -1, 125);
 	}
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct data[2];
 	memset(data, 0, sizeof data);
-	if (syscall(SYS_capset, &hdr, data) < 0) {
-		tj_fail(s, TJ_STEP_CAPSET, errno, -1, 125);
+	if ((r = SYS2(SYS_capset, &hdr, data)) < 0) {
+		tj_fail(s, TJ_STEP_CAPSET, (int)-r, -1, 125);
 	}
 
 	// As the jail user without capabilities, as the command will be.
-	if (chdir(s->dir) < 0) {
-		tj_fail(s, TJ_STEP_CHDIR, errno, -1, 125);
+	if ((r = SYS1(SYS_chdir, s->dir)) < 0) {
+		tj_fail(s, TJ_STEP_CHDIR, (int)-r, -1, 125);
 	}
 	for (int i = 0; i < s->nrlimits; i++) {
-		struct rlimit r = {s->rlimits[i].cur, s->rlimits[i].max};
-		if (setrlimit(s->rlimits[i].resource, &r) < 0) {
-			tj_fail(s, TJ_STEP_RLIMIT, errno, i, 125);
+		struct rlimit l = {s->rlimits[i].cur, s->rlimits[i].max};
+		if ((r = SYS4(SYS_prlimit64, 0, s->rlimits[i].resource, &l, NULL)) < 0) {
+			tj_fail(s, TJ_STEP_RLIMIT, (int)-r, i, 125);
 		}
 	}
-	if (prctl(PR_SET_THP_DISABLE, s->thp_disable, 0, 0, 0) < 0) {
-		tj_fail(s, TJ_STEP_THP, errno, -1, 125);
+	// Per memory: the init's too, until execve gives the command its own.
+	if ((r = SYS2(SYS_prctl, PR_SET_THP_DISABLE, s->thp_disable)) < 0) {
+		tj_fail(s, TJ_STEP_THP, (int)-r, -1, 125);
 	}
-	if (s->landlock_fd >= 0 && syscall(SYS_landlock_restrict_self, s->landlock_fd, s->landlock_flags) < 0) {
-		tj_fail(s, TJ_STEP_LANDLOCK, errno, -1, 125);
+	if (s->landlock_fd >= 0 && (r = SYS2(SYS_landlock_restrict_self, s->landlock_fd, s->landlock_flags)) < 0) {
+		tj_fail(s, TJ_STEP_LANDLOCK, (int)-r, -1, 125);
 	}
 
 	int listener = -1;
 	if (s->filter != NULL) {
 		// This thread only: the child has no other.
 		struct sock_fprog prog = {s->filter_len, s->filter};
-		long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, s->seccomp_flags, &prog);
+		r = SYS3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, s->seccomp_flags, &prog);
 		if (r < 0) {
-			tj_fail(s, TJ_STEP_SECCOMP, errno, -1, 125);
+			tj_fail(s, TJ_STEP_SECCOMP, (int)-r, -1, 125);
 		}
 		if (s->notify) {
 			listener = (int)r;
@@ -200,11 +257,14 @@ static __attribute__((noreturn)) void tj_child(const struct tj_stage2 *s) {
 	// Under the filter from here: sendmsg, recvmsg, close, close_range,
 	// rt_sigprocmask, write, exit_group and execve are in every allowlist
 	// (seccomp's required calls).
-	if (tj_send_ready(s, listener) < 0) {
-		tj_fail(s, TJ_STEP_READY, errno, -1, 125); // the supervisor is gone
+	struct tj_record ready;
+	memset(&ready, 0, offsetof(struct tj_record, path) + 1);
+	ready.type = TJ_REC_READY;
+	if ((r = tj_send_record(s->sock, &ready, tj_record_size(&ready), listener)) < 0) {
+		tj_fail(s, TJ_STEP_READY, (int)-r, -1, 125); // the supervisor is gone
 	}
 	if (listener >= 0) {
-		close(listener);
+		SYS1(SYS_close, listener);
 	}
 	if (s->wait_ack) {
 		char ack[256];
@@ -213,27 +273,26 @@ static __attribute__((noreturn)) void tj_child(const struct tj_stage2 *s) {
 		memset(&mh, 0, sizeof mh);
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
-		do {
-			n = recvmsg(s->sock, &mh, 0);
-		} while (n < 0 && errno == EINTR);
-		if (n <= 0) {
-			tj_fail(s, TJ_STEP_ACK, n < 0 ? errno : 0, -1, 125);
+		while ((r = SYS3(SYS_recvmsg, s->sock, &mh, 0)) == -EINTR) {
+		}
+		if (r <= 0) {
+			tj_fail(s, TJ_STEP_ACK, r < 0 ? (int)-r : 0, -1, 125);
 		}
 	}
 	// Only 0, 1 and 2 reach the command; status_fd closes at a successful
 	// execve, which tells the init.
-	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
-		tj_fail(s, TJ_STEP_FDS, errno, -1, 125);
+	if ((r = SYS3(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC)) < 0) {
+		tj_fail(s, TJ_STEP_FDS, (int)-r, -1, 125);
 	}
-	tj_sigmask(0, NULL);
+	uint64_t none = 0;
+	SYS4(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
 
 	// Like a shell: the first candidate that execs; one that exists but
 	// may not be executed is reported only when none execs (126), nothing
 	// found is 127.
 	int denied = -1;
 	for (int i = 0; i < s->npaths; i++) {
-		execve(s->paths[i], s->argv, s->envp);
-		int e = errno;
+		int e = (int)-SYS3(SYS_execve, s->paths[i], s->argv, s->envp);
 		if (e == ENOENT || e == ENOTDIR) {
 			continue;
 		}
@@ -251,14 +310,29 @@ static __attribute__((noreturn)) void tj_child(const struct tj_stage2 *s) {
 	tj_fail(s, TJ_STEP_EXEC, ENOENT, -1, 127);
 }
 
+// The child's stack. It is never unmapped: the child runs on it until it
+// has exec'd or exited, which the init learns only later.
+#define TJ_STACK_SIZE (256 << 10)
+
 long tj_stage2_start(const struct tj_stage2 *s) {
-	uint64_t old;
-	tj_sigmask(~(uint64_t)0, &old);
-	long pid = syscall(SYS_clone, s->clone_flags | SIGCHLD, NULL, NULL, NULL, 0);
-	if (pid == 0) {
-		tj_child(s);
+	char *stack = mmap(NULL, TJ_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		return -errno;
 	}
+	// A guard page below it.
+	if (mprotect(stack, 4096, PROT_NONE) < 0) {
+		int e = errno;
+		munmap(stack, TJ_STACK_SIZE);
+		return -e;
+	}
+	uint64_t all = ~(uint64_t)0, old;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
+	int pid = clone(tj_child, stack + TJ_STACK_SIZE, (int)(s->clone_flags | CLONE_VM | SIGCHLD), (void *)s);
 	int e = errno;
-	tj_sigmask(old, NULL);
-	return pid < 0 ? -e : pid;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
+	if (pid < 0) {
+		munmap(stack, TJ_STACK_SIZE);
+		return -e;
+	}
+	return pid;
 }

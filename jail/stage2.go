@@ -1,7 +1,6 @@
 package jail
 
 /*
-#include <stdlib.h>
 #include "stage2.h"
 */
 import "C"
@@ -9,8 +8,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,80 +15,62 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
 // Stage 2 is the child the init forks to become the command: uid 1000 of
 // a nested user namespace, in a copy of the init's mount namespace, where
 // the init's mounts are locked (they can be neither unmounted nor
-// remounted from inside). It runs C (stage2.c), not a second Go runtime:
-// the init prepares everything here, and the child applies, in this order,
-// capability drop and no_new_privs, working directory, rlimits, huge page
-// setting, Landlock, seccomp (last, so the filter needs to allow only what
-// remains), hands the listener to the supervisor, and execs. A failure
-// comes back to the init as a tj_status, which the init turns into the
-// supervisor's message.
+// remounted from inside). It runs C (stage2.c): the supervisor prepares
+// everything here, in the init's plan, and the child applies, in this
+// order, capability drop and no_new_privs, working directory, rlimits,
+// huge page setting, Landlock, seccomp (last, so the filter needs to allow
+// only what remains), hands the listener to the supervisor, and execs. A
+// failure comes back as a record, which failure turns into the run's
+// error.
 
-// stage2 is one prepared start: C memory the child reads, and what the
-// init needs to report a failure.
+// stage2Config is the part stage 2 applies before execve.
+type stage2Config struct {
+	Args    []string
+	Env     []string
+	Dir     string
+	NoFile  uint64
+	FSize   int64
+	CPUTime int64 // seconds (RLIMIT_CPU)
+	Seccomp *seccomp.Program
+	// WaitAck makes stage 2 wait, after its ready record, until the
+	// supervisor has registered it (the Landlock denial watcher needs its
+	// host pid first).
+	WaitAck bool
+	// NoHugePages is the supervisor's own PR_SET_THP_DISABLE setting, which
+	// the command gets back (the init runs with huge pages off).
+	NoHugePages bool
+}
+
+// stage2 is stage 2's part of the init's plan, and what the supervisor
+// needs to report its failures.
 type stage2 struct {
 	cfg     *stage2Config
 	c       *C.struct_tj_stage2
 	paths   []string
 	rlimits []string // names, by index in c.rlimits
-	cmem    []unsafe.Pointer
-	rules   landlock.Ruleset
-	abi     int // Landlock's, for errors
+	abi     int      // Landlock's, for errors
 }
 
-func (s *stage2) alloc(size uintptr) unsafe.Pointer {
-	p := C.calloc(1, C.size_t(size))
-	if p == nil {
-		panic("stage 2: out of memory")
-	}
-	s.cmem = append(s.cmem, p)
-	return p
-}
-
-func (s *stage2) cstring(v string) *C.char {
-	p := (*C.char)(s.alloc(uintptr(len(v)) + 1))
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(p)), len(v)), v)
-	return p
-}
-
-func (s *stage2) cstrings(l []string) **C.char {
-	arr := unsafe.Slice((**C.char)(s.alloc(uintptr(len(l)+1)*unsafe.Sizeof((*C.char)(nil)))), len(l)+1)
-	for i, v := range l {
-		arr[i] = s.cstring(v)
-	}
-	return &arr[0]
-}
-
-func (s *stage2) free() {
-	for _, p := range s.cmem {
-		C.free(p)
-	}
-	s.cmem = nil
-	s.rules.Close()
-}
-
-// prepareStage2 turns the config into the child's instructions. Errors are
-// setup errors (exit 125).
-func prepareStage2(cfg *stage2Config) (*stage2, error) {
+// prepareStage2 fills c, in the init's plan, with the child's
+// instructions. The Landlock ruleset is the init's to build (the rule
+// paths resolve in the jail); c gets its flags there.
+func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2, error) {
 	if len(cfg.Args) == 0 {
 		return nil, errors.New("stage 2: no command")
 	}
-	s := &stage2{cfg: cfg, rules: landlock.Ruleset{FD: -1}}
-	s.c = (*C.struct_tj_stage2)(s.alloc(unsafe.Sizeof(C.struct_tj_stage2{})))
-	c := s.c
+	s := &stage2{cfg: cfg, c: c}
 	c.clone_flags = C.ulong(unix.CLONE_NEWUSER | unix.CLONE_NEWNS)
-	c.parent_pid = C.int(os.Getpid())
-	c.dir = s.cstring(cfg.Dir)
-	c.argv = s.cstrings(cfg.Args)
-	c.envp = s.cstrings(cfg.Env)
+	c.dir = a.cstring(cfg.Dir)
+	c.argv = a.cstrings(cfg.Args)
+	c.envp = a.cstrings(cfg.Env)
 	s.paths = execCandidates(cfg.Args[0], cfg.Env, cfg.Dir)
-	c.paths = s.cstrings(s.paths)
+	c.paths = a.cstrings(s.paths)
 	c.npaths = C.int(len(s.paths))
 
 	add := func(name string, res int, cur, max uint64) {
@@ -121,111 +100,29 @@ func prepareStage2(cfg *stage2Config) (*stage2, error) {
 	if cfg.NoHugePages {
 		c.thp_disable = 1
 	}
-
-	ready := message{Type: msgReady}
 	c.landlock_fd = -1
-	if cfg.Landlock != nil {
-		rs, enforced, err := landlock.NewRuleset(*cfg.Landlock)
-		if err != nil {
-			s.free()
-			return nil, fmt.Errorf("landlock: %w", err)
-		}
-		s.rules, s.abi = rs, enforced.ABI
-		c.landlock_fd, c.landlock_flags = C.int(rs.FD), C.uint(rs.Flags)
-		ready.Landlock = &enforced
-	}
 	if cfg.Seccomp != nil {
 		insns, flags, err := seccomp.ThreadArgs(cfg.Seccomp)
 		if err != nil {
-			s.free()
 			return nil, fmt.Errorf("seccomp: %w", err)
 		}
-		f := unsafe.Slice((*unix.SockFilter)(s.alloc(uintptr(len(insns))*unsafe.Sizeof(insns[0]))), len(insns))
+		f := unsafe.Slice((*unix.SockFilter)(a.alloc(uintptr(len(insns))*unsafe.Sizeof(insns[0]))), len(insns))
 		copy(f, insns)
 		c.filter = (*C.struct_sock_filter)(unsafe.Pointer(&f[0]))
 		c.filter_len = C.ushort(len(insns))
 		c.seccomp_flags = C.uint(flags)
 		if cfg.Seccomp.Notify {
 			c.notify = 1
-			ready.Notify = true
 		}
 	}
-	b, err := marshalWire(&ready)
-	if err != nil {
-		s.free()
-		return nil, fmt.Errorf("encode the ready message: %w", err)
-	}
-	c.ready = C.CBytes(b)
-	s.cmem = append(s.cmem, c.ready)
-	c.ready_len = C.size_t(len(b))
-	c.sock = supervisorFD
 	if cfg.WaitAck {
 		c.wait_ack = 1
 	}
 	return s, nil
 }
 
-// startStage2 forks stage 2 and waits until it has exec'd the command or
-// failed. It returns the child's pid, and the message for the supervisor
-// when the child failed (the child has exited then, with the code the
-// message carries; the init reaps it as it would the command).
-func startStage2(cfg *stage2Config) (int, *message, error) {
-	s, err := prepareStage2(cfg)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer s.free()
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		return 0, nil, fmt.Errorf("stage 2 pipe: %w", err)
-	}
-	defer syncW.Close()
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		syncR.Close()
-		return 0, nil, fmt.Errorf("stage 2 pipe: %w", err)
-	}
-	defer statusR.Close()
-	s.c.sync_fd, s.c.status_fd = C.int(syncR.Fd()), C.int(statusW.Fd())
-
-	pid := int(C.tj_stage2_start(s.c))
-	syncR.Close()
-	statusW.Close()
-	if pid < 0 {
-		return 0, nil, fmt.Errorf("start stage 2: %w", syscall.Errno(-pid))
-	}
-	abort := func(err error) (int, *message, error) {
-		unix.Kill(pid, unix.SIGKILL)
-		unix.Wait4(pid, nil, 0, nil)
-		return 0, nil, err
-	}
-	// The nested namespace maps the jail user (1000) to the init's uid 0,
-	// so files the command writes belong to the invoking host user.
-	for _, m := range [][2]string{
-		{"setgroups", "deny"},
-		{"uid_map", fmt.Sprintf("%d 0 1\n", JailUID)},
-		{"gid_map", fmt.Sprintf("%d 0 1\n", JailGID)},
-	} {
-		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, m[0]), []byte(m[1]), 0); err != nil {
-			return abort(fmt.Errorf("stage 2 %s: %w", m[0], err))
-		}
-	}
-	if _, err := syncW.Write([]byte{0}); err != nil {
-		return abort(fmt.Errorf("start stage 2: %w", err))
-	}
-	var st C.struct_tj_status
-	_, err = io.ReadFull(statusR, unsafe.Slice((*byte)(unsafe.Pointer(&st)), unsafe.Sizeof(st)))
-	switch err {
-	case io.EOF:
-		return pid, nil, nil // the command runs: execve closed the pipe
-	case nil:
-		return pid, s.failure(int(st.step), syscall.Errno(st.err), int(st.index), int(st.code)), nil
-	}
-	return abort(fmt.Errorf("read stage 2 status: %w", err))
-}
-
-// failure is the supervisor's message for a child that failed at step.
-func (s *stage2) failure(step int, errno syscall.Errno, index, code int) *message {
+// failure is the run's error for a child that failed at step.
+func (s *stage2) failure(step int, errno syscall.Errno, index, code int, isDir bool) *SetupError {
 	cfg := s.cfg
 	var err error
 	switch step {
@@ -262,11 +159,11 @@ func (s *stage2) failure(step int, errno syscall.Errno, index, code int) *messag
 	case C.TJ_STEP_FDS:
 		err = fmt.Errorf("stage 2: mark descriptors close-on-exec: %w", errno)
 	case C.TJ_STEP_EXEC:
-		return &message{Type: msgExecError, Error: s.execError(errno, index).Error(), Code: code}
+		return &SetupError{Code: code, Err: s.execError(errno, index, isDir)}
 	default:
 		err = fmt.Errorf("stage 2 failed at step %d: %v", step, errOrEOF(errno))
 	}
-	return &message{Type: msgSetupError, Error: err.Error(), Code: code}
+	return &SetupError{Code: code, Err: err}
 }
 
 func errOrEOF(errno syscall.Errno) string {
@@ -277,9 +174,9 @@ func errOrEOF(errno syscall.Errno) string {
 }
 
 // execError says why the command could not be executed: 127 nothing found,
-// 126 found but not executable. The init sees the same files as the
-// command, so it can tell a directory from a file it may not execute.
-func (s *stage2) execError(errno syscall.Errno, index int) error {
+// 126 found but not executable. The init sees the command's files and
+// says whether the candidate at index is a directory.
+func (s *stage2) execError(errno syscall.Errno, index int, isDir bool) error {
 	name := s.cfg.Args[0]
 	if index < 0 || index >= len(s.paths) {
 		if strings.Contains(name, "/") {
@@ -288,8 +185,7 @@ func (s *stage2) execError(errno syscall.Errno, index int) error {
 		return fmt.Errorf("%s: command not found in the jail (PATH=%s)", name, envPath(s.cfg.Env))
 	}
 	if errno == unix.EACCES {
-		var st unix.Stat_t
-		if unix.Stat(s.paths[index], &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if isDir {
 			return fmt.Errorf("%s: is a directory", name)
 		}
 		return fmt.Errorf("%s: not executable: %w", name, errno)

@@ -1,5 +1,5 @@
 // Stage 2 in C: the child the init forks to become the command. See
-// stage2.c for why it is C and stage2.go for the Go side.
+// stage2.c for why it is C and initplan.go for the Go side that prepares it.
 #ifndef TOOLJAIL_STAGE2_H
 #define TOOLJAIL_STAGE2_H
 
@@ -19,7 +19,7 @@ struct tj_rlimit {
 struct tj_stage2 {
 	unsigned long clone_flags;
 	int sync_fd;    // the child reads one byte: the init has written its id maps
-	int status_fd;  // the child writes a tj_status when it fails (close-on-exec)
+	int status_fd;  // the child writes a failure record there (close-on-exec)
 	int parent_pid; // the init's pid, for the parent-death race check
 	const char *dir;
 	int nrlimits;
@@ -30,10 +30,8 @@ struct tj_stage2 {
 	struct sock_filter *filter; // NULL: no seccomp
 	unsigned short filter_len;
 	unsigned int seccomp_flags;
-	int notify; // the filter returns a listener, sent with the ready message
-	int sock;   // the supervisor's socket
-	const void *ready;
-	size_t ready_len;
+	int notify; // the filter returns a listener, sent with the ready record
+	int sock;   // the supervisor's socket: records go there
 	int wait_ack;
 	char *const *argv;
 	char *const *envp;
@@ -41,12 +39,27 @@ struct tj_stage2 {
 	int npaths;
 };
 
-// What failed in the child: written to status_fd before it exits with code.
-struct tj_status {
+// A record is what the init and stage 2 send the supervisor, one per
+// packet: a failure (the supervisor turns step, op, err, index and path
+// into the error text), stage 2's ready (with the seccomp listener as
+// SCM_RIGHTS) or the command's end. Only the used part of path is sent.
+enum {
+	TJ_REC_INIT_FAIL = 1, // the init failed at step (tj_init_step) before the command ran
+	TJ_REC_STAGE2_FAIL,   // stage 2 failed at step (TJ_STEP_*)
+	TJ_REC_READY,         // stage 2 is about to execve
+	TJ_REC_EXIT,          // the command ended
+};
+
+struct tj_record {
+	int32_t type;
 	int32_t step;
+	int32_t op;    // the system call within step (TJ_OP_*), for the init
 	int32_t err;   // errno
-	int32_t index; // the rlimit, capability or path index the step was at
-	int32_t code;  // the child's exit code
+	int32_t index; // the mount, rlimit, capability, rule or path the step was at
+	int32_t code;  // the exit code a failure means (125, 126, 127)
+	int32_t exit_code, signal;
+	int64_t utime_us, stime_us, maxrss_kib;
+	char path[4096]; // the path the failure is about, NUL-terminated
 };
 
 enum {
@@ -68,13 +81,24 @@ enum {
 	TJ_STEP_EXEC,
 };
 
-// tj_stage2_start forks the child (it never returns there) and returns its
-// pid, or -errno.
+// tj_stage2_start clones the child, which shares the caller's memory until
+// its execve (it never returns there), and returns its pid, or -errno.
 long tj_stage2_start(const struct tj_stage2 *s);
+
+// tj_send_record sends the first n bytes of r, with fd (unless -1) as
+// SCM_RIGHTS; 0 or -errno.
+long tj_send_record(int sock, const struct tj_record *r, size_t n, int fd);
+
+// tj_record_size is the part of r to send: up to the end of its path.
+size_t tj_record_size(const struct tj_record *r);
 
 // The RLIMIT_NOFILE this process started with, before the Go runtime
 // raised its soft limit; tj_orig_nofile_ok is 0 if it could not be read.
 extern uint64_t tj_orig_nofile_cur, tj_orig_nofile_max;
 extern int tj_orig_nofile_ok;
+
+// Where the process's arguments are (the memory /proc/PID/cmdline reads).
+extern char *tj_args_start;
+extern size_t tj_args_len;
 
 #endif

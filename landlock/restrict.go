@@ -246,36 +246,138 @@ type portRule struct {
 	port   uint16
 }
 
-// resolveRules turns the policy into the rights cfg handles, per path and
-// port.
-func resolveRules(p Policy, cfg gl.Config) (resolved, error) {
-	var rules resolved
+// Plan is a policy compiled for this kernel's ABI, for a caller that
+// builds the ruleset itself where the rule paths resolve: the jail's init,
+// which is C, opens the paths after pivot_root and picks each rule's rights
+// by what the path turns out to be.
+type Plan struct {
+	HandledFS  uint64
+	HandledNet uint64
+	Scoped     uint64
+	// Flags are landlock_restrict_self's.
+	Flags uint32
+	Paths []PathPlan
+	Ports []PortPlan
+}
+
+// PathPlan is one path rule with the rights it grants for each kind of
+// file, already limited to what the ABI handles (0: nothing to add).
+type PathPlan struct {
+	Path   string
+	Access Access
+	Dir    uint64
+	File   uint64
+	Device uint64 // character or block device
+	// DirOnly: Path must be a directory (access "list").
+	DirOnly bool
+}
+
+// PortPlan is one TCP port rule.
+type PortPlan struct {
+	Access uint64 // landlock's bind_tcp or connect_tcp right
+	Port   uint16
+}
+
+// Compile checks p against this kernel and compiles it, without touching
+// the paths. The errors are those of Restrict.
+func Compile(p Policy) (Plan, Enforced, error) {
+	s, err := usable(p)
+	if err != nil {
+		return Plan{}, Enforced{ABI: s.ABI}, err
+	}
+	cfg, en, flags := config(s.ABI, p.RestrictTCP)
+	paths, ports, err := compileRules(p, cfg)
+	if err != nil {
+		return Plan{}, en, err
+	}
+	return Plan{
+		HandledFS:  uint64(cfg.HandledAccessFS),
+		HandledNet: uint64(cfg.HandledAccessNet),
+		Scoped:     uint64(cfg.Scoped),
+		Flags:      flags,
+		Paths:      paths,
+		Ports:      ports,
+	}, en, nil
+}
+
+// compileRules turns the policy's rules into the rights cfg handles, per
+// kind of path and per port.
+func compileRules(p Policy, cfg gl.Config) ([]PathPlan, []PortPlan, error) {
+	var paths []PathPlan
 	for _, r := range p.Rules {
 		if !filepath.IsAbs(r.Path) {
-			return rules, fmt.Errorf("landlock rule %q: path must be absolute", r.Path)
+			return nil, nil, fmt.Errorf("landlock rule %q: path must be absolute", r.Path)
 		}
-		var st unix.Stat_t
-		if err := unix.Stat(r.Path, &st); err != nil {
-			return rules, fmt.Errorf("landlock rule %s (%s): stat: %w (the jail must only pass paths it mounted)", r.Path, r.Access, err)
-		}
-		mode := st.Mode & unix.S_IFMT
-		set, err := r.Access.rights(mode == unix.S_IFDIR, mode == unix.S_IFCHR || mode == unix.S_IFBLK)
+		pp := PathPlan{Path: r.Path, Access: r.Access}
+		dir, err := r.Access.rights(true, false)
 		if err != nil {
-			return rules, fmt.Errorf("landlock rule %s: %w", r.Path, err)
+			return nil, nil, fmt.Errorf("landlock rule %s: %w", r.Path, err)
 		}
-		set &= cfg.HandledAccessFS
+		pp.Dir = uint64(dir & cfg.HandledAccessFS)
+		if file, err := r.Access.rights(false, false); err == nil {
+			dev, _ := r.Access.rights(false, true)
+			pp.File, pp.Device = uint64(file&cfg.HandledAccessFS), uint64(dev&cfg.HandledAccessFS)
+		} else {
+			pp.DirOnly = true
+		}
+		paths = append(paths, pp)
+	}
+	var ports []PortPlan
+	if cfg.HandledAccessNet != 0 {
+		for _, port := range dedup(p.BindTCP) {
+			ports = append(ports, PortPlan{ll.AccessNetBindTCP, port})
+		}
+		for _, port := range dedup(p.ConnectTCP) {
+			ports = append(ports, PortPlan{ll.AccessNetConnectTCP, port})
+		}
+	}
+	return paths, ports, nil
+}
+
+// Rights picks the rule's rights for a path of the given file type
+// (st_mode & S_IFMT), or says why the rule cannot apply to it.
+func (pp PathPlan) Rights(mode uint32) (uint64, error) {
+	switch mode {
+	case unix.S_IFDIR:
+		return pp.Dir, nil
+	case unix.S_IFCHR, unix.S_IFBLK:
+		if pp.DirOnly {
+			break
+		}
+		return pp.Device, nil
+	default:
+		if pp.DirOnly {
+			break
+		}
+		return pp.File, nil
+	}
+	return 0, fmt.Errorf("access %q applies to directories only", pp.Access)
+}
+
+// resolveRules compiles the policy and resolves its paths in the caller's
+// mount namespace.
+func resolveRules(p Policy, cfg gl.Config) (resolved, error) {
+	var rules resolved
+	paths, ports, err := compileRules(p, cfg)
+	if err != nil {
+		return rules, err
+	}
+	for _, pp := range paths {
+		var st unix.Stat_t
+		if err := unix.Stat(pp.Path, &st); err != nil {
+			return rules, fmt.Errorf("landlock rule %s (%s): stat: %w (the jail must only pass paths it mounted)", pp.Path, pp.Access, err)
+		}
+		set, err := pp.Rights(st.Mode & unix.S_IFMT)
+		if err != nil {
+			return rules, fmt.Errorf("landlock rule %s: %w", pp.Path, err)
+		}
 		if set == 0 {
 			continue // nothing this ABI can grant, e.g. only ioctl_dev
 		}
-		rules.paths = append(rules.paths, pathRule{r.Path, set})
+		rules.paths = append(rules.paths, pathRule{pp.Path, gl.AccessFSSet(set)})
 	}
-	if cfg.HandledAccessNet != 0 {
-		for _, port := range dedup(p.BindTCP) {
-			rules.ports = append(rules.ports, portRule{ll.AccessNetBindTCP, port})
-		}
-		for _, port := range dedup(p.ConnectTCP) {
-			rules.ports = append(rules.ports, portRule{ll.AccessNetConnectTCP, port})
-		}
+	for _, pr := range ports {
+		rules.ports = append(rules.ports, portRule{pr.Access, pr.Port})
 	}
 	return rules, nil
 }

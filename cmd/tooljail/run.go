@@ -85,8 +85,12 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
-	// The host probe does not depend on the profile: overlap the two.
+	// The host probe does not depend on the profile: overlap the two. It
+	// may fork a short-lived child (the runtime's pidfd check): wait for
+	// it before exiting, also when the run fails early, so that nothing
+	// outlives tooljail.
 	go jail.ProbeHost()
+	defer jail.ProbeHost()
 	var f runFlags
 	fs := newRunFlagSet(&f)
 	if err := fs.Parse(args); err != nil {

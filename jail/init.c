@@ -1,0 +1,1105 @@
+// The jail's init: PID 1 of the jail, uid 0 of its user namespace, with
+// capabilities there and none on the host. The supervisor forks it with
+// every namespace at once and no exec: a second Go runtime would cost
+// milliseconds per run (threads, heap, package init) and a heap charged to
+// the run. The supervisor compiles the whole plan in Go (initplan.go); the
+// init only makes system calls with it:
+//
+//   - descriptors into place, everything else the supervisor had closed;
+//   - wait until the supervisor has written the id maps;
+//   - the filesystem view, the way bubblewrap builds it: a tmpfs becomes a
+//     temporary root with the host's root moved below it (/oldroot), the
+//     jail's root is a second tmpfs (/newroot) populated from /oldroot, and
+//     a final pivot_root enters it and detaches everything else. Every
+//     mount is made with file descriptors (openat2, open_tree, fsmount,
+//     move_mount), so symlinks in a destination cannot redirect a mount,
+//     and mount points are created only on tmpfs instances the jail made
+//     itself: nothing is ever created on the host;
+//   - host name, loopback, the Landlock ruleset (its paths resolve in the
+//     jail);
+//   - stage 2 (stage2.c), then reap every orphan and forward signals until
+//     the command ends, report its status and exit, which makes the kernel
+//     kill whatever else is left in the PID namespace.
+//
+// The init is a fork of a multi-threaded Go process: it runs on a copy of
+// the calling thread only, so it must not touch the Go runtime, malloc or
+// stdio: system calls, stack memory and the plan (a copy of the
+// supervisor's memory at the fork).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+
+#include "init.h"
+
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#endif
+
+#define TJ_PATH_MAX 4096
+
+// Device nodes bound from the host's /dev (mknod is not allowed in a user
+// namespace). jail/plan.go's devNodes lists the same names for Landlock.
+static const char *const tj_dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+#define TJ_DEV_SHM_SIZE (64 << 20) // the cap of the jail's /dev/shm
+
+struct tj_builder {
+	const struct tj_init *p;
+	int oldroot;   // O_PATH of the host's root (/oldroot)
+	int newroot;   // O_PATH of the jail's root tmpfs
+	int emptyfile; // an empty read-only file, bound over masked files
+	uint64_t owned[TJ_MAX_OWNED];
+	int nowned;
+	struct tj_record rec; // the failure, once one happened
+};
+
+// tj_failed records a failure and returns -1, for the caller to return.
+static int tj_failed(struct tj_builder *b, int step, int op, int err, int index, const char *path) {
+	b->rec.type = TJ_REC_INIT_FAIL;
+	b->rec.step = step;
+	b->rec.op = op;
+	b->rec.err = err;
+	b->rec.index = index;
+	b->rec.code = 125;
+	b->rec.path[0] = 0;
+	if (path != NULL) {
+		size_t n = strnlen(path, sizeof b->rec.path - 1);
+		memcpy(b->rec.path, path, n);
+		b->rec.path[n] = 0;
+	}
+	return -1;
+}
+
+static __attribute__((noreturn)) void tj_die(struct tj_builder *b) {
+	tj_send_record(3, &b->rec, tj_record_size(&b->rec), -1);
+	_exit(125);
+}
+
+static int tj_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
+	struct open_how how;
+	memset(&how, 0, sizeof how);
+	how.flags = flags;
+	how.resolve = resolve;
+	// With RESOLVE_IN_ROOT or RESOLVE_BENEATH the kernel gives up a walk
+	// that raced with a mount or rename anywhere on the system (other jails
+	// starting) and asks the caller to try again.
+	for (int i = 0;; i++) {
+		long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+		if (fd >= 0 || errno != EAGAIN || i == 100) {
+			return (int)fd;
+		}
+	}
+}
+
+static int tj_mount_id(int fd, uint64_t *id) {
+	struct statx stx;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0) {
+		return -1;
+	}
+	*id = stx.stx_mnt_id;
+	return 0;
+}
+
+// tj_fsmount makes a detached mount of a fresh fstype with the options
+// (pairs of key and value; a NULL value is a flag). -op on failure.
+static int tj_fsmount(const char *fstype, const char *const *opts, uint64_t attr) {
+	int fs = (int)syscall(SYS_fsopen, fstype, FSOPEN_CLOEXEC);
+	if (fs < 0) {
+		return -TJ_OP_FSOPEN;
+	}
+	for (int i = 0; opts != NULL && opts[i] != NULL; i += 2) {
+		long r;
+		if (opts[i + 1] == NULL) {
+			r = syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, opts[i], NULL, 0);
+		} else {
+			r = syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, opts[i], opts[i + 1], 0);
+		}
+		if (r < 0) {
+			int e = errno;
+			close(fs);
+			errno = e;
+			return -TJ_OP_FSCONFIG;
+		}
+	}
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		int e = errno;
+		close(fs);
+		errno = e;
+		return -TJ_OP_FSCONFIG;
+	}
+	int mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, attr);
+	int e = errno;
+	close(fs);
+	errno = e;
+	return mnt < 0 ? -TJ_OP_FSMOUNT : mnt;
+}
+
+static long tj_move(int from, int to) {
+	return syscall(SYS_move_mount, from, "", to, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+}
+
+// tj_mount_fs mounts a fresh fstype on dir; 0 or -op.
+static int tj_mount_fs(int dir, const char *fstype, const char *const *opts, uint64_t attr) {
+	int mnt = tj_fsmount(fstype, opts, attr);
+	if (mnt < 0) {
+		return mnt;
+	}
+	long r = tj_move(mnt, dir);
+	int e = errno;
+	close(mnt);
+	errno = e;
+	return r < 0 ? -TJ_OP_MOVE_MOUNT : 0;
+}
+
+static void tj_utoa(char *buf, size_t n, uint64_t v, int base) {
+	char tmp[24];
+	int i = 0;
+	do {
+		tmp[i++] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v > 0);
+	size_t j = 0;
+	while (i > 0 && j + 1 < n) {
+		buf[j++] = tmp[--i];
+	}
+	buf[j] = 0;
+}
+
+// tj_tmpfs mounts a fresh tmpfs on dir, records it as the jail's own and
+// returns an O_PATH fd of its root, or -op.
+static int tj_tmpfs(struct tj_builder *b, int dir, int64_t size, unsigned mode, uint64_t attr) {
+	char modes[16], sizes[24];
+	const char *opts[5] = {"mode", modes, NULL, NULL, NULL};
+	tj_utoa(modes, sizeof modes, mode, 8);
+	if (size > 0) {
+		tj_utoa(sizes, sizeof sizes, (uint64_t)size, 10);
+		opts[2] = "size";
+		opts[3] = sizes;
+	}
+	if (b->nowned == TJ_MAX_OWNED) {
+		errno = ENOSPC;
+		return -TJ_OP_TOO_MANY;
+	}
+	int mnt = tj_fsmount("tmpfs", opts, attr | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mnt < 0) {
+		return mnt;
+	}
+	if (tj_move(mnt, dir) < 0) {
+		int e = errno;
+		close(mnt);
+		errno = e;
+		return -TJ_OP_MOVE_MOUNT;
+	}
+	if (tj_mount_id(mnt, &b->owned[b->nowned]) < 0) {
+		int e = errno;
+		close(mnt);
+		errno = e;
+		return -TJ_OP_STATX;
+	}
+	b->nowned++;
+	return mnt;
+}
+
+// tj_attach clones the mount tree at src (recursively when asked), applies
+// attr to every mount of the clone and moves it onto dst; 0 or -op.
+static int tj_attach(int src, int dst, uint64_t attr, int recursive) {
+	unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH;
+	unsigned setflags = AT_EMPTY_PATH;
+	if (recursive) {
+		flags |= AT_RECURSIVE;
+		setflags |= AT_RECURSIVE;
+	}
+	int tree = (int)syscall(SYS_open_tree, src, "", flags);
+	if (tree < 0) {
+		return -TJ_OP_OPEN_TREE;
+	}
+	struct mount_attr ma;
+	memset(&ma, 0, sizeof ma);
+	ma.attr_set = attr;
+	int op = 0;
+	if (syscall(SYS_mount_setattr, tree, "", setflags, &ma, sizeof ma) < 0) {
+		op = TJ_OP_SETATTR;
+	} else if (tj_move(tree, dst) < 0) {
+		op = TJ_OP_MOVE_MOUNT;
+	}
+	int e = errno;
+	close(tree);
+	errno = e;
+	return -op;
+}
+
+// tj_must_own refuses to create anything below a mount the jail did not
+// make: such a directory belongs to the host.
+static int tj_must_own(struct tj_builder *b, int parent, const char *dest) {
+	uint64_t id;
+	if (tj_mount_id(parent, &id) < 0) {
+		return tj_failed(b, TJ_I_DEST, TJ_OP_STATX, errno, -1, dest);
+	}
+	for (int i = 0; i < b->nowned; i++) {
+		if (b->owned[i] == id) {
+			return 0;
+		}
+	}
+	return tj_failed(b, TJ_I_DEST, TJ_OP_OWN, 0, -1, dest);
+}
+
+static int tj_dest_n(struct tj_builder *b, char *path, size_t len, int dir);
+
+// tj_dest opens the mount point path (NUL-terminated, absolute and clean)
+// in the jail root, creating it and its parents when missing. A path that
+// leaves the jail root through a symlink is an error, and so is one that
+// would have to be created inside a bind of a host directory. The parents
+// are opened as prefixes of path, which is changed and restored meanwhile.
+static int tj_dest(struct tj_builder *b, char *path, int dir) {
+	const char *rel = path + 1;
+	if (*rel == 0) {
+		int fd = fcntl(b->newroot, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? tj_failed(b, TJ_I_DEST, TJ_OP_OPEN, errno, -1, path) : fd;
+	}
+	int fd = tj_openat2(b->newroot, rel, O_PATH | O_CLOEXEC, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+	if (fd >= 0) {
+		struct stat st;
+		if (fstat(fd, &st) < 0) {
+			int e = errno;
+			close(fd);
+			return tj_failed(b, TJ_I_DEST, TJ_OP_STAT, e, -1, path);
+		}
+		if (S_ISDIR(st.st_mode) != (dir != 0)) {
+			close(fd);
+			return tj_failed(b, TJ_I_DEST, TJ_OP_KIND, 0, dir, path);
+		}
+		return fd;
+	}
+	if (errno != ENOENT) {
+		return tj_failed(b, TJ_I_DEST, TJ_OP_OPEN, errno, -1, path);
+	}
+	char *slash = strrchr(path, '/');
+	size_t plen = slash == path ? 1 : (size_t)(slash - path);
+	int parent = tj_dest_n(b, path, plen, 1);
+	if (parent < 0) {
+		return -1;
+	}
+	const char *name = slash + 1;
+	int r = tj_must_own(b, parent, path);
+	if (r == 0) {
+		if (dir) {
+			r = mkdirat(parent, name, 0755);
+		} else {
+			int f = openat(parent, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+			if (f >= 0) {
+				close(f);
+			}
+			r = f < 0 ? -1 : 0;
+		}
+		if (r < 0) {
+			r = tj_failed(b, TJ_I_DEST, TJ_OP_CREATE, errno, -1, path);
+		}
+	}
+	if (r == 0) {
+		fd = tj_openat2(parent, name, O_PATH | O_CLOEXEC | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+		if (fd < 0) {
+			r = tj_failed(b, TJ_I_DEST, TJ_OP_OPEN, errno, -1, path);
+		}
+	}
+	close(parent);
+	return r < 0 ? -1 : fd;
+}
+
+static int tj_dest_n(struct tj_builder *b, char *path, size_t len, int dir) {
+	char saved = path[len];
+	path[len] = 0;
+	int fd = tj_dest(b, path, dir);
+	path[len] = saved;
+	return fd;
+}
+
+// tj_dest_copy is tj_dest for a path the caller may not change.
+static int tj_dest_copy(struct tj_builder *b, const char *dest, int dir) {
+	char buf[TJ_PATH_MAX];
+	size_t n = strnlen(dest, sizeof buf);
+	if (n == sizeof buf) {
+		return tj_failed(b, TJ_I_DEST, TJ_OP_OPEN, ENAMETOOLONG, -1, dest);
+	}
+	memcpy(buf, dest, n + 1);
+	return tj_dest(b, buf, dir);
+}
+
+// tj_symlink recreates a host symlink (like /bin -> usr/bin) at m->dest.
+static int tj_symlink(struct tj_builder *b, int src, const struct tj_mount *m, int index) {
+	char target[TJ_PATH_MAX];
+	ssize_t n = readlinkat(src, "", target, sizeof target - 1);
+	if (n < 0) {
+		return tj_failed(b, TJ_I_SYMLINK, TJ_OP_READLINK, errno, index, m->src);
+	}
+	target[n] = 0;
+	char buf[TJ_PATH_MAX];
+	size_t len = strnlen(m->dest, sizeof buf);
+	if (len == sizeof buf) {
+		return tj_failed(b, TJ_I_DEST, TJ_OP_OPEN, ENAMETOOLONG, -1, m->dest);
+	}
+	memcpy(buf, m->dest, len + 1);
+	char *slash = strrchr(buf, '/');
+	int parent = tj_dest_n(b, buf, slash == buf ? 1 : (size_t)(slash - buf), 1);
+	if (parent < 0) {
+		return -1;
+	}
+	int r = tj_must_own(b, parent, m->dest);
+	if (r == 0 && symlinkat(target, parent, slash + 1) < 0) {
+		r = tj_failed(b, TJ_I_SYMLINK, TJ_OP_SYMLINK, errno, index, m->dest);
+	}
+	close(parent);
+	return r;
+}
+
+// tj_bind shows a host path in the jail.
+static int tj_bind(struct tj_builder *b, const struct tj_mount *m, int index) {
+	uint64_t flags = O_PATH | O_CLOEXEC;
+	if (m->keep_symlink) {
+		flags |= O_NOFOLLOW;
+	}
+	// The source is resolved inside the host's root, so an absolute
+	// symlink on the host means what it means on the host.
+	int src = tj_openat2(b->oldroot, m->src + 1, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+	if (src < 0 && errno == ENOENT && m->optional) {
+		return 0;
+	}
+	if (src < 0) {
+		return tj_failed(b, TJ_I_BINDSRC, TJ_OP_OPEN, errno, index, m->src);
+	}
+	struct stat st;
+	int r;
+	if (fstat(src, &st) < 0) {
+		r = tj_failed(b, TJ_I_BINDSRC, TJ_OP_STAT, errno, index, m->src);
+	} else if (S_ISLNK(st.st_mode)) {
+		r = tj_symlink(b, src, m, index);
+	} else {
+		int dst = tj_dest_copy(b, m->dest, S_ISDIR(st.st_mode));
+		r = dst < 0 ? -1 : 0;
+		if (dst >= 0) {
+			uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+			if (!m->writable) {
+				attr |= MOUNT_ATTR_RDONLY;
+			}
+			int op = -tj_attach(src, dst, attr, 1);
+			if (op != 0) {
+				r = tj_failed(b, TJ_I_BIND, op, errno, index, m->dest);
+			}
+			close(dst);
+		}
+	}
+	close(src);
+	return r;
+}
+
+static int tj_tmpfs_mount(struct tj_builder *b, const struct tj_mount *m, int index) {
+	int dst = tj_dest_copy(b, m->dest, 1);
+	if (dst < 0) {
+		return -1;
+	}
+	uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (!m->writable) {
+		attr |= MOUNT_ATTR_RDONLY;
+	}
+	int fd = tj_tmpfs(b, dst, m->size, 01777, attr);
+	int e = errno;
+	close(dst);
+	if (fd < 0) {
+		return tj_failed(b, TJ_I_TMPFS, -fd, e, index, m->dest);
+	}
+	close(fd);
+	return 0;
+}
+
+// tj_mask hides what a bind shows at m->dest: an empty read-only directory
+// or file goes over it. A path that does not exist has nothing to hide.
+static int tj_mask(struct tj_builder *b, const struct tj_mount *m, int index) {
+	int dst = tj_openat2(b->newroot, m->dest + 1, O_PATH | O_CLOEXEC, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+	if (dst < 0) {
+		return errno == ENOENT ? 0 : tj_failed(b, TJ_I_DEST, TJ_OP_OPEN, errno, -1, m->dest);
+	}
+	struct stat st;
+	int r = 0, op = 0;
+	const uint64_t attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	if (fstat(dst, &st) < 0) {
+		op = TJ_OP_STAT;
+	} else if (S_ISDIR(st.st_mode)) {
+		int fd = tj_tmpfs(b, dst, 4096, 0555, attr);
+		if (fd < 0) {
+			op = -fd;
+		} else {
+			close(fd);
+		}
+	} else {
+		op = -tj_attach(b->emptyfile, dst, attr, 0);
+	}
+	if (op != 0) {
+		r = tj_failed(b, TJ_I_MASK, op, errno, index, m->dest);
+	}
+	close(dst);
+	return r;
+}
+
+static int tj_dev(struct tj_builder *b) {
+	int dir = tj_dest_copy(b, "/dev", 1);
+	if (dir < 0) {
+		return -1;
+	}
+	int devfd = tj_tmpfs(b, dir, 1 << 20, 0755, MOUNT_ATTR_NOEXEC);
+	int e = errno;
+	close(dir);
+	if (devfd < 0) {
+		return tj_failed(b, TJ_I_DEV, -devfd, e, -1, "/dev");
+	}
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < sizeof tj_dev_nodes / sizeof tj_dev_nodes[0]; i++) {
+		char host[32] = "dev/", jail[32] = "/dev/";
+		strcat(host, tj_dev_nodes[i]);
+		strcat(jail, tj_dev_nodes[i]);
+		int src = tj_openat2(b->oldroot, host, O_PATH | O_CLOEXEC | O_NOFOLLOW, RESOLVE_BENEATH);
+		if (src < 0) {
+			r = tj_failed(b, TJ_I_DEVNODE, TJ_OP_OPEN, errno, -1, tj_dev_nodes[i]);
+			break;
+		}
+		int dst = tj_dest_copy(b, jail, 0);
+		if (dst < 0) {
+			r = -1;
+		} else {
+			int op = -tj_attach(src, dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0);
+			if (op != 0) {
+				r = tj_failed(b, TJ_I_DEVBIND, op, errno, -1, tj_dev_nodes[i]);
+			}
+			close(dst);
+		}
+		close(src);
+	}
+	static const char *const links[][2] = {
+		{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
+		{"/proc/self/fd/2", "stderr"}, {"pts/ptmx", "ptmx"},
+	};
+	for (size_t i = 0; r == 0 && i < sizeof links / sizeof links[0]; i++) {
+		if (symlinkat(links[i][0], devfd, links[i][1]) < 0) {
+			r = tj_failed(b, TJ_I_DEVLINK, TJ_OP_SYMLINK, errno, -1, links[i][1]);
+		}
+	}
+	if (r == 0 && mkdirat(devfd, "pts", 0755) < 0) {
+		r = tj_failed(b, TJ_I_DEVDIR, TJ_OP_MKDIR, errno, -1, "pts");
+	}
+	if (r == 0 && mkdirat(devfd, "shm", 0755) < 0) {
+		r = tj_failed(b, TJ_I_DEVDIR, TJ_OP_MKDIR, errno, -1, "shm");
+	}
+	close(devfd);
+	if (r < 0) {
+		return r;
+	}
+	int pts = tj_dest_copy(b, "/dev/pts", 1);
+	if (pts < 0) {
+		return -1;
+	}
+	static const char *const ptsopts[] = {"newinstance", NULL, "ptmxmode", "0666", "mode", "0620", NULL};
+	int op = -tj_mount_fs(pts, "devpts", ptsopts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+	e = errno;
+	close(pts);
+	if (op != 0) {
+		return tj_failed(b, TJ_I_PTS, op, e, -1, "/dev/pts");
+	}
+	int shm = tj_dest_copy(b, "/dev/shm", 1);
+	if (shm < 0) {
+		return -1;
+	}
+	int fd = tj_tmpfs(b, shm, TJ_DEV_SHM_SIZE, 01777, MOUNT_ATTR_NOEXEC);
+	e = errno;
+	close(shm);
+	if (fd < 0) {
+		return tj_failed(b, TJ_I_SHM, -fd, e, -1, "/dev/shm");
+	}
+	close(fd);
+	return 0;
+}
+
+// tj_etc writes the files the jail generates (the jail user's identity,
+// the host name, loopback names) and binds the host's resolv.conf when the
+// network is shared.
+static int tj_etc(struct tj_builder *b) {
+	int etc = tj_dest_copy(b, "/etc", 1);
+	if (etc < 0) {
+		return -1;
+	}
+	int r = 0;
+	for (int i = 0; r == 0 && i < TJ_ETC_FILES; i++) {
+		const char *name = b->p->etc_names[i], *data = b->p->etc_data[i];
+		int fd = openat(etc, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			r = tj_failed(b, TJ_I_ETC, TJ_OP_CREATE, errno, -1, name);
+			break;
+		}
+		size_t n = strlen(data);
+		while (n > 0) {
+			ssize_t w = write(fd, data, n);
+			if (w < 0 && errno == EINTR) {
+				continue;
+			}
+			if (w <= 0) {
+				r = tj_failed(b, TJ_I_ETC, TJ_OP_WRITE, w < 0 ? errno : EIO, -1, name);
+				break;
+			}
+			data += w;
+			n -= (size_t)w;
+		}
+		close(fd);
+	}
+	close(etc);
+	if (r == 0 && b->p->has_resolv) {
+		r = tj_bind(b, &b->p->resolv, -1);
+	}
+	return r;
+}
+
+static int tj_build_root(struct tj_builder *b) {
+	const struct tj_init *p = b->p;
+	if (syscall(SYS_mount, "", "/", "", MS_PRIVATE | MS_REC, NULL) < 0) {
+		return tj_failed(b, TJ_I_PRIVATE, TJ_OP_NONE, errno, -1, NULL);
+	}
+	if (syscall(SYS_mount, "tmpfs", p->base, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700") < 0) {
+		return tj_failed(b, TJ_I_BASE, TJ_OP_NONE, errno, -1, p->base);
+	}
+	if (chdir(p->base) < 0) {
+		return tj_failed(b, TJ_I_BASE, TJ_OP_CHDIR, errno, -1, p->base);
+	}
+	if (mkdir("oldroot", 0700) < 0) {
+		return tj_failed(b, TJ_I_BASE, TJ_OP_MKDIR, errno, -1, "oldroot");
+	}
+	if (mkdir("newroot", 0700) < 0) {
+		return tj_failed(b, TJ_I_BASE, TJ_OP_MKDIR, errno, -1, "newroot");
+	}
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0) {
+		return tj_failed(b, TJ_I_PIVOT_TMP, TJ_OP_NONE, errno, -1, NULL);
+	}
+	if (chdir("/") < 0) {
+		return tj_failed(b, TJ_I_PIVOT_TMP, TJ_OP_CHDIR, errno, -1, NULL);
+	}
+	b->oldroot = open("/oldroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (b->oldroot < 0) {
+		return tj_failed(b, TJ_I_OLDROOT, TJ_OP_OPEN, errno, -1, NULL);
+	}
+	b->emptyfile = open("/empty", O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC, 0444);
+	if (b->emptyfile < 0) {
+		return tj_failed(b, TJ_I_MASKFILE, TJ_OP_CREATE, errno, -1, NULL);
+	}
+	// The jail's root: read-only once populated, so the command can write
+	// only where a writable mount says so.
+	int dir = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0) {
+		return tj_failed(b, TJ_I_ROOTFS, TJ_OP_OPEN, errno, -1, NULL);
+	}
+	b->newroot = tj_tmpfs(b, dir, 2 << 20, 0755, 0);
+	int e = errno;
+	close(dir);
+	if (b->newroot < 0) {
+		return tj_failed(b, TJ_I_ROOTFS, -b->newroot, e, -1, NULL);
+	}
+
+	// What every jail has: /proc of its own PID namespace, a minimal /dev,
+	// the generated /etc files.
+	int proc = tj_dest_copy(b, "/proc", 1);
+	if (proc < 0) {
+		return -1;
+	}
+	int op = -tj_mount_fs(proc, "proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	e = errno;
+	close(proc);
+	if (op != 0) {
+		return tj_failed(b, TJ_I_PROC, op, e, -1, "/proc");
+	}
+	if (tj_dev(b) < 0 || tj_etc(b) < 0) {
+		return -1;
+	}
+	for (int i = 0; i < p->nmounts; i++) {
+		const struct tj_mount *m = &p->mounts[i];
+		int r = 0;
+		switch (m->kind) {
+		case TJ_MOUNT_BIND:
+			r = tj_bind(b, m, i);
+			break;
+		case TJ_MOUNT_TMPFS:
+			r = tj_tmpfs_mount(b, m, i);
+			break;
+		case TJ_MOUNT_MASK:
+			r = tj_mask(b, m, i);
+			break;
+		}
+		if (r < 0) {
+			return -1;
+		}
+	}
+	struct mount_attr ro;
+	memset(&ro, 0, sizeof ro);
+	ro.attr_set = MOUNT_ATTR_RDONLY;
+	if (syscall(SYS_mount_setattr, b->newroot, "", AT_EMPTY_PATH, &ro, sizeof ro) < 0) {
+		return tj_failed(b, TJ_I_RDONLY, TJ_OP_NONE, errno, -1, NULL);
+	}
+	if (fchdir(b->newroot) < 0) {
+		return tj_failed(b, TJ_I_PIVOT, TJ_OP_CHDIR, errno, -1, NULL);
+	}
+	if (syscall(SYS_pivot_root, ".", ".") < 0) {
+		return tj_failed(b, TJ_I_PIVOT, TJ_OP_NONE, errno, -1, NULL);
+	}
+	// The temporary root (with the host's root below it) now sits on top
+	// of "/": detach it, and with it every host mount.
+	if (syscall(SYS_umount2, ".", 2 /* MNT_DETACH */) < 0) {
+		return tj_failed(b, TJ_I_DETACH, TJ_OP_NONE, errno, -1, NULL);
+	}
+	if (chdir("/") < 0) {
+		return tj_failed(b, TJ_I_DETACH, TJ_OP_CHDIR, errno, -1, NULL);
+	}
+	close(b->oldroot);
+	close(b->emptyfile);
+	close(b->newroot);
+	return 0;
+}
+
+// tj_loopback brings lo up; the kernel gives it 127.0.0.1 and ::1.
+static int tj_loopback(struct tj_builder *b) {
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		return tj_failed(b, TJ_I_LOOPBACK, TJ_OP_SOCKET, errno, -1, NULL);
+	}
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	int r = 0;
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+		r = tj_failed(b, TJ_I_LOOPBACK, TJ_OP_IOCTL_GET, errno, -1, NULL);
+	} else {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) {
+			r = tj_failed(b, TJ_I_LOOPBACK, TJ_OP_IOCTL_SET, errno, -1, NULL);
+		}
+	}
+	close(fd);
+	return r;
+}
+
+// The kernel's Landlock structures, as of the newest ABI the plan uses
+// (older kernels accept the longer attr when the extra fields are zero).
+struct tj_ll_attr {
+	uint64_t fs, net, scoped;
+};
+struct tj_ll_beneath {
+	uint64_t allowed;
+	int32_t parent_fd;
+} __attribute__((packed));
+struct tj_ll_netport {
+	uint64_t allowed, port;
+};
+
+// tj_landlock builds the ruleset with the rule paths opened inside the
+// jail, and returns its fd for stage 2.
+static int tj_landlock(struct tj_builder *b, const struct tj_landlock *l) {
+	struct tj_ll_attr attr = {l->fs, l->net, l->scoped};
+	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (rs < 0) {
+		return tj_failed(b, TJ_I_LL_CREATE, TJ_OP_NONE, errno, -1, NULL);
+	}
+	for (int i = 0; i < l->npaths; i++) {
+		const struct tj_ll_path *r = &l->paths[i];
+		int fd = open(r->path, O_PATH | O_CLOEXEC);
+		if (fd < 0) {
+			tj_failed(b, TJ_I_LL_OPEN, TJ_OP_OPEN, errno, i, r->path);
+			close(rs);
+			return -1;
+		}
+		struct stat st;
+		uint64_t allowed = 0;
+		int fail = 0;
+		if (fstat(fd, &st) < 0) {
+			fail = tj_failed(b, TJ_I_LL_OPEN, TJ_OP_STAT, errno, i, r->path);
+		} else if (S_ISDIR(st.st_mode)) {
+			allowed = r->dir;
+		} else if (r->dir_only) {
+			fail = tj_failed(b, TJ_I_LL_DIRONLY, TJ_OP_NONE, 0, i, r->path);
+		} else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+			allowed = r->dev;
+		} else {
+			allowed = r->file;
+		}
+		// allowed 0: nothing this ABI can grant there (e.g. only ioctl_dev).
+		if (fail == 0 && allowed != 0) {
+			struct tj_ll_beneath pb = {allowed, fd};
+			if (syscall(SYS_landlock_add_rule, rs, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &pb, 0) < 0) {
+				fail = tj_failed(b, TJ_I_LL_RULE, TJ_OP_NONE, errno, i, r->path);
+			}
+		}
+		close(fd);
+		if (fail < 0) {
+			close(rs);
+			return -1;
+		}
+	}
+	for (int i = 0; i < l->nports; i++) {
+		struct tj_ll_netport np = {l->ports[i].access, l->ports[i].port};
+		if (syscall(SYS_landlock_add_rule, rs, 2 /* LANDLOCK_RULE_NET_PORT */, &np, 0) < 0) {
+			tj_failed(b, TJ_I_LL_PORT, TJ_OP_NONE, errno, i, NULL);
+			close(rs);
+			return -1;
+		}
+	}
+	return rs;
+}
+
+static int tj_write_file(const char *path, const char *data) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		return -1;
+	}
+	size_t n = strlen(data);
+	ssize_t w;
+	do {
+		w = write(fd, data, n);
+	} while (w < 0 && errno == EINTR);
+	int e = errno;
+	close(fd);
+	if (w >= 0 && (size_t)w != n) {
+		e = EIO;
+	}
+	errno = e;
+	return w == (ssize_t)n ? 0 : -1;
+}
+
+// tj_start_stage2 forks stage 2, writes its id maps and waits until it has
+// exec'd the command or failed; a failure goes on to the supervisor. The
+// nested namespace maps the jail user (1000) to the init's uid 0, so files
+// the command writes belong to the invoking host user.
+static long tj_start_stage2(struct tj_builder *b, struct tj_stage2 *s) {
+	int sync[2], status[2];
+	if (pipe2(sync, O_CLOEXEC) < 0) {
+		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, errno, -1, NULL);
+	}
+	if (pipe2(status, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(sync[0]);
+		close(sync[1]);
+		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, e, -1, NULL);
+	}
+	s->sync_fd = sync[0];
+	s->status_fd = status[1];
+	s->parent_pid = getpid();
+	// Stage 2 shares this memory, and with it the "not dumpable" flag,
+	// which makes the kernel give a process's /proc files to root of the
+	// user namespace its memory was made in: the host's, as the init is a
+	// fork of the supervisor. The init could not write stage 2's id maps.
+	// So the memory is dumpable until they are written: nothing in the
+	// jail runs yet, and stage 2's execve decides again for the command.
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	// Stage 2 sets the command's huge page setting on the shared memory
+	// before its execve; the init's comes back once it has exec'd or failed.
+	int own_thp = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	long pid = tj_stage2_start(s);
+	close(sync[0]);
+	close(status[1]);
+	if (pid < 0) {
+		close(sync[1]);
+		close(status[0]);
+		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, (int)-pid, -1, NULL);
+	}
+	char dir[32] = "/proc/", num[24], path[48];
+	tj_utoa(num, sizeof num, (uint64_t)pid, 10);
+	strcat(dir, num);
+	static const char *const files[] = {"/setgroups", "/uid_map", "/gid_map"};
+	static const char *const data[] = {"deny", "1000 0 1\n", "1000 0 1\n"};
+	int op = 0, e = 0, index = -1;
+	for (int i = 0; op == 0 && i < 3; i++) {
+		strcpy(path, dir);
+		strcat(path, files[i]);
+		if (tj_write_file(path, data[i]) < 0) {
+			op = TJ_OP_WRITE, e = errno, index = i;
+		}
+	}
+	// Not dumpable again before stage 2 may go on to the command.
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (op == 0) {
+		ssize_t w;
+		do {
+			w = write(sync[1], "", 1);
+		} while (w < 0 && errno == EINTR);
+		if (w != 1) {
+			op = TJ_OP_WRITE, e = w < 0 ? errno : EIO;
+		}
+	}
+	close(sync[1]);
+	if (op != 0) {
+		close(status[0]);
+		kill((pid_t)pid, SIGKILL);
+		waitpid((pid_t)pid, NULL, __WALL);
+		return tj_failed(b, index >= 0 ? TJ_I_STAGE2_MAP : TJ_I_STAGE2, op, e, index, NULL);
+	}
+	struct tj_record r;
+	ssize_t n;
+	do {
+		n = read(status[0], &r, sizeof r);
+	} while (n < 0 && errno == EINTR);
+	close(status[0]);
+	if (own_thp >= 0 && prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != own_thp) {
+		prctl(PR_SET_THP_DISABLE, own_thp, 0, 0, 0);
+	}
+	if (n > (ssize_t)offsetof(struct tj_record, path)) {
+		// Stage 2 failed and exits; the reaper reports its end after this.
+		// execve says EACCES for a directory too: the init sees the
+		// command's files, so it can tell which (op 1: a directory).
+		r.path[sizeof r.path - 1] = 0;
+		r.op = 0;
+		if (r.step == TJ_STEP_EXEC && r.err == EACCES && r.index >= 0 && r.index < s->npaths) {
+			struct stat st;
+			if (stat(s->paths[r.index], &st) == 0 && S_ISDIR(st.st_mode)) {
+				r.op = 1;
+			}
+		}
+		tj_send_record(3, &r, tj_record_size(&r), -1);
+	}
+	return pid;
+}
+
+// tj_reap waits for every child until the command (pid) ends, forwarding
+// the signals a terminal would send to its process group, then reports
+// and exits.
+static __attribute__((noreturn)) void tj_reap(struct tj_builder *b, pid_t pid) {
+	sigset_t set;
+	sigemptyset(&set);
+	static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) {
+		sigaddset(&set, fwd[i]);
+	}
+	sigaddset(&set, SIGCHLD);
+	for (;;) {
+		int sig = sigwaitinfo(&set, NULL);
+		if (sig < 0) {
+			if (errno == EINTR) {
+				continue;
+			}
+			tj_failed(b, TJ_I_WAIT, TJ_OP_NONE, errno, -1, NULL);
+			tj_die(b);
+		}
+		if (sig != SIGCHLD) {
+			kill(-pid, sig);
+			kill(pid, sig);
+			continue;
+		}
+		for (;;) {
+			int ws;
+			pid_t got = waitpid(-1, &ws, WNOHANG | __WALL);
+			if (got < 0 && errno == EINTR) {
+				continue;
+			}
+			if (got < 0 && errno != ECHILD) {
+				tj_failed(b, TJ_I_WAIT, TJ_OP_NONE, errno, -1, NULL);
+				tj_die(b);
+			}
+			if (got <= 0) {
+				break; // no more to reap for now
+			}
+			if (got != pid) {
+				continue; // an orphan
+			}
+			struct tj_record r;
+			memset(&r, 0, offsetof(struct tj_record, path) + 1);
+			r.type = TJ_REC_EXIT;
+			if (WIFEXITED(ws)) {
+				r.exit_code = WEXITSTATUS(ws);
+			} else if (WIFSIGNALED(ws)) {
+				r.signal = WTERMSIG(ws);
+				r.exit_code = 128 + r.signal;
+			}
+			// What the command and every orphan reaped used.
+			struct rusage ru;
+			if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+				r.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+				r.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+				r.maxrss_kib = ru.ru_maxrss;
+			}
+			tj_send_record(3, &r, tj_record_size(&r), -1);
+			_exit(0);
+		}
+	}
+}
+
+// The kernel's struct sigaction, for raw rt_sigaction.
+struct tj_ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+// tj_setup_fds moves the supervisor's descriptors to 0..4 and closes
+// every other one the fork copied: only stdio and the supervisor socket
+// may cross into the jail, and a copy of another run's descriptor would
+// keep that run's pipes open. It returns the socket's number, -1 on
+// failure with the socket where it was, -2 with the socket at 3.
+static int tj_setup_fds(const struct tj_init *p) {
+	int tmp[5];
+	for (int i = 0; i < 5; i++) {
+		tmp[i] = fcntl(p->fds[i], F_DUPFD_CLOEXEC, 5);
+		if (tmp[i] < 0) {
+			return -1;
+		}
+	}
+	for (int i = 0; i < 5; i++) {
+		// 0, 1 and 2 are the command's; 3 and 4 are close-on-exec.
+		if (dup3(tmp[i], i, i < 3 ? 0 : O_CLOEXEC) < 0) {
+			return i > 3 ? -2 : -1;
+		}
+	}
+	return syscall(SYS_close_range, 5, ~0U, 0) < 0 ? -2 : 3;
+}
+
+static __attribute__((noreturn)) void tj_init_main(const struct tj_init *p) {
+	// Static: the builder holds the owned mount ids and a failure record,
+	// too much for a stack frame. The init is a process of its own.
+	static struct tj_builder b;
+	memset(&b, 0, sizeof b);
+	b.p = p;
+	b.oldroot = b.newroot = b.emptyfile = -1;
+
+	// Go's handlers would run Go code in this process: back to default for
+	// every signal the Go runtime catches (ignored ones stay ignored, as at
+	// an execve). SIGCHLD must not be ignored: the init reaps.
+	for (int sig = 1; sig <= 64; sig++) {
+		struct tj_ksigaction old, dfl;
+		if (sig == SIGKILL || sig == SIGSTOP) {
+			continue;
+		}
+		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) {
+			continue;
+		}
+		if (old.handler == (void *)SIG_DFL || (old.handler == (void *)SIG_IGN && sig != SIGCHLD)) {
+			continue;
+		}
+		memset(&dfl, 0, sizeof dfl);
+		dfl.handler = (void *)SIG_DFL;
+		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+	}
+	// The supervisor's thread that forked this process stays until it has
+	// reaped it; if the supervisor dies before this, the sync read below
+	// sees the end of the pipe.
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	int sock = setsid() < 0 ? -1 : tj_setup_fds(p);
+	if (sock < 0) {
+		tj_failed(&b, TJ_I_FDS, TJ_OP_NONE, errno, -1, NULL);
+		tj_send_record(sock == -1 ? p->fds[3] : 3, &b.rec, tj_record_size(&b.rec), -1);
+		_exit(125);
+	}
+	char c;
+	ssize_t n;
+	do {
+		n = read(4, &c, 1);
+	} while (n < 0 && errno == EINTR);
+	if (n != 1) {
+		_exit(125); // the supervisor is gone, or gave up on this run
+	}
+	close(4);
+	// Nothing in the jail may ptrace the init or open its /proc files. Not
+	// before the sync: the supervisor writes the id maps in /proc/PID.
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	// /proc/1/cmdline is readable in the jail even so, and this memory is
+	// a copy of the supervisor's: blank its arguments (host paths, flags).
+	static const char name[] = "tooljail-init";
+	if (tj_args_start != NULL && tj_args_len > 0) {
+		memset(tj_args_start, 0, tj_args_len);
+		memcpy(tj_args_start, name, tj_args_len < sizeof name ? tj_args_len - 1 : sizeof name);
+	}
+	prctl(PR_SET_NAME, name, 0, 0, 0);
+	if (p->drop_groups && syscall(SYS_setgroups, 0, NULL) < 0) {
+		tj_failed(&b, TJ_I_SETGROUPS, TJ_OP_NONE, errno, -1, NULL);
+		tj_die(&b);
+	}
+	if (tj_build_root(&b) < 0) {
+		tj_die(&b);
+	}
+	if (sethostname(p->hostname, strlen(p->hostname)) < 0) {
+		tj_failed(&b, TJ_I_HOSTNAME, TJ_OP_NONE, errno, -1, p->hostname);
+		tj_die(&b);
+	}
+	if (p->netnone && tj_loopback(&b) < 0) {
+		tj_die(&b);
+	}
+	// Stage 2 is prepared in the plan, but its Landlock ruleset and
+	// descriptors are the init's: set them on this process's copy.
+	struct tj_stage2 *s = (struct tj_stage2 *)&p->stage2;
+	s->landlock_fd = -1;
+	if (p->landlock != NULL) {
+		s->landlock_fd = tj_landlock(&b, p->landlock);
+		if (s->landlock_fd < 0) {
+			tj_die(&b);
+		}
+		s->landlock_flags = p->landlock->flags;
+	}
+	s->sock = 3;
+	long pid = tj_start_stage2(&b, s);
+	if (pid < 0) {
+		tj_die(&b);
+	}
+	if (s->landlock_fd >= 0) {
+		close(s->landlock_fd);
+	}
+	tj_reap(&b, (pid_t)pid);
+}
+
+struct tj_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+long tj_init_start(const struct tj_init *p) {
+	uint64_t all = ~(uint64_t)0, old;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
+	long pid;
+	if (p->cgroup_fd >= 0) {
+		struct tj_clone_args a;
+		memset(&a, 0, sizeof a);
+		a.flags = p->clone_flags | CLONE_INTO_CGROUP;
+		a.exit_signal = SIGCHLD;
+		a.cgroup = (uint64_t)p->cgroup_fd;
+		pid = syscall(SYS_clone3, &a, sizeof a);
+	} else {
+		pid = syscall(SYS_clone, p->clone_flags | SIGCHLD, NULL, NULL, NULL, 0);
+	}
+	if (pid == 0) {
+		tj_init_main(p);
+	}
+	int e = errno;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
+	return pid < 0 ? -e : pid;
+}
