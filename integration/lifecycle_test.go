@@ -1,10 +1,15 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,6 +262,89 @@ func TestRlimits(t *testing.T) {
 		}
 		if o.report.Limits.CPUTimeMs != 1000 {
 			t.Errorf("report cpu_time_ms = %d", o.report.Limits.CPUTimeMs)
+		}
+	})
+}
+
+// Signals sent to tooljail reach the command: the supervisor passes
+// SIGTERM, SIGINT, SIGHUP and SIGQUIT to the init, which sends them to the
+// command's process group. A second SIGINT kills the whole run.
+func TestSignalsForwarded(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		if _, err := os.Stat("/bin/sh"); err != nil {
+			t.Skip("no /bin/sh here")
+		}
+		w := u.workdir(t)
+		// start runs script in the jail and returns once it printed ready.
+		start := func(script string) (*exec.Cmd, *bufio.Reader) {
+			t.Helper()
+			rc, err := u.newRunCgroup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(rc.release)
+			args := []string{"run", "-q", "--workdir", w}
+			for _, d := range u.degraded {
+				args = append(args, "--allow-degraded", d)
+			}
+			cmd := exec.Command(tooljailBin, append(args, "--", "/bin/sh", "-c", script)...)
+			cmd.Dir, cmd.Env = w, u.environ(nil)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			r := bufio.NewReader(out)
+			if l, err := r.ReadString('\n'); l != "ready\n" {
+				t.Fatalf("the command did not start: %q %v", l, err)
+			}
+			return cmd, r
+		}
+		wait := func(cmd *exec.Cmd) int {
+			t.Helper()
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					return ee.ExitCode()
+				}
+				return 0
+			case <-time.After(30 * time.Second * slow):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+				t.Error("tooljail did not end after the signal")
+			}
+			return -1
+		}
+
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+			cmd, r := start(`trap 'echo got; exit 7' TERM INT HUP; echo ready; while :; do sleep 0.05; done`)
+			out := make(chan []byte, 1)
+			go func() {
+				b, _ := io.ReadAll(r)
+				out <- b
+			}()
+			cmd.Process.Signal(sig)
+			code := wait(cmd) // kills the run when it does not end
+			if rest := <-out; code != 7 || string(rest) != "got\n" {
+				t.Errorf("%v to tooljail: exit %d and output %q, want the command's trap (exit 7, got)", sig, code, rest)
+			}
+		}
+
+		// The command ignores SIGINT: the first one changes nothing, the
+		// second kills the run.
+		cmd, _ := start(`trap '' INT; echo ready; while :; do sleep 0.05; done`)
+		cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(100 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+		if code := wait(cmd); code != 128+9 {
+			t.Errorf("two SIGINTs to tooljail: exit %d, want 137 (the run killed)", code)
 		}
 	})
 }
