@@ -6,7 +6,7 @@
 // against the targets of DESIGN.md section 8, in the report.
 //
 // It imports the jail package for the per-layer start-up ladder, so, like
-// tooljail, it calls jail.Init first: the jail re-executes this binary.
+// tooljail, it calls jail.Init first: the host probe re-executes this binary.
 // Run it as root (bench/run.sh does).
 package main
 

@@ -133,9 +133,10 @@ func render(c *config, r *results, svgRef string) string {
 	}
 	p("%s\n", bench.Table([]string{"step", "median", "p10", "p90", "Δ median", "what runs"}, rows))
 	p("Each step adds one layer to the one above; %d samples each, the eight alternated. The\n", c.layerRuns)
-	p("+mounts ... +cgroup steps run in the bench driver through the `jail` package (the jail re-executes\n")
-	p("the driver, a binary like tooljail), so \"full\" minus \"+cgroup\" is what the CLI adds: its own\n")
-	p("exec, profile loading, the seccomp filter from the disk cache instead of memory. On a host\n")
+	p("+mounts ... +cgroup steps run in the bench driver through the `jail` package (one long-lived Go\n")
+	p("process that forks the jail's C init per run, as an embedding agent runtime would), so \"full\"\n")
+	p("minus \"+cgroup\" is what the CLI adds: a Go process start, profile loading, the host probe,\n")
+	p("the seccomp filter from the disk cache instead of memory. On a host\n")
 	p("with cgroups the jail makes a cgroup for accounting even without caps, so +mounts includes it.\n\n")
 
 	p("## Throughput\n\n")
@@ -167,7 +168,7 @@ func render(c *config, r *results, svgRef string) string {
 	}))
 	p("`%s`: VmHWM read from `/proc/<pid>/status` every 5 ms, the last sample before the\n", r.RSS.Command)
 	p("supervisor exited. ru_maxrss is the largest of the supervisor and the descendants it waited for\n")
-	p("(the jail's init is a re-exec of the same binary), so it can exceed VmHWM.\n\n")
+	p("(the jail's init is a fork of the supervisor), so it can exceed VmHWM.\n\n")
 
 	if r.Leaks != nil {
 		l := r.Leaks

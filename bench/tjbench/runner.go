@@ -81,7 +81,7 @@ func jailRunner(name string, spec *jail.Spec) runner {
 
 // nsRunner is the "namespaces only" layer: clone with the jail's
 // namespaces and a one-uid map, then exec /bin/true directly (no init, no
-// mounts, no re-exec).
+// mounts, no stage 2).
 func nsRunner(name string) runner {
 	euid, egid := os.Geteuid(), os.Getegid()
 	return runner{name: name, run: func() error {

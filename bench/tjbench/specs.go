@@ -33,8 +33,8 @@ type layer struct {
 }
 
 // layers builds the start-up ladder: each step adds one layer to the one
-// before. The jail-package steps run in this process (the jail re-executes
-// this binary for its init and stage 2).
+// before. The jail-package steps run in this process (the jail forks its
+// C init from it).
 func layers(tooljail, wd string, bwrapArgv []string) ([]layer, error) {
 	full, err := defaultSpec(wd, "/bin/true")
 	if err != nil {
