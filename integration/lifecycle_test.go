@@ -331,8 +331,15 @@ func TestSignalsForwarded(t *testing.T) {
 				out <- b
 			}()
 			cmd.Process.Signal(sig)
-			code := wait(cmd) // kills the run when it does not end
-			if rest := <-out; code != 7 || string(rest) != "got\n" {
+			// All of the output first: Wait closes the pipe.
+			var rest []byte
+			select {
+			case rest = <-out:
+			case <-time.After(30 * time.Second * slow):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				rest = <-out
+			}
+			if code := wait(cmd); code != 7 || string(rest) != "got\n" {
 				t.Errorf("%v to tooljail: exit %d and output %q, want the command's trap (exit 7, got)", sig, code, rest)
 			}
 		}

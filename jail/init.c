@@ -964,6 +964,28 @@ struct tj_ksigaction {
 	uint64_t mask;
 };
 
+// tj_default_handlers puts back the default action of every signal that
+// has a handler: Go's handlers would run Go code in this process. Ignored
+// signals stay ignored, as at an execve, except SIGCHLD: the init reaps.
+// Stage 2 inherits the result.
+static void tj_default_handlers(void) {
+	for (int sig = 1; sig <= 64; sig++) {
+		struct tj_ksigaction old, dfl;
+		if (sig == SIGKILL || sig == SIGSTOP) {
+			continue;
+		}
+		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) {
+			continue;
+		}
+		if (old.handler == (void *)SIG_DFL || (old.handler == (void *)SIG_IGN && sig != SIGCHLD)) {
+			continue;
+		}
+		memset(&dfl, 0, sizeof dfl);
+		dfl.handler = (void *)SIG_DFL;
+		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+	}
+}
+
 // tj_setup_fds moves the supervisor's descriptors to 0..4 and closes
 // every other one the fork copied: only stdio and the supervisor socket
 // may cross into the jail, and a copy of another run's descriptor would
@@ -994,24 +1016,7 @@ static __attribute__((noreturn)) void tj_init_main(const struct tj_init *p) {
 	b.p = p;
 	b.oldroot = b.newroot = b.emptyfile = -1;
 
-	// Go's handlers would run Go code in this process: back to default for
-	// every signal the Go runtime catches (ignored ones stay ignored, as at
-	// an execve). SIGCHLD must not be ignored: the init reaps.
-	for (int sig = 1; sig <= 64; sig++) {
-		struct tj_ksigaction old, dfl;
-		if (sig == SIGKILL || sig == SIGSTOP) {
-			continue;
-		}
-		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) {
-			continue;
-		}
-		if (old.handler == (void *)SIG_DFL || (old.handler == (void *)SIG_IGN && sig != SIGCHLD)) {
-			continue;
-		}
-		memset(&dfl, 0, sizeof dfl);
-		dfl.handler = (void *)SIG_DFL;
-		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
-	}
+	tj_default_handlers();
 	// The supervisor's thread that forked this process stays until it has
 	// reaped it; if the supervisor dies before this, the sync read below
 	// sees the end of the pipe.

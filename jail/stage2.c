@@ -10,8 +10,9 @@
 // a copy of the supervisor's) nor tears them down at execve. It runs on a
 // stack of its own, beside the init, so it must not touch malloc, stdio or
 // even errno (the thread-local errno is the init's): it makes raw system
-// calls (tj_sys) that return -errno, with every signal blocked from before
-// the clone until its handlers are back to default. Per-process state
+// calls (tj_sys) that return -errno, with every signal blocked until right
+// before the execve (the init has put the handlers back to default already).
+// Per-process state
 // (credentials, signal handlers, file descriptors, rlimits) is its own;
 // per-memory state is not: the huge page setting it makes for the command
 // is the init's too until execve, and the init restores its own then
@@ -101,14 +102,6 @@ __attribute__((constructor)) static void tj_save_start(int argc, char **argv, ch
 	}
 }
 
-// The kernel's struct sigaction, for raw rt_sigaction.
-struct tj_ksigaction {
-	void *handler;
-	unsigned long flags;
-	void *restorer;
-	uint64_t mask;
-};
-
 size_t tj_record_size(const struct tj_record *r) {
 	return offsetof(struct tj_record, path) + strnlen(r->path, sizeof r->path - 1) + 1;
 }
@@ -156,32 +149,12 @@ static __attribute__((noreturn)) void tj_fail(const struct tj_stage2 *s, int ste
 	}
 }
 
-// Go's handlers would run Go code in this child: back to default for every
-// signal the Go runtime catches (ignored ones stay ignored, as at execve).
-static void tj_default_handlers(void) {
-	for (int sig = 1; sig <= 64; sig++) {
-		struct tj_ksigaction old, dfl;
-		if (sig == SIGKILL || sig == SIGSTOP) {
-			continue;
-		}
-		if (SYS4(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) {
-			continue;
-		}
-		if (old.handler == (void *)SIG_IGN || old.handler == (void *)SIG_DFL) {
-			continue;
-		}
-		memset(&dfl, 0, sizeof dfl);
-		dfl.handler = (void *)SIG_DFL;
-		SYS4(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
-	}
-}
-
 static int tj_child(void *arg) {
 	const struct tj_stage2 *s = arg;
 	char b;
 	long r;
 
-	tj_default_handlers();
+	// Signal handlers: the init's, back to default already (init.c).
 	while ((r = SYS3(SYS_read, s->sync_fd, &b, 1)) == -EINTR) {
 	}
 	if (r != 1) {
