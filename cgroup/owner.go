@@ -61,13 +61,13 @@ func (o *owner) acquireV2(h host) (string, []string, error) {
 	if !h.v2Root && !o.movedSelf {
 		leaf := filepath.Join(dir, supervisorDir)
 		if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			os.Remove(dir)
+			unix.Rmdir(dir)
 			return "", nil, fmt.Errorf("%w: create %s: %v", ErrUnavailable, leaf, err)
 		}
 		// Writing the pid moves every thread of the supervisor.
 		if err := writeFile(leaf, "cgroup.procs", strconv.Itoa(os.Getpid())); err != nil {
-			os.Remove(leaf)
-			os.Remove(dir)
+			unix.Rmdir(leaf)
+			unix.Rmdir(dir)
 			return "", nil, fmt.Errorf("%w: move the supervisor out of %s: %v (%s)", ErrUnavailable, h.v2Base, err, fixDelegate)
 		}
 		o.movedSelf = true
@@ -160,7 +160,7 @@ func (o *owner) release() {
 		return
 	}
 	for _, d := range o.v1Dirs {
-		os.Remove(d)
+		unix.Rmdir(d)
 	}
 	o.v1Dirs = nil
 	if o.v2Dir == "" {
@@ -171,9 +171,9 @@ func (o *owner) release() {
 			return
 		}
 		o.movedSelf = false
-		os.Remove(filepath.Join(o.v2Dir, supervisorDir))
+		unix.Rmdir(filepath.Join(o.v2Dir, supervisorDir))
 	}
-	os.Remove(o.v2Dir)
+	unix.Rmdir(o.v2Dir)
 	o.v2Dir, o.v2Base, o.v2Enabled, o.v2Added = "", "", nil, nil
 }
 

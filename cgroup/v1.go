@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 func newV1(h host, id string, r Resources) (*Group, error) {
@@ -28,7 +30,7 @@ func newV1(h host, id string, r Resources) (*Group, error) {
 	made := map[string]bool{} // co-mounted controllers (cpu,cpuacct) share one directory
 	fail := func(err error) (*Group, error) {
 		for d := range made {
-			os.Remove(d)
+			unix.Rmdir(d)
 		}
 		self.release()
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 func newV2(h host, id string, r Resources) (*Group, error) {
@@ -32,12 +34,12 @@ func newV2(h host, id string, r Resources) (*Group, error) {
 		g.controllers[c] = contains(enabled, c)
 	}
 	if err := applyV2(dir, r); err != nil {
-		os.Remove(dir)
+		unix.Rmdir(dir)
 		self.release()
 		return nil, err
 	}
 	if g.fd, err = openDirFD(dir); err != nil {
-		os.Remove(dir)
+		unix.Rmdir(dir)
 		self.release()
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
