@@ -345,6 +345,9 @@ func TestCgroupCPU(t *testing.T) {
 		}
 		cpu := *r.CPUUserMs + *r.CPUSystemMs
 		if slow > 1 {
+			if *r.CPUThrottledMs <= 0 && cpu < 500 {
+				t.Skipf("the loop got only %d ms of CPU in 2 s: the guest is too busy to reach the quota", cpu)
+			}
 			if *r.CPUThrottledMs <= 0 {
 				t.Errorf("cpu_throttled_ms %d after a 2 s busy loop under --cpus 0.5 (%d ms of CPU): the quota was not applied", *r.CPUThrottledMs, cpu)
 			}

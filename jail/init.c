@@ -914,8 +914,13 @@ static __attribute__((noreturn)) void tj_reap(struct tj_builder *b, pid_t pid) {
 			tj_die(b);
 		}
 		if (sig != SIGCHLD) {
+			// To the command's process group, as a terminal would; to the
+			// command itself too only when it has left that group, or it
+			// would get the signal twice.
 			kill(-pid, sig);
-			kill(pid, sig);
+			if (getpgid(pid) != pid) {
+				kill(pid, sig);
+			}
 			continue;
 		}
 		for (;;) {
