@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -232,6 +234,16 @@ func TestRlimits(t *testing.T) {
 			o = u.jailRun(t, w, run{args: []string{"--nofile", "unlimited"}, wrap: []string{"_nofile", "100"}}, "/bin/sh", "-c", "ulimit -Sn")
 			if o.code != 0 || strings.TrimSpace(o.stdout) != "100" {
 				t.Errorf("nofile unlimited under a caller's soft limit of 100: the command's soft NOFILE %q, want 100\n%s", o.stdout, o)
+			}
+		}
+
+		// A nofile limit above the caller's hard limit cannot be set: the
+		// run fails before the command, and the error names the limit.
+		if hard.Max < 1<<30 {
+			want := fmt.Sprintf("set nofile limit to %d", hard.Max+1)
+			o = u.jail(t, w, []string{"--nofile", strconv.FormatUint(hard.Max+1, 10)}, "exit", "0")
+			if o.code != 125 || o.report.Status != "setup_error" || !strings.Contains(o.report.Reason, want) {
+				t.Errorf("--nofile above the hard limit: want exit 125 and a reason with %q\n%s", want, o)
 			}
 		}
 

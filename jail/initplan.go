@@ -79,6 +79,12 @@ type initPlan struct {
 	stage2   *stage2
 }
 
+// free releases the C plan; the init has its own copy once forked.
+func (ip *initPlan) free() {
+	ip.arena.free()
+	ip.c = nil
+}
+
 // initFiles are the descriptors the init takes as 0 to 4.
 type initFiles struct {
 	stdin, stdout, stderr, sock, sync int

@@ -47,14 +47,21 @@ type stage2Config struct {
 	NoHugePages bool
 }
 
-// stage2 is stage 2's part of the init's plan, and what the supervisor
-// needs to report its failures.
+// stage2 is what the supervisor needs to report stage 2's failures. It
+// keeps its own copies: the C plan is freed once the init is forked,
+// before stage 2's records arrive.
 type stage2 struct {
-	cfg     *stage2Config
-	c       *C.struct_tj_stage2
-	paths   []string
-	rlimits []string // names, by index in c.rlimits
-	abi     int      // Landlock's, for errors
+	cfg          *stage2Config
+	paths        []string
+	rlimits      []rlimitSet // by index in the C plan's rlimits
+	thp          int
+	seccompFlags uint
+	abi          int // Landlock's, for errors
+}
+
+type rlimitSet struct {
+	name string
+	cur  uint64
 }
 
 // prepareStage2 fills c, in the init's plan, with the child's
@@ -64,7 +71,7 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 	if len(cfg.Args) == 0 {
 		return nil, errors.New("stage 2: no command")
 	}
-	s := &stage2{cfg: cfg, c: c}
+	s := &stage2{cfg: cfg}
 	c.clone_flags = C.ulong(unix.CLONE_NEWUSER | unix.CLONE_NEWNS)
 	c.dir = a.cstring(cfg.Dir)
 	c.argv = a.cstrings(cfg.Args)
@@ -77,7 +84,7 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 		r := &c.rlimits[c.nrlimits]
 		r.resource, r.cur, r.max = C.int(res), C.uint64_t(cur), C.uint64_t(max)
 		c.nrlimits++
-		s.rlimits = append(s.rlimits, name)
+		s.rlimits = append(s.rlimits, rlimitSet{name, cur})
 	}
 	add("core", unix.RLIMIT_CORE, 0, 0)
 	switch {
@@ -98,7 +105,7 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 	// The command gets the supervisor's huge page setting, not the one the
 	// supervisor forked the init with (noHugePagesForChildren).
 	if cfg.NoHugePages {
-		c.thp_disable = 1
+		c.thp_disable, s.thp = 1, 1
 	}
 	c.landlock_fd = -1
 	if cfg.Seccomp != nil {
@@ -110,7 +117,7 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 		copy(f, insns)
 		c.filter = (*C.struct_sock_filter)(unsafe.Pointer(&f[0]))
 		c.filter_len = C.ushort(len(insns))
-		c.seccomp_flags = C.uint(flags)
+		c.seccomp_flags, s.seccompFlags = C.uint(flags), uint(flags)
 		if cfg.Seccomp.Notify {
 			c.notify = 1
 		}
@@ -145,15 +152,15 @@ func (s *stage2) failure(step int, errno syscall.Errno, index, code int, isDir b
 	case C.TJ_STEP_RLIMIT:
 		name, v := "?", uint64(0)
 		if index >= 0 && index < len(s.rlimits) {
-			name, v = s.rlimits[index], uint64(s.c.rlimits[index].cur)
+			name, v = s.rlimits[index].name, s.rlimits[index].cur
 		}
 		err = fmt.Errorf("set %s limit to %d: %w (it cannot be raised above the caller's hard limit)", name, v, errno)
 	case C.TJ_STEP_THP:
-		err = fmt.Errorf("set PR_SET_THP_DISABLE to %d: %w", s.c.thp_disable, errno)
+		err = fmt.Errorf("set PR_SET_THP_DISABLE to %d: %w", s.thp, errno)
 	case C.TJ_STEP_LANDLOCK:
 		err = fmt.Errorf("landlock: landlock restrict (ABI %d): %w", s.abi, errno)
 	case C.TJ_STEP_SECCOMP:
-		err = fmt.Errorf("seccomp: install (flags %#x): %w", uint(s.c.seccomp_flags), errno)
+		err = fmt.Errorf("seccomp: install (flags %#x): %w", s.seccompFlags, errno)
 	case C.TJ_STEP_READY, C.TJ_STEP_ACK:
 		err = fmt.Errorf("stage 2: the supervisor is gone (%v)", errOrEOF(errno))
 	case C.TJ_STEP_FDS:
