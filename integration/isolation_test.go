@@ -664,6 +664,38 @@ func TestInitHoldsNothingOfTheSupervisor(t *testing.T) {
 	})
 }
 
+// The init's memory is a copy of the supervisor's (its environment, and
+// whatever the embedding program holds): nothing in the jail may read it.
+// /proc/1/environ and /proc/1/mem stay closed to the command even with
+// Landlock and seccomp switched off, where the command has the init's uid
+// on the host: the command lives in a nested user namespace without the
+// init's capabilities (the kernel's ptrace rule), and the init is not
+// dumpable besides.
+func TestInitMemoryUnreadable(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		if _, err := os.Stat("/bin/sh"); err != nil {
+			t.Skip("no /bin/sh here")
+		}
+		w := u.workdir(t)
+		secret := marker("secret")
+		bare := filepath.Join(u.dir(t), "bare.toml")
+		if err := os.WriteFile(bare, []byte("extends = \"default\"\n[landlock]\nenabled = false\n[seccomp]\nenabled = false\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		script := `cat /proc/1/environ && echo environ-read || echo environ-denied; ` +
+			`(exec 3</proc/1/mem) 2>/dev/null && echo mem-opened || echo mem-denied`
+		for _, flags := range [][]string{{"-q"}, {"-q", "--profile", bare}} {
+			o := u.jailRun(t, w, run{args: flags, env: []string{"TJ_SECRET=" + secret}}, "/bin/sh", "-c", script)
+			if o.code != 0 {
+				t.Fatalf("%v: want exit 0\n%s", flags, o)
+			}
+			if strings.Contains(o.stdout, secret) || !strings.Contains(o.stdout, "environ-denied") || !strings.Contains(o.stdout, "mem-denied") {
+				t.Errorf("%v: the command read the init's memory: %q, want environ-denied and mem-denied", flags, o.stdout)
+			}
+		}
+	})
+}
+
 // The jail's own processes, charged to the run's memory cap, take no
 // transparent huge pages (PID 1 shows THP_enabled 0); the command gets
 // the host's policy back (THP_enabled 1) before execve. Stage 2 shares the
