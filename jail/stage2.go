@@ -107,7 +107,6 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 	if cfg.NoHugePages {
 		c.thp_disable, s.thp = 1, 1
 	}
-	c.landlock_fd = -1
 	if cfg.Seccomp != nil {
 		insns, flags, err := seccomp.ThreadArgs(cfg.Seccomp)
 		if err != nil {

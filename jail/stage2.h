@@ -14,8 +14,9 @@ struct tj_rlimit {
 
 #define TJ_MAX_RLIMITS 8
 
-// tj_stage2 is everything the child needs, prepared by the init in Go:
-// the child only makes system calls with it.
+// tj_stage2 is everything the child needs, prepared by the supervisor in Go
+// (the descriptors and the Landlock ruleset are filled in by the init): the
+// child only makes system calls with it.
 struct tj_stage2 {
 	unsigned long clone_flags;
 	int sync_fd;    // the child reads one byte: the init has written its id maps
