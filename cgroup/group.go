@@ -265,7 +265,9 @@ func (g *Group) Delete() error {
 		g.fd = -1
 	}
 	g.deleted = true
-	self.release()
+	if g.mode == ModeV2 {
+		self.release()
+	}
 	return nil
 }
 

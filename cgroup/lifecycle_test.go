@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/containerd/cgroups/v3"
 )
 
 func TestKillAndDeleteLeaveNothing(t *testing.T) {
@@ -77,9 +79,9 @@ func TestCleanupStale(t *testing.T) {
 	if err := CleanupStale(); err != nil {
 		t.Fatalf("CleanupStale: %v", err)
 	}
-	for _, d := range ownerDirsEverywhere(t, filepath.Base(filepath.Dir(deadPath))) {
+	for _, d := range supervisorDirsEverywhere(t, deadPath) {
 		if exists(d) {
-			t.Errorf("dead supervisor's owner dir %s survived CleanupStale", d)
+			t.Errorf("dead supervisor's directory %s survived CleanupStale", d)
 		}
 	}
 	if !waitFor(func() bool { return !alive(deadPid) }) {
@@ -159,12 +161,24 @@ func TestConcurrentNewDelete(t *testing.T) {
 			t.Errorf("%s left behind", d)
 		}
 	}
-	// The owner directories go with the last group (v2 keeps one only
-	// when it holds the supervisor itself).
+	// The v2 owner directory goes with the last group (it stays only when
+	// it holds the supervisor itself); v1 makes none.
 	if len(all) > 0 {
-		owner := filepath.Dir(all[0])
-		if exists(owner) && !exists(filepath.Join(owner, supervisorDir)) {
-			t.Errorf("owner dir %s left behind", owner)
+		if h, _ := detect(); h.layout == cgroups.Unified {
+			owner := filepath.Dir(all[0])
+			if exists(owner) && !exists(filepath.Join(owner, supervisorDir)) {
+				t.Errorf("owner dir %s left behind", owner)
+			}
+		} else {
+			bases := map[string]bool{}
+			for _, b := range h.v1Base {
+				bases[b] = true
+			}
+			for _, d := range all {
+				if !bases[filepath.Dir(d)] {
+					t.Errorf("v1 run directory %s is not in a base", d)
+				}
+			}
 		}
 	}
 	t.Logf("50 groups, %d directories, all removed", len(all))
@@ -179,18 +193,20 @@ func TestRunIDInUse(t *testing.T) {
 	}
 }
 
-// ownerDirsEverywhere is where owner name lives in every hierarchy.
-func ownerDirsEverywhere(t *testing.T, name string) []string {
+// supervisorDirsEverywhere is where the supervisor that made the group at
+// path has directories in every hierarchy: its v2 owner directory, or its
+// v1 run directory in each base.
+func supervisorDirsEverywhere(t *testing.T, path string) []string {
 	h, err := detect()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.v2Base != "" {
-		return []string{filepath.Join(h.v2Base, name)}
+		return []string{filepath.Join(h.v2Base, filepath.Base(filepath.Dir(path)))}
 	}
 	var l []string
 	for _, b := range h.v1Base {
-		l = append(l, filepath.Join(b, name))
+		l = append(l, filepath.Join(b, filepath.Base(path)))
 	}
 	return l
 }

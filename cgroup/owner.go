@@ -27,8 +27,9 @@ func selfName() string {
 	return selfNameVal
 }
 
-// owner is this supervisor's tooljail-<pid>-<start> directory in each
-// hierarchy, shared by its live groups and removed with the last of them.
+// owner is this supervisor's v2 tooljail-<pid>-<start>-<ns> directory,
+// shared by its live groups and removed with the last of them (v1 runs
+// have none: see the layout in paths.go).
 type owner struct {
 	mu   sync.Mutex
 	live int
@@ -38,8 +39,6 @@ type owner struct {
 	v2Enabled []string // controllers enabled for the runs
 	v2Added   []string // controllers this supervisor enabled in v2Base
 	movedSelf bool     // the supervisor lives in v2Dir/supervisor
-	// v1: hierarchy -> owner directory
-	v1Dirs map[string]string
 }
 
 var self owner
@@ -126,29 +125,7 @@ func enableControllers(dir string, want []string) (enabled, added []string, err 
 	return want, added, nil
 }
 
-// acquireV1 makes (once) the owner directory in every writable hierarchy.
-func (o *owner) acquireV1(h host) map[string]string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.v1Dirs != nil {
-		o.live++
-		return o.v1Dirs
-	}
-	dirs := map[string]string{}
-	name := selfName()
-	for c, base := range h.v1Base {
-		d := filepath.Join(base, name)
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			continue // not writable: that hierarchy is not used
-		}
-		dirs[c] = d
-	}
-	o.v1Dirs = dirs
-	o.live++
-	return dirs
-}
-
-// release drops one group; the last one removes the owner directories.
+// release drops one v2 group; the last one removes the owner directory.
 // A v2 supervisor that moved itself into a leaf first moves back into the
 // cgroup it came from (see moveBack); when it cannot, the owner directory
 // stays until the next CleanupStale in that cgroup after this process exits.
@@ -159,10 +136,6 @@ func (o *owner) release() {
 	if o.live > 0 {
 		return
 	}
-	for _, d := range o.v1Dirs {
-		unix.Rmdir(d)
-	}
-	o.v1Dirs = nil
 	if o.v2Dir == "" {
 		return
 	}

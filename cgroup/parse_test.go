@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"testing"
 )
 
@@ -66,6 +67,17 @@ func TestOwnerNames(t *testing.T) {
 	for _, bad := range []string{"tooljail-", "tooljail-1-2", "tooljail-x-2-3", "tooljail-0-2-3", "other-1-2-3", "tooljail-1-2-3-4"} {
 		if _, _, _, ok := parseOwnerName(bad); ok {
 			t.Errorf("%q parsed as an owner", bad)
+		}
+	}
+	for _, id := range []string{"a", "x-y-z", "run-1.2_3"} {
+		owner, got, ok := cutFlatRun(flatRunName(n, id))
+		if !ok || owner != n || got != id {
+			t.Errorf("flat run name of %q: %q %q %v", id, owner, got, ok)
+		}
+	}
+	for _, bad := range []string{n, n + "-", n + "-run-", n + "-x-a", n + "-run-a/b", "tooljail-x-2-3-run-a", "tooljail-1-2-run-a"} {
+		if _, _, ok := cutFlatRun(bad); ok {
+			t.Errorf("%q parsed as a flat run name", bad)
 		}
 	}
 	if got := v2Base("/user.slice/s.scope/"+n+"/supervisor", n); got != "/user.slice/s.scope" {
@@ -186,19 +198,28 @@ func TestStatsV1Fake(t *testing.T) {
 	}
 }
 
-func TestStaleOwnersFake(t *testing.T) {
+func TestStaleDirsFake(t *testing.T) {
 	base := t.TempDir()
 	own, _ := procStartTime(os.Getpid())
 	ns := pidNS()
 	liveOther := ownerName(1, mustStart(t, 1), ns) // pid 1 lives
 	dead := ownerName(os.Getpid(), own+1, ns)      // our pid, other start: reused pid
 	otherNS := ownerName(999999, 1, ns+1)          // another pid namespace: not ours to judge
-	for _, n := range []string{selfName(), liveOther, dead, otherNS, "unrelated", "tooljail-bad"} {
+	names := []string{selfName(), liveOther, dead, otherNS, "unrelated", "tooljail-bad"}
+	for _, o := range []string{selfName(), liveOther, dead, otherNS} {
+		names = append(names, flatRunName(o, "r1"))
+	}
+	for _, n := range names {
 		os.Mkdir(filepath.Join(base, n), 0o755)
 	}
-	got := staleOwners(base, map[string]bool{})
-	if want := []string{filepath.Join(base, dead)}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("staleOwners = %v, want %v", got, want)
+	got := staleDirs(base, map[string]bool{})
+	sort.Slice(got, func(i, j int) bool { return got[i].path < got[j].path })
+	want := []staleDir{
+		{path: filepath.Join(base, dead), owner: dead},
+		{path: filepath.Join(base, flatRunName(dead, "r1")), owner: dead, run: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("staleDirs = %+v, want %+v", got, want)
 	}
 }
 

@@ -14,8 +14,9 @@ import (
 // supervisor cannot clean up): it kills what still runs in them and
 // removes them. It looks only at this supervisor's base cgroup (one
 // directory listing per hierarchy), and only at tooljail-<pid>-<start>-<ns>
-// directories whose owner, checked by pid and start time in this pid
-// namespace, is gone; a live supervisor's groups are never touched. Groups
+// directories (v1: tooljail-<pid>-<start>-<ns>-run-<id>) whose owner,
+// checked by pid and start time in this pid namespace, is gone; a live
+// supervisor's groups are never touched. Groups
 // this user may not remove are skipped silently.
 func CleanupStale() error {
 	h, err := detect()
@@ -29,31 +30,43 @@ func CleanupStale() error {
 	return cleanupV1(h.v1Base, live)
 }
 
-// staleOwners lists the owner directories of dead supervisors in base.
-func staleOwners(base string, live map[string]bool) []string {
+// staleDir is a directory a dead supervisor left in a base: its owner
+// directory (v2, and v1 before runs sat in the base), or one of its v1 run
+// directories.
+type staleDir struct {
+	path  string
+	owner string // the owner name
+	run   bool   // path is a run directory itself
+}
+
+// staleDirs lists what dead supervisors left in base.
+func staleDirs(base string, live map[string]bool) []staleDir {
 	ents, err := os.ReadDir(base)
 	if err != nil {
 		return nil
 	}
-	myNS := pidNS()
-	var dead []string
+	myNS, me := pidNS(), selfName()
+	var dead []staleDir
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), ownerPrefix) || e.Name() == selfName() {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), ownerPrefix) {
 			continue
 		}
-		pid, start, ns, ok := parseOwnerName(e.Name())
-		if !ok || ns != myNS {
+		owner, run := e.Name(), false
+		if o, _, ok := cutFlatRun(owner); ok {
+			owner, run = o, true
+		}
+		pid, start, ns, ok := parseOwnerName(owner)
+		if !ok || ns != myNS || owner == me {
 			continue
 		}
-		a, known := live[e.Name()]
+		a, known := live[owner]
 		if !known {
 			a = ownerAlive(pid, start)
-			live[e.Name()] = a
+			live[owner] = a
 		}
-		if a {
-			continue
+		if !a {
+			dead = append(dead, staleDir{path: filepath.Join(base, e.Name()), owner: owner, run: run})
 		}
-		dead = append(dead, filepath.Join(base, e.Name()))
 	}
 	return dead
 }
@@ -74,56 +87,63 @@ func subdirs(dir string) []string {
 
 func cleanupV2(base string, live map[string]bool) error {
 	var errs []error
-	for _, o := range staleOwners(base, live) {
-		for _, name := range subdirs(o) {
-			d := filepath.Join(o, name)
+	for _, o := range staleDirs(base, live) {
+		runs := []string{o.path}
+		if !o.run {
+			runs = nil
+			for _, name := range subdirs(o.path) {
+				runs = append(runs, filepath.Join(o.path, name))
+			}
+		}
+		for _, d := range runs {
 			if err := killV2(d); err != nil && !ignorable(err) {
 				errs = append(errs, err)
 				continue
 			}
 			errs = append(errs, quiet(rmdirRetry(d)))
 		}
-		errs = append(errs, quiet(rmdirRetry(o)))
+		if !o.run {
+			errs = append(errs, quiet(rmdirRetry(o.path)))
+		}
 	}
 	return errors.Join(errs...)
 }
 
 func cleanupV1(bases map[string]string, live map[string]bool) error {
-	// Group each dead owner's runs across hierarchies so the kill can
-	// freeze them first.
-	owners := map[string]map[string]string{} // owner name -> hierarchy -> dir
+	// Gather each dead run's directories across hierarchies so the kill
+	// can freeze them first.
+	runs := map[string]map[string]string{} // owner/run -> hierarchy -> dir
+	var owners []string                    // owner directories, removed last
+	add := func(key, c, dir string) {
+		if runs[key] == nil {
+			runs[key] = map[string]string{}
+		}
+		runs[key][c] = dir
+	}
 	for c, base := range bases {
-		for _, o := range staleOwners(base, live) {
-			n := filepath.Base(o)
-			if owners[n] == nil {
-				owners[n] = map[string]string{}
+		for _, o := range staleDirs(base, live) {
+			if o.run {
+				add(filepath.Base(o.path), c, o.path)
+				continue
 			}
-			owners[n][c] = o
+			for _, name := range subdirs(o.path) {
+				add(o.owner+"/"+name, c, filepath.Join(o.path, name))
+			}
+			owners = append(owners, o.path)
 		}
 	}
 	var errs []error
-	for _, hier := range owners {
-		runs := map[string]map[string]string{}
-		for c, o := range hier {
-			for _, name := range subdirs(o) {
-				if runs[name] == nil {
-					runs[name] = map[string]string{}
-				}
-				runs[name][c] = filepath.Join(o, name)
-			}
+	for _, dirs := range runs {
+		if _, err := killV1(dirs); err != nil && !ignorable(err) {
+			errs = append(errs, err)
+			continue
 		}
-		for _, dirs := range runs {
-			if _, err := killV1(dirs); err != nil && !ignorable(err) {
-				errs = append(errs, err)
-				continue
-			}
-			for _, d := range dirs {
-				errs = append(errs, quiet(rmdirRetry(d)))
-			}
+		for _, d := range dirs {
+			errs = append(errs, quiet(rmdirRetry(d)))
 		}
-		for _, o := range hier {
-			errs = append(errs, quiet(rmdirRetry(o)))
-		}
+	}
+	for _, o := range owners {
+		errs = append(errs, quiet(rmdirRetry(o)))
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -11,44 +12,44 @@ import (
 )
 
 func newV1(h host, id string, r Resources) (*Group, error) {
-	owners := self.acquireV1(h)
-	for _, c := range needed(r) {
-		if _, ok := owners[c]; !ok {
-			self.release()
-			base, mounted := h.v1Base[c]
-			if !mounted {
-				return nil, fmt.Errorf("%w: cgroup v1 %s hierarchy is not mounted; mount it, or pass --allow-degraded cgroup", ErrUnavailable, c)
-			}
-			return nil, fmt.Errorf("%w: cgroup v1 %s hierarchy at %s is not writable by uid %d; %s", ErrUnavailable, c, base, os.Getuid(), fixV1)
-		}
-	}
-	if len(owners) == 0 {
-		self.release()
-		return nil, fmt.Errorf("%w: no writable cgroup v1 hierarchy for uid %d; %s", ErrUnavailable, os.Getuid(), fixV1)
-	}
 	g := &Group{mode: ModeV1, dirs: map[string]string{}, homes: map[string]string{}, fd: -1, res: r, controllers: map[string]bool{}}
 	made := map[string]bool{} // co-mounted controllers (cpu,cpuacct) share one directory
 	fail := func(err error) (*Group, error) {
 		for d := range made {
 			unix.Rmdir(d)
 		}
-		self.release()
 		return nil, err
 	}
-	for c, o := range owners {
-		d := joinRun(o, id)
+	name := flatRunName(selfName(), id)
+	for c, base := range h.v1Base {
+		d := filepath.Join(base, name)
 		if !made[d] {
-			if err := os.Mkdir(d, 0o755); err != nil {
-				if errors.Is(err, os.ErrExist) {
+			if err := unix.Mkdir(d, 0o755); err != nil {
+				if err == unix.EEXIST {
 					return fail(fmt.Errorf("cgroup: run id %q already has a group at %s", id, d))
+				}
+				if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {
+					continue // not writable: that hierarchy is not used
 				}
 				return fail(fmt.Errorf("%w: create %s: %v", ErrUnavailable, d, err))
 			}
 			made[d] = true
 		}
 		g.dirs[c] = d
-		// The owner directory sits in the supervisor's own cgroup.
-		g.homes[c] = h.v1Base[c]
+		// The run's directory sits in the supervisor's own cgroup.
+		g.homes[c] = base
+	}
+	for _, c := range needed(r) {
+		if _, ok := g.dirs[c]; !ok {
+			base, mounted := h.v1Base[c]
+			if !mounted {
+				return fail(fmt.Errorf("%w: cgroup v1 %s hierarchy is not mounted; mount it, or pass --allow-degraded cgroup", ErrUnavailable, c))
+			}
+			return fail(fmt.Errorf("%w: cgroup v1 %s hierarchy at %s is not writable by uid %d; %s", ErrUnavailable, c, base, os.Getuid(), fixV1))
+		}
+	}
+	if len(g.dirs) == 0 {
+		return fail(fmt.Errorf("%w: no writable cgroup v1 hierarchy for uid %d; %s", ErrUnavailable, os.Getuid(), fixV1))
 	}
 	for _, c := range []string{Memory, CPU, Pids} {
 		_, g.controllers[c] = g.dirs[c]

@@ -77,7 +77,7 @@ func TestJoinThreadForksIntoGroup(t *testing.T) {
 	}()
 
 	child := readFile(t, "/proc/"+strconv.Itoa(r.cmd.Process.Pid)+"/cgroup")
-	run := "/run-jointhread-" + strconv.Itoa(os.Getpid())
+	run := "-run-jointhread-" + strconv.Itoa(os.Getpid()) // v1 runs: <base>/tooljail-<owner>-run-<id>
 	for _, c := range []string{"memory", "cpu", "cpuacct", "pids", "freezer"} {
 		if line := hierarchyLine(child, c); !strings.HasSuffix(line, run) {
 			t.Errorf("child's %s cgroup is %q, want the run's group (…%s)", c, line, run)
