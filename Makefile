@@ -31,8 +31,11 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: files above need formatting"; exit 1; }
 
+# The jail package twice: as embedders link it (dynamic), and linked like
+# the binary (static), where the init's fork leaves the supervisor's heap out.
 unit: deps
 	$(GO) test -count=1 ./internal/... ./profiles/... ./jail/... ./seccomp/... ./landlock/... ./cgroup/... ./cmd/... ./bench/...
+	CGO_ENABLED=1 $(GO) test -count=1 -tags $(TAGS) -ldflags '-linkmode external -extldflags "-static"' ./jail/...
 
 integration: $(BIN) $(HELPER)
 	$(GO) test -count=1 -timeout 15m ./integration/

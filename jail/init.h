@@ -53,6 +53,9 @@ struct tj_landlock {
 
 // tj_init is everything the init does, compiled by the supervisor before
 // the fork: the init only makes system calls with it.
+// At most this many arena chunks; a bigger plan forks with all memory.
+#define TJ_KEEP_MAX 16
+
 struct tj_init {
 	unsigned long clone_flags;
 	int cgroup_fd; // >= 0: clone3 straight into this cgroup
@@ -71,6 +74,10 @@ struct tj_init {
 	int netnone;
 	struct tj_landlock *landlock; // NULL: no Landlock
 	struct tj_stage2 stage2;
+	// The plan's own mappings (initplan.go's arena): the fork keeps them
+	// when it leaves the supervisor's other memory out (tj_init_start).
+	uint64_t keep_lo[TJ_KEEP_MAX], keep_hi[TJ_KEEP_MAX];
+	int nkeep;
 };
 
 // The init's steps, for its failure records.

@@ -28,17 +28,49 @@ import (
 // system call, errno, index, path) that this file turns into the run's
 // error, and the command's end as a record too.
 
-// arena is C memory for a plan: the init reads its copy after the fork,
-// and the supervisor frees the original once the init is started.
-type arena struct{ mem []unsafe.Pointer }
+// arena is memory for a plan outside the Go heap and malloc's arenas:
+// mappings of its own, which the fork keeps when it leaves the rest of the
+// supervisor's memory out of the init (tj_init_start). The init reads its
+// copy after the fork, and the supervisor unmaps the original once the
+// init is started.
+type arena struct {
+	chunks [][]byte
+	used   int // bytes taken in the last chunk
+}
+
+// arenaChunk is the first chunk's size: the default profile's plan takes
+// under 10 KiB. Later chunks double, so a plan needs few.
+const arenaChunk = 64 << 10
 
 func (a *arena) alloc(size uintptr) unsafe.Pointer {
-	p := C.calloc(1, C.size_t(max(size, 1)))
-	if p == nil {
-		panic("jail: out of memory for the init's plan")
+	n := (int(max(size, 1)) + 15) &^ 15
+	if len(a.chunks) == 0 || a.used+n > len(a.chunks[len(a.chunks)-1]) {
+		sz := arenaChunk << min(len(a.chunks), 8)
+		for sz < n {
+			sz *= 2
+		}
+		m, err := unix.Mmap(-1, 0, sz, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			panic(fmt.Sprintf("jail: no memory for the init's plan: %v", err))
+		}
+		a.chunks, a.used = append(a.chunks, m), 0
 	}
-	a.mem = append(a.mem, p)
+	p := unsafe.Pointer(&a.chunks[len(a.chunks)-1][a.used])
+	a.used += n
 	return p
+}
+
+// keep tells the fork which mappings hold the plan.
+func (a *arena) keep(c *C.struct_tj_init) {
+	if len(a.chunks) > C.TJ_KEEP_MAX {
+		c.nkeep = 0 // the fork keeps everything
+		return
+	}
+	for i, m := range a.chunks {
+		lo := uintptr(unsafe.Pointer(&m[0]))
+		c.keep_lo[i], c.keep_hi[i] = C.uint64_t(lo), C.uint64_t(lo+uintptr(len(m)))
+	}
+	c.nkeep = C.int(len(a.chunks))
 }
 
 func (a *arena) cstring(v string) *C.char {
@@ -56,10 +88,10 @@ func (a *arena) cstrings(l []string) **C.char {
 }
 
 func (a *arena) free() {
-	for _, p := range a.mem {
-		C.free(p)
+	for _, m := range a.chunks {
+		unix.Munmap(m)
 	}
-	a.mem = nil
+	a.chunks, a.used = nil, 0
 }
 
 // Device nodes bound from the host's /dev: init.c's tj_dev_nodes lists
@@ -221,6 +253,7 @@ func (ip *initPlan) clandlock(lp *landlock.Plan) *C.struct_tj_landlock {
 // forkInit forks the init with the plan; the calling thread must be
 // locked (the init's parent death signal is tied to it).
 func (ip *initPlan) forkInit() (int, error) {
+	ip.keep(ip.c)
 	pid := int(C.tj_init_start(ip.c))
 	if pid < 0 {
 		return 0, syscall.Errno(-pid)
