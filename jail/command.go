@@ -43,8 +43,8 @@ type Cmd struct {
 	started time.Time
 	plan    *plan
 
-	proc    *os.Process
-	waitCh  chan *os.ProcessState
+	proc    *initProc
+	waitCh  chan string // how the init ended
 	msgDone chan struct{}
 	relays  [2]*relay
 	group   *cgroup.Group
@@ -120,7 +120,7 @@ func (c *Cmd) Start() error {
 		if c.proc != nil {
 			// The init was started (it waits for its config): end it, so
 			// that Wait reports the setup error and nothing is left.
-			c.proc.Kill()
+			c.proc.kill()
 			<-c.waitCh
 			c.proc = nil
 		}
@@ -259,7 +259,7 @@ func (c *Cmd) start() error {
 		return err
 	}
 	syncR.Close()
-	if err := writeIDMaps(c.proc.Pid); err != nil {
+	if err := writeIDMaps(c.proc.pid); err != nil {
 		return err
 	}
 	// Nothing in the jail has run yet: the init is in its cgroup and waits
@@ -364,11 +364,11 @@ func thpDisabled() bool {
 // forking thread ends, not the process.
 func (c *Cmd) startInit(ip *initPlan) error {
 	type started struct {
-		proc *os.Process
+		proc *initProc
 		err  error
 	}
 	startCh := make(chan started, 1)
-	c.waitCh = make(chan *os.ProcessState, 1)
+	c.waitCh = make(chan string, 1)
 	intoGroup := ip.c.cgroup_fd >= 0
 	joined := false
 	go func() {
@@ -389,27 +389,22 @@ func (c *Cmd) startInit(ip *initPlan) error {
 			}
 		}
 		restoreTHP := noHugePagesForChildren()
-		pid, err := ip.forkInit()
+		proc, err := ip.forkInit()
 		if err != nil && intoGroup {
 			// Clone into the cgroup can be refused (clone3 blocked by an
 			// outer seccomp profile, a v1 host): AddProc below.
 			intoGroup = false
 			ip.c.cgroup_fd = -1
-			pid, err = ip.forkInit()
+			proc, err = ip.forkInit()
 		}
 		restoreTHP()
-		var proc *os.Process
-		if err == nil {
-			// A child of this process, not reaped yet: its pid is its own.
-			proc, err = os.FindProcess(pid)
-		}
 		if leave != nil {
 			if lerr := leave(); lerr != nil {
 				// This thread is stuck in the run's group: end the init,
 				// and the thread with this goroutine (it stays locked).
 				if err == nil {
-					proc.Kill()
-					proc.Wait()
+					proc.kill()
+					proc.wait()
 				}
 				startCh <- started{err: errors.Join(err, lerr)}
 				return
@@ -420,8 +415,7 @@ func (c *Cmd) startInit(ip *initPlan) error {
 		if err != nil {
 			return
 		}
-		state, _ := proc.Wait()
-		c.waitCh <- state
+		c.waitCh <- proc.wait()
 	}()
 	st := <-startCh
 	if st.err != nil {
@@ -429,7 +423,7 @@ func (c *Cmd) startInit(ip *initPlan) error {
 	}
 	c.proc = st.proc
 	if c.group != nil && !intoGroup && !joined {
-		if err := c.group.AddProc(c.proc.Pid); err != nil {
+		if err := c.group.AddProc(c.proc.pid); err != nil {
 			return fmt.Errorf("move the jail into its cgroup: %w", err)
 		}
 	}
@@ -524,7 +518,7 @@ func (c *Cmd) kill(why Status, note string) {
 	}
 	c.mu.Unlock()
 	if c.proc != nil {
-		c.proc.Kill()
+		c.proc.kill()
 	}
 	if c.group != nil {
 		c.group.Kill()
@@ -542,7 +536,11 @@ func (c *Cmd) Signal(sig os.Signal) error {
 		c.kill(StatusSignaled, "killed by the caller")
 		return nil
 	}
-	return c.proc.Signal(sig)
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("jail: unsupported signal %v", sig)
+	}
+	return c.proc.signal(s)
 }
 
 // Wait waits for the run to end, cleans up, and returns its Result. The
@@ -613,7 +611,7 @@ func (c *Cmd) finishSetupError() {
 }
 
 // finish decides the status and fills the Result.
-func (c *Cmd) finish(state *os.ProcessState, wall time.Duration, violations []seccomp.Violation, denials []landlock.Denial, st cgroup.Stats) {
+func (c *Cmd) finish(state string, wall time.Duration, violations []seccomp.Violation, denials []landlock.Denial, st cgroup.Stats) {
 	r := c.res
 	r.WallTimeMs = ms(wall)
 	for _, v := range violations {

@@ -55,14 +55,6 @@ func probeHost() Host {
 			Seccomp:  seccomp.Probe(),
 			Cgroup:   cgroup.Probe(),
 		}
-		// The os package checks once per process whether pidfds work, by
-		// cloning a child (about 0.15 ms), on the first FindProcess: Start
-		// calls it for the init. Done here, it is off the start's critical
-		// path when the caller probes the host ahead (the CLI does, while
-		// it loads the profile).
-		if p, err := os.FindProcess(os.Getpid()); err == nil {
-			p.Release()
-		}
 	})
 	return hostInfo
 }

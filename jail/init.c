@@ -1231,7 +1231,7 @@ static int tj_dontfork(const struct tj_init *p, struct tj_span *spans) {
 // and stack.
 static pthread_mutex_t tj_fork_lock = PTHREAD_MUTEX_INITIALIZER;
 
-long tj_init_start(const struct tj_init *p) {
+long tj_init_start(const struct tj_init *p, int *pidfd) {
 	uint64_t all = ~(uint64_t)0, old;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
 	struct tj_span spans[TJ_MAX_SPANS];
@@ -1241,12 +1241,14 @@ long tj_init_start(const struct tj_init *p) {
 	if (p->cgroup_fd >= 0) {
 		struct tj_clone_args a;
 		memset(&a, 0, sizeof a);
-		a.flags = p->clone_flags | CLONE_INTO_CGROUP;
+		a.flags = p->clone_flags | CLONE_INTO_CGROUP | CLONE_PIDFD;
+		a.pidfd = (uint64_t)(uintptr_t)pidfd;
 		a.exit_signal = SIGCHLD;
 		a.cgroup = (uint64_t)p->cgroup_fd;
 		pid = syscall(SYS_clone3, &a, sizeof a);
 	} else {
-		pid = syscall(SYS_clone, p->clone_flags | SIGCHLD, NULL, NULL, NULL, 0);
+		// The pidfd goes where the parent's tid would (Linux 5.2+).
+		pid = syscall(SYS_clone, p->clone_flags | CLONE_PIDFD | SIGCHLD, NULL, pidfd, NULL, 0);
 	}
 	if (pid == 0) {
 		tj_init_main(p);

@@ -148,9 +148,9 @@ enum {
 };
 
 // tj_init_start forks the init (it never returns there) and returns its
-// pid, or -errno. Every signal is blocked in the child until its
-// handlers are back to default; the init keeps them blocked and takes
-// them with sigwaitinfo.
-long tj_init_start(const struct tj_init *p);
+// pid, with a pidfd for it in *pidfd, or -errno. Every signal is blocked
+// in the child until its handlers are back to default; the init keeps
+// them blocked and takes them with sigwaitinfo.
+long tj_init_start(const struct tj_init *p, int *pidfd);
 
 #endif

@@ -252,13 +252,14 @@ func (ip *initPlan) clandlock(lp *landlock.Plan) *C.struct_tj_landlock {
 
 // forkInit forks the init with the plan; the calling thread must be
 // locked (the init's parent death signal is tied to it).
-func (ip *initPlan) forkInit() (int, error) {
+func (ip *initPlan) forkInit() (*initProc, error) {
 	ip.keep(ip.c)
-	pid := int(C.tj_init_start(ip.c))
+	var pidfd C.int
+	pid := int(C.tj_init_start(ip.c, &pidfd))
 	if pid < 0 {
-		return 0, syscall.Errno(-pid)
+		return nil, syscall.Errno(-pid)
 	}
-	return pid, nil
+	return newInitProc(pid, int(pidfd)), nil
 }
 
 // pickBaseDir finds a directory to mount the temporary root on. It is only
