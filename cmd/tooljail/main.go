@@ -26,7 +26,7 @@ Run 'tooljail COMMAND --help' for the flags of a command.
 `
 
 func main() {
-	// The jail re-executes this binary for its init and stage 2.
+	// `tooljail check` re-executes this binary to try a user namespace.
 	jail.Init()
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -86,11 +86,8 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
 	// The host probe does not depend on the profile: overlap the two. It
-	// may fork a short-lived child (the runtime's pidfd check): wait for
-	// it before exiting, also when the run fails early, so that nothing
-	// outlives tooljail.
+	// only reads (files, system calls), so an early exit leaves nothing.
 	go jail.ProbeHost()
-	defer jail.ProbeHost()
 	// So is the first signal.Notify: it hands each signal to a locked
 	// thread the runtime starts for it, about 0.25 ms.
 	sigs := make(chan os.Signal, 4)
