@@ -1115,7 +1115,10 @@ struct tj_clone_args {
 // dynamically linked program the loader keeps its link maps, the main
 // thread's TLS and each library's bss in anonymous mappings that the init
 // may touch (lazy binding on its first call of a libc function), so the
-// init gets a copy of everything, as before.
+// init gets a copy of everything, as before. The restore after the clone
+// assumes nothing else in the process marks mappings MADV_DONTFORK (the Go
+// runtime and glibc do not); a static program that does would find such a
+// mark undone on an anonymous mapping.
 struct tj_span {
 	uintptr_t lo, hi;
 };
