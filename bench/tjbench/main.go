@@ -81,7 +81,7 @@ type results struct {
 	Machine    machine           `json:"machine"`
 	Config     map[string]int    `json:"config"`
 	Commands   map[string]string `json:"commands"`
-	Startup    []timing          `json:"startup"` // tooljail, bwrap, bare
+	Startup    []timing          `json:"startup"` // tooljail, bwrap, bare, tooljail version
 	Layers     []layerResult     `json:"layers"`
 	Throughput []tput            `json:"throughput"`
 	Filter     filterInfo        `json:"seccomp_filter"`
@@ -166,20 +166,25 @@ func run(c *config) error {
 	r.Commands["tooljail"] = shellJoin(tjArgv)
 	r.Commands["bwrap"] = shellJoin(bw)
 	r.Commands["bare"] = "/bin/true"
+	goArgv := []string{c.tooljail, "version"}
+	r.Commands["goproc"] = shellJoin(goArgv)
 	r.Commands["workdir"] = wd
 	tj := execRunner("tooljail run", tjArgv, wd, nil, nil)
 	bwr := execRunner("bwrap", bw, wd, nil, nil)
 	bare := execRunner("bare", []string{"/bin/true"}, wd, nil, nil)
+	// The Go process alone (start, print a line, exit): what the CLI pays
+	// before and after any jail work, as bwrap pays a C process's.
+	goproc := execRunner("tooljail version", goArgv, wd, nil, nil)
 
 	step("warm-up")
-	if err := warm([]runner{tj, bwr, bare}, 5); err != nil {
+	if err := warm([]runner{tj, bwr, bare, goproc}, 5); err != nil {
 		return err
 	}
 	// After the warm-up: Go's poller has made its descriptors by now.
 	r.FDsStart = countDir("/proc/self/fd")
 
-	step("start-up: %d x tooljail, bwrap, bare, alternating", c.startupRuns)
-	if r.Startup, err = measureAlternating([]runner{tj, bwr, bare}, c.startupRuns); err != nil {
+	step("start-up: %d x tooljail, bwrap, bare, tooljail version, alternating", c.startupRuns)
+	if r.Startup, err = measureAlternating([]runner{tj, bwr, bare, goproc}, c.startupRuns); err != nil {
 		return err
 	}
 
