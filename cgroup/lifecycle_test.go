@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/containerd/cgroups/v3"
+	"golang.org/x/sys/unix"
 )
 
 func TestKillAndDeleteLeaveNothing(t *testing.T) {
@@ -247,5 +248,60 @@ func TestCleanupStaleConcurrent(t *testing.T) {
 	}
 	if exists(deadPath) {
 		t.Errorf("dead group %s survived", deadPath)
+	}
+}
+
+// TestCleanupStaleNestedV1 covers groups an older tooljail left on a v1
+// host, when runs sat in a per-supervisor owner directory: CleanupStale
+// kills what runs there and removes the run and owner directories.
+func TestCleanupStaleNestedV1(t *testing.T) {
+	requireCaps(t, Memory, Pids)
+	h, err := detect()
+	if err != nil || h.layout == cgroups.Unified {
+		t.Skip("v1 hosts only (v2 keeps the nested layout, covered by TestCleanupStale)")
+	}
+	own, err := procStartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ownerName(os.Getpid(), own+1, pidNS()) // our pid, another start: a dead supervisor
+	var owners, runs []string
+	for _, b := range h.v1Base {
+		o := filepath.Join(b, dead)
+		r := filepath.Join(o, runDirName("old"))
+		if err := os.MkdirAll(r, 0o755); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+		owners, runs = append(owners, o), append(runs, r)
+	}
+	t.Cleanup(func() {
+		for _, d := range append(runs, owners...) {
+			unix.Rmdir(d)
+		}
+	})
+	// A process left in the old group, as after a SIGKILLed supervisor.
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = append(os.Environ(), "TJCG_CHILD=sleep")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	g := &Group{mode: ModeV1, dirs: map[string]string{}}
+	for c, b := range h.v1Base {
+		g.dirs[c] = filepath.Join(b, dead, runDirName("old"))
+	}
+	if err := g.AddProc(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := CleanupStale(); err != nil {
+		t.Errorf("CleanupStale: %v", err)
+	}
+	if !waitFor(func() bool { return !alive(cmd.Process.Pid) }) {
+		t.Errorf("the process in the old group survived CleanupStale")
+	}
+	for _, d := range append(runs, owners...) {
+		if exists(d) {
+			t.Errorf("%s survived CleanupStale", d)
+		}
 	}
 }
