@@ -63,7 +63,7 @@ func (u *user) newRunCgroup() (runCgroup, error) {
 }
 
 // leftovers lists what the tooljail process pid left in the cgroup
-// hierarchies after it exited: its owner directories (tooljail-<pid>-...)
+// hierarchies after it exited: its directories (tooljail-<pid>-...)
 // next to the test in every hierarchy, and in the VM anything at all in
 // its run cgroup, whose subtree_control must be as it was found (empty).
 func (rc runCgroup) leftovers(pid int) []string {
@@ -86,8 +86,9 @@ func (rc runCgroup) leftovers(pid int) []string {
 	return left
 }
 
-// ownerDirs lists the owner directories (tooljail-<pid>-...) of the
-// supervisor pid in the cgroup directories bases.
+// ownerDirs lists the directories of the supervisor pid (tooljail-<pid>-...:
+// its v2 owner directory, its v1 run directories) in the cgroup
+// directories bases.
 func ownerDirs(bases []string, pid int) []string {
 	var l []string
 	for _, b := range bases {

@@ -118,8 +118,8 @@ func (c *Cmd) Start() error {
 	c.res.Enforcement = p.enf
 	if err := c.start(); err != nil {
 		if c.proc != nil {
-			// The init was started (it waits for its config): end it, so
-			// that Wait reports the setup error and nothing is left.
+			// The init was forked (it waits for the sync byte): end it,
+			// so that Wait reports the setup error and nothing is left.
 			c.proc.kill()
 			<-c.waitCh
 			c.proc = nil

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
@@ -75,13 +76,13 @@ func TestInitLeavesSupervisorHeapOut(t *testing.T) {
 
 // static says whether this binary has no program interpreter (AT_BASE 0).
 func static() bool {
-	b, err := os.ReadFile("/proc/self/auxv")
+	auxv, err := unix.Auxv()
 	if err != nil {
 		return false
 	}
-	for i := 0; i+16 <= len(b); i += 16 {
-		if binary.NativeEndian.Uint64(b[i:]) == 7 { // AT_BASE
-			return binary.NativeEndian.Uint64(b[i+8:]) == 0
+	for _, kv := range auxv {
+		if kv[0] == 7 { // AT_BASE: x/sys/unix has no name for it
+			return kv[1] == 0
 		}
 	}
 	return true

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,13 +21,6 @@ type initProc struct {
 	mu sync.Mutex
 	fd int // -1 once the init is reaped
 }
-
-// si_code of a child's end (x/sys/unix has no names for them).
-const (
-	cldExited = 1
-	cldKilled = 2
-	cldDumped = 3
-)
 
 func newInitProc(pid, pidfd int) *initProc {
 	return &initProc{pid: pid, fd: pidfd}
@@ -54,12 +46,14 @@ func (p *initProc) signal(sig syscall.Signal) error {
 func (p *initProc) kill() { p.signal(unix.SIGKILL) }
 
 // wait reaps the init and says how it ended ("exit status 0", "signal:
-// killed"), for a report whose init sent no exit record.
+// SIGKILL"), for a report whose init sent no exit record. Waiting by pid
+// is safe: the init is this process's child, and its pid is not free for
+// reuse until this wait has reaped it.
 func (p *initProc) wait() string {
-	var info unix.Siginfo
+	var ws unix.WaitStatus
 	var err error
 	for {
-		err = unix.Waitid(unix.P_PIDFD, p.fd, &info, unix.WEXITED, nil)
+		_, err = unix.Wait4(p.pid, &ws, 0, nil)
 		if err != unix.EINTR {
 			break
 		}
@@ -70,18 +64,13 @@ func (p *initProc) wait() string {
 	unix.Close(p.fd)
 	p.fd = -1
 	p.mu.Unlock()
-	if err != nil {
-		return fmt.Sprintf("waitid: %v", err)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("wait4: %v", err)
+	case ws.Exited():
+		return fmt.Sprintf("exit status %d", ws.ExitStatus())
+	case ws.Signaled():
+		return "signal: " + unix.SignalName(ws.Signal())
 	}
-	// A child's siginfo: si_pid, si_uid, then si_status follow the header
-	// (signo, errno, code, padding).
-	code := info.Code
-	status := int(*(*int32)(unsafe.Add(unsafe.Pointer(&info), 24)))
-	switch code {
-	case cldExited:
-		return fmt.Sprintf("exit status %d", status)
-	case cldKilled, cldDumped:
-		return "signal: " + unix.SignalName(syscall.Signal(status))
-	}
-	return fmt.Sprintf("si_code %d, status %d", code, status)
+	return fmt.Sprintf("wait status %#x", uint32(ws))
 }

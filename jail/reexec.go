@@ -2,8 +2,8 @@ package jail
 
 import "os"
 
-// Init runs the host probe's child (which tries the mount API in a fresh
-// user namespace) when this process is one, and never returns in that
+// Init runs CheckHost's child (which tries the mount API in a fresh user
+// namespace) when this process is one, and never returns in that
 // case; otherwise it returns at once. Call it first thing in main, before
 // flags are parsed or goroutines started. The jail's init is not a
 // re-execution: the supervisor forks it (init.c).

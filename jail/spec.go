@@ -7,8 +7,8 @@
 // decisions of its own. Policy (which paths, which limits) lives in profiles.
 //
 // A program that uses this package must call jail.Init() first thing in main:
-// the host probe re-executes the program's own binary (/proc/self/exe) to try
-// the mount API in a fresh user namespace, and Init dispatches that run. The
+// CheckHost re-executes the program's own binary (/proc/self/exe) to try the
+// mount API in a fresh user namespace, and Init dispatches that run. The
 // jail's init and stage 2 are forked C children of the supervisor (init.c,
 // stage2.c), never a second Go program.
 package jail
