@@ -1,0 +1,195 @@
+package hostpath
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// SystemDirs are refused as read-write binds together with everything
+// below them: the host's programs, configuration, kernel interfaces and
+// package databases. A symlink in them is followed.
+var SystemDirs = []string{
+	"/usr", "/etc", "/boot", "/efi", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/proc", "/sys", "/dev", "/run", "/var/run", "/var/lock", "/var/spool", "/var/log",
+	"/var/mail", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/rpm", "/var/lib/systemd",
+	"/var/cache/apt", "/var/cache/debconf", "/snap", "/lost+found",
+}
+
+// TopLevelDirs are refused as read-write binds themselves (they hold
+// other programs' and users' files), but project directories below them
+// are not. A symlink in them is followed.
+var TopLevelDirs = []string{
+	"/", "/var", "/var/lib", "/var/cache", "/var/opt", "/var/tmp", "/opt", "/srv",
+	"/home", "/tmp", "/mnt", "/media", "/root",
+}
+
+// rules are the directories no run may bind read-write, by identity.
+type rules struct {
+	system map[ID]string
+	top    map[ID]string
+	// homes are the caller's $HOME, every home directory of the password
+	// database, and each of their parents.
+	homes map[ID]string
+	euid  uint32
+}
+
+var defaultRules = sync.OnceValue(func() *rules {
+	return loadRules(os.Getenv("HOME"), "/etc/passwd")
+})
+
+func loadRules(home, passwd string) *rules {
+	r := &rules{system: map[ID]string{}, top: map[ID]string{}, homes: map[ID]string{}, euid: uint32(os.Geteuid())}
+	// The lists name real directories; a name that is a symlink here
+	// (/bin -> usr/bin, /var/run -> /run) stands for a listed target.
+	for _, p := range SystemDirs {
+		if id, ok := statNoFollow(p); ok {
+			r.system[id] = p
+		}
+	}
+	for _, p := range TopLevelDirs {
+		if id, ok := statNoFollow(p); ok {
+			r.top[id] = p
+		}
+	}
+	for _, h := range homeDirs(home, passwd) {
+		addWithParents(r.homes, h)
+	}
+	return r
+}
+
+func statNoFollow(p string) (ID, bool) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return ID{}, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return ID{}, false
+	}
+	return idOf(&st), true
+}
+
+// addWithParents records dir (symlinks followed: $HOME is the caller's
+// word) and every directory above it, up to the root.
+func addWithParents(m map[ID]string, dir string) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	name := dir
+	for depth := 0; depth < 256; depth++ {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			break
+		}
+		id := idOf(&st)
+		if _, seen := m[id]; seen {
+			break
+		}
+		m[id] = name
+		up, err := unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			break
+		}
+		unix.Close(fd)
+		fd, name = up, path.Dir(name)
+	}
+	unix.Close(fd)
+}
+
+// homeDirs are home directories to protect: home, root's, and those of
+// the password database.
+func homeDirs(home, passwd string) []string {
+	out := []string{"/root"}
+	if home != "" && path.IsAbs(home) {
+		out = append(out, home)
+	}
+	f, err := os.Open(passwd)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Split(s.Text(), ":")
+		if len(fields) >= 7 && path.IsAbs(fields[5]) && fields[5] != "/" {
+			out = append(out, fields[5])
+		}
+	}
+	return out
+}
+
+// protects says whether the directory at the end of chain is one no run
+// may bind read-write: a symlink there is trusted.
+func (r *rules) protects(chain []Elem) bool {
+	if len(chain) == 1 {
+		return true // the root
+	}
+	last := chain[len(chain)-1].ID
+	if _, ok := r.top[last]; ok {
+		return true
+	}
+	if _, ok := r.homes[last]; ok {
+		return true
+	}
+	for _, e := range chain {
+		if _, ok := r.system[e.ID]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// RefusedError is a path that may not be bound read-write.
+type RefusedError struct {
+	Path string
+	Why  string
+}
+
+func (e *RefusedError) Error() string { return fmt.Sprintf("%s %s", e.Path, e.Why) }
+
+// Refuse says why o may not be bound read-write, or nil when it may. The
+// rules compare identities, not names, so another spelling of a refused
+// directory (a symlink, a bind mount of it) is refused too:
+//   - the root;
+//   - a system directory (SystemDirs) or anything below one;
+//   - a top-level directory itself (TopLevelDirs);
+//   - a home directory (the caller's $HOME, root's, any in /etc/passwd)
+//     or a directory that contains one.
+func Refuse(o *Object) error {
+	if why := defaultRules().refusal(o.Chain); why != "" {
+		return &RefusedError{Path: o.Path, Why: why}
+	}
+	return nil
+}
+
+func (r *rules) refusal(chain []Elem) string {
+	if len(chain) == 1 {
+		return "is the host's root directory"
+	}
+	for i, e := range chain {
+		if sys, ok := r.system[e.ID]; ok {
+			if i == len(chain)-1 {
+				return fmt.Sprintf("is the system directory %s", sys)
+			}
+			return fmt.Sprintf("lies in the system directory %s", sys)
+		}
+	}
+	last := chain[len(chain)-1].ID
+	if top, ok := r.top[last]; ok {
+		return fmt.Sprintf("is the top-level directory %s, shared by other programs and users (use a project directory below it)", top)
+	}
+	if h, ok := r.homes[last]; ok {
+		return fmt.Sprintf("is %s, a home directory or a directory that holds one (use a project directory inside it)", h)
+	}
+	return ""
+}
