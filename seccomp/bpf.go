@@ -3,6 +3,7 @@ package seccomp
 import (
 	"encoding/binary"
 	"fmt"
+	"sort"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,17 +17,38 @@ import (
 //     would let high bits through where the kernel truncates the argument
 //     to 32 bits. The prologue compares only the low 32 bits, which is what
 //     the kernel uses (cmd is unsigned int, protocol is int).
+//   - No setuid or setgid bit can be created (systemd's RestrictSUIDSGID):
+//     chmod, fchmod, fchmodat, fchmodat2 with S_ISUID or S_ISGID in the
+//     mode, and creat, mkdir, mkdirat, mknod, mknodat, open and openat with
+//     those bits in the mode of what they create, are denied. open and
+//     openat use their mode only when the flags have O_CREAT or
+//     __O_TMPFILE (the kernel's WILL_CREATE test in fs/open.c; __O_TMPFILE
+//     without O_DIRECTORY is EINVAL anyway), so only then is it checked.
+//     Modes are umode_t and flags int: the low 32 bits are all the kernel
+//     reads.
+//   - openat2 fails with ENOSYS: its mode and flags are in a struct in
+//     memory, which a filter cannot read. ENOSYS is what a kernel older than
+//     5.6 answers, and callers fall back to openat (glibc does not call
+//     openat2 itself; Go's os package, os.Root included, never calls it).
 //   - ENOSYS for syscall numbers above the highest one libseccomp knows:
 //     those are newer than the allowlist, and ENOSYS (as on an older
 //     kernel) makes libc fall back to the older call, where EPERM would be
 //     a hard failure.
 //
+// These hold whatever the policy allows: allowing ioctl, socket, chmod or
+// openat2 by name does not lift them.
+//
 // It only acts on the native architecture and on numbers below the x32 bit;
 // everything else falls through to libseccomp's program, which starts by
-// checking the architecture again.
+// checking the architecture again. The syscall number is dispatched once,
+// through a balanced tree of compares, so that a call the prologue does not
+// check costs a handful of instructions; and every instruction on that path
+// compares only the architecture and the number, so that the kernel's
+// per-syscall action cache (Linux 5.11) still skips the filter for calls
+// that are always allowed.
 
 // prologueVersion is part of the cache key: bump it when the prologue changes.
-const prologueVersion = 1
+const prologueVersion = 2
 
 const (
 	offNr   = 0
@@ -35,7 +57,40 @@ const (
 	offArgLo0 = 16
 
 	ipprotoMPTCP = 262
+
+	setIDBits = unix.S_ISUID | unix.S_ISGID
+	// willCreate is the kernel's WILL_CREATE: open uses its mode argument
+	// when the flags have either bit. O_TMPFILE is __O_TMPFILE|O_DIRECTORY.
+	willCreate = unix.O_CREAT | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
 )
+
+// modeArg is the argument holding the mode of the calls that set or create
+// with one; openArgs those of the calls whose flags say whether they create.
+var (
+	modeArg = map[string]uint32{
+		"chmod": 1, "fchmod": 1, "creat": 1, "mkdir": 1, "mknod": 1,
+		"fchmodat": 2, "fchmodat2": 2, "mkdirat": 2, "mknodat": 2,
+	}
+	openArgs = map[string]openArg{
+		"open":   {flags: 1, mode: 2},
+		"openat": {flags: 2, mode: 3},
+	}
+)
+
+type openArg struct{ flags, mode uint32 }
+
+// prologueCalls are the syscalls the prologue dispatches on.
+func prologueCalls() []string {
+	names := []string{"ioctl", "socket", "openat2"}
+	for n := range modeArg {
+		names = append(names, n)
+	}
+	for n := range openArgs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // insn is one instruction with symbolic jump targets (labels) that
 // assemble resolves into the relative offsets classic BPF uses.
@@ -56,37 +111,126 @@ func jgt(k uint32, jt, jf string) insn {
 func jge(k uint32, jt, jf string) insn {
 	return insn{code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, k: k, jt: jt, jf: jf}
 }
-func ret(k uint32) insn { return insn{code: unix.BPF_RET | unix.BPF_K, k: k} }
+func jset(k uint32, jt, jf string) insn {
+	return insn{code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, k: k, jt: jt, jf: jf}
+}
+func ret(k uint32) insn   { return insn{code: unix.BPF_RET | unix.BPF_K, k: k} }
+func ldArg(i uint32) insn { return ld(offArgLo0 + 8*i) }
+
+func labelled(l string, in insn) insn { in.label = l; return in }
 
 type prologueParams struct {
-	arch      uint32 // native AUDIT_ARCH
-	ceiling   uint32 // highest syscall number libseccomp knows
-	ioctlNr   uint32
-	socketNr  uint32
-	denyRet   uint32 // SECCOMP_RET_USER_NOTIF or SECCOMP_RET_ERRNO|EPERM
-	tiocsti   uint32
-	tioclinux uint32
+	arch    uint32            // native AUDIT_ARCH
+	ceiling uint32            // highest syscall number libseccomp knows
+	nrs     map[string]uint32 // native numbers of prologueCalls; absent: not on this architecture
+	denyRet uint32            // SECCOMP_RET_USER_NOTIF or SECCOMP_RET_ERRNO|EPERM
 }
 
+// branch is one arm of the dispatch: the syscall number and the label it
+// jumps to.
+type branch struct {
+	nr    uint32
+	label string
+}
+
+// Handler labels: "modeN" denies when argument N has a setuid/setgid bit;
+// "flagsF-modeN" goes on to "modeN" when the flags in argument F create.
+func modeLabel(arg uint32) string { return fmt.Sprintf("mode%d", arg) }
+func createLabel(a openArg) string {
+	return fmt.Sprintf("flags%d-mode%d", a.flags, a.mode)
+}
+
+// prologue assembles the checks above for the calls in p.nrs: the header
+// (architecture, x32, ceiling), one dispatch on the number, the handlers,
+// and the two shared returns. Only the handlers some call jumps to are
+// emitted.
 func prologue(p prologueParams) ([]unix.SockFilter, error) {
-	withLabel := func(i insn, l string) insn { i.label = l; return i }
+	var arms []branch
+	need := map[string]bool{} // handler labels some arm or handler jumps to
+	for _, name := range prologueCalls() {
+		nr, ok := p.nrs[name]
+		if !ok {
+			continue
+		}
+		l := name // ioctl, socket
+		if name == "openat2" {
+			l = "enosys"
+		} else if a, ok := modeArg[name]; ok {
+			l = modeLabel(a)
+		} else if a, ok := openArgs[name]; ok {
+			l = createLabel(a)
+			need[modeLabel(a.mode)] = true
+		}
+		arms = append(arms, branch{nr, l})
+		need[l] = true
+	}
+	if len(arms) == 0 {
+		return nil, fmt.Errorf("seccomp: libseccomp knows none of the calls the prologue checks")
+	}
+	sort.Slice(arms, func(i, j int) bool { return arms[i].nr < arms[j].nr })
+
+	var handlers []insn
+	add := func(l string, in ...insn) {
+		if need[l] {
+			in[0].label = l
+			handlers = append(handlers, in...)
+		}
+	}
+	add("ioctl", ldArg(1), jeq(unix.TIOCSTI, "deny", ""), jeq(unix.TIOCLINUX, "deny", "orig"))
+	add("socket", ldArg(2), jeq(ipprotoMPTCP, "deny", "orig"))
+	// The flags checks come before the mode checks: jumps only go forward.
+	for _, a := range []openArg{openArgs["open"], openArgs["openat"]} {
+		add(createLabel(a), ldArg(a.flags), jset(willCreate, modeLabel(a.mode), "orig"))
+	}
+	for _, a := range []uint32{1, 2, 3} {
+		add(modeLabel(a), ldArg(a), jset(setIDBits, "deny", "orig"))
+	}
+
 	prog := []insn{
 		ld(offArch),
 		jeq(p.arch, "", "orig"),
 		ld(offNr),
 		jge(x32Bit, "orig", ""),
 		jgt(p.ceiling, "enosys", ""),
-		jeq(p.ioctlNr, "", "socket"),
-		ld(offArgLo0 + 8*1),
-		jeq(p.tiocsti, "deny", ""),
-		jeq(p.tioclinux, "deny", "orig"),
-		withLabel(jeq(p.socketNr, "", "orig"), "socket"),
-		ld(offArgLo0 + 8*2),
-		jeq(ipprotoMPTCP, "deny", "orig"),
-		withLabel(ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)), "enosys"),
-		withLabel(ret(p.denyRet), "deny"),
 	}
+	prog = append(prog, dispatch(arms, "orig")...)
+	prog = append(prog, handlers...)
+	prog = append(prog, labelled("enosys", ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))), labelled("deny", ret(p.denyRet)))
 	return assemble(prog, len(prog)) // "orig" is the first instruction after the prologue
+}
+
+// dispatch compares the accumulator with the arms' numbers (sorted, at
+// least one) and jumps to the matching arm's label, or to miss: a balanced
+// tree of "jge" with short "jeq" chains at the leaves, so that any number
+// costs about log2(len(arms))+2 compares.
+func dispatch(arms []branch, miss string) []insn {
+	var out []insn
+	n := 0
+	var walk func(arms []branch, label string)
+	walk = func(arms []branch, label string) {
+		if len(arms) <= 2 {
+			for i, a := range arms {
+				jf := ""
+				if i == len(arms)-1 {
+					jf = miss
+				}
+				in := jeq(a.nr, a.label, jf)
+				if i == 0 {
+					in.label = label
+				}
+				out = append(out, in)
+			}
+			return
+		}
+		mid := len(arms) / 2
+		n++
+		upper := fmt.Sprintf("dispatch%d", n)
+		out = append(out, labelled(label, jge(arms[mid].nr, upper, "")))
+		walk(arms[:mid], "")
+		walk(arms[mid:], upper)
+	}
+	walk(arms, "")
+	return out
 }
 
 // assemble resolves labels. The label "orig" means index end.

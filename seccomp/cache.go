@@ -29,6 +29,11 @@ import (
 // Anything else is treated as a miss: the policy is recompiled and the file
 // replaced atomically (write to a temporary name, rename).
 //
+// Those checks cannot tell a file the user's own jailed command wrote (same
+// uid) from one tooljail wrote: a cache directory inside a read-write bind
+// of a run must not be used at all. The jail decides that on the directory
+// it opened and passes it to CompileDir, or nil.
+//
 // File layout: magic, sha256(key) (32 bytes), notify (1 byte),
 // sha256(filter) (32 bytes), filter. Name: hex(sha256(key)).bpf.
 
@@ -37,35 +42,65 @@ var cacheMagic = []byte("tooljail-seccomp-cache v1\n")
 const maxCacheFile = 64 << 10 // BPF_MAXINSNS*8 plus the header fits
 
 type diskCache struct {
-	dir  *os.File
-	path string
+	dir   *os.File
+	path  string // for messages
+	owned bool   // dir is ours to close
 }
 
-func openDiskCache(dir string) (*diskCache, error) {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return nil, fmt.Errorf("seccomp cache: create %s: %w", filepath.Dir(dir), err)
+// EnsureCacheDir creates the cache directory path and its missing parents
+// with mode 0700, so that nobody else can plant one there first. It does
+// nothing else: whether the directory may be used is checked on the
+// opened directory (CompileDir).
+func EnsureCacheDir(path string) error {
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return fmt.Errorf("seccomp cache: create %s: %w", path, err)
 	}
-	if err := unix.Mkdir(dir, 0o700); err != nil && err != unix.EEXIST {
-		return nil, fmt.Errorf("seccomp cache: create %s: %w", dir, err)
+	return nil
+}
+
+// openDiskCache creates and opens the directory at path (Compiler.Dir).
+func openDiskCache(path string) (*diskCache, error) {
+	if err := EnsureCacheDir(filepath.Dir(path)); err != nil {
+		return nil, err
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err := unix.Mkdir(path, 0o700); err != nil && err != unix.EEXIST {
+		return nil, fmt.Errorf("seccomp cache: create %s: %w", path, err)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("seccomp cache: open %s (it must be a directory, not a symlink): %w", dir, err)
+		return nil, fmt.Errorf("seccomp cache: open %s (it must be a directory, not a symlink): %w", path, err)
 	}
-	f := os.NewFile(uintptr(fd), dir)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	f := os.NewFile(uintptr(fd), path)
+	d, err := useDiskCache(f)
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("seccomp cache: stat %s: %w", dir, err)
+		return nil, err
+	}
+	d.owned = true
+	return d, nil
+}
+
+// useDiskCache checks a directory the caller opened (O_PATH is enough):
+// a directory owned by the effective uid, no group or other permissions.
+func useDiskCache(dir *os.File) (*diskCache, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(dir.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("seccomp cache: stat %s: %w", dir.Name(), err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, fmt.Errorf("seccomp cache: %s is not a directory", dir.Name())
 	}
 	if err := checkOwnerMode(&st, unix.S_IFDIR); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seccomp cache: %s: %w; fix with: chmod 700 %s (as its owner) or remove it", dir, err, dir)
+		return nil, fmt.Errorf("seccomp cache: %s: %w; fix with: chmod 700 %s (as its owner) or remove it", dir.Name(), err, dir.Name())
 	}
-	return &diskCache{dir: f, path: dir}, nil
+	return &diskCache{dir: dir, path: dir.Name()}, nil
 }
 
-func (d *diskCache) close() { d.dir.Close() }
+func (d *diskCache) close() {
+	if d.owned {
+		d.dir.Close()
+	}
+}
 
 func checkOwnerMode(st *unix.Stat_t, typ uint32) error {
 	if st.Mode&unix.S_IFMT != typ {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,13 +64,16 @@ var restricted = map[string][][]cond{
 	},
 }
 
-// Compiler compiles policies to Programs and caches them in memory and, when
-// Dir is set, on disk across processes. Use one Compiler for many runs.
+// Compiler compiles policies to Programs. It looks in turn in its memory
+// cache, in the filters built into the binary for the shipped profiles
+// (builtin_filters.go), and in a disk cache shared across processes;
+// libseccomp runs only when all three miss. Use one Compiler for many runs.
 type Compiler struct {
-	// Dir is the disk cache directory ("" for memory only). It is created
-	// with mode 0700 if missing, and used only if it is a real directory
-	// owned by the effective uid with no group or other permissions;
-	// otherwise every Compile recompiles (see Stats().DiskError).
+	// Dir is the disk cache directory Compile uses ("" for none). It is
+	// created with mode 0700 if missing, and used only if it is a real
+	// directory owned by the effective uid with no group or other
+	// permissions; otherwise every Compile recompiles (see
+	// Stats().DiskError). CompileDir does not use it.
 	Dir string
 
 	mu    sync.Mutex
@@ -77,12 +81,24 @@ type Compiler struct {
 	stats CacheStats
 }
 
+// Source says where a Program came from.
+type Source string
+
+const (
+	FromMemory   Source = "memory"   // this Compiler's memory cache
+	FromBuiltin  Source = "builtin"  // compiled into the binary
+	FromDisk     Source = "disk"     // the disk cache
+	FromCompiled Source = "compiled" // libseccomp, now
+)
+
 // CacheStats counts what Compile did, for tests and diagnostics.
 type CacheStats struct {
-	MemoryHits int
-	DiskHits   int
-	Compiles   int   // libseccomp compilations
-	DiskError  error // last reason the disk cache was not used, if any
+	MemoryHits  int
+	BuiltinHits int
+	DiskHits    int
+	Compiles    int    // libseccomp compilations
+	Last        Source // where the last program returned came from
+	DiskError   error  // last reason the disk cache was not used, if any
 }
 
 // Stats returns the counters so far.
@@ -116,8 +132,42 @@ func Compile(p Policy, notify bool) (*Program, error) {
 	return defaultCompiler.Compile(p, notify)
 }
 
-// Compile builds the filter for p, or returns the cached one.
+// CompileDir is Compile with the default Compiler's memory cache and the
+// disk cache in dir instead of DefaultCacheDir (see Compiler.CompileDir).
+func CompileDir(p Policy, notify bool, dir *os.File) (*Program, error) {
+	return defaultCompiler.CompileDir(p, notify, dir)
+}
+
+// Compile builds the filter for p, or returns the cached one. The disk
+// cache is c.Dir, opened by path.
 func (c *Compiler) Compile(p Policy, notify bool) (*Program, error) {
+	return c.compile(p, notify, func() (*diskCache, error) {
+		if c.Dir == "" {
+			return nil, nil
+		}
+		return openDiskCache(c.Dir)
+	})
+}
+
+// CompileDir builds the filter for p, or returns the cached one, with dir
+// as the disk cache: a directory the caller opened (O_PATH is enough) and
+// decided may be used. The owner and mode are still checked on it, and
+// entries are opened relative to it, so no path is looked up again. With
+// dir nil only the memory cache and the built-in filters are used: the
+// disk is not touched at all. c.Dir is ignored.
+func (c *Compiler) CompileDir(p Policy, notify bool, dir *os.File) (*Program, error) {
+	return c.compile(p, notify, func() (*diskCache, error) {
+		if dir == nil {
+			return nil, nil
+		}
+		return useDiskCache(dir)
+	})
+}
+
+// compile looks in memory, then in the built-in filters, then in the disk
+// cache that disk opens (nil for none, and only called on a miss), and
+// compiles on a miss there too.
+func (c *Compiler) compile(p Policy, notify bool, disk func() (*diskCache, error)) (*Program, error) {
 	// The memory cache is keyed by the policy as written, so that a hit
 	// costs no group expansion.
 	memKey := fmt.Sprintf("%v\x00%q\x00%q", notify, p.Allow, p.Deny)
@@ -125,39 +175,38 @@ func (c *Compiler) Compile(p Policy, notify bool) (*Program, error) {
 	defer c.mu.Unlock()
 	if prog, ok := c.mem[memKey]; ok {
 		c.stats.MemoryHits++
+		c.stats.Last = FromMemory
 		return prog, nil
 	}
 
-	na, err := native()
-	if err != nil {
-		return nil, err
-	}
 	key := cacheKey(p, notify)
-	var dc *diskCache
-	if c.Dir != "" {
-		dc, err = openDiskCache(c.Dir)
-		if err != nil {
+	if prog := builtin(key, notify); prog != nil {
+		c.stats.BuiltinHits++
+		c.stats.Last = FromBuiltin
+		c.remember(memKey, prog)
+		return prog, nil
+	}
+	dc, err := disk()
+	if err != nil {
+		c.stats.DiskError = err
+	}
+	if dc != nil {
+		defer dc.close()
+		if prog, err := dc.load(key); err == nil {
+			c.stats.DiskHits++
+			c.stats.Last = FromDisk
+			c.remember(memKey, prog)
+			return prog, nil
+		} else if !os.IsNotExist(err) {
 			c.stats.DiskError = err
-		} else {
-			defer dc.close()
-			if prog, err := dc.load(key); err == nil {
-				c.stats.DiskHits++
-				c.remember(memKey, prog)
-				return prog, nil
-			} else if !os.IsNotExist(err) {
-				c.stats.DiskError = err
-			}
 		}
 	}
-	r, err := resolve(p)
-	if err != nil {
-		return nil, err
-	}
-	prog, err := build(r, notify, na)
+	prog, err := compileUncached(p, notify)
 	if err != nil {
 		return nil, err
 	}
 	c.stats.Compiles++
+	c.stats.Last = FromCompiled
 	c.remember(memKey, prog)
 	if dc != nil {
 		if err := dc.store(key, prog); err != nil {
@@ -165,6 +214,19 @@ func (c *Compiler) Compile(p Policy, notify bool) (*Program, error) {
 		}
 	}
 	return prog, nil
+}
+
+// compileUncached runs libseccomp for p.
+func compileUncached(p Policy, notify bool) (*Program, error) {
+	na, err := native()
+	if err != nil {
+		return nil, err
+	}
+	r, err := resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	return build(r, notify, na)
 }
 
 // maxMemoryEntries bounds the memory cache for embedders that build many
@@ -333,15 +395,11 @@ func build(r *resolved, notify bool, na nativeArch) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	ioctlNr, err1 := libseccomp.GetSyscallFromName("ioctl")
-	socketNr, err2 := libseccomp.GetSyscallFromName("socket")
-	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("seccomp: libseccomp does not know ioctl or socket: %v %v", err1, err2)
+	nrs, err := prologueNumbers()
+	if err != nil {
+		return nil, err
 	}
-	pro, err := prologue(prologueParams{
-		arch: na.audit, ceiling: ceiling, ioctlNr: uint32(ioctlNr), socketNr: uint32(socketNr),
-		denyRet: denyRet, tiocsti: unix.TIOCSTI, tioclinux: unix.TIOCLINUX,
-	})
+	pro, err := prologue(prologueParams{arch: na.audit, ceiling: ceiling, nrs: nrs, denyRet: denyRet})
 	if err != nil {
 		return nil, err
 	}
@@ -350,6 +408,24 @@ func build(r *resolved, notify bool, na nativeArch) (*Program, error) {
 		return nil, fmt.Errorf("seccomp: filter has %d instructions, the kernel accepts at most %d; allow fewer argument-checked calls", len(insns), unix.BPF_MAXINSNS)
 	}
 	return &Program{Filter: encode(insns), Notify: notify}, nil
+}
+
+// prologueNumbers are the native numbers of the calls the prologue checks
+// that exist on this architecture (arm64 has no open, chmod, mkdir...).
+func prologueNumbers() (map[string]uint32, error) {
+	nrs := make(map[string]uint32)
+	for _, name := range prologueCalls() {
+		if sc, err := libseccomp.GetSyscallFromName(name); err == nil && sc >= 0 {
+			nrs[name] = uint32(sc)
+		}
+	}
+	if _, ok := nrs["ioctl"]; !ok {
+		return nil, errors.New("seccomp: libseccomp does not know ioctl on this architecture")
+	}
+	if _, ok := nrs["socket"]; !ok {
+		return nil, errors.New("seccomp: libseccomp does not know socket on this architecture")
+	}
+	return nrs, nil
 }
 
 // exportBPF gets libseccomp's program through a memfd: ExportBPFMem needs

@@ -14,7 +14,10 @@
 //	  ... run ends ...
 //	  violations := m.Stop()
 //
-// Compile uses libseccomp (cgo) and caches its result. The jail loads the
+// Compile uses libseccomp (cgo) and caches its result; the shipped
+// profiles' filters are compiled into the binary (builtin_filters.go, from
+// `make generate`), so their runs need neither libseccomp nor a disk
+// cache. The jail loads the
 // program with its own seccomp(2) call (jail/stage2.c); Install is the same
 // for a Go process (every thread), used by tests and the benchmarks, with
 // SendListener and RecvListener.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -44,6 +45,109 @@ func str(s string) uintptr {
 }
 
 const noPath = "/nonexistent-tooljail-test"
+
+// probeDirEnv names a directory, writable by the child, where the setuid
+// and setgid probes create files; the child makes probeDir/f in it first.
+const probeDirEnv = "TOOLJAIL_SECCOMP_PROBE_DIR"
+
+var (
+	probeDir   = os.Getenv(probeDirEnv)
+	probePaths [][]byte
+)
+
+// sysClose is sys for calls that return a descriptor: closed on success.
+func sysClose(nr uintptr, a ...uintptr) func() unix.Errno {
+	var args [6]uintptr
+	copy(args[:], a)
+	return func() unix.Errno {
+		r, _, e := unix.Syscall6(nr, args[0], args[1], args[2], args[3], args[4], args[5])
+		if e == 0 {
+			unix.Close(int(r))
+		}
+		return e
+	}
+}
+
+// nsys is sysClose by name, for calls some architectures lack (arm64 has
+// no open, creat, chmod, mkdir or mknod); nil where there is no such call.
+func nsys(name string, a ...uintptr) func() unix.Errno {
+	nr, ok := nativeNr(name)
+	if !ok {
+		return nil
+	}
+	return sysClose(uintptr(nr), a...)
+}
+
+// setIDProbes try to create setuid and setgid files every way the filter
+// knows (EPERM, reported by name), with controls that create the same
+// without those bits (which must work). Paths are under probeDir.
+func setIDProbes() []probeCall {
+	// The paths stay referenced (probePaths) until the calls are made.
+	at := func(name string) uintptr {
+		b := append([]byte(filepath.Join(probeDir, name)), 0)
+		probePaths = append(probePaths, b)
+		return uintptr(unsafe.Pointer(&b[0]))
+	}
+	f := at("f")
+	const atFDCWD = ^uintptr(99) // AT_FDCWD (-100)
+	const (
+		suid   = unix.S_ISUID
+		sgid   = unix.S_ISGID
+		create = unix.O_CREAT | unix.O_WRONLY | unix.O_CLOEXEC
+		high   = uintptr(1) << 32
+	)
+	all := []probeCall{
+		{"chmod-setuid", "chmod", unix.EPERM, nsys("chmod", f, suid|0o755)},
+		{"chmod-0755", "", 0, nsys("chmod", f, 0o755)},
+		{"fchmod-setgid", "fchmod", unix.EPERM, func() unix.Errno {
+			fd, err := unix.Open(filepath.Join(probeDir, "f"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err.(unix.Errno)
+			}
+			defer unix.Close(fd)
+			return sys(unix.SYS_FCHMOD, uintptr(fd), sgid|0o755)()
+		}},
+		{"fchmodat-setuid", "fchmodat", unix.EPERM, sys(unix.SYS_FCHMODAT, atFDCWD, f, suid|0o755)},
+		{"fchmodat-0700", "", 0, sys(unix.SYS_FCHMODAT, atFDCWD, f, 0o700)},
+		{"fchmodat2-setgid", "fchmodat2", unix.EPERM, sys(unix.SYS_FCHMODAT2, atFDCWD, f, sgid, 0)},
+		{"creat-setuid", "creat", unix.EPERM, nsys("creat", at("c1"), suid|0o755)},
+		{"creat-0755", "", 0, nsys("creat", at("c2"), 0o755)},
+		{"open-creat-setgid", "open", unix.EPERM, nsys("open", at("o1"), create, sgid|0o755)},
+		{"open-creat-0755", "", 0, nsys("open", at("o2"), create, 0o755)},
+		{"openat-creat-setuid", "openat", unix.EPERM, sysClose(unix.SYS_OPENAT, atFDCWD, at("a1"), create, suid|0o755)},
+		{"openat-creat-setgid-highbits", "openat", unix.EPERM, sysClose(unix.SYS_OPENAT, atFDCWD, at("a2"), create, high|sgid|0o755)},
+		{"openat-creat-0755", "", 0, sysClose(unix.SYS_OPENAT, atFDCWD, at("a3"), create, 0o755)},
+		{"openat-tmpfile-setgid", "openat", unix.EPERM, sysClose(unix.SYS_OPENAT, atFDCWD, at(""), unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, sgid|0o700)},
+		{"openat-tmpfile-0600", "", 0, sysClose(unix.SYS_OPENAT, atFDCWD, at(""), unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)},
+		// Without O_CREAT the mode is ignored by the kernel, and by the filter.
+		{"openat-rdonly-setuid-mode", "", 0, sysClose(unix.SYS_OPENAT, atFDCWD, f, unix.O_RDONLY|unix.O_CLOEXEC, suid|0o755)},
+		{"mkdir-setgid", "mkdir", unix.EPERM, nsys("mkdir", at("d1"), sgid|0o755)},
+		{"mkdir-0755", "", 0, nsys("mkdir", at("d2"), 0o755)},
+		{"mkdirat-setgid", "mkdirat", unix.EPERM, sys(unix.SYS_MKDIRAT, atFDCWD, at("d3"), sgid|0o755)},
+		{"mkdirat-0755", "", 0, sys(unix.SYS_MKDIRAT, atFDCWD, at("d4"), 0o755)},
+		{"mknod-setuid", "mknod", unix.EPERM, nsys("mknod", at("n1"), unix.S_IFREG|suid|0o755, 0)},
+		{"mknod-0755", "", 0, nsys("mknod", at("n2"), unix.S_IFREG|0o755, 0)},
+		{"mknodat-setgid", "mknodat", unix.EPERM, sys(unix.SYS_MKNODAT, atFDCWD, at("n3"), unix.S_IFREG|sgid|0o755, 0)},
+		{"mknodat-0755", "", 0, sys(unix.SYS_MKNODAT, atFDCWD, at("n4"), unix.S_IFREG|0o755, 0)},
+		// Its mode is in memory the filter cannot read: ENOSYS, so that
+		// callers fall back to openat; not a violation.
+		{"openat2", "", unix.ENOSYS, func() unix.Errno {
+			how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC}
+			r, _, e := unix.Syscall6(unix.SYS_OPENAT2, atFDCWD, f, uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+			if e == 0 {
+				unix.Close(int(r))
+			}
+			return e
+		}},
+	}
+	var out []probeCall
+	for _, p := range all {
+		if p.call != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // The same list runs in the child (calls) and the test (expectations).
 func probes() []probeCall {
@@ -107,12 +211,18 @@ func probes() []probeCall {
 		// would (EPERM without notify). Checked for amd64 only.
 		{"unassigned-400", "syscall#400", unix.ENOSYS, sys(400)},
 	}
-	return p
+	return append(p, setIDProbes()...)
 }
 
 // childProbe runs every probe (keyctl three times, to check counting)
 // and prints name -> errno as JSON.
 func childProbe() int {
+	if probeDir != "" {
+		if err := os.WriteFile(filepath.Join(probeDir, "f"), nil, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+	}
 	res := make(map[string]int)
 	for _, p := range probes() {
 		res[p.name] = int(p.call())
@@ -148,7 +258,8 @@ func TestDeniedCalls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			j := startJailed(t, prog, "probe", childOpts{action: ActionDeny, uid: tc.uid})
+			dir := probeDirFor(t)
+			j := startJailed(t, prog, "probe", childOpts{action: ActionDeny, uid: tc.uid, env: []string{probeDirEnv + "=" + dir}})
 			st, vs := j.wait(t)
 			if !st.Success() {
 				t.Fatalf("child: %v; stderr: %s", st, j.stderr.String())
@@ -174,6 +285,7 @@ func TestDeniedCalls(t *testing.T) {
 					wantReported[p.reported]++
 				}
 			}
+			noSetID(t, dir)
 			if !tc.notify {
 				if len(vs) != 0 {
 					t.Errorf("violations without notify: %v", vs)
@@ -202,6 +314,42 @@ func TestDeniedCalls(t *testing.T) {
 				t.Errorf("ioctl first args %v, want request %#x", v.Args, unix.TIOCSTI)
 			}
 		})
+	}
+}
+
+// probeDirFor makes a directory for the setuid probes that the child can
+// write whatever its uid.
+func probeDirFor(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "tooljail-seccomp-probe-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// noSetID checks that nothing in dir got a setuid or setgid bit, whatever
+// the errnos said.
+func noSetID(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) < 2 {
+		t.Errorf("the probes created %d files in %s: did they run?", len(entries), dir)
+	}
+	for _, e := range entries {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(dir, e.Name()), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+			t.Errorf("%s has mode %#o: a setuid/setgid bit got through", e.Name(), st.Mode)
+		}
 	}
 }
 

@@ -16,9 +16,21 @@ import (
 // flags, socket for AF_UNIX, AF_INET, AF_INET6 and NETLINK_ROUTE only,
 // personality for the default personas only. Allowing such a call by name
 // ("clone", "socket", ...), or "@namespaces" for clone and unshare, lifts
-// its check. Two checks can never be lifted: ioctl TIOCSTI/TIOCLINUX
-// (terminal input injection) and IPPROTO_MPTCP sockets (they bypass
-// Landlock's TCP rules).
+// its check. Some checks hold whatever the policy allows, even a call
+// allowed by name:
+//   - ioctl TIOCSTI/TIOCLINUX (terminal input injection) and IPPROTO_MPTCP
+//     sockets (they bypass Landlock's TCP rules) are denied;
+//   - no setuid or setgid bit can be created: chmod, fchmod, fchmodat and
+//     fchmodat2 with S_ISUID or S_ISGID in the mode are denied, and so are
+//     creat, mkdir, mkdirat, mknod, mknodat, and open and openat with
+//     O_CREAT or O_TMPFILE, when their mode has those bits (like systemd's
+//     RestrictSUIDSGID);
+//   - openat2 fails with ENOSYS, as on a kernel before 5.6 (its mode is in
+//     memory the filter cannot read), so that callers fall back to openat;
+//     like clone3's ENOSYS this is not a violation.
+//
+// A policy that denies one of these calls denies it with any arguments
+// (openat2 stays ENOSYS).
 type Policy struct {
 	// Allow adds syscall names or "@group" names to the allowlist.
 	Allow []string `json:"allow,omitempty"`

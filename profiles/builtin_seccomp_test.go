@@ -1,0 +1,55 @@
+package profiles
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"testing"
+
+	libseccomp "github.com/seccomp/libseccomp-golang"
+
+	"github.com/tooljail/tooljail/seccomp"
+)
+
+// Every shipped profile's seccomp filter is built into the binary
+// (seccomp/builtin_filters.go) and is what libseccomp compiles today, in
+// both modes: the file is regenerated whenever the profiles, the syscall
+// tables or the prologue change, or this fails.
+func TestBuiltinSeccompFilters(t *testing.T) {
+	goarch, lib := seccomp.BuiltinTarget()
+	maj, mnr, mic := libseccomp.GetLibraryVersion()
+	here := fmt.Sprintf("%d.%d.%d", maj, mnr, mic)
+	if goarch != runtime.GOARCH {
+		t.Skipf("the built-in filters are generated for %s; on %s every run compiles its filter (or finds it in the disk cache)", goarch, runtime.GOARCH)
+	}
+	const regen = "run `make generate` (go run ./seccomp/internal/genbuiltin)"
+	n := 0
+	for _, info := range List() {
+		p, err := Load(info.Name)
+		if err != nil {
+			t.Fatalf("profile %s: %v", info.Name, err)
+		}
+		if !*p.Seccomp.Enabled {
+			continue
+		}
+		// As Spec hands it to the jail.
+		policy := seccomp.Policy{Allow: p.Seccomp.Allow, Deny: p.Seccomp.Deny}
+		for _, notify := range []bool{false, true} {
+			n++
+			fresh, err := seccomp.CompileUncached(policy, notify)
+			if err != nil {
+				t.Fatalf("profile %s, notify %v: %v", info.Name, notify, err)
+			}
+			got := seccomp.Builtin(policy, notify)
+			switch {
+			case got == nil:
+				t.Errorf("profile %s, notify %v: no built-in filter: the file is stale, or was generated with another libseccomp (%s; this test links %s): %s", info.Name, notify, lib, here, regen)
+			case !bytes.Equal(got.Filter, fresh.Filter) || got.Notify != notify:
+				t.Errorf("profile %s, notify %v: the built-in filter differs from a fresh compile: %s", info.Name, notify, regen)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no shipped profile enables seccomp: nothing was checked")
+	}
+}

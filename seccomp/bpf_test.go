@@ -1,0 +1,317 @@
+package seccomp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"testing"
+
+	libseccomp "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
+)
+
+// seccompData is struct seccomp_data, what a filter reads.
+type seccompData struct {
+	nr   uint32
+	arch uint32
+	args [6]uint64
+}
+
+func (d seccompData) word(off uint32) (uint32, error) {
+	var b [64]byte
+	binary.LittleEndian.PutUint32(b[0:], d.nr)
+	binary.LittleEndian.PutUint32(b[4:], d.arch)
+	for i, a := range d.args {
+		binary.LittleEndian.PutUint64(b[16+8*i:], a)
+	}
+	if off%4 != 0 || off+4 > uint32(len(b)) {
+		return 0, fmt.Errorf("load at %d", off)
+	}
+	return binary.LittleEndian.Uint32(b[off:]), nil
+}
+
+// runBPF interprets the classic BPF a seccomp filter uses (the subset
+// libseccomp and the prologue emit) over d and returns what the filter
+// returns, and how many instructions it ran. It lets the tests check
+// decisions without loading a filter.
+func runBPF(prog []unix.SockFilter, d seccompData) (uint32, int, error) {
+	var a uint32
+	steps := 0
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		steps++
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			w, err := d.word(in.K)
+			if err != nil {
+				return 0, steps, fmt.Errorf("pc %d: %w", pc, err)
+			}
+			a = w
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			a &= in.K
+		case unix.BPF_JMP | unix.BPF_JA:
+			pc += int(in.K)
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K,
+			unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			var take bool
+			switch in.Code &^ (unix.BPF_JMP | unix.BPF_K) {
+			case unix.BPF_JEQ:
+				take = a == in.K
+			case unix.BPF_JGT:
+				take = a > in.K
+			case unix.BPF_JGE:
+				take = a >= in.K
+			case unix.BPF_JSET:
+				take = a&in.K != 0
+			}
+			if take {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K, steps, nil
+		default:
+			return 0, steps, fmt.Errorf("pc %d: opcode %#x not interpreted", pc, in.Code)
+		}
+	}
+	return 0, steps, fmt.Errorf("ran off the end of %d instructions", len(prog))
+}
+
+// nativeNr is the native number of a syscall, if this architecture has it.
+func nativeNr(name string) (uint32, bool) {
+	sc, err := libseccomp.GetSyscallFromName(name)
+	return uint32(sc), err == nil && sc >= 0
+}
+
+const (
+	retAllow  = unix.SECCOMP_RET_ALLOW
+	retEPERM  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retENOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+	retNotify = unix.SECCOMP_RET_USER_NOTIF
+	retKill   = unix.SECCOMP_RET_KILL_PROCESS
+)
+
+// The prologue's decisions, on the whole compiled filter (prologue and
+// libseccomp's program), for calls with arguments.
+func TestFilterDecisions(t *testing.T) {
+	na, err := native()
+	if err != nil {
+		t.Skip(err)
+	}
+	const (
+		suid    = unix.S_ISUID
+		sgid    = unix.S_ISGID
+		high    = uint64(1) << 32
+		creat   = unix.O_CREAT | unix.O_WRONLY
+		tmpfile = unix.O_TMPFILE | unix.O_RDWR
+		tmpBit  = unix.O_TMPFILE &^ unix.O_DIRECTORY // __O_TMPFILE alone: EINVAL in the kernel
+	)
+	atFDCWD := uint64(0xffffffffffffff9c)
+	type call struct {
+		name string
+		args [6]uint64
+	}
+	for _, tc := range []struct {
+		policy Policy
+		call   call
+		want   uint32 // in errno mode; notify mode turns EPERM into USER_NOTIF
+	}{
+		{Policy{}, call{"getppid", [6]uint64{}}, retAllow},
+		{Policy{}, call{"chmod", [6]uint64{0, 0o755}}, retAllow},
+		{Policy{}, call{"chmod", [6]uint64{0, suid | 0o755}}, retEPERM},
+		{Policy{}, call{"chmod", [6]uint64{0, sgid}}, retEPERM},
+		{Policy{}, call{"chmod", [6]uint64{0, unix.S_ISVTX | 0o777}}, retAllow},
+		// The kernel reads the low bits of the mode only.
+		{Policy{}, call{"chmod", [6]uint64{0, high | 0o755}}, retAllow},
+		{Policy{}, call{"chmod", [6]uint64{0, high | suid}}, retEPERM},
+		{Policy{}, call{"fchmod", [6]uint64{3, suid | 0o700}}, retEPERM},
+		{Policy{}, call{"fchmod", [6]uint64{3, 0o700}}, retAllow},
+		{Policy{}, call{"fchmodat", [6]uint64{atFDCWD, 0, sgid | 0o755}}, retEPERM},
+		{Policy{}, call{"fchmodat", [6]uint64{atFDCWD, suid, 0o755}}, retAllow}, // a path pointer, not a mode
+		{Policy{}, call{"fchmodat2", [6]uint64{atFDCWD, 0, suid, unix.AT_SYMLINK_NOFOLLOW}}, retEPERM},
+		{Policy{}, call{"fchmodat2", [6]uint64{atFDCWD, 0, 0o644, unix.AT_SYMLINK_NOFOLLOW}}, retAllow},
+		{Policy{}, call{"creat", [6]uint64{0, suid | 0o755}}, retEPERM},
+		{Policy{}, call{"creat", [6]uint64{0, 0o755}}, retAllow},
+		{Policy{}, call{"mkdir", [6]uint64{0, sgid | 0o755}}, retEPERM},
+		{Policy{}, call{"mkdir", [6]uint64{0, 0o755}}, retAllow},
+		{Policy{}, call{"mkdirat", [6]uint64{atFDCWD, 0, sgid | 0o755}}, retEPERM},
+		{Policy{}, call{"mkdirat", [6]uint64{atFDCWD, 0, 0o1777}}, retAllow},
+		{Policy{}, call{"mknod", [6]uint64{0, unix.S_IFREG | suid | 0o755, 0}}, retEPERM},
+		{Policy{}, call{"mknod", [6]uint64{0, unix.S_IFREG | 0o755, 0}}, retAllow},
+		{Policy{}, call{"mknodat", [6]uint64{atFDCWD, 0, unix.S_IFREG | sgid, 0}}, retEPERM},
+		{Policy{}, call{"mknodat", [6]uint64{atFDCWD, 0, unix.S_IFIFO | 0o600, 0}}, retAllow},
+		{Policy{}, call{"open", [6]uint64{0, creat, sgid | 0o755}}, retEPERM},
+		{Policy{}, call{"open", [6]uint64{0, creat, 0o755}}, retAllow},
+		{Policy{}, call{"open", [6]uint64{0, unix.O_RDONLY, suid | 0o755}}, retAllow}, // the mode is ignored
+		{Policy{}, call{"open", [6]uint64{0, tmpfile, suid}}, retEPERM},
+		{Policy{}, call{"openat", [6]uint64{atFDCWD, 0, creat, suid | 0o755}}, retEPERM},
+		{Policy{}, call{"openat", [6]uint64{atFDCWD, 0, creat | high, high | sgid}}, retEPERM},
+		{Policy{}, call{"openat", [6]uint64{atFDCWD, 0, creat, high | 0o755}}, retAllow},
+		{Policy{}, call{"openat", [6]uint64{atFDCWD, 0, high | unix.O_RDWR, sgid}}, retAllow}, // O_CREAT only in the high bits
+		{Policy{}, call{"openat", [6]uint64{atFDCWD, 0, tmpfile, sgid | 0o700}}, retEPERM},
+		{Policy{}, call{"openat", [6]uint64{atFDCWD, 0, tmpBit | unix.O_RDWR, suid}}, retEPERM},
+		{Policy{}, call{"openat", [6]uint64{atFDCWD, 0, tmpfile, 0o600}}, retAllow},
+		{Policy{}, call{"openat", [6]uint64{atFDCWD, 0, unix.O_DIRECTORY, suid}}, retAllow},
+		{Policy{}, call{"openat", [6]uint64{atFDCWD, 0, unix.O_RDONLY, 0}}, retAllow},
+		{Policy{}, call{"openat2", [6]uint64{atFDCWD, 0, 0, 24}}, retENOSYS},
+		// Allowing a call by name lifts none of this.
+		{Policy{Allow: []string{"chmod", "openat", "openat2", "ioctl", "socket"}}, call{"chmod", [6]uint64{0, suid}}, retEPERM},
+		{Policy{Allow: []string{"chmod", "openat", "openat2"}}, call{"openat", [6]uint64{atFDCWD, 0, creat, suid}}, retEPERM},
+		{Policy{Allow: []string{"openat2"}}, call{"openat2", [6]uint64{atFDCWD, 0, 0, 24}}, retENOSYS},
+		// Denying the call denies the harmless modes too.
+		{Policy{Deny: []string{"chmod", "openat"}}, call{"chmod", [6]uint64{0, 0o755}}, retEPERM},
+		{Policy{Deny: []string{"chmod", "openat"}}, call{"openat", [6]uint64{atFDCWD, 0, unix.O_RDONLY, 0}}, retEPERM},
+		{Policy{Deny: []string{"openat2"}}, call{"openat2", [6]uint64{atFDCWD, 0, 0, 24}}, retENOSYS},
+		// The checks that were there before.
+		{Policy{}, call{"ioctl", [6]uint64{0, unix.TIOCSTI}}, retEPERM},
+		{Policy{}, call{"ioctl", [6]uint64{0, high | unix.TIOCLINUX}}, retEPERM},
+		{Policy{}, call{"ioctl", [6]uint64{0, unix.TCGETS}}, retAllow},
+		{Policy{}, call{"socket", [6]uint64{unix.AF_INET, unix.SOCK_STREAM, ipprotoMPTCP}}, retEPERM},
+		{Policy{}, call{"socket", [6]uint64{unix.AF_INET, unix.SOCK_STREAM, 0}}, retAllow},
+		{Policy{}, call{"clone3", [6]uint64{}}, retENOSYS},
+		{Policy{}, call{"mount", [6]uint64{}}, retEPERM},
+	} {
+		nr, ok := nativeNr(tc.call.name)
+		if !ok {
+			continue // arm64 has no open, creat, chmod, mkdir, mknod
+		}
+		for _, notify := range []bool{false, true} {
+			prog, err := (&Compiler{}).Compile(tc.policy, notify)
+			if err != nil {
+				t.Fatal(err)
+			}
+			insns, err := decode(prog.Filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if notify && want == retEPERM {
+				want = retNotify
+			}
+			got, _, err := runBPF(insns, seccompData{nr: nr, arch: na.audit, args: tc.call.args})
+			if err != nil {
+				t.Fatalf("%+v %s: %v", tc.policy, tc.call.name, err)
+			}
+			if got != want {
+				t.Errorf("policy %+v, notify %v: %s(%#o) returns %#x, want %#x", tc.policy, notify, tc.call.name, tc.call.args, got, want)
+			}
+		}
+	}
+}
+
+// Foreign entry points are left to libseccomp's bad-arch action, whatever
+// the number says: the prologue acts on native calls only.
+func TestPrologueNativeOnly(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x86_64 specific numbers")
+	}
+	prog, err := (&Compiler{}).Compile(Policy{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insns, _ := decode(prog.Filter)
+	for _, d := range []seccompData{
+		{nr: 15, arch: unix.AUDIT_ARCH_I386, args: [6]uint64{0, unix.S_ISUID}}, // i386 chmod
+		{nr: 437, arch: unix.AUDIT_ARCH_I386},                                  // i386 openat2
+		{nr: x32Bit | 90, arch: unix.AUDIT_ARCH_X86_64, args: [6]uint64{0, 0}}, // x32 chmod
+	} {
+		if got, _, err := runBPF(insns, d); err != nil || got != retKill {
+			t.Errorf("%+v: %#x %v, want kill-process", d, got, err)
+		}
+	}
+}
+
+// The prologue alone: the dispatch reaches each handler, a miss falls
+// through to "orig" (the first instruction after it), and it stays small.
+func TestPrologueShape(t *testing.T) {
+	na, err := native()
+	if err != nil {
+		t.Skip(err)
+	}
+	nrs, err := prologueNumbers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ceiling, err := libseccompCeiling()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pro, err := prologue(prologueParams{arch: na.audit, ceiling: ceiling, nrs: nrs, denyRet: retEPERM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("prologue: %d instructions for %d calls", len(pro), len(nrs))
+	if len(pro) > 64 {
+		t.Errorf("prologue has %d instructions; keep it small", len(pro))
+	}
+	// A sentinel after the prologue stands for libseccomp's program.
+	const orig = 0xdead
+	prog := append(pro, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: orig})
+	maxCost := 0
+	for nr := uint32(0); nr <= ceiling+1; nr++ {
+		d := seccompData{nr: nr, arch: na.audit, args: [6]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}}
+		got, steps, err := runBPF(prog, d)
+		if err != nil {
+			t.Fatalf("nr %d: %v", nr, err)
+		}
+		name := ""
+		for n, v := range nrs {
+			if v == nr {
+				name = n
+			}
+		}
+		want := uint32(orig)
+		switch {
+		case nr > ceiling || name == "openat2":
+			want = retENOSYS
+		case name == "socket":
+			want = orig // protocol 0xffffffff is not MPTCP
+		case name != "":
+			want = retEPERM // every bit set: setuid modes, TIOCSTI is not all ones
+			if name == "ioctl" {
+				want = orig
+			}
+		}
+		if got != want {
+			t.Errorf("nr %d (%s) with all argument bits set: %#x, want %#x", nr, name, got, want)
+		}
+		if name == "" && nr <= ceiling {
+			maxCost = max(maxCost, steps-1) // not the sentinel
+		}
+	}
+	t.Logf("a call the prologue does not check runs at most %d of its instructions", maxCost)
+	if maxCost > 12 {
+		t.Errorf("a call the prologue does not check runs %d instructions, want a short dispatch", maxCost)
+	}
+}
+
+func TestDispatch(t *testing.T) {
+	for n := 1; n <= 20; n++ {
+		var arms []branch
+		for i := 0; i < n; i++ {
+			arms = append(arms, branch{uint32(10 * (i + 1)), fmt.Sprintf("h%d", i)})
+		}
+		prog := dispatch(arms, "miss")
+		// Each arm's handler returns its index; miss returns 1000.
+		for i := range arms {
+			prog = append(prog, labelled(fmt.Sprintf("h%d", i), ret(uint32(i))))
+		}
+		prog = append(prog, labelled("miss", ret(1000)))
+		insns, err := assemble(prog, len(prog))
+		if err != nil {
+			t.Fatalf("%d arms: %v", n, err)
+		}
+		for nr := uint32(0); nr <= uint32(10*(n+1)); nr++ {
+			want := uint32(1000)
+			if nr%10 == 0 && nr > 0 && nr <= uint32(10*n) {
+				want = nr/10 - 1
+			}
+			// The accumulator is the number: load it first.
+			got, _, err := runBPF(append([]unix.SockFilter{{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: offNr}}, insns...), seccompData{nr: nr})
+			if err != nil || got != want {
+				t.Fatalf("%d arms, nr %d: %d %v, want %d", n, nr, got, err, want)
+			}
+		}
+	}
+}
