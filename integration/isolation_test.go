@@ -532,8 +532,8 @@ func TestRwBindOwnership(t *testing.T) {
 				t.Errorf("%s: %v", p, err)
 				continue
 			}
-			if int(st.Uid) != u.uid || int(st.Gid) != u.gid {
-				t.Errorf("%s on the host is owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, u.uid, u.gid)
+			if int(st.Uid) != u.dirUID || int(st.Gid) != u.dirGID {
+				t.Errorf("%s on the host is owned by %d:%d, want the bind's owner %d:%d", p, st.Uid, st.Gid, u.dirUID, u.dirGID)
 			}
 		}
 	})

@@ -105,6 +105,8 @@ func TestLandlockReadOnlyPaths(t *testing.T) {
 		requireLandlock(t, u)
 		w := u.sysWorkdir(t)
 		ro := u.dir(t)
+		// Readable by others: a root-started jail runs as another user.
+		os.Chmod(ro, 0o755)
 		f := filepath.Join(ro, "f")
 		if err := os.WriteFile(f, []byte("original"), 0o644); err != nil {
 			t.Fatal(err)

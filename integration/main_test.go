@@ -55,6 +55,14 @@ type user struct {
 	// this user and that the suite allows (cgroup caps, seccomp).
 	degraded []string
 	check    checkResult
+	// dirUID and dirGID own the directories the tests make (dir). They
+	// are the user's, except for root where the host cannot idmap the
+	// test directories' file system (tmpfs before Linux 6.3): there a
+	// root-started jail could not write a root-owned workdir, so root's
+	// test directories belong to an unprivileged owner, whom the jail
+	// then runs as (noIdmap).
+	dirUID, dirGID int
+	noIdmap        bool
 }
 
 type checkResult struct {
@@ -153,9 +161,45 @@ func setup() error {
 		users = []*user{{name: "self", uid: os.Geteuid(), gid: os.Getegid()}}
 	}
 	for _, u := range users {
+		u.dirUID, u.dirGID = u.uid, u.gid
 		if err := u.probe(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// probeIdmap says whether a root-started jail can run in a root-owned
+// workdir here: it needs an idmapped mount of the workdir's file system.
+func (u *user) probeIdmap() error {
+	d, err := os.MkdirTemp(base, "idmap-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(d)
+	if err := os.Chmod(d, 0o755); err != nil {
+		return err
+	}
+	if err := os.Link(helperBin, filepath.Join(d, "tjhelper")); err != nil {
+		if err := copyFile(helperBin, filepath.Join(d, "tjhelper")); err != nil {
+			return err
+		}
+	}
+	args := []string{"run", "--workdir", d}
+	for _, l := range u.degraded {
+		args = append(args, "--allow-degraded", l)
+	}
+	cmd := exec.Command(tooljailBin, append(args, "--", filepath.Join(d, "tjhelper"), "exit", "0")...)
+	cmd.Dir = base
+	cmd.Env = u.environ(nil)
+	out, err := cmd.CombinedOutput()
+	switch {
+	case err == nil:
+	case strings.Contains(string(out), "idmapped"):
+		u.noIdmap, u.dirUID, u.dirGID = true, 4242, 4242
+		fmt.Fprintf(os.Stderr, "integration: %s: this file system cannot be idmapped; test directories belong to 4242: %s", u.name, out)
+	default:
+		return fmt.Errorf("tooljail run as %s in a root-owned workdir: %v: %s", u.name, err, out)
 	}
 	return nil
 }
@@ -196,6 +240,9 @@ func (u *user) probe() error {
 		u.degraded = append(u.degraded, strings.Split(extra, ",")...)
 	}
 	fmt.Fprintf(os.Stderr, "integration: %s: allow-degraded %v (from tooljail check)\n", u.name, u.degraded)
+	if u.uid == 0 {
+		return u.probeIdmap()
+	}
 	return nil
 }
 
@@ -268,7 +315,7 @@ func (u *user) dir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(d, u.uid, u.gid); err != nil {
+	if err := os.Chown(d, u.dirUID, u.dirGID); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(d) })

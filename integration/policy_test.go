@@ -185,6 +185,30 @@ var deniedCalls = []struct{ call, syscall string }{
 	{"socket-packet", "socket"},
 	{"socket-mptcp", "socket"},
 	{"socket-netlink-audit", "socket"},
+	// No setuid or setgid bit can be set or created.
+	{"fchmod-setgid", "fchmod"},
+	{"fchmodat-setgid", "fchmodat"},
+	{"fchmodat2-setuid", "fchmodat2"},
+	{"openat-creat-setuid", "openat"},
+	{"openat-tmpfile-setuid", "openat"},
+	{"mkdirat-setgid", "mkdirat"},
+	{"mknodat-setgid", "mknodat"},
+}
+
+// legacyDenied are denied calls that exist on x86_64 only (tjsys answers
+// ENOSYS elsewhere).
+var legacyDenied = []struct{ call, syscall string }{
+	{"chmod-setuid", "chmod"},
+	{"creat-setuid", "creat"},
+	{"open-creat-setgid", "open"},
+	{"mkdir-setgid", "mkdir"},
+	{"mknod-setuid", "mknod"},
+}
+
+func init() {
+	if runtime.GOARCH == "amd64" {
+		deniedCalls = append(deniedCalls, legacyDenied...)
+	}
 }
 
 // allowedCalls are controls the default policy lets through, with the
@@ -195,7 +219,19 @@ var allowedCalls = map[string][]string{
 	"ioctl-tcgets":         {"ok", "errno ENOTTY"},
 	"socket-inet":          {"ok"},
 	"socket-netlink-route": {"ok"},
+	// The same calls as the setuid/setgid ones, without those bits.
+	"fchmodat-0755":       {"ok"},
+	"openat-creat-0644":   {"ok"},
+	"openat-tmpfile-0600": {"ok"},
+	"mkdirat-0755":        {"ok"},
+	"mknodat-0644":        {"ok"},
+	"chmod-0755":          {"ok"}, // x86_64 only
+	"creat-0755":          {"ok"}, // x86_64 only
 }
+
+// enosysCalls fail with ENOSYS so that libc falls back to a call whose
+// arguments the filter can read; they are not violations.
+var enosysCalls = map[string]bool{"clone3": true, "openat2": true}
 
 func requireAmd64Policy(t *testing.T) {
 	t.Helper()
@@ -212,7 +248,11 @@ func TestSeccompDeniedCalls(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		requireNotify(t, u)
 		w := u.sysWorkdir(t)
-		calls := []string{"getppid", "personality-query", "ioctl-tcgets", "socket-inet", "socket-netlink-route", "clone3"}
+		calls := []string{"getppid", "personality-query", "ioctl-tcgets", "socket-inet", "socket-netlink-route", "clone3", "openat2",
+			"fchmodat-0755", "openat-creat-0644", "openat-tmpfile-0600", "mkdirat-0755", "mknodat-0644"}
+		if runtime.GOARCH == "amd64" {
+			calls = append(calls, "chmod-0755", "creat-0755")
+		}
 		for _, d := range deniedCalls {
 			calls = append(calls, d.call)
 		}
@@ -231,10 +271,9 @@ func TestSeccompDeniedCalls(t *testing.T) {
 				if !oneOf(lines[i], allowedCalls[c]) {
 					t.Errorf("%s (allowed): %q, want %v", c, lines[i], allowedCalls[c])
 				}
-			case c == "clone3":
-				// ENOSYS so that libc falls back to clone; not a violation.
+			case enosysCalls[c]:
 				if lines[i] != "errno ENOSYS" {
-					t.Errorf("clone3: %q, want errno ENOSYS", lines[i])
+					t.Errorf("%s: %q, want errno ENOSYS", c, lines[i])
 				}
 			default:
 				if lines[i] != "errno EPERM" {
@@ -257,7 +296,7 @@ func TestSeccompDeniedCalls(t *testing.T) {
 		}
 		for _, v := range r.Violations {
 			if want[v.Syscall] == 0 {
-				t.Errorf("unexpected violation %+v (clone3 and the controls are not violations)", v)
+				t.Errorf("unexpected violation %+v (clone3, openat2 and the controls are not violations)", v)
 			}
 		}
 		// The first call of each name is the one whose arguments are kept.
@@ -272,10 +311,33 @@ func TestSeccompDeniedCalls(t *testing.T) {
 		checkArg("ioctl", 1, "0x5412")       // TIOCSTI
 		checkArg("socket", 0, "0x11")        // AF_PACKET
 		checkArg("setns", 0, "0xffffffffffffffff")
+		checkArg("fchmodat", 2, "0x5ed") // S_ISGID|0755
+		checkArg("openat", 3, "0x9ed")   // S_ISUID|0755
+		checkArg("mknodat", 2, "0x85ed") // S_IFREG|S_ISGID|0755
+		noSetIDFiles(t, w)
 		if !strings.Contains(o.stderr, "denied") {
 			t.Errorf("no summary line about the denied calls on stderr\n%s", o)
 		}
 	})
+}
+
+// noSetIDFiles checks that nothing tjsys created in w has a setuid or
+// setgid bit, whatever the calls answered.
+func noSetIDFiles(t *testing.T, w string) {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(w, "tjsys-*"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no tjsys-* files in the workdir %s (%v): the controls did not run", w, err)
+	}
+	for _, n := range names {
+		st, err := os.Lstat(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			t.Errorf("%s has mode %v: a setuid/setgid bit got through", n, st.Mode())
+		}
+	}
 }
 
 func oneOf(s string, set []string) bool {
@@ -319,13 +381,15 @@ func TestSeccompKillEach(t *testing.T) {
 				}
 			})
 		}
-		t.Run("clone3", func(t *testing.T) {
-			t.Parallel()
-			o, r := u.sys(t, w, []string{"--on-violation", "kill"}, "clone3", "getppid")
-			if o.code != 0 || r.Status != "exited" || o.stdout != "errno ENOSYS\nok\n" || len(r.Violations) != 0 {
-				t.Errorf("clone3 under --on-violation kill: want ENOSYS, the run going on and no violation\n%s", o)
-			}
-		})
+		for c := range enosysCalls {
+			t.Run(c, func(t *testing.T) {
+				t.Parallel()
+				o, r := u.sys(t, w, []string{"--on-violation", "kill"}, c, "getppid")
+				if o.code != 0 || r.Status != "exited" || o.stdout != "errno ENOSYS\nok\n" || len(r.Violations) != 0 {
+					t.Errorf("%s under --on-violation kill: want ENOSYS, the run going on and no violation\n%s", c, o)
+				}
+			})
+		}
 	})
 }
 
@@ -432,6 +496,34 @@ func TestSeccompProfileAllowDeny(t *testing.T) {
 				t.Errorf("%s allowed by the profile but reported: %+v", n, r.Violations)
 			}
 		}
+	})
+}
+
+// Allowing the calls by name lifts neither the setuid/setgid rule nor
+// openat2's ENOSYS; the same calls without the bits work.
+func TestSeccompSetIDNotLifted(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		requireNotify(t, u)
+		w := u.sysWorkdir(t)
+		prof := filepath.Join(u.dir(t), "p.toml")
+		text := "extends = \"default\"\n[seccomp]\nallow = [\"fchmodat\", \"openat\", \"openat2\", \"@file-system\"]\n"
+		if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o, r := u.sys(t, w, []string{"--profile", prof}, "fchmodat-setgid", "fchmodat-0755", "openat-creat-setuid", "openat-creat-0644", "openat2")
+		want := []string{"errno EPERM", "ok", "errno EPERM", "ok", "errno ENOSYS"}
+		if l := o.lines(); o.code != 0 || r.Status != "exited" || strings.Join(l, "|") != strings.Join(want, "|") {
+			t.Fatalf("want %q and exit 0\n%s", want, o)
+		}
+		for _, n := range []string{"fchmodat", "openat"} {
+			if v := r.find(n); v == nil || v.Count != 1 || v.Action != "denied" {
+				t.Errorf("%s: violation %+v, want one, denied", n, v)
+			}
+		}
+		if len(r.Violations) != 2 {
+			t.Errorf("violations %+v, want fchmodat and openat only", r.Violations)
+		}
+		noSetIDFiles(t, w)
 	})
 }
 

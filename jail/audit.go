@@ -26,11 +26,50 @@ type auditLine struct {
 	Violations int       `json:"violations"`
 }
 
-// AppendAudit appends one JSON line for r to the file at path. The line goes
-// out in a single write(2) on an O_APPEND descriptor under an exclusive
-// flock, so concurrent runs never interleave within a line.
-func AppendAudit(path string, r *Result) error {
-	uid := os.Getuid()
+// AppendAudit appends one JSON line for r to f, an audit log opened for
+// appending (an Output with Append, opened by Start, so that no path is
+// looked up after the run). The line goes out in a single write(2) on the
+// O_APPEND descriptor under an exclusive flock, so concurrent runs never
+// interleave within a line. The caller closes f.
+func AppendAudit(f *os.File, r *Result) error {
+	fd := int(f.Fd())
+	// Without O_APPEND a concurrent writer's line could be overwritten.
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	if flags&unix.O_APPEND == 0 {
+		return fmt.Errorf("%s: not opened for appending; open the audit log with O_APPEND (jail.Output.Append)", f.Name())
+	}
+	b, err := auditRecord(r, os.Getuid())
+	if err != nil {
+		return err
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	defer unix.Flock(fd, unix.LOCK_UN)
+	// unix.Write, not f.Write: os.File would go on after a short write
+	// with a second write(2), which another run's line could come between.
+	var n int
+	for {
+		n, err = unix.Write(fd, b)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == nil && n != len(b) {
+		err = fmt.Errorf("short write (%d of %d bytes)", n, len(b))
+	}
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// auditRecord is the audit line for r, newline included, for a caller
+// with uid.
+func auditRecord(r *Result, uid int) ([]byte, error) {
 	l := auditLine{
 		Time: r.StartedAt, ID: r.ID, UID: uid, Command: r.Command, Workdir: r.Workdir,
 		Profile: r.Profile, Status: r.Status, ExitCode: r.ExitCode, DurationMs: r.WallTimeMs,
@@ -43,23 +82,7 @@ func AppendAudit(path string, r *Result) error {
 	}
 	b, err := json.Marshal(l)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("encode the audit line: %w", err)
 	}
-	b = append(b, '\n')
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", path, err)
-	}
-	n, err := f.Write(b)
-	if err == nil && n != len(b) {
-		err = fmt.Errorf("short write (%d of %d bytes)", n, len(b))
-	}
-	if err != nil {
-		return fmt.Errorf("append to %s: %w", path, err)
-	}
-	return nil
+	return append(b, '\n'), nil
 }

@@ -37,6 +37,9 @@ type Cmd struct {
 	Stderr io.Writer
 	// CaptureOutput keeps the output in Result.Stdout.Text/Stderr.Text.
 	CaptureOutput bool
+	// Outputs are host files the caller writes after the run (see
+	// Output): Start opens them, or fails.
+	Outputs []*Output
 
 	ctx     context.Context
 	res     *Result
@@ -44,6 +47,7 @@ type Cmd struct {
 	plan    *plan
 
 	proc    *initProc
+	sources []source    // the binds' sources, until the init has them
 	waitCh  chan string // how the init ended
 	msgDone chan struct{}
 	relays  [2]*relay
@@ -108,10 +112,9 @@ func (c *Cmd) Start() error {
 	c.res.Workdir = c.Spec.Dir
 	c.res.Profile = c.Spec.Profile
 	c.res.Limits = reportLimits(&c.Spec.Limits)
-	// The seccomp filter is compiled (or read from the cache) in start,
-	// while the init starts up.
-	p, err := c.Spec.plan(probeHost(), false)
+	p, err := c.Spec.plan(probeHost())
 	if err != nil {
+		settleOutputs(c.Outputs)
 		return c.fail(&SetupError{Code: ExitSetup, Err: err})
 	}
 	c.plan = p
@@ -125,6 +128,7 @@ func (c *Cmd) Start() error {
 			c.proc = nil
 		}
 		c.cleanup()
+		settleOutputs(c.Outputs)
 		return c.fail(&SetupError{Code: ExitSetup, Err: err})
 	}
 	return nil
@@ -138,10 +142,10 @@ func (c *Cmd) fail(e *SetupError) error {
 
 func (c *Cmd) start() error {
 	s, p := c.Spec, c.plan
-	// The audit socket for Landlock denials opens and the seccomp filter
-	// is compiled (or read from the cache) while the cgroup is made; both
-	// are joined before the init's plan is compiled, and on every early
-	// return, so that cleanup closes the socket.
+	// The audit socket for Landlock denials opens, and the host side is
+	// prepared (see hostside.go), while the cgroup is made; both are
+	// joined before the init's plan is compiled, and on every early
+	// return, so that cleanup closes what they opened.
 	type watched struct {
 		w   *landlock.Watcher
 		err error
@@ -168,17 +172,19 @@ func (c *Cmd) start() error {
 		c.res.Enforcement.LandlockDenials = "reported"
 	}
 	defer joinWatcher()
-	compiled := make(chan error, 1)
-	go func() { compiled <- p.compileSeccomp(s) }()
-	joinCompile := func() error {
-		if compiled == nil {
+	hs := &hostSide{root: os.Geteuid() == 0}
+	prepared := make(chan error, 1)
+	go func() { prepared <- hs.prepare(c, p) }()
+	joinPrepared := func() error {
+		if prepared == nil {
 			return nil
 		}
-		err := <-compiled
-		compiled = nil
+		err := <-prepared
+		prepared = nil
 		return err
 	}
-	defer joinCompile()
+	defer joinPrepared()
+	defer hs.close()
 
 	if err := c.openGroup(); err != nil {
 		return err
@@ -217,7 +223,8 @@ func (c *Cmd) start() error {
 		c.relays[i] = newRelay(r, dst, budget, c.CaptureOutput)
 	}
 	// The init waits on this pipe until the supervisor has written its id
-	// maps; if the supervisor gives up first, the pipe's end ends the init.
+	// maps and opened the host paths; if the supervisor gives up first,
+	// the pipe's end ends the init.
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -225,7 +232,7 @@ func (c *Cmd) start() error {
 	defer syncR.Close()
 	defer syncW.Close()
 
-	if err := joinCompile(); err != nil {
+	if err := joinPrepared(); err != nil {
 		return err
 	}
 	joinWatcher()
@@ -243,7 +250,6 @@ func (c *Cmd) start() error {
 		NoFile:  s.Limits.NoFile,
 		FSize:   s.Limits.FSize,
 		CPUTime: int64((s.Limits.CPUTime + time.Second - 1) / time.Second),
-		Seccomp: p.seccomp,
 		WaitAck: c.watcher != nil,
 		// The supervisor's own setting: startInit turns it off only around
 		// the fork.
@@ -259,7 +265,25 @@ func (c *Cmd) start() error {
 		return err
 	}
 	syncR.Close()
-	if err := writeIDMaps(c.proc.pid); err != nil {
+	if err := writeIDMaps(c.proc.pid, hs.id); err != nil {
+		return err
+	}
+	if !hs.root {
+		// In the init's mount namespace, where it may clone what it gets.
+		if err := hs.resolveIn(c, fmt.Sprintf("/proc/%d/root", c.proc.pid)); err != nil {
+			return err
+		}
+	}
+	if err := hs.finish(c); err != nil {
+		return err
+	}
+	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
+	c.res.Enforcement.Idmapped = hs.idmapped
+	fdList, err := ip.fillLate(hs.sources, hs.over, hs.prog)
+	if err != nil {
+		return err
+	}
+	if err := sendFDs(c.sock, fdList); err != nil {
 		return err
 	}
 	// Nothing in the jail has run yet: the init is in its cgroup and waits
@@ -287,15 +311,16 @@ func (c *Cmd) start() error {
 }
 
 // writeIDMaps maps uid and gid 0 of the init's user namespace to the
-// supervisor's. Unprivileged user namespaces must deny setgroups; real
-// root keeps it, for the init to drop its supplementary groups.
-func writeIDMaps(pid int) error {
-	euid, egid := os.Geteuid(), os.Getegid()
-	files := [][2]string{{"uid_map", fmt.Sprintf("0 %d 1\n", euid)}}
-	if euid != 0 {
+// jail's host identity: the supervisor's own, or for a root supervisor an
+// unprivileged one (Spec.HostUser). Unprivileged user namespaces must deny
+// setgroups; real root keeps it, for the init to drop its supplementary
+// groups.
+func writeIDMaps(pid int, id HostID) error {
+	files := [][2]string{{"uid_map", fmt.Sprintf("0 %d 1\n", id.UID)}}
+	if os.Geteuid() != 0 {
 		files = append(files, [2]string{"setgroups", "deny"})
 	}
-	files = append(files, [2]string{"gid_map", fmt.Sprintf("0 %d 1\n", egid)})
+	files = append(files, [2]string{"gid_map", fmt.Sprintf("0 %d 1\n", id.GID)})
 	for _, f := range files {
 		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, f[0]), []byte(f[1]), 0); err != nil {
 			return fmt.Errorf("write the jail's %s: %w (are unprivileged user namespaces allowed? see `tooljail check`)", f[0], err)

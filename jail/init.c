@@ -6,7 +6,9 @@
 // init only makes system calls with it:
 //
 //   - descriptors into place, everything else the supervisor had closed;
-//   - wait until the supervisor has written the id maps;
+//   - wait until the supervisor has written the id maps and opened the
+//     host paths, become uid 0 of the namespace (the jail's host identity,
+//     never the host's root), take the sources' descriptors;
 //   - the filesystem view, the way bubblewrap builds it: a tmpfs becomes a
 //     temporary root with the host's root moved below it (/oldroot), the
 //     jail's root is a second tmpfs (/newroot) populated from /oldroot, and
@@ -14,7 +16,8 @@
 //     mount is made with file descriptors (openat2, open_tree, fsmount,
 //     move_mount), so symlinks in a destination cannot redirect a mount,
 //     and mount points are created only on tmpfs instances the jail made
-//     itself: nothing is ever created on the host;
+//     itself: nothing is ever created on the host. No host path is looked
+//     up here: binds come from the descriptors the supervisor opened;
 //   - host name, loopback, the Landlock ruleset (its paths resolve in the
 //     jail);
 //   - stage 2 (stage2.c), then reap every orphan and forward signals until
@@ -29,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -88,6 +92,8 @@ struct tj_builder {
 	int emptyfile; // an empty read-only file, bound over masked files
 	uint64_t owned[TJ_MAX_OWNED];
 	int nowned;
+	int fds[TJ_MAX_SOURCES]; // the sources' descriptors, as received
+	int nfds;
 	struct tj_record rec; // the failure, once one happened
 };
 
@@ -389,43 +395,39 @@ static int tj_symlink(struct tj_builder *b, int src, const struct tj_mount *m, i
 	return r;
 }
 
-// tj_bind shows a host path in the jail.
+// tj_bind shows a host path in the jail: the supervisor opened it (and
+// checked what it opened); the init mounts that descriptor, so no host path
+// is looked up here.
 static int tj_bind(struct tj_builder *b, const struct tj_mount *m, int index) {
-	uint64_t flags = O_PATH | O_CLOEXEC;
-	if (m->keep_symlink) {
-		flags |= O_NOFOLLOW;
+	const struct tj_source *s = &b->p->late->sources[index];
+	if (s->slot < 0) {
+		return 0; // optional, and not on this host
 	}
-	// The source is resolved inside the host's root, so an absolute
-	// symlink on the host means what it means on the host.
-	int src = tj_openat2(b->oldroot, m->src + 1, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-	if (src < 0 && errno == ENOENT && m->optional) {
-		return 0;
+	int src = b->fds[s->slot];
+	if (s->type == S_IFLNK) {
+		return tj_symlink(b, src, m, index);
 	}
-	if (src < 0) {
-		return tj_failed(b, TJ_I_BINDSRC, TJ_OP_OPEN, errno, index, m->src);
+	int dst = tj_dest_copy(b, m->dest, s->type == S_IFDIR);
+	if (dst < 0) {
+		return -1;
 	}
-	struct stat st;
-	int r;
-	if (fstat(src, &st) < 0) {
-		r = tj_failed(b, TJ_I_BINDSRC, TJ_OP_STAT, errno, index, m->src);
-	} else if (S_ISLNK(st.st_mode)) {
-		r = tj_symlink(b, src, m, index);
-	} else {
-		int dst = tj_dest_copy(b, m->dest, S_ISDIR(st.st_mode));
-		r = dst < 0 ? -1 : 0;
-		if (dst >= 0) {
-			uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-			if (!m->writable) {
-				attr |= MOUNT_ATTR_RDONLY;
-			}
-			int op = -tj_attach(src, dst, attr, 1);
-			if (op != 0) {
-				r = tj_failed(b, TJ_I_BIND, op, errno, index, m->dest);
-			}
-			close(dst);
+	int r = 0, op = 0;
+	if (s->detached) {
+		// A root supervisor's clone, attributes (and idmapping) set.
+		if (tj_move(src, dst) < 0) {
+			op = TJ_OP_MOVE_MOUNT;
 		}
+	} else {
+		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		if (!m->writable) {
+			attr |= MOUNT_ATTR_RDONLY;
+		}
+		op = -tj_attach(src, dst, attr, 1);
 	}
-	close(src);
+	if (op != 0) {
+		r = tj_failed(b, TJ_I_BIND, op, errno, index, m->dest);
+	}
+	close(dst);
 	return r;
 }
 
@@ -449,11 +451,13 @@ static int tj_tmpfs_mount(struct tj_builder *b, const struct tj_mount *m, int in
 }
 
 // tj_mask hides what a bind shows at m->dest: an empty read-only directory
-// or file goes over it. A path that does not exist has nothing to hide.
+// or file goes over it. A path that does not exist fails the run: an
+// earlier run with the directory read-write could have renamed it, and
+// skipping the mask would show the secret under its new name.
 static int tj_mask(struct tj_builder *b, const struct tj_mount *m, int index) {
 	int dst = tj_openat2(b->newroot, m->dest + 1, O_PATH | O_CLOEXEC, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
 	if (dst < 0) {
-		return errno == ENOENT ? 0 : tj_failed(b, TJ_I_DEST, TJ_OP_OPEN, errno, -1, m->dest);
+		return tj_failed(b, TJ_I_MASK, errno == ENOENT ? TJ_OP_MISSING : TJ_OP_OPEN, errno, index, m->dest);
 	}
 	struct stat st;
 	int r = 0, op = 0;
@@ -586,9 +590,91 @@ static int tj_etc(struct tj_builder *b) {
 		close(fd);
 	}
 	close(etc);
-	if (r == 0 && b->p->has_resolv) {
-		r = tj_bind(b, &b->p->resolv, -1);
+	return r;
+}
+
+// tj_over binds each trusted file inside a read-write bind read-only over
+// itself, and each directory above it in that bind over itself (a mount
+// point cannot be renamed), so the command cannot change what the next
+// run trusts. Each path must still be the object the supervisor opened.
+static int tj_overbinds(struct tj_builder *b) {
+	const struct tj_late *l = b->p->late;
+	for (int i = 0; i < l->nover; i++) {
+		const struct tj_over *o = &l->over[i];
+		int fd = tj_openat2(b->newroot, o->dest + 1, O_PATH | O_CLOEXEC | O_NOFOLLOW,
+				    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+		if (fd < 0) {
+			return tj_failed(b, TJ_I_OVER, errno == ENOENT ? TJ_OP_MISSING : TJ_OP_OPEN, errno, i, o->dest);
+		}
+		struct stat st;
+		int op = 0, e = 0;
+		if (fstat(fd, &st) < 0) {
+			op = TJ_OP_STAT, e = errno;
+		} else if ((uint64_t)st.st_dev != o->dev || (uint64_t)st.st_ino != o->ino) {
+			op = TJ_OP_CHANGED;
+		} else {
+			uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+			if (o->readonly) {
+				attr |= MOUNT_ATTR_RDONLY;
+			}
+			op = -tj_attach(fd, fd, attr, 1);
+			e = errno;
+		}
+		close(fd);
+		if (op != 0) {
+			return tj_failed(b, TJ_I_OVER, op, e, i, o->dest);
+		}
 	}
+	return 0;
+}
+
+// tj_proc_knobs makes the kernel's knobs in the jail's /proc read-only and
+// masks what reveals kernel memory and other users' keys, as container
+// runtimes do: Landlock is not the only thing between the command and
+// /proc/sys. Entries this kernel lacks are skipped (it is the jail's own
+// /proc, nothing a run can change).
+static int tj_proc_knobs(struct tj_builder *b) {
+	static const char *const rdonly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+	static const char *const masked[] = {"kcore", "keys", "timer_list", "kallsyms", "sched_debug",
+					     "latency_stats", "timer_stats", "acpi", "scsi"};
+	int proc = tj_dest_copy(b, "/proc", 1);
+	if (proc < 0) {
+		return -1;
+	}
+	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < sizeof rdonly / sizeof rdonly[0] + sizeof masked / sizeof masked[0]; i++) {
+		int mask = i >= sizeof rdonly / sizeof rdonly[0];
+		const char *name = mask ? masked[i - sizeof rdonly / sizeof rdonly[0]] : rdonly[i];
+		int fd = tj_openat2(proc, name, O_PATH | O_CLOEXEC | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+		if (fd < 0) {
+			if (errno != ENOENT) {
+				r = tj_failed(b, TJ_I_PROCRO, TJ_OP_OPEN, errno, -1, name);
+			}
+			continue;
+		}
+		struct stat st;
+		int op = 0;
+		if (fstat(fd, &st) < 0) {
+			op = TJ_OP_STAT;
+		} else if (!mask) {
+			op = -tj_attach(fd, fd, ro, 1);
+		} else if (S_ISDIR(st.st_mode)) {
+			int t = tj_tmpfs(b, fd, 4096, 0555, ro);
+			if (t < 0) {
+				op = -t;
+			} else {
+				close(t);
+			}
+		} else {
+			op = -tj_attach(b->emptyfile, fd, ro, 0);
+		}
+		if (op != 0) {
+			r = tj_failed(b, TJ_I_PROCRO, op, errno, -1, name);
+		}
+		close(fd);
+	}
+	close(proc);
 	return r;
 }
 
@@ -648,11 +734,20 @@ static int tj_build_root(struct tj_builder *b) {
 	if (op != 0) {
 		return tj_failed(b, TJ_I_PROC, op, e, -1, "/proc");
 	}
-	if (tj_dev(b) < 0 || tj_etc(b) < 0) {
+	if (tj_proc_knobs(b) < 0 || tj_dev(b) < 0 || tj_etc(b) < 0) {
 		return -1;
 	}
+	// Masks come last in the plan: trusted files are bound over themselves
+	// before them, once every bind is in place.
+	int over = 0;
 	for (int i = 0; i < p->nmounts; i++) {
 		const struct tj_mount *m = &p->mounts[i];
+		if (!over && m->kind == TJ_MOUNT_MASK) {
+			over = 1;
+			if (tj_overbinds(b) < 0) {
+				return -1;
+			}
+		}
 		int r = 0;
 		switch (m->kind) {
 		case TJ_MOUNT_BIND:
@@ -668,6 +763,9 @@ static int tj_build_root(struct tj_builder *b) {
 		if (r < 0) {
 			return -1;
 		}
+	}
+	if (!over && tj_overbinds(b) < 0) {
+		return -1;
 	}
 	struct mount_attr ro;
 	memset(&ro, 0, sizeof ro);
@@ -740,7 +838,18 @@ static int tj_landlock(struct tj_builder *b, const struct tj_landlock *l) {
 	}
 	for (int i = 0; i < l->npaths; i++) {
 		const struct tj_ll_path *r = &l->paths[i];
-		int fd = open(r->path, O_PATH | O_CLOEXEC);
+		int fd;
+		if (r->mount >= 0) {
+			// A bind: the rule goes on the very object the supervisor
+			// opened on the host (Landlock rules belong to the inode).
+			const struct tj_source *src = &b->p->late->sources[r->mount];
+			if (src->slot < 0 || src->type == S_IFLNK) {
+				continue; // not there, or a symlink whose target has its own rule
+			}
+			fd = fcntl(b->fds[src->slot], F_DUPFD_CLOEXEC, 0);
+		} else {
+			fd = open(r->path, O_PATH | O_CLOEXEC);
+		}
 		if (fd < 0) {
 			tj_failed(b, TJ_I_LL_OPEN, TJ_OP_OPEN, errno, i, r->path);
 			close(rs);
@@ -1022,6 +1131,73 @@ static int tj_setup_fds(const struct tj_init *p) {
 	return syscall(SYS_close_range, 5, ~0U, 0) < 0 ? -2 : 3;
 }
 
+// tj_become_root makes the init uid and gid 0 of its user namespace, which
+// the supervisor has mapped to the jail's host identity. Until now it had
+// the supervisor's credentials: for a root supervisor the host's root,
+// owner of every root-owned file even from inside this namespace. Raw
+// system calls: glibc's wrappers would try to reach the supervisor's other
+// threads, which this process does not have.
+static int tj_become_root(struct tj_builder *b) {
+	if (syscall(SYS_setresgid, 0, 0, 0) < 0) {
+		return tj_failed(b, TJ_I_SETID, TJ_OP_NONE, errno, 0, NULL);
+	}
+	// Real root may drop its supplementary groups; an unprivileged user
+	// namespace denies setgroups (and has none to drop).
+	if (b->p->drop_groups && syscall(SYS_setgroups, 0, NULL) < 0) {
+		return tj_failed(b, TJ_I_SETGROUPS, TJ_OP_NONE, errno, -1, NULL);
+	}
+	if (syscall(SYS_setresuid, 0, 0, 0) < 0) {
+		return tj_failed(b, TJ_I_SETID, TJ_OP_NONE, errno, 1, NULL);
+	}
+	return 0;
+}
+
+// tj_recv_fds takes the descriptors of the sources, which the supervisor
+// sent over the socket before the sync byte, TJ_FDS_PER_MSG a message.
+static int tj_recv_fds(struct tj_builder *b) {
+	int want = b->p->late->nfds;
+	if (want < 0 || want > TJ_MAX_SOURCES) {
+		return tj_failed(b, TJ_I_RECVFDS, TJ_OP_NONE, EINVAL, want, NULL);
+	}
+	while (b->nfds < want) {
+		char byte;
+		struct iovec iov = {&byte, 1};
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * TJ_FDS_PER_MSG)];
+			struct cmsghdr align;
+		} u;
+		struct msghdr mh;
+		memset(&mh, 0, sizeof mh);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof u.buf;
+		ssize_t n = recvmsg(3, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n <= 0 || (mh.msg_flags & MSG_CTRUNC)) {
+			return tj_failed(b, TJ_I_RECVFDS, TJ_OP_NONE, n < 0 ? errno : EPROTO, b->nfds, NULL);
+		}
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+				continue;
+			}
+			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			for (int i = 0; i < k; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+				if (b->nfds == want) {
+					close(fd);
+					continue;
+				}
+				b->fds[b->nfds++] = fd;
+			}
+		}
+	}
+	return 0;
+}
+
 static __attribute__((noreturn)) void tj_init_main(const struct tj_init *p) {
 	// Static: the builder holds the owned mount ids and a failure record,
 	// too much for a stack frame. The init is a process of its own.
@@ -1061,8 +1237,18 @@ static __attribute__((noreturn)) void tj_init_main(const struct tj_init *p) {
 		memcpy(tj_args_start, name, tj_args_len < sizeof name ? tj_args_len - 1 : sizeof name);
 	}
 	prctl(PR_SET_NAME, name, 0, 0, 0);
-	if (p->drop_groups && syscall(SYS_setgroups, 0, NULL) < 0) {
-		tj_failed(&b, TJ_I_SETGROUPS, TJ_OP_NONE, errno, -1, NULL);
+	if (tj_become_root(&b) < 0) {
+		tj_die(&b);
+	}
+	// The change of credentials cleared the parent-death signal: arm it
+	// again, then make sure the supervisor did not die in between (its end
+	// of the socket would have hung up).
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	struct pollfd hup = {.fd = 3, .events = POLLRDHUP};
+	if (poll(&hup, 1, 0) < 0 || (hup.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))) {
+		_exit(125);
+	}
+	if (tj_recv_fds(&b) < 0) {
 		tj_die(&b);
 	}
 	if (tj_build_root(&b) < 0) {
@@ -1085,6 +1271,16 @@ static __attribute__((noreturn)) void tj_init_main(const struct tj_init *p) {
 			tj_die(&b);
 		}
 		s->landlock_flags = p->landlock->flags;
+	}
+	// The sources are mounted and their rules made.
+	for (int i = 0; i < b.nfds; i++) {
+		close(b.fds[i]);
+	}
+	if (p->late->filter_len > 0) {
+		s->filter = p->late->filter;
+		s->filter_len = p->late->filter_len;
+		s->seccomp_flags = p->late->seccomp_flags;
+		s->notify = p->late->notify;
 	}
 	s->sock = 3;
 	long pid = tj_start_stage2(&b, s);

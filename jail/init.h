@@ -15,18 +15,51 @@ enum {
 };
 
 // tj_mount is one mount of the plan; the plan's list is already in the
-// order the mounts are made.
+// order the mounts are made. A bind's source is not a path: the
+// supervisor opens it and hands over the descriptor (tj_source).
 struct tj_mount {
 	int kind;
-	int writable, optional, keep_symlink;
+	int writable;
 	int64_t size; // tmpfs, bytes; 0 is the kernel's default
-	const char *src, *dest;
+	const char *src, *dest; // src only names the source in errors
+};
+
+// tj_source is what the supervisor opened on the host for one bind of the
+// plan (same index), filled in after the fork.
+struct tj_source {
+	int slot;     // the descriptor's place among those sent with the sync; -1: an optional source that does not exist
+	int detached; // a detached mount tree made by a root supervisor: moved as it is, attributes set
+	unsigned type; // S_IFMT of the source; S_IFLNK: recreate the symlink
+};
+
+// tj_over is a file tooljail trusts (a profile, its cache) inside a
+// read-write bind, bound read-only over itself, or a directory above it
+// in that bind, bound over itself so that it cannot be renamed away.
+struct tj_over {
+	const char *dest;    // inside the jail
+	uint64_t dev, ino;   // what dest must be
+	int readonly;
+};
+
+// tj_late is the part of the plan the supervisor fills in after the fork
+// (the host paths of an unprivileged run are opened in the init's mount
+// namespace), in memory shared with the init, before the sync byte.
+struct tj_late {
+	int nfds; // descriptors sent over the socket with the sync
+	struct tj_source *sources; // one per mount of the plan
+	struct tj_over *over;
+	int nover;
+	struct sock_filter *filter; // room for BPF_MAXINSNS; filter_len 0: no seccomp
+	unsigned short filter_len;
+	unsigned int seccomp_flags;
+	int notify;
 };
 
 // tj_ll_path is a Landlock rule whose rights depend on what its path
-// turns out to be inside the jail.
+// turns out to be: a path inside the jail, or the source of a bind.
 struct tj_ll_path {
 	const char *path;
+	int mount;               // >= 0: the rule is on this bind's source descriptor
 	uint64_t dir, file, dev; // rights for a directory, a file, a device node
 	int dir_only;            // an error unless a directory
 };
@@ -45,6 +78,11 @@ struct tj_landlock {
 };
 
 #define TJ_ETC_FILES 4
+
+// At most this many binds (descriptors) in one plan, sent this many to a
+// message (the kernel takes at most 253).
+#define TJ_MAX_SOURCES 4096
+#define TJ_FDS_PER_MSG 250
 
 // Mount ids of the tmpfs instances the init tracks as its own (mount
 // points may be created only on those): the jail root, /dev, /dev/shm,
@@ -66,8 +104,7 @@ struct tj_init {
 	const char *base; // the host directory the temporary root goes on
 	struct tj_mount *mounts;
 	int nmounts;
-	struct tj_mount resolv; // bound when has_resolv
-	int has_resolv;
+	struct tj_late *late; // shared with the supervisor
 	const char *etc_names[TJ_ETC_FILES];
 	const char *etc_data[TJ_ETC_FILES];
 	const char *hostname;
@@ -85,6 +122,8 @@ enum {
 	TJ_I_SYNC = 1,   // waiting for the supervisor's id maps
 	TJ_I_FDS,        // descriptors into place
 	TJ_I_SETGROUPS,  // drop supplementary groups
+	TJ_I_SETID,      // become uid and gid 0 of the namespace (index: 0 gid, 1 uid)
+	TJ_I_RECVFDS,    // receive the sources' descriptors
 	TJ_I_PRIVATE,    // make mounts private
 	TJ_I_BASE,       // temporary root on base
 	TJ_I_PIVOT_TMP,  // pivot_root into the temporary root
@@ -101,11 +140,12 @@ enum {
 	TJ_I_SHM,        // /dev/shm
 	TJ_I_ETC,        // /etc files (path: the name)
 	TJ_I_DEST,       // a mount destination (path)
-	TJ_I_BINDSRC,    // a bind source (index: the mount, -1 resolv.conf)
 	TJ_I_BIND,       // a bind
 	TJ_I_SYMLINK,    // recreating a symlink source
 	TJ_I_TMPFS,      // a tmpfs
 	TJ_I_MASK,       // a mask
+	TJ_I_OVER,       // a trusted file bound over itself (index: tj_late.over)
+	TJ_I_PROCRO,     // /proc knobs read-only or masked (path: the entry)
 	TJ_I_RDONLY,     // the jail root read-only
 	TJ_I_PIVOT,      // pivot_root into the jail root
 	TJ_I_DETACH,     // detach the host's root
@@ -145,6 +185,8 @@ enum {
 	TJ_OP_IOCTL_SET,
 	TJ_OP_TOO_MANY, // more tmpfs mounts than the init tracks
 	TJ_OP_CHDIR,
+	TJ_OP_MISSING, // a mask or a trusted file is not there
+	TJ_OP_CHANGED, // a trusted file is not the object the supervisor opened
 };
 
 // tj_init_start forks the init (it never returns there) and returns its

@@ -94,6 +94,59 @@ func (a *arena) free() {
 	a.chunks, a.used = nil, 0
 }
 
+// region is memory the supervisor shares with the init (MAP_SHARED): the
+// late part of the plan, which it fills in after the fork and before the
+// sync byte. Its size is fixed before the fork, so nothing may be
+// allocated in it that was not reserved then.
+type region struct {
+	mem  []byte
+	used int
+}
+
+func newRegion(size int) (*region, error) {
+	size = (size + 4095) &^ 4095
+	m, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("memory shared with the jail's init: %w", err)
+	}
+	return &region{mem: m}, nil
+}
+
+var errRegionFull = errors.New("the run's plan does not fit the memory reserved for it")
+
+func (r *region) alloc(size uintptr) (unsafe.Pointer, error) {
+	n := (int(max(size, 1)) + 15) &^ 15
+	if r.used+n > len(r.mem) {
+		return nil, errRegionFull
+	}
+	p := unsafe.Pointer(&r.mem[r.used])
+	r.used += n
+	return p, nil
+}
+
+func (r *region) cstring(v string) (*C.char, error) {
+	p, err := r.alloc(uintptr(len(v)) + 1)
+	if err != nil {
+		return nil, err
+	}
+	copy(unsafe.Slice((*byte)(p), len(v)), v)
+	return (*C.char)(p), nil
+}
+
+func (r *region) free() {
+	if r != nil && r.mem != nil {
+		unix.Munmap(r.mem)
+		r.mem = nil
+	}
+}
+
+// maxOver bounds the trusted files and directories bound over themselves
+// in one run, and maxOverPaths the bytes of their paths.
+const (
+	maxOver      = 256
+	maxOverPaths = 128 << 10
+)
+
 // Device nodes bound from the host's /dev: init.c's tj_dev_nodes lists
 // the same names.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
@@ -103,17 +156,20 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 type initPlan struct {
 	arena
 	c        *C.struct_tj_init
+	late     *region // shared with the init: c.late
 	base     string
 	mounts   []Mount // in the order of c.mounts
-	resolv   Mount
+	over     []overBind
 	ll       *landlock.Plan
 	enforced *landlock.Enforced // what Landlock enforces, for the report
 	stage2   *stage2
 }
 
-// free releases the C plan; the init has its own copy once forked.
+// free releases the C plan; the init has its own copy once forked, and
+// its own mapping of the late part.
 func (ip *initPlan) free() {
 	ip.arena.free()
+	ip.late.free()
 	ip.c = nil
 }
 
@@ -152,6 +208,10 @@ func newInitPlan(s *Spec, p *plan, files initFiles, cgroupFD int, st2 *stage2Con
 	c.base = ip.cstring(base)
 
 	ip.mounts = sortMounts(p.mounts)
+	if len(ip.mounts) > C.TJ_MAX_SOURCES {
+		ip.free()
+		return nil, fmt.Errorf("%d mounts: a jail takes at most %d", len(ip.mounts), C.TJ_MAX_SOURCES)
+	}
 	ms := unsafe.Slice((*C.struct_tj_mount)(ip.alloc(uintptr(len(ip.mounts))*unsafe.Sizeof(C.struct_tj_mount{}))), len(ip.mounts))
 	for i, m := range ip.mounts {
 		ip.cmount(&ms[i], m)
@@ -159,10 +219,9 @@ func newInitPlan(s *Spec, p *plan, files initFiles, cgroupFD int, st2 *stage2Con
 	if len(ms) > 0 {
 		c.mounts, c.nmounts = &ms[0], C.int(len(ms))
 	}
-	if s.Net == NetHost {
-		ip.resolv = Mount{Kind: MountBind, Source: "/etc/resolv.conf", Dest: "/etc/resolv.conf", Optional: true}
-		ip.cmount(&c.resolv, ip.resolv)
-		c.has_resolv = 1
+	if err := ip.reserveLate(s.Seccomp != nil); err != nil {
+		ip.free()
+		return nil, err
 	}
 
 	hostname := s.Hostname
@@ -220,7 +279,7 @@ func (ip *initPlan) cmount(cm *C.struct_tj_mount, m Mount) {
 		}
 		return 0
 	}
-	cm.writable, cm.optional, cm.keep_symlink = b(m.Writable), b(m.Optional), b(m.KeepSymlink)
+	cm.writable = b(m.Writable)
 	cm.size = C.int64_t(m.Size)
 	cm.src, cm.dest = ip.cstring(m.Source), ip.cstring(m.Dest)
 }
@@ -230,9 +289,20 @@ func (ip *initPlan) clandlock(lp *landlock.Plan) *C.struct_tj_landlock {
 	l.fs, l.net, l.scoped = C.uint64_t(lp.HandledFS), C.uint64_t(lp.HandledNet), C.uint64_t(lp.Scoped)
 	l.flags = C.uint(lp.Flags)
 	if n := len(lp.Paths); n > 0 {
+		// A rule at a bind's destination goes on the bind's source.
+		binds := map[string]int{}
+		for i, m := range ip.mounts {
+			if m.Kind == MountBind {
+				binds[m.Dest] = i
+			}
+		}
 		ps := unsafe.Slice((*C.struct_tj_ll_path)(ip.alloc(uintptr(n)*unsafe.Sizeof(C.struct_tj_ll_path{}))), n)
 		for i, pp := range lp.Paths {
 			ps[i].path = ip.cstring(pp.Path)
+			ps[i].mount = -1
+			if m, ok := binds[pp.Path]; ok {
+				ps[i].mount = C.int(m)
+			}
 			ps[i].dir, ps[i].file, ps[i].dev = C.uint64_t(pp.Dir), C.uint64_t(pp.File), C.uint64_t(pp.Device)
 			if pp.DirOnly {
 				ps[i].dir_only = 1
@@ -359,13 +429,21 @@ func (ip *initPlan) initError(r record, errno syscall.Errno) error {
 		if r.index >= 0 && r.index < len(ip.mounts) {
 			return ip.mounts[r.index]
 		}
-		return ip.resolv
+		return Mount{Dest: r.path}
 	}
 	switch r.step {
 	case C.TJ_I_FDS:
 		return fmt.Errorf("set up the init's descriptors: %w", errno)
 	case C.TJ_I_SETGROUPS:
 		return fmt.Errorf("drop supplementary groups: %w", errno)
+	case C.TJ_I_SETID:
+		what := "uid"
+		if r.index == 0 {
+			what = "gid"
+		}
+		return fmt.Errorf("become %s 0 of the jail's user namespace (its host identity): %w", what, errno)
+	case C.TJ_I_RECVFDS:
+		return fmt.Errorf("receive the host paths' descriptors (%d so far): %w", r.index, errno)
 	case C.TJ_I_PRIVATE:
 		return fmt.Errorf("make mounts private: %w", errno)
 	case C.TJ_I_BASE:
@@ -398,8 +476,6 @@ func (ip *initPlan) initError(r record, errno syscall.Errno) error {
 		return fmt.Errorf("create /etc/%s: %w", r.path, errno)
 	case C.TJ_I_DEST:
 		return destError(r, errno)
-	case C.TJ_I_BINDSRC:
-		return fmt.Errorf("bind source %s: %w", r.path, errno)
 	case C.TJ_I_BIND:
 		m := mount()
 		return fmt.Errorf("bind %s on %s: %w", m.Source, m.Dest, cause)
@@ -411,7 +487,24 @@ func (ip *initPlan) initError(r record, errno syscall.Errno) error {
 	case C.TJ_I_TMPFS:
 		return fmt.Errorf("tmpfs %s: %w", r.path, cause)
 	case C.TJ_I_MASK:
+		if r.op == C.TJ_OP_MISSING {
+			return fmt.Errorf("mask %s: nothing is there in the jail, so there is nothing to hide; refusing to run, since an earlier run that could write the directory may have moved what the mask hides: check the host path, or remove the mask", r.path)
+		}
 		return fmt.Errorf("mask %s: %w", r.path, cause)
+	case C.TJ_I_OVER:
+		what := "a file tooljail trusts"
+		if r.index >= 0 && r.index < len(ip.over) && !ip.over[r.index].ReadOnly {
+			what = "a directory holding a file tooljail trusts"
+		}
+		switch r.op {
+		case C.TJ_OP_MISSING:
+			return fmt.Errorf("%s, %s, is gone from the jail's view: it was moved while the jail started", r.path, what)
+		case C.TJ_OP_CHANGED:
+			return fmt.Errorf("%s, %s, was replaced while the jail started", r.path, what)
+		}
+		return fmt.Errorf("bind %s (%s) over itself: %w", r.path, what, cause)
+	case C.TJ_I_PROCRO:
+		return fmt.Errorf("make /proc/%s read-only or masked: %w", r.path, cause)
 	case C.TJ_I_RDONLY:
 		return fmt.Errorf("make jail root read-only: %w", errno)
 	case C.TJ_I_PIVOT:

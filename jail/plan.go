@@ -1,9 +1,9 @@
 package jail
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tooljail/tooljail/cgroup"
@@ -15,27 +15,27 @@ import (
 // each layer whether it is applied. A layer that was asked for and cannot be
 // enforced fails the run unless the Spec allows it degraded.
 type plan struct {
-	mounts    []Mount
+	mounts    []Mount // in the order they are made (sortMounts)
 	enf       Enforcement
 	landlock  *landlock.Policy
-	seccomp   *seccomp.Program
 	notify    bool
-	compile   bool // seccomp is to be compiled (compileSeccomp)
+	compile   bool // a seccomp filter is to be compiled (compileSeccomp)
 	resources cgroup.Resources
 }
 
-// compileSeccomp compiles (or loads from the cache) the seccomp filter the
-// plan calls for. Start does it while the jail's init is starting up.
-func (p *plan) compileSeccomp(s *Spec) error {
-	if !p.compile || s.Seccomp == nil || p.seccomp != nil {
-		return nil
+// compileSeccomp compiles the seccomp filter the plan calls for, or takes
+// it from the filters built into the binary, the memory cache or the disk
+// cache in dir (nil: no disk). Start decides on dir once it knows whether
+// the cache lies inside a writable bind of the run.
+func (p *plan) compileSeccomp(s *Spec, dir *os.File) (*seccomp.Program, error) {
+	if !p.compile || s.Seccomp == nil {
+		return nil, nil
 	}
-	prog, err := seccomp.Compile(*s.Seccomp, p.notify)
+	prog, err := seccomp.CompileDir(*s.Seccomp, p.notify, dir)
 	if err != nil {
-		return fmt.Errorf("seccomp policy: %w", err)
+		return nil, fmt.Errorf("seccomp policy: %w", err)
 	}
-	p.seccomp = prog
-	return nil
+	return prog, nil
 }
 
 // SetupError is a run that failed before the command started.
@@ -50,16 +50,17 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // Preflight says what a run of s would enforce on this host, or why it
 // cannot run.
 func (s *Spec) Preflight() (Enforcement, error) {
-	p, err := s.plan(probeHost(), false)
+	p, err := s.plan(probeHost())
 	if err != nil {
 		return Enforcement{}, err
 	}
 	return p.enf, nil
 }
 
-// plan checks s against h. With compile, the seccomp filter is compiled
-// too; otherwise compileSeccomp does it later.
-func (s *Spec) plan(h Host, compile bool) (*plan, error) {
+// plan checks s against h, without touching a host path (Start opens them
+// once, when it runs). A seccomp policy that names syscalls is checked
+// against libseccomp's table here.
+func (s *Spec) plan(h Host) (*plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -75,20 +76,7 @@ func (s *Spec) plan(h Host, compile bool) (*plan, error) {
 			Degraded:   []string{},
 		},
 	}
-	for _, m := range s.Mounts {
-		if m.Kind == MountBind {
-			if _, err := os.Lstat(m.Source); err != nil {
-				if m.Optional && errors.Is(err, os.ErrNotExist) {
-					continue
-				}
-				if errors.Is(err, os.ErrNotExist) {
-					return nil, fmt.Errorf("bind source %s does not exist on the host", m.Source)
-				}
-				return nil, fmt.Errorf("bind source %s: %w", m.Source, err)
-			}
-		}
-		p.mounts = append(p.mounts, m)
-	}
+	p.mounts = planMounts(s)
 
 	var missing []string
 	degrade := func(layer, why, fix string) {
@@ -116,6 +104,8 @@ func (s *Spec) plan(h Host, compile bool) (*plan, error) {
 		}
 	}
 
+	p.enf.UnixSockets = unixSockets(p.enf.LandlockABI)
+
 	if s.Seccomp != nil {
 		switch {
 		case !h.Seccomp.Filter:
@@ -128,16 +118,11 @@ func (s *Spec) plan(h Host, compile bool) (*plan, error) {
 			p.enf.Seccomp = "notify"
 		}
 		p.compile = h.Seccomp.Filter
-		if p.compile && !compile && len(s.Seccomp.Allow)+len(s.Seccomp.Deny) > 0 {
+		if p.compile && len(s.Seccomp.Allow)+len(s.Seccomp.Deny) > 0 {
 			// A name the policy gets wrong fails the run here, before
 			// Start builds anything; the default policy names none.
 			if err := seccomp.Validate(*s.Seccomp); err != nil {
 				return nil, fmt.Errorf("seccomp policy: %w", err)
-			}
-		}
-		if compile {
-			if err := p.compileSeccomp(s); err != nil {
-				return nil, err
 			}
 		}
 		if !h.Seccomp.Filter {
@@ -184,6 +169,45 @@ func (s *Spec) plan(h Host, compile bool) (*plan, error) {
 		return nil, fmt.Errorf("cannot enforce on this host: %s", strings.Join(missing, "; "))
 	}
 	return p, nil
+}
+
+// planMounts is the Spec's mounts in the order they are made, with the
+// host's resolv.conf when the network is shared, and without masks below
+// another mask (the outer one hides them already: the inner path is not
+// there to mask).
+func planMounts(s *Spec) []Mount {
+	ms := append([]Mount(nil), s.Mounts...)
+	if s.Net == NetHost && !slices.ContainsFunc(ms, func(m Mount) bool { return m.Dest == resolvConf }) {
+		ms = append(ms, Mount{Kind: MountBind, Source: resolvConf, Dest: resolvConf, Optional: true})
+	}
+	var masks []string
+	out := ms[:0]
+	for _, m := range sortMounts(ms) {
+		if m.Kind == MountMask {
+			if slices.ContainsFunc(masks, func(d string) bool { return strings.HasPrefix(m.Dest, d+"/") }) {
+				continue
+			}
+			masks = append(masks, m.Dest)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+const resolvConf = "/etc/resolv.conf"
+
+// unixSockets says what stops the command from connecting to a pathname
+// unix socket of the host inside a bind (enforcement.unix_sockets). A
+// read-only mount does not: connect(2) needs no write access to the file.
+// Landlock ABI 9 handles it (resolve_unix, which only ReadWrite rules
+// grant); below that nothing in the jail can, short of checking every
+// connect and sendmsg in the supervisor, which the seccomp filter cannot
+// tell apart from inet ones.
+func unixSockets(landlockABI int) string {
+	if landlockABI >= 9 {
+		return "landlock"
+	}
+	return "not restricted: pathname sockets inside binds can be connected (needs Landlock ABI 9; bind no directory that holds a host service's socket)"
 }
 
 func orDefault(s, def string) string {

@@ -121,6 +121,19 @@ type Enforcement struct {
 	// Caps says, for each cgroup cap that was asked for, whether it holds.
 	Caps       map[string]bool `json:"caps,omitempty"`
 	NoNewPrivs bool            `json:"no_new_privs"`
+	// HostUID and HostGID are who the jail (its init and the command) is
+	// on the host: the supervisor's own ids, or for a supervisor that is
+	// root an unprivileged identity (never 0). Absent when the run failed
+	// before it was decided.
+	HostUID *int `json:"host_uid,omitempty"`
+	HostGID *int `json:"host_gid,omitempty"`
+	// Idmapped lists the destinations of writable binds that are idmapped
+	// so that files the command writes keep the bind owner's ids.
+	Idmapped []string `json:"idmapped,omitempty"`
+	// UnixSockets says whether pathname unix sockets inside binds can be
+	// reached: "landlock" (only those in writable binds and the jail's
+	// own directories, Landlock ABI 9+), or why not.
+	UnixSockets string `json:"unix_sockets"`
 	// Degraded lists the layers that were asked for and are not enforced.
 	Degraded []string `json:"degraded"`
 }

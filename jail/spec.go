@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
@@ -28,6 +29,18 @@ const (
 	JailGID  = 1000
 	JailUser = "sandbox"
 )
+
+// HostID is a user and group of the host.
+type HostID struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+// DefaultHostUser is the host identity of a jail that root starts when
+// its working directory belongs to root, or when it has none: a uid and
+// gid in a range systemd and the common distributions leave unassigned
+// (65536-524287), so that it owns nothing on the host.
+var DefaultHostUser = HostID{UID: 524287, GID: 524287}
 
 // MountKind says what a Mount puts at its destination.
 type MountKind string
@@ -46,9 +59,14 @@ const (
 // the jail's frame (root tmpfs, /proc, /dev, generated /etc files), ordered by
 // the depth of Dest (stable), with masks last.
 type Mount struct {
-	Kind   MountKind `json:"kind"`
-	Source string    `json:"source,omitempty"` // host path (binds)
-	Dest   string    `json:"dest"`             // absolute path inside the jail
+	Kind MountKind `json:"kind"`
+	// Source is the host path of a bind. The supervisor opens it once
+	// (see package hostpath: a symlink is followed only where no run can
+	// have planted it) and the jail mounts that descriptor. A writable
+	// bind may not be the root, a system directory or anything below one,
+	// a top-level directory or a home directory (hostpath.Refuse).
+	Source string `json:"source,omitempty"`
+	Dest   string `json:"dest"` // absolute path inside the jail
 	// Writable makes a bind or tmpfs writable. Binds are always nosuid,nodev;
 	// read-only binds are read-only recursively (submounts included).
 	Writable bool `json:"writable,omitempty"`
@@ -151,6 +169,23 @@ type Spec struct {
 	AllowDegraded []string
 	// Profile names the profile the Spec came from, for the report.
 	Profile string
+	// HostUser is the host identity a jail started by root runs as (the
+	// init and the command); it is never root. nil: the owner of the bind
+	// at Dir when that is a writable bind not owned by root, else
+	// DefaultHostUser. Writable binds owned by anyone else are idmapped so
+	// that files keep their owner on the host; where the file system
+	// cannot be idmapped the run fails, unless HostUser was given, in
+	// which case the bind is mounted as it is. A supervisor that is not
+	// root runs the jail as itself: HostUser must then be nil or its own.
+	HostUser *HostID
+	// Trusted are host files (or directories) the caller relies on for
+	// later runs, such as the profile and the files it extends. Each that
+	// lies inside a writable bind is bound read-only over itself in the
+	// jail, and the directories above it in the bind over themselves (a
+	// mount point cannot be renamed), so the command cannot change them
+	// for the next run. The jail adds its own executable and the seccomp
+	// cache directory.
+	Trusted []*hostpath.Object
 }
 
 // Validate checks what can be checked without touching the host.
@@ -187,6 +222,11 @@ func (s *Spec) Validate() error {
 	for _, m := range s.Mounts {
 		if err := m.validate(); err != nil {
 			return err
+		}
+	}
+	if h := s.HostUser; h != nil {
+		if h.UID <= 0 || h.GID <= 0 || h.UID >= 1<<32-1 || h.GID >= 1<<32-1 {
+			return fmt.Errorf("host user %d:%d: the jail never runs as the host's root (uid or gid 0); choose an unprivileged uid and gid", h.UID, h.GID)
 		}
 	}
 	l := s.Limits

@@ -89,11 +89,11 @@ func TestPlanFailsClosed(t *testing.T) {
 	s := validSpec()
 	s.Landlock = &LandlockSpec{}
 	s.Limits.Memory = 1 << 20
-	if _, err := s.plan(h, false); err == nil || !strings.Contains(err.Error(), "landlock") || !strings.Contains(err.Error(), "memory") {
+	if _, err := s.plan(h); err == nil || !strings.Contains(err.Error(), "landlock") || !strings.Contains(err.Error(), "memory") {
 		t.Fatalf("want a failure naming landlock and memory, got %v", err)
 	}
 	s.AllowDegraded = []string{LayerLandlock, LayerMemory}
-	p, err := s.plan(h, false)
+	p, err := s.plan(h)
 	if err != nil {
 		t.Fatalf("with both allowed degraded: %v", err)
 	}
@@ -104,11 +104,11 @@ func TestPlanFailsClosed(t *testing.T) {
 	s.Landlock.MinABI = 4
 	s.AllowDegraded = nil
 	s.Limits.Memory = 0
-	if _, err := s.plan(h, false); err == nil || !strings.Contains(err.Error(), "ABI 4") {
+	if _, err := s.plan(h); err == nil || !strings.Contains(err.Error(), "ABI 4") {
 		t.Fatalf("min ABI above the kernel's must fail closed, got %v", err)
 	}
 	h.UserNS = Layer{Reason: "off", Fix: "turn it on"}
-	if _, err := validSpec().plan(h, false); err == nil {
+	if _, err := validSpec().plan(h); err == nil {
 		t.Fatal("no user namespaces must fail")
 	}
 }
@@ -126,12 +126,12 @@ func TestPlanMountsAndLandlock(t *testing.T) {
 		{Kind: MountBind, Source: "/etc/hostname", Dest: "/data"},
 		{Kind: MountMask, Dest: "/work/secret"},
 	}
-	p, err := s.plan(h, false)
+	p, err := s.plan(h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.mounts) != 4 {
-		t.Fatalf("the missing optional bind must be dropped: %+v", p.mounts)
+	if len(p.mounts) != 5 {
+		t.Fatalf("plan touches no host path, so it keeps every mount: %+v", p.mounts)
 	}
 	got := map[string]landlock.Access{}
 	for _, r := range p.landlock.Rules {
@@ -143,15 +143,53 @@ func TestPlanMountsAndLandlock(t *testing.T) {
 			t.Errorf("rule %s = %q, want %q", path, got[path], a)
 		}
 	}
-	if _, ok := got["/opt"]; ok {
-		t.Error("a rule for a mount that was dropped")
-	}
 	if _, ok := got["/work/secret"]; ok {
 		t.Error("masks get no rule of their own")
 	}
-	s.Mounts = append(s.Mounts, Mount{Kind: MountBind, Source: dir + "/missing", Dest: "/x"})
-	if _, err := s.plan(h, false); err == nil || !strings.Contains(err.Error(), "does not exist") {
-		t.Fatalf("a missing required bind source must fail, got %v", err)
+}
+
+// The sources are opened once, by the supervisor: a missing optional one
+// is left out, a missing required one and a refused read-write one fail.
+func TestResolveSources(t *testing.T) {
+	dir := t.TempDir()
+	os.Symlink("usr/bin", dir+"/link")
+	os.WriteFile(dir+"/file", nil, 0o644)
+	root, err := os.Open("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	mounts := []Mount{
+		{Kind: MountBind, Source: "/usr", Dest: "/usr", Exec: true},
+		{Kind: MountBind, Source: dir + "/missing", Dest: "/opt", Optional: true},
+		{Kind: MountBind, Source: dir, Dest: "/work", Writable: true},
+		{Kind: MountTmpfs, Dest: "/tmp"},
+		{Kind: MountBind, Source: "/bin", Dest: "/bin", KeepSymlink: true, Optional: true},
+	}
+	srcs, err := resolveSources(root, mounts, "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSources(srcs)
+	if srcs[0].obj == nil || !srcs[0].obj.IsDir() || srcs[1].obj != nil || srcs[2].obj == nil || srcs[3].obj != nil {
+		t.Errorf("sources %+v", srcs)
+	}
+	if fi, err := os.Lstat("/bin"); err == nil && fi.Mode()&os.ModeSymlink != 0 && (srcs[4].obj == nil || !srcs[4].obj.IsSymlink()) {
+		t.Errorf("/bin is a symlink here and must be kept as one: %+v", srcs[4])
+	}
+	for _, c := range []struct {
+		m    Mount
+		want string
+	}{
+		{Mount{Kind: MountBind, Source: dir + "/missing", Dest: "/x"}, "does not exist"},
+		{Mount{Kind: MountBind, Source: "/usr/local", Dest: "/x", Writable: true}, "system directory /usr"},
+		{Mount{Kind: MountBind, Source: "/", Dest: "/work", Writable: true}, "workdir /: refusing"},
+		{Mount{Kind: MountBind, Source: dir + "/link", Dest: "/x"}, "symlink"},
+		{Mount{Kind: MountBind, Source: dir + "/file", Dest: "/work", Writable: true}, "workdir " + dir + "/file: not a directory"},
+	} {
+		if _, err := resolveSources(root, []Mount{c.m}, "/work"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err %v, want %q", c.m, err, c.want)
+		}
 	}
 }
 

@@ -11,11 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/tooljail/tooljail/seccomp"
 )
 
 // Stage 2 is the child the init forks to become the command: uid 1000 of
@@ -37,7 +34,6 @@ type stage2Config struct {
 	NoFile  uint64
 	FSize   int64
 	CPUTime int64 // seconds (RLIMIT_CPU)
-	Seccomp *seccomp.Program
 	// WaitAck makes stage 2 wait, after its ready record, until the
 	// supervisor has registered it (the Landlock denial watcher needs its
 	// host pid first).
@@ -66,7 +62,8 @@ type rlimitSet struct {
 
 // prepareStage2 fills c, in the init's plan, with the child's
 // instructions. The Landlock ruleset is the init's to build (the rule
-// paths resolve in the jail); c gets its flags there.
+// paths resolve in the jail); c gets its flags there, and the seccomp
+// filter from the plan's late part.
 func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2, error) {
 	if len(cfg.Args) == 0 {
 		return nil, errors.New("stage 2: no command")
@@ -107,20 +104,7 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 	if cfg.NoHugePages {
 		c.thp_disable, s.thp = 1, 1
 	}
-	if cfg.Seccomp != nil {
-		insns, flags, err := seccomp.ThreadArgs(cfg.Seccomp)
-		if err != nil {
-			return nil, fmt.Errorf("seccomp: %w", err)
-		}
-		f := unsafe.Slice((*unix.SockFilter)(a.alloc(uintptr(len(insns))*unsafe.Sizeof(insns[0]))), len(insns))
-		copy(f, insns)
-		c.filter = (*C.struct_sock_filter)(unsafe.Pointer(&f[0]))
-		c.filter_len = C.ushort(len(insns))
-		c.seccomp_flags, s.seccompFlags = C.uint(flags), uint(flags)
-		if cfg.Seccomp.Notify {
-			c.notify = 1
-		}
-	}
+	// The seccomp filter is in the plan's late part (fillLate).
 	if cfg.WaitAck {
 		c.wait_ack = 1
 	}

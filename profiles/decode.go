@@ -48,6 +48,7 @@ type document struct {
 	Extends       *string    `toml:"extends"`
 	Description   *string    `toml:"description"`
 	AllowDegraded []string   `toml:"allow_degraded"`
+	HostUser      any        `toml:"host_user"` // a name or "UID:GID", or a UID as a TOML integer
 	Filesystem    Filesystem `toml:"filesystem"`
 	Limits        rawLimits  `toml:"limits"`
 	Network       Network    `toml:"network"`
@@ -99,6 +100,16 @@ func decode(file string, data []byte) (p *Profile, extends *string, err error) {
 		{"nofile", doc.Limits.NoFile, &p.Limits.NoFile},
 		{"fsize", doc.Limits.FSize, &p.Limits.FSize},
 		{"output_limit", doc.Limits.OutputLimit, &p.Limits.OutputLimit},
+	}
+	switch v := doc.HostUser.(type) {
+	case nil:
+	case string:
+		p.HostUser = &v
+	case int64:
+		text := strconv.FormatInt(v, 10)
+		p.HostUser = &text
+	default:
+		return nil, nil, positioned(file, data, "host_user", fmt.Sprintf("want a string (a user name or UID:GID) or a UID, got %T", v))
 	}
 	for _, l := range limits {
 		if l.raw == nil {

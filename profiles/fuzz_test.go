@@ -31,6 +31,8 @@ func FuzzLoad(f *testing.F) {
 		"[[filesystem]]\n",
 		"extends = [\"default\"]\n",
 		"extends = \"default\"\nlimits = { memory = \"1G\" }\n",
+		"extends = \"default\"\nhost_user = \"1000:1000\"\n",
+		"extends = \"default\"\nhost_user = 70000\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -47,6 +49,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
+		defer p.Close()
 		out, err := p.Marshal()
 		if err != nil {
 			t.Fatalf("Marshal of a loaded profile: %v", err)
@@ -58,6 +61,8 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Load(Marshal(p)): %v\n%s", err, out)
 		}
+		back.Close()
+		back.files = p.files
 		if !reflect.DeepEqual(back, p) {
 			t.Fatalf("round trip changed the profile:\n%+v\n%+v\n%s", p, back, out)
 		}

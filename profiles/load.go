@@ -9,7 +9,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/hostpath"
 )
 
 // shipped holds the profiles built into the binary.
@@ -40,10 +45,15 @@ func isPath(s string) bool {
 // Load reads a shipped profile by name ("default") or a profile file (a
 // reference containing '/' or ending in ".toml"), follows its extends chain
 // and returns the resolved profile, with every scalar set.
+//
+// Each profile file is opened once, by the rules of every host path
+// tooljail uses (package hostpath: no symlink a jailed run could have
+// planted), read from that descriptor, and kept open (Files) so that the
+// jail can protect it; Close releases them.
 func Load(nameOrPath string) (*Profile, error) {
 	var r ref
 	if isPath(nameOrPath) {
-		abs, err := filepath.Abs(nameOrPath)
+		abs, err := absPath(nameOrPath)
 		if err != nil {
 			return nil, fmt.Errorf("profile %s: %w", nameOrPath, err)
 		}
@@ -65,6 +75,19 @@ func Load(nameOrPath string) (*Profile, error) {
 		p.Source = r.id
 	}
 	return p, nil
+}
+
+// absPath makes p absolute against the kernel's current directory, not
+// $PWD: a $PWD through a symlink would have hostpath refuse the path.
+func absPath(p string) (string, error) {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p), nil
+	}
+	wd, err := unix.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("current directory: %w", err)
+	}
+	return filepath.Join(wd, p), nil
 }
 
 // List returns the shipped profiles, sorted by name.
@@ -122,10 +145,25 @@ func load(r ref, chain []ref) (*Profile, error) {
 	if len(chain) >= maxDepth {
 		return nil, fmt.Errorf("profile %s: extends chain deeper than %d profiles", chain[0].display, maxDepth)
 	}
-	data, err := r.read()
+	data, file, err := r.read()
 	if err != nil {
 		return nil, err
 	}
+	p, err := decodeChain(r, data, chain)
+	if err != nil {
+		if file != nil {
+			file.Close()
+		}
+		return nil, err
+	}
+	if file != nil {
+		p.files = append(p.files, file)
+	}
+	return p, nil
+}
+
+// decodeChain decodes r's data and merges it over its ancestors.
+func decodeChain(r ref, data []byte, chain []ref) (*Profile, error) {
 	p, extends, err := decode(r.display, data)
 	if err != nil {
 		return nil, err
@@ -150,25 +188,62 @@ func load(r ref, chain []ref) (*Profile, error) {
 	return parent, nil
 }
 
-func (r ref) read() ([]byte, error) {
+// read returns r's content and, for a file, the descriptor it was read
+// from.
+func (r ref) read() ([]byte, *hostpath.Object, error) {
 	if r.shipped {
 		data, err := shipped.ReadFile(r.id + ".toml")
 		if err != nil {
-			return nil, fmt.Errorf("profile %s: %w", r.display, err)
+			return nil, nil, fmt.Errorf("profile %s: %w", r.display, err)
 		}
-		return data, nil
+		return data, nil, nil
 	}
-	f, err := os.Open(r.id)
+	obj, err := hostpath.Open(r.id, hostpath.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", r.display, err)
+		return nil, nil, fmt.Errorf("profile %s: %w", r.display, err)
 	}
+	data, err := readObject(obj)
+	if err != nil {
+		obj.Close()
+		return nil, nil, fmt.Errorf("profile %s: %w", r.display, err)
+	}
+	return data, obj, nil
+}
+
+// readObject reads a regular file held as an O_PATH descriptor, which
+// cannot be read itself. It is reopened through /proc/self/fd/N, the
+// kernel's way to reopen a descriptor: that magic link names this very
+// descriptor, so no path of the host is looked up again; the reopened
+// file is checked to be the same object all the same.
+func readObject(o *hostpath.Object) ([]byte, error) {
+	if typ := o.Stat.Mode & unix.S_IFMT; typ != unix.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file (mode %#o); give the path of a profile file", o.Path, typ)
+	}
+	if o.Stat.Size > maxFileSize {
+		return nil, fmt.Errorf("larger than %d bytes; not a profile", maxFileSize)
+	}
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(o.File.Fd())), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err == unix.ENOENT {
+		return nil, fmt.Errorf("reopen %s for reading: /proc is not mounted; tooljail needs it", o.Path)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: o.Path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), o.Path)
 	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", o.Path, err)
+	}
+	if st.Dev != o.Stat.Dev || st.Ino != o.Stat.Ino {
+		return nil, fmt.Errorf("reopening %s gave another file: is /proc this system's procfs?", o.Path)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", r.display, err)
+		return nil, fmt.Errorf("read %s: %w", o.Path, err)
 	}
 	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("profile %s: larger than %d bytes; not a profile", r.display, maxFileSize)
+		return nil, fmt.Errorf("larger than %d bytes; not a profile", maxFileSize)
 	}
 	return data, nil
 }

@@ -7,6 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/hostpath"
 )
 
 // writeFile writes content to dir/name (creating directories) and returns
@@ -157,6 +161,10 @@ func TestBadValuesHaveLinesAndQuote(t *testing.T) {
 		{"extends = \"default\"\n[env.set]\n\"A=B\" = \"x\"\n", 2, "env.set", `"A=B"`},
 		{"extends = \"\"\n", 1, "extends", "empty"},
 		{"extends = \"default\"\n[landlock]\nmin_abi = -1\n", 3, "landlock.min_abi", "negative"},
+		{"# who\nextends = \"default\"\nhost_user = \"root\"\n", 3, "host_user", "never runs as the host's root"},
+		{"extends = \"default\"\nhost_user = \"1000:0\"\n", 2, "host_user", "gid 0 is root's"},
+		{"extends = \"default\"\nhost_user = 1.5\n", 2, "host_user", "want a string"},
+		{"extends = \"default\"\nhost_user = 0\n", 2, "host_user", "root"},
 	}
 	for i, c := range cases {
 		f := writeFile(t, dir, "c"+string(rune('a'+i))+".toml", c.content)
@@ -293,6 +301,141 @@ func TestLoadReferences(t *testing.T) {
 	big := writeFile(t, t.TempDir(), "big.toml", "# "+strings.Repeat("x", maxFileSize)+"\n")
 	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("oversized file: %v", err)
+	}
+}
+
+// Profile files are opened by hostpath's rules: a symlink where a jailed run
+// could have planted it (any directory that is not a system, top-level or
+// home directory) is refused, with the fix.
+func TestProfileThroughPlantedSymlinkRefused(t *testing.T) {
+	dir := t.TempDir()
+	real := writeFile(t, dir, "real/p.toml", "extends = \"default\"\n")
+	for _, link := range []string{filepath.Join(dir, "link.toml"), filepath.Join(dir, "linkdir")} {
+		target := real
+		if strings.HasSuffix(link, "dir") {
+			target = filepath.Dir(real)
+		}
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ref := range []string{filepath.Join(dir, "link.toml"), filepath.Join(dir, "linkdir/p.toml")} {
+		_, err := Load(ref)
+		var se *hostpath.SymlinkError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "give the path it stands for") || !strings.HasPrefix(err.Error(), "profile "+ref+": ") {
+			t.Errorf("Load(%s) = %v, want the hostpath symlink error", ref, err)
+		}
+	}
+	// So is a parent reached through one.
+	child := writeFile(t, dir, "child.toml", "extends = \"link.toml\"\n")
+	if _, err := Load(child); err == nil || !strings.Contains(err.Error(), "is a symlink") {
+		t.Errorf("extends through a planted symlink: %v", err)
+	}
+	// The real path loads.
+	p, err := Load(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+}
+
+// Every file of an extends chain is kept open, as the file that was read.
+func TestLoadKeepsFiles(t *testing.T) {
+	if p := mustLoad(t, "strict"); p.Files() != nil {
+		t.Errorf("shipped profile has files %v", p.Files())
+	}
+	dir := t.TempDir()
+	base := writeFile(t, dir, "base/base.toml", "extends = \"strict\"\n")
+	mid := writeFile(t, dir, "proj/mid.toml", "extends = \"../base/base.toml\"\n")
+	child := writeFile(t, dir, "proj/child.toml", "extends = \"./mid.toml\"\n")
+	p := mustLoad(t, child)
+	files := p.Files()
+	if len(files) != 3 {
+		t.Fatalf("files %v, want 3", files)
+	}
+	for i, want := range []string{base, mid, child} {
+		var st unix.Stat_t
+		if err := unix.Stat(want, &st); err != nil {
+			t.Fatal(err)
+		}
+		if files[i].ID() != (hostpath.ID{Dev: st.Dev, Ino: st.Ino}) || files[i].Path != want {
+			t.Errorf("file %d: %s %+v, want %s", i, files[i].Path, files[i].ID(), want)
+		}
+	}
+	// Replacing a file after Load does not change what was kept.
+	if err := os.Rename(child, child+".old"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "proj/child.toml", "extends = \"default\"\n")
+	var st unix.Stat_t
+	if err := unix.Fstat(int(files[2].File.Fd()), &st); err != nil || st.Ino == 0 {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil || p.Files() != nil {
+		t.Errorf("Close: %v, files %v", err, p.Files())
+	}
+	// A failed load closes what it opened.
+	before := openFDs(t)
+	writeFile(t, dir, "bad.toml", "extends = \"proj/mid.toml\"\nnot_a_key = 1\n")
+	loadErr(t, filepath.Join(dir, "bad.toml"))
+	writeFile(t, dir, "proj/mid.toml", "extends = \"../base/base.toml\"\n[limits]\nmemory = \"lots\"\n")
+	loadErr(t, child+".old")
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open after failed loads, %d before", after, before)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func TestReadObject(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "p.toml", "x = 1\n")
+	o, err := hostpath.Open(f, hostpath.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if data, err := readObject(o); err != nil || string(data) != "x = 1\n" {
+		t.Errorf("readObject = %q, %v", data, err)
+	}
+	d, err := hostpath.Open(dir, hostpath.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := readObject(d); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("directory: %v", err)
+	}
+	// Unreadable: the O_PATH open needs no permission, the read does.
+	if os.Geteuid() != 0 {
+		secret := writeFile(t, dir, "secret.toml", "x = 1\n")
+		os.Chmod(secret, 0)
+		if _, err := Load(secret); !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), secret) {
+			t.Errorf("unreadable profile: %v", err)
+		}
+	}
+	if _, err := Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+	// A file that grew past the limit after it was opened is still cut.
+	big := writeFile(t, dir, "big.toml", "")
+	bo, err := hostpath.Open(big, hostpath.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bo.Close()
+	if err := os.WriteFile(big, make([]byte, maxFileSize+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readObject(bo); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("grown file: %v", err)
 	}
 }
 

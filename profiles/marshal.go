@@ -13,6 +13,7 @@ import (
 type shown struct {
 	Description   *string       `toml:"description,omitempty"`
 	AllowDegraded []string      `toml:"allow_degraded" comment:"layers the run may go without where this host cannot enforce them (default: fail closed)"`
+	HostUser      *string       `toml:"host_user,omitempty" comment:"host user a jail started by root runs as: NAME, UID or UID:GID, never root; \"\" lets the jail choose (the workdir's owner unless that is root, else 524287:524287); a caller other than root can only name itself"`
 	Filesystem    shownFS       `toml:"filesystem"`
 	Limits        shownLimits   `toml:"limits" comment:"sizes: 64K 512M 1G; durations: 500ms 10s 5m; 0 or \"unlimited\" lifts a limit"`
 	Network       shownNetwork  `toml:"network"`
@@ -73,6 +74,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 	s := shown{
 		Description:   p.Description,
 		AllowDegraded: nonNil(p.AllowDegraded),
+		HostUser:      p.HostUser,
 		Filesystem: shownFS{
 			System: nonNil(p.Filesystem.System), Etc: nonNil(p.Filesystem.Etc),
 			Ro: nonNil(p.Filesystem.Ro), Rw: nonNil(p.Filesystem.Rw),

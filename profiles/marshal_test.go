@@ -1,11 +1,14 @@
 package profiles
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tooljail/tooljail/jail"
 )
 
 // roundTrip marshals p, loads the output as a file and checks it equals p.
@@ -26,7 +29,8 @@ func roundTrip(t *testing.T, p *Profile) {
 	if err != nil {
 		t.Fatalf("Load(Marshal(%s)): %v\n%s", p.Name, err, out)
 	}
-	back.Name, back.Source = p.Name, p.Source
+	back.Close()
+	back.Name, back.Source, back.files = p.Name, p.Source, p.files
 	if !reflect.DeepEqual(back, p) {
 		t.Errorf("round trip of %s changed it:\nbefore %+v\nafter  %+v\n%s", p.Name, p, back, out)
 	}
@@ -46,6 +50,7 @@ func TestMarshalRoundTripCustom(t *testing.T) {
 	f := writeFile(t, t.TempDir(), "c.toml", `extends = "network"
 description = "it's \"quoted\"\nand multi-line"
 allow_degraded = ["landlock", "cgroup"]
+host_user = 1234
 [filesystem]
 ro = ["data:/mnt/data", "it's"]
 rw = ["out"]
@@ -72,9 +77,10 @@ connect_tcp = [443, 80]
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close()
 	roundTrip(t, p)
 	out, _ := p.Marshal()
-	for _, want := range []string{"pids = 'unlimited'", "nofile = 0", "memory = '1073741824'", "cpus = '0.25'"} {
+	for _, want := range []string{"pids = 'unlimited'", "nofile = 0", "memory = '1073741824'", "cpus = '0.25'", "host_user = '1234'"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -93,7 +99,29 @@ func TestMarshalAfterOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Filesystem.Rw = append(p.Filesystem.Rw, "/srv/x")
+	if err := p.SetHostUser("4000:4001"); err != nil {
+		t.Fatal(err)
+	}
 	roundTrip(t, p)
+}
+
+// profile show explains host_user, with the jail's own default, and shows
+// the empty value of the shipped profiles (a root profile must set it).
+func TestMarshalShowsHostUser(t *testing.T) {
+	out, err := mustLoad(t, "default").Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := fmt.Sprintf("%d:%d", jail.DefaultHostUser.UID, jail.DefaultHostUser.GID)
+	for _, want := range []string{"\nhost_user = ''\n", "# host user a jail started by root runs as", "never root", def} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("profile show lacks %q:\n%s", want, out)
+		}
+	}
+	data, err := shipped.ReadFile("default.toml")
+	if err != nil || !strings.Contains(string(data), def) {
+		t.Errorf("default.toml does not name the jail's default host user %s (%v)", def, err)
+	}
 }
 
 func TestMarshalHandmade(t *testing.T) {

@@ -11,11 +11,17 @@
 // layer is ever switched off by omission.
 package profiles
 
+import (
+	"errors"
+
+	"github.com/tooljail/tooljail/hostpath"
+)
+
 // Profile is one profile, as decoded or as resolved along its `extends`
 // chain. Scalars are pointers so that a child overrides only what it sets;
 // after Load every scalar is set. The CLI overlays its flags by appending to
-// the lists and assigning the pointers (or with SetLimit, AddEnv and
-// AddAllowDegraded, which also check the value).
+// the lists and assigning the pointers (or with SetLimit, AddEnv,
+// AddAllowDegraded and SetHostUser, which also check the value).
 type Profile struct {
 	// Name is the shipped name, or the file path as given to Load.
 	Name string `toml:"-"`
@@ -23,14 +29,42 @@ type Profile struct {
 	// absolute file path.
 	Source string `toml:"-"`
 
-	Description   *string    `toml:"description"`
-	AllowDegraded []string   `toml:"allow_degraded"`
-	Filesystem    Filesystem `toml:"filesystem"`
-	Limits        Limits     `toml:"limits"`
-	Network       Network    `toml:"network"`
-	Env           Env        `toml:"env"`
-	Seccomp       Seccomp    `toml:"seccomp"`
-	Landlock      Landlock   `toml:"landlock"`
+	Description   *string  `toml:"description"`
+	AllowDegraded []string `toml:"allow_degraded"`
+	// HostUser is the host identity of a jail started by root: a user
+	// name, "UID" or "UID:GID", never root; "" lets the jail choose (see
+	// jail.Spec.HostUser). A supervisor that is not root runs the jail as
+	// itself, so there it may only name the caller (the jail checks).
+	HostUser   *string    `toml:"host_user"`
+	Filesystem Filesystem `toml:"filesystem"`
+	Limits     Limits     `toml:"limits"`
+	Network    Network    `toml:"network"`
+	Env        Env        `toml:"env"`
+	Seccomp    Seccomp    `toml:"seccomp"`
+	Landlock   Landlock   `toml:"landlock"`
+
+	// files are the profile files Load read (the one named and those it
+	// extends), held open: see Files.
+	files []*hostpath.Object
+}
+
+// Files returns the profile files Load read, the one named and every file
+// in its extends chain, as the descriptors they were read from (nil for a
+// shipped profile). Spec hands them to the jail as files the caller
+// trusts: one that lies inside a read-write bind of the run is bound
+// read-only over itself, so the command cannot rewrite the profile of the
+// next run.
+func (p *Profile) Files() []*hostpath.Object { return p.files }
+
+// Close closes the descriptors of Files. A Spec built from p must not be
+// started afterwards.
+func (p *Profile) Close() error {
+	var errs []error
+	for _, f := range p.files {
+		errs = append(errs, f.Close())
+	}
+	p.files = nil
+	return errors.Join(errs...)
 }
 
 // Filesystem is the [filesystem] table: what the jail shows of the host.

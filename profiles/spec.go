@@ -1,13 +1,16 @@
 package profiles
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/seccomp"
@@ -21,18 +24,20 @@ const JailHostname = "tooljail"
 
 // Request is what one run adds to a profile.
 type Request struct {
-	Args    []string // the command
-	Cwd     string   // caller's current directory ("" = os.Getwd)
-	Workdir string   // --workdir, "" = Cwd
-	Home    string   // caller's $HOME (may be "")
+	Args []string // the command
+	// Cwd is the caller's current directory as the kernel has it
+	// (unix.Getwd: no symlinks, unlike $PWD); "" asks the kernel.
+	Cwd     string
+	Workdir string   // --workdir, relative to Cwd; "" = Cwd
 	Environ []string // caller's environment, for env.pass
 }
 
 // Spec turns the profile and the request into the jail.Spec the jail applies
-// verbatim. It checks every value (including those the CLI overlaid) and,
-// when the profile binds the working directory, resolves it on the host and
-// refuses / and $HOME (or an ancestor of it). Other host paths are not
-// touched: the jail reports missing bind sources itself.
+// verbatim. It checks every value (including those the CLI overlaid) and
+// looks up a host_user name; it touches no other host path. The jail opens
+// each one once and decides on what it opened: whether a bind source
+// exists, whether the workdir or a read-write bind may be bound read-write
+// (hostpath.Refuse), whether a symlink in it may be followed.
 func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
@@ -42,7 +47,7 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 	}
 	cwd := r.Cwd
 	if cwd == "" {
-		wd, err := os.Getwd()
+		wd, err := unix.Getwd()
 		if err != nil {
 			return nil, fmt.Errorf("current directory: %w", err)
 		}
@@ -51,9 +56,14 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 	if !filepath.IsAbs(cwd) {
 		return nil, fmt.Errorf("current directory %q: must be absolute", cwd)
 	}
+	cwd = filepath.Clean(cwd)
 	limits, err := p.Limits.parse()
 	if err != nil {
 		return nil, err
+	}
+	hostUser, err := ParseHostUser(*p.HostUser)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: host_user: %w", p.Name, err)
 	}
 	fs := &p.Filesystem
 	s := &jail.Spec{
@@ -65,6 +75,8 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		OnViolation:   jail.OnViolation(*p.Seccomp.OnViolation),
 		AllowDegraded: append([]string(nil), p.AllowDegraded...),
 		Profile:       p.Name,
+		HostUser:      hostUser,
+		Trusted:       append([]*hostpath.Object(nil), p.files...),
 	}
 	for _, dir := range fs.System {
 		dir = filepath.Clean(dir)
@@ -84,7 +96,7 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountTmpfs, Dest: dest, Writable: true, Size: size})
 	}
 	if *fs.Workdir {
-		dir, err := workdir(r, cwd, fs.System)
+		dir, err := workdir(cwd, r.Workdir)
 		if err != nil {
 			return nil, err
 		}
@@ -153,62 +165,26 @@ func dropShadowed(mounts []jail.Mount) []jail.Mount {
 	return out
 }
 
-// workdir resolves the directory bound read-write: --workdir or the current
-// directory, absolute, symlinks resolved (the jail shows it at its real
-// path). It refuses directories whose read-write exposure defeats the jail:
-// /, $HOME and its ancestors, system directories, /etc, and the shared
-// socket directories (/tmp, /run, ...).
-func workdir(r Request, cwd string, system []string) (string, error) {
-	dir, what := r.Workdir, "--workdir"
-	if dir == "" {
-		dir, what = cwd, "the current directory"
-	} else if !filepath.IsAbs(dir) {
-		dir = filepath.Join(cwd, dir)
-	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", fmt.Errorf("workdir %s: %w", dir, err)
-	}
-	if real, err = filepath.Abs(real); err != nil {
-		return "", fmt.Errorf("workdir %s: %w", dir, err)
-	}
-	if fi, err := os.Stat(real); err != nil {
-		return "", fmt.Errorf("workdir %s: %w", dir, err)
-	} else if !fi.IsDir() {
-		return "", fmt.Errorf("workdir %s: not a directory", dir)
-	}
-	fix := "run from a project directory, pass --workdir DIR, or --no-workdir"
-	if real == "/" {
-		return "", fmt.Errorf("refusing to use / (%s) as the read-write workdir: %s", what, fix)
-	}
-	if r.Home != "" {
-		homes := []string{filepath.Clean(r.Home)}
-		if h, err := filepath.EvalSymlinks(r.Home); err == nil {
-			homes = append(homes, h)
-		}
-		for _, h := range homes {
-			if real == h {
-				return "", fmt.Errorf("refusing to use your home directory %s (%s) as the read-write workdir: %s", real, what, fix)
-			}
-			if strings.HasPrefix(h, real+"/") {
-				return "", fmt.Errorf("refusing to use %s (%s) as the read-write workdir: it contains your home directory %s; %s", real, what, h, fix)
-			}
+// workdir is the directory bound read-write and started in: --workdir
+// (relative to cwd) or cwd, cleaned but not resolved. The jail opens it
+// once and refuses it on what it opened (a system, top-level or home
+// directory): a check of the name here would say nothing about what the
+// jail mounts. It is the bind's destination too, so that paths the caller
+// knows mean the same inside the jail.
+func workdir(cwd, flag string) (string, error) {
+	dir := cwd
+	if flag != "" {
+		dir = filepath.Join(cwd, flag)
+		if filepath.IsAbs(flag) {
+			dir = filepath.Clean(flag)
 		}
 	}
-	for _, sys := range append([]string{"/etc", "/proc", "/sys", "/dev"}, system...) {
-		if real == filepath.Clean(sys) {
-			return "", fmt.Errorf("refusing to use the system directory %s (%s) as the read-write workdir: %s", real, what, fix)
-		}
+	// Not a refusal by name: the jail's own root is a tmpfs it builds,
+	// so nothing can be bound at /.
+	if dir == "/" {
+		return "", errors.New("workdir /: the host's root cannot be the workdir; run from a project directory, pass --workdir DIR, or --no-workdir")
 	}
-	// Shared directories hold other programs' sockets (ssh-agent, X11,
-	// D-Bus, docker.sock); a pathname socket is reachable from any network
-	// namespace, so binding them would hand those services to the command.
-	for _, shared := range []string{"/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run"} {
-		if real == shared {
-			return "", fmt.Errorf("refusing to use the shared directory %s (%s) as the read-write workdir: other programs keep sockets there; use a subdirectory (mkdir %s/work), pass --workdir DIR, or --no-workdir", real, what, real)
-		}
-	}
-	return real, nil
+	return dir, nil
 }
 
 // environment builds the command's environment: env.set, then the pass

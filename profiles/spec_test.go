@@ -47,7 +47,7 @@ func TestSpecDefault(t *testing.T) {
 	root := tree(t)
 	proj := filepath.Join(root, "home/user/proj")
 	p := mustLoad(t, "default")
-	s, err := p.Spec(Request{Args: []string{"make", "test"}, Cwd: proj, Home: filepath.Join(root, "home/user")})
+	s, err := p.Spec(Request{Args: []string{"make", "test"}, Cwd: proj})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,57 +88,110 @@ func TestSpecDefault(t *testing.T) {
 	if !reflect.DeepEqual(s.Env, wantEnv) {
 		t.Errorf("env %v, want %v", s.Env, wantEnv)
 	}
+	if s.HostUser != nil || s.Trusted != nil {
+		t.Errorf("host user %+v, trusted %v: want the jail's default and no files", s.HostUser, s.Trusted)
+	}
 }
 
-func TestSpecWorkdirRefusals(t *testing.T) {
+// The workdir is a name, cleaned, never resolved or refused here: the jail
+// opens it once and refuses it on what it opened.
+func TestWorkdir(t *testing.T) {
+	cases := []struct {
+		cwd, flag, want string
+	}{
+		{"/home/u/proj", "", "/home/u/proj"},
+		{"/home/u/proj", "sub", "/home/u/proj/sub"},
+		{"/home/u/proj", "./sub/../../other/", "/home/u/other"},
+		{"/home/u/proj", "..", "/home/u"},
+		{"/home/u/proj", "/srv/x/./y/", "/srv/x/y"},
+		{"/home/u/proj", "/usr", "/usr"}, // the jail refuses it
+		{"/tmp", "", "/tmp"},
+	}
+	for _, c := range cases {
+		got, err := workdir(c.cwd, c.flag)
+		if err != nil || got != c.want {
+			t.Errorf("workdir(%q, %q) = %q, %v; want %q", c.cwd, c.flag, got, err, c.want)
+		}
+	}
+	// Nothing can be bound at the jail's own root.
+	for _, c := range [][2]string{{"/", ""}, {"/home/u", "../.."}, {"/home/u", "/"}} {
+		if _, err := workdir(c[0], c[1]); err == nil || !strings.Contains(err.Error(), "--workdir DIR") {
+			t.Errorf("workdir(%q, %q): %v, want an error that names --workdir DIR", c[0], c[1], err)
+		}
+	}
+}
+
+func TestSpecWorkdir(t *testing.T) {
 	root := tree(t)
 	home := filepath.Join(root, "home/user")
 	link := filepath.Join(root, "homelink")
 	if err := os.Symlink(home, link); err != nil {
 		t.Fatal(err)
 	}
-	file := writeFile(t, root, "afile", "x")
-	cases := []struct {
-		name string
-		r    Request
-		frag string
-	}{
-		{"root", Request{Cwd: "/", Home: home}, "refusing to use / (the current directory) as the read-write workdir: run from a project directory, pass --workdir DIR, or --no-workdir"},
-		{"root via --workdir", Request{Cwd: home + "/proj", Workdir: "/", Home: home}, "refusing to use / (--workdir)"},
-		{"home", Request{Cwd: home, Home: home}, "refusing to use your home directory " + home},
-		{"home via symlink cwd", Request{Cwd: link, Home: home}, "refusing to use your home directory"},
-		{"home given as symlink", Request{Cwd: home, Home: link}, "refusing to use your home directory"},
-		{"home with trailing slash", Request{Cwd: home, Home: home + "/"}, "your home directory"},
-		{"parent of home", Request{Cwd: filepath.Join(root, "home"), Home: home}, "it contains your home directory"},
-		{"grandparent of home", Request{Cwd: home + "/proj", Workdir: "../..", Home: home}, "it contains your home directory"},
-		{"system dir", Request{Cwd: "/usr", Home: home}, "system directory /usr"},
-		{"etc", Request{Cwd: "/etc", Home: home}, "system directory /etc"},
-		{"sys", Request{Cwd: "/sys", Home: home}, "system directory /sys"},
-		{"tmp", Request{Cwd: home, Workdir: "/tmp"}, "refusing to use the shared directory /tmp (--workdir)"},
-		{"run", Request{Cwd: "/run", Home: home}, "shared directory /run"},
-		{"missing", Request{Cwd: home, Workdir: "nosuch", Home: home}, "no such file"},
-		{"not a dir", Request{Cwd: root, Workdir: file, Home: home}, "not a directory"},
-	}
 	p := mustLoad(t, "default")
-	for _, c := range cases {
+	// Not resolved: the bind's source, destination and the working
+	// directory are the path as given, symlinks and all.
+	for _, c := range []struct {
+		r    Request
+		want string
+	}{
+		{Request{Cwd: link + "/proj", Workdir: "sub"}, link + "/proj/sub"},
+		{Request{Cwd: home + "/proj/", Workdir: "../nosuch"}, home + "/nosuch"},
+		{Request{Cwd: home + "//proj/."}, home + "/proj"},
+		{Request{Cwd: home, Workdir: "/tmp"}, "/tmp"},
+	} {
 		c.r.Args = []string{"true"}
-		_, err := p.Spec(c.r)
-		if err == nil || !strings.Contains(err.Error(), c.frag) {
-			t.Errorf("%s: error %v, want it to contain %q", c.name, err, c.frag)
+		s, err := p.Spec(c.r)
+		if err != nil {
+			t.Errorf("%+v: %v", c.r, err)
+			continue
+		}
+		if m := findMount(s, c.want); s.Dir != c.want || m == nil || *m != (jail.Mount{Kind: jail.MountBind, Source: c.want, Dest: c.want, Writable: true}) {
+			t.Errorf("%+v: dir %q, bind %+v; want %q", c.r, s.Dir, m, c.want)
 		}
 	}
-	// Below $HOME is fine, through symlinks too (the real path is used);
-	// --workdir is relative to the current directory.
-	s, err := p.Spec(Request{Args: []string{"true"}, Cwd: link + "/proj", Workdir: "sub", Home: home})
+	if _, err := p.Spec(Request{Args: []string{"true"}, Cwd: "/"}); err == nil || !strings.Contains(err.Error(), "workdir /") {
+		t.Errorf("workdir /: %v", err)
+	}
+	if _, err := p.Spec(Request{Args: []string{"true"}, Cwd: "relative"}); err == nil || !strings.Contains(err.Error(), "must be absolute") {
+		t.Errorf("relative cwd: %v", err)
+	}
+}
+
+func TestSpecHostUserAndTrusted(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "base.toml", "extends = \"default\"\nhost_user = \"1234\"\n")
+	f := writeFile(t, dir, "child.toml", "extends = \"base.toml\"\nhost_user = \"4321:8765\"\n")
+	p := mustLoad(t, f)
+	defer p.Close()
+	*p.Filesystem.Workdir = false
+	s, err := p.Spec(Request{Args: []string{"true"}, Cwd: "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(home, "proj/sub"); s.Dir != want || findMount(s, want) == nil {
-		t.Errorf("dir %q, want %q", s.Dir, want)
+	if s.HostUser == nil || *s.HostUser != (jail.HostID{UID: 4321, GID: 8765}) {
+		t.Errorf("host user %+v, want 4321:8765 (the child overrides)", s.HostUser)
 	}
-	// No home known: only / is refused.
-	if _, err := p.Spec(Request{Args: []string{"true"}, Cwd: home}); err != nil {
-		t.Errorf("no $HOME given: %v", err)
+	if len(s.Trusted) != 2 || s.Trusted[0] != p.Files()[0] || s.Trusted[1] != p.Files()[1] {
+		t.Errorf("trusted %v, want the two profile files %v", s.Trusted, p.Files())
+	}
+	// "" gives the choice back to the jail.
+	if err := p.SetHostUser(""); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = p.Spec(Request{Args: []string{"true"}, Cwd: "/"}); err != nil || s.HostUser != nil {
+		t.Errorf("host_user \"\": %+v, %v; want nil", s.HostUser, err)
+	}
+	// Set directly, bypassing SetHostUser: Spec still refuses root.
+	root := "0:0"
+	p.HostUser = &root
+	if _, err := p.Spec(Request{Args: []string{"true"}, Cwd: "/"}); err == nil || !strings.Contains(err.Error(), "host_user") || !strings.Contains(err.Error(), "root") {
+		t.Errorf("host_user 0:0: %v", err)
+	}
+	for _, bad := range []string{"root", "0", "1000:0", "no such"} {
+		if err := p.SetHostUser(bad); err == nil || !strings.Contains(err.Error(), "host_user: ") {
+			t.Errorf("SetHostUser(%q) = %v, want an error naming host_user", bad, err)
+		}
 	}
 }
 
@@ -146,7 +199,7 @@ func TestSpecNoWorkdir(t *testing.T) {
 	p := mustLoad(t, "default")
 	*p.Filesystem.Workdir = false
 	// Even / as the current directory is fine when it is not bound.
-	s, err := p.Spec(Request{Args: []string{"true"}, Cwd: "/", Home: "/root"})
+	s, err := p.Spec(Request{Args: []string{"true"}, Cwd: "/"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,11 @@ func (p *Profile) Validate() error {
 			return keyErr("allow_degraded", "unknown layer %q (known: %s)", l, strings.Join(jail.KnownLayers, ", "))
 		}
 	}
+	if p.HostUser != nil {
+		if err := checkHostUser(*p.HostUser); err != nil {
+			return &KeyError{Key: "host_user", Err: err}
+		}
+	}
 	fs := &p.Filesystem
 	for _, s := range fs.System {
 		if !filepath.IsAbs(s) {

@@ -18,8 +18,7 @@ func defaultSpec(wd string, args ...string) (*jail.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load the default profile: %w", err)
 	}
-	home, _ := os.UserHomeDir()
-	s, err := p.Spec(profiles.Request{Args: args, Cwd: wd, Home: home, Environ: os.Environ()})
+	s, err := p.Spec(profiles.Request{Args: args, Cwd: wd, Environ: os.Environ()})
 	if err != nil {
 		return nil, fmt.Errorf("default profile spec for %s: %w", wd, err)
 	}

@@ -24,6 +24,15 @@ func TestBadInput(t *testing.T) {
 		"unknown profile":  {"run", "--profile", "no-such-profile", "--", "true"},
 		"workdir both":     {"run", "--workdir", "/tmp", "--no-workdir", "--", "true"},
 		"workdir root":     {"run", "--workdir", "/", "--", "true"},
+		"host-user root":   {"run", "--host-user", "root", "--", "true"},
+		"host-user 0":      {"run", "--host-user", "0:0", "--", "true"},
+		"host-user gid 0":  {"run", "--host-user", "1000:0", "--", "true"},
+		"host-user twice":  {"run", "--host-user", "1000", "--host-user", "1001", "--", "true"},
+		"host-user bad":    {"run", "--host-user", "a b", "--", "true"},
+		"memory twice":     {"run", "--memory", "1G", "--memory", "2G", "--", "true"},
+		"net twice":        {"run", "--net", "none", "--net", "none", "--", "true"},
+		"profile twice":    {"run", "--profile", "default", "--profile", "strict", "--", "true"},
+		"report twice":     {"run", "--report", "/tmp/a", "--report", "/tmp/b", "--", "true"},
 		"profile show":     {"profile", "show"},
 		"check args":       {"check", "extra"},
 	}
@@ -51,10 +60,20 @@ func TestHelp(t *testing.T) {
 	dispatch([]string{"run", "--help"}, &stdout, &stderr)
 	for _, flag := range []string{"-profile", "-ro", "-rw", "-tmpfs", "-mask", "-workdir", "-no-workdir", "-memory", "-cpus", "-pids",
 		"-timeout", "-cpu-time", "-nofile", "-fsize", "-output-limit", "-net", "-on-violation", "-env", "-pass-env",
-		"-allow-degraded", "-report", "-json", "-audit-log", "-quiet"} {
+		"-allow-degraded", "-report", "-json", "-audit-log", "-quiet", "-host-user"} {
 		if !strings.Contains(stdout.String(), flag+" ") && !strings.Contains(stdout.String(), flag+"\n") {
 			t.Errorf("run --help does not document %s", flag)
 		}
+	}
+	for _, want := range []string{"-host-user USER", "never root", "UID:GID", "(default \"default\")"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("run --help lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := dispatch([]string{"profile", "show", "default"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "host_user = ''") ||
+		!strings.Contains(stdout.String(), "# host user a jail started by root runs as") {
+		t.Errorf("profile show default does not describe host_user (exit %d):\n%s", code, stdout.String())
 	}
 }
 
@@ -65,6 +84,7 @@ func FuzzRunFlags(f *testing.F) {
 	f.Add("--timeout\x001h\x00--env\x00A=B\x00--pass-env\x00HOME\x00sh")
 	f.Add("--cpus\x000.5\x00--output-limit\x00unlimited\x00--tmpfs\x00/scratch:1G\x00x")
 	f.Add("--allow-degraded\x00cgroup,landlock\x00--no-workdir\x00--mask\x00/etc/passwd\x00ls")
+	f.Add("--host-user\x001000:1000\x00--report\x00r.json\x00--audit-log\x00a.log\x00id")
 	f.Fuzz(func(t *testing.T, joined string) {
 		args := strings.Split(joined, "\x00")
 		var rf runFlags
@@ -72,10 +92,10 @@ func FuzzRunFlags(f *testing.F) {
 		if fs.Parse(args) != nil || len(fs.Args()) == 0 {
 			return
 		}
-		if rf.workdir == "" && !rf.noWorkdir {
+		if !rf.workdir.set && !rf.noWorkdir {
 			rf.noWorkdir = true // the fuzzer's cwd may be anything
 		}
-		spec, err := rf.spec(fs.Args())
+		spec, err := rf.spec(fs.Args(), "/")
 		if err != nil {
 			return
 		}

@@ -8,8 +8,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"strings"
+	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
@@ -18,33 +22,69 @@ import (
 const runUsage = `Usage: tooljail run [flags] -- CMD [ARG...]
 
 Runs CMD in a jail built from a profile (default: "default"); flags override
-the profile, repeatable flags add to it. Sizes are bytes with an optional
-binary suffix (64K, 512M, 1G; KiB/MiB/GiB too), durations Go durations (500ms,
-10s, 5m), "0" or "unlimited" lifts a limit.
+the profile, repeatable flags add to it, the others may be given once. Sizes
+are bytes with an optional binary suffix (64K, 512M, 1G; KiB/MiB/GiB too),
+durations Go durations (500ms, 10s, 5m), "0" or "unlimited" lifts a limit.
 
 Exit codes: the command's own; 128+N when signal N ended it (137 also for the
 memory limit); 124 timeout; 125 tooljail failed (bad flag or profile, a layer
 that cannot be enforced); 126 the command cannot be executed; 127 not found.
+
+Host paths (the workdir, --ro and --rw sources, the --profile file and what
+it extends, --report, --audit-log) are opened once, before the run, and a
+symlink in them is followed only where no jailed run could have planted it.
+Profile files inside a read-write bind are shown read-only to the command.
+Started by root, the jail runs as an unprivileged host user (--host-user).
 
 Flags:
 `
 
 // runFlags are the parsed `run` flags, applied on top of the profile.
 type runFlags struct {
-	profile       string
+	profile       scalar
 	ro, rw        []string
 	tmpfs, mask   []string
-	workdir       string
+	workdir       scalar
 	noWorkdir     bool
 	limits        [][2]string // key, value in flag order
-	net           string
-	onViolation   string
+	net           scalar
+	onViolation   scalar
+	hostUser      scalar
 	env, passEnv  []string
 	allowDegraded []string
-	report        string
+	report        scalar
 	json          bool
-	auditLog      string
+	auditLog      scalar
 	quiet         bool
+}
+
+// scalar is a flag that takes one value. Given twice it is an error rather
+// than a silent override, so that a wrapper's flag and the user's cannot
+// both seem to apply.
+type scalar struct {
+	value string
+	set   bool
+	check func(string) error // nil: checked with the profile
+}
+
+func (s *scalar) String() string {
+	if s == nil {
+		return ""
+	}
+	return s.value
+}
+
+func (s *scalar) Set(v string) error {
+	if s.set {
+		return fmt.Errorf("given twice (%q, then %q); give it once", s.value, v)
+	}
+	if s.check != nil {
+		if err := s.check(v); err != nil {
+			return err
+		}
+	}
+	s.value, s.set = v, true
+	return nil
 }
 
 func newRunFlagSet(f *runFlags) *flag.FlagSet {
@@ -54,14 +94,26 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 		return func(v string) error { *dst = append(*dst, v); return nil }
 	}
 	limit := func(key string) func(string) error {
-		return func(v string) error { f.limits = append(f.limits, [2]string{key, v}); return nil }
+		return func(v string) error {
+			for _, l := range f.limits {
+				if l[0] == key {
+					return fmt.Errorf("given twice (%q, then %q); give it once", l[1], v)
+				}
+			}
+			f.limits = append(f.limits, [2]string{key, v})
+			return nil
+		}
 	}
-	fs.StringVar(&f.profile, "profile", "default", "start from a shipped `PROFILE` or a TOML file")
+	f.hostUser.check = func(v string) error {
+		_, err := profiles.ParseHostUser(v)
+		return err
+	}
+	fs.Var(&f.profile, "profile", "start from a shipped `PROFILE` or a TOML file (default \"default\")")
 	fs.Func("ro", "bind a host `PATH[:DEST]` read-only (repeatable)", list(&f.ro))
-	fs.Func("rw", "bind a host `PATH[:DEST]` read-write (repeatable)", list(&f.rw))
+	fs.Func("rw", "bind a host `PATH[:DEST]` read-write (repeatable; not a system, top-level or home directory)", list(&f.rw))
 	fs.Func("tmpfs", "an empty tmpfs at `DEST[:SIZE]` (repeatable; default size 64M)", list(&f.tmpfs))
 	fs.Func("mask", "hide `PATH` inside the jail behind an empty file or directory (repeatable)", list(&f.mask))
-	fs.StringVar(&f.workdir, "workdir", "", "bind `DIR` read-write and start there (default: the current directory; / and $HOME are refused)")
+	fs.Var(&f.workdir, "workdir", "bind `DIR` read-write and start there (default: the current directory; /, system and top-level directories and home directories are refused)")
 	fs.BoolVar(&f.noWorkdir, "no-workdir", false, "no workdir bind; start in /tmp")
 	fs.Func("memory", "memory cap `SIZE` (cgroup; swap 0)", limit("memory"))
 	fs.Func("cpus", "CPU cap in `CPUS` (cgroup), e.g. 0.5", limit("cpus"))
@@ -71,14 +123,16 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Func("nofile", "open file limit `N` (RLIMIT_NOFILE)", limit("nofile"))
 	fs.Func("fsize", "largest file the command may write, `SIZE` (RLIMIT_FSIZE)", limit("fsize"))
 	fs.Func("output-limit", "cap `SIZE` on relayed stdout+stderr; the rest is counted and dropped", limit("output_limit"))
-	fs.StringVar(&f.net, "net", "", "`none` (own namespace, loopback only) or host (trusted tools only)")
-	fs.StringVar(&f.onViolation, "on-violation", "", "`deny` (EPERM, the run goes on) or kill (the run is killed)")
+	fs.Var(&f.net, "net", "`none` (own namespace, loopback only) or host (trusted tools only)")
+	fs.Var(&f.onViolation, "on-violation", "`deny` (EPERM, the run goes on) or kill (the run is killed)")
+	fs.Var(&f.hostUser, "host-user", fmt.Sprintf("when tooljail runs as root, the host `USER` the jail runs as: a name, UID or UID:GID, never root (default: the profile's host_user, else the workdir's owner unless that is root, else %d:%d); other callers can only name themselves",
+		jail.DefaultHostUser.UID, jail.DefaultHostUser.GID))
 	fs.Func("env", "set `K=V` in the command's environment (repeatable)", list(&f.env))
 	fs.Func("pass-env", "copy variable `K` from this environment when set (repeatable)", list(&f.passEnv))
 	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced: landlock, seccomp, seccomp-notify, cgroup, memory, cpu, pids", list(&f.allowDegraded))
-	fs.StringVar(&f.report, "report", "", "write the JSON report to `FILE` (- for stderr)")
+	fs.Var(&f.report, "report", "write the JSON report to `FILE` (- for stderr); opened before the run: a regular file, no symlink, outside the run's read-write binds")
 	fs.BoolVar(&f.json, "json", false, "capture stdout/stderr into the report and print only the report on stdout")
-	fs.StringVar(&f.auditLog, "audit-log", "", "append one JSON line per run to `FILE` (also TOOLJAIL_AUDIT_LOG)")
+	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run to `FILE` (also TOOLJAIL_AUDIT_LOG); opened as --report is")
 	fs.BoolVar(&f.quiet, "quiet", false, "no summary line on stderr")
 	fs.BoolVar(&f.quiet, "q", false, "same as --quiet")
 	return fs
@@ -96,10 +150,11 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 		close(notified)
 	}()
-	defer func() {
+	stopSignals := sync.OnceFunc(func() {
 		<-notified
 		signal.Stop(sigs)
-	}()
+	})
+	defer stopSignals()
 	var f runFlags
 	fs := newRunFlagSet(&f)
 	if err := fs.Parse(args); err != nil {
@@ -115,7 +170,14 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if len(command) == 0 {
 		return fail(stderr, "no command given: tooljail run [flags] -- CMD [ARG...]")
 	}
-	spec, err := f.spec(command)
+	// The kernel's view of the current directory, not $PWD: it has no
+	// symlinks, which the jail would refuse to follow where a run could
+	// have planted them.
+	cwd, err := unix.Getwd()
+	if err != nil {
+		return fail(stderr, "current directory: %v; run tooljail from a directory that exists", err)
+	}
+	spec, err := f.spec(command, cwd)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
@@ -127,36 +189,115 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	} else {
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	}
+	outs := f.outputs(cwd, os.Getenv("TOOLJAIL_AUDIT_LOG"))
+	cmd.Outputs = outs.list()
+	defer outs.close()
 	<-notified
+	var forwarding chan struct{}
 	if cmd.Start() == nil {
-		go forwardSignals(cmd, sigs)
+		forwarding = make(chan struct{})
+		go func() {
+			defer close(forwarding)
+			forwardSignals(sigs, cmd.Signal)
+		}()
 	}
 	result, runErr := cmd.Wait()
+	// From here on a signal is tooljail's own again: one that comes while
+	// it writes the report or the audit log ends it by the default action
+	// instead of going to a command that is gone. Stop guarantees no more
+	// sends, so the channel can be closed to end the forwarder.
+	stopSignals()
+	close(sigs)
+	if forwarding != nil {
+		<-forwarding
+	}
 	if result == nil {
 		return fail(stderr, "%v", runErr)
 	}
-	return f.finish(result, runErr, stdout, stderr)
+	return f.finish(result, runErr, outs, stdout, stderr)
 }
 
-// forwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT to the command;
-// a second SIGINT kills the whole run.
-func forwardSignals(cmd *jail.Cmd, sigs chan os.Signal) {
+// forwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT to the command
+// until sigs is closed; a second SIGINT kills the whole run.
+func forwardSignals(sigs <-chan os.Signal, send func(os.Signal) error) {
 	interrupts := 0
 	for s := range sigs {
-		if s == syscall.SIGINT {
-			interrupts++
-			if interrupts > 1 {
-				cmd.Signal(os.Kill)
-				continue
-			}
-		}
-		cmd.Signal(s)
+		var out os.Signal
+		out, interrupts = forwarded(s, interrupts)
+		send(out)
 	}
 }
 
-// spec loads the profile, overlays the flags and builds the jail.Spec.
-func (f *runFlags) spec(command []string) (*jail.Spec, error) {
-	p, err := profiles.Load(f.profile)
+// forwarded is what the command gets for s, given how many SIGINTs came
+// before: the signal itself, or a kill for a second interrupt (the user
+// insists; the command may be ignoring it).
+func forwarded(s os.Signal, interrupts int) (os.Signal, int) {
+	if s == syscall.SIGINT {
+		interrupts++
+		if interrupts > 1 {
+			return os.Kill, interrupts
+		}
+	}
+	return s, interrupts
+}
+
+// runOutputs are the host files a run writes after the command: opened by
+// the jail's Start (see jail.Output), written here after Wait.
+type runOutputs struct {
+	report, audit *jail.Output // nil when not asked for
+}
+
+// outputs builds the report and audit-log outputs, relative paths taken
+// against cwd: the jail opens only absolute paths.
+func (f *runFlags) outputs(cwd, envAuditLog string) runOutputs {
+	var o runOutputs
+	if p := f.report.value; p != "" && p != "-" {
+		o.report = &jail.Output{Path: absFrom(cwd, p), Perm: 0o644}
+	}
+	p := f.auditLog.value
+	if p == "" {
+		p = envAuditLog
+	}
+	if p != "" {
+		o.audit = &jail.Output{Path: absFrom(cwd, p), Append: true, Perm: 0o600}
+	}
+	return o
+}
+
+func absFrom(cwd, p string) string {
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	return path.Join(cwd, p)
+}
+
+func (o runOutputs) list() []*jail.Output {
+	var l []*jail.Output
+	for _, out := range []*jail.Output{o.report, o.audit} {
+		if out != nil {
+			l = append(l, out)
+		}
+	}
+	return l
+}
+
+func (o runOutputs) close() {
+	for _, out := range o.list() {
+		if out.File != nil {
+			out.File.Close()
+			out.File = nil
+		}
+	}
+}
+
+// spec loads the profile, overlays the flags and builds the jail.Spec. cwd
+// is the current directory (absolute, no symlinks).
+func (f *runFlags) spec(command []string, cwd string) (*jail.Spec, error) {
+	name := f.profile.value
+	if !f.profile.set {
+		name = "default"
+	}
+	p, err := profiles.Load(name)
 	if err != nil {
 		return nil, err
 	}
@@ -166,12 +307,12 @@ func (f *runFlags) spec(command []string) (*jail.Spec, error) {
 	fsys.Tmpfs = append(fsys.Tmpfs, f.tmpfs...)
 	fsys.Mask = append(fsys.Mask, f.mask...)
 	if f.noWorkdir {
-		if f.workdir != "" {
+		if f.workdir.set {
 			return nil, errors.New("--workdir and --no-workdir contradict each other")
 		}
 		no := false
 		fsys.Workdir = &no
-	} else if f.workdir != "" {
+	} else if f.workdir.value != "" {
 		yes := true
 		fsys.Workdir = &yes
 	}
@@ -180,11 +321,16 @@ func (f *runFlags) spec(command []string) (*jail.Spec, error) {
 			return nil, fmt.Errorf("--%s: %w", strings.ReplaceAll(l[0], "_", "-"), err)
 		}
 	}
-	if f.net != "" {
-		p.Network.Mode = &f.net
+	if f.net.value != "" {
+		p.Network.Mode = &f.net.value
 	}
-	if f.onViolation != "" {
-		p.Seccomp.OnViolation = &f.onViolation
+	if f.onViolation.value != "" {
+		p.Seccomp.OnViolation = &f.onViolation.value
+	}
+	if f.hostUser.set {
+		if err := p.SetHostUser(f.hostUser.value); err != nil {
+			return nil, fmt.Errorf("--host-user: %w", err)
+		}
 	}
 	for _, kv := range f.env {
 		if err := p.AddEnv(kv); err != nil {
@@ -197,26 +343,20 @@ func (f *runFlags) spec(command []string) (*jail.Spec, error) {
 			return nil, fmt.Errorf("--%w", err)
 		}
 	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, fmt.Errorf("current directory: %w", err)
-	}
-	home, _ := os.UserHomeDir()
 	return p.Spec(profiles.Request{
 		Args:    command,
 		Cwd:     cwd,
-		Workdir: f.workdir,
-		Home:    home,
+		Workdir: f.workdir.value,
 		Environ: os.Environ(),
 	})
 }
 
 // finish writes the report, the audit line and the summary, and returns the
-// exit code.
-func (f *runFlags) finish(r *jail.Result, runErr error, stdout, stderr io.Writer) int {
+// exit code. Outputs the jail did not open (a failed Start) are skipped.
+func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout, stderr io.Writer) int {
 	code := r.ExitCode
 	var report []byte
-	if f.report != "" || f.json {
+	if f.report.value != "" || f.json {
 		// Only when it is wanted: encoding it costs a noticeable part of
 		// a short run.
 		var err error
@@ -225,26 +365,23 @@ func (f *runFlags) finish(r *jail.Result, runErr error, stdout, stderr io.Writer
 		}
 		report = append(report, '\n')
 	}
-	switch f.report {
-	case "":
-	case "-":
+	if f.report.value == "-" {
 		stderr.Write(report)
-	default:
-		if err := os.WriteFile(f.report, report, 0o644); err != nil {
-			fmt.Fprintf(stderr, "tooljail: write report: %v\n", err)
+	}
+	if o := outs.report; o != nil && o.File != nil {
+		err := writeReport(o.File, report)
+		o.File = nil // closed
+		if err != nil {
+			fmt.Fprintf(stderr, "tooljail: write report %s: %v\n", o.Path, err)
 			code = jail.ExitSetup
 		}
 	}
 	if f.json {
 		stdout.Write(report)
 	}
-	auditPath := f.auditLog
-	if auditPath == "" {
-		auditPath = os.Getenv("TOOLJAIL_AUDIT_LOG")
-	}
-	if auditPath != "" {
-		if err := jail.AppendAudit(auditPath, r); err != nil {
-			fmt.Fprintf(stderr, "tooljail: audit log: %v\n", err)
+	if o := outs.audit; o != nil && o.File != nil {
+		if err := jail.AppendAudit(o.File, r); err != nil {
+			fmt.Fprintf(stderr, "tooljail: audit log %s: %v\n", o.Path, err)
 			code = jail.ExitSetup
 		}
 	}
@@ -257,6 +394,19 @@ func (f *runFlags) finish(r *jail.Result, runErr error, stdout, stderr io.Writer
 		}
 	}
 	return code
+}
+
+// writeReport replaces the content of the report file with report and
+// closes it. The file was opened before the run without truncating it, so
+// that a previous report stays whole until this one is ready.
+func writeReport(f *os.File, report []byte) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(report, 0); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // summary is the one line printed when something was denied or a limit hit.

@@ -21,8 +21,10 @@
 // a file is opened), env, hostname, umount PATH, umount-detach PATH,
 // remount-ro PATH, remount-rw PATH, mount-tmpfs PATH, hold MARKER, spawn
 // MARKER, daemon MARKER, stopped MARKER, zombies N, tty, rlimits, openmany
-// N, busy DUR, stdin. Actions that change files or mounts refuse to run
-// outside a user namespace, so the helper cannot damage a host by mistake.
+// N, busy DUR, stdin, symlink TARGET LINK, rename OLD NEW, remove PATH,
+// exchange A B DUR, mkfifo PATH, chmod PATH OCTAL, connect-unix PATH.
+// Actions that change files or mounts refuse to run outside a
+// user namespace, so the helper cannot damage a host by mistake.
 package main
 
 import (
@@ -180,6 +182,8 @@ func duration(s string) time.Duration {
 var mutating = map[string]bool{
 	"write": true, "mkdir": true, "umount": true, "umount-detach": true,
 	"remount-ro": true, "remount-rw": true, "mount-tmpfs": true,
+	"symlink": true, "rename": true, "exchange": true, "mkfifo": true, "chmod": true,
+	"remove": true,
 }
 
 // inUserNamespace is false in the initial user namespace, whose uid_map is
@@ -318,6 +322,17 @@ func do(a []string) {
 			return
 		}
 		value(map[string]any{"mode": fmt.Sprintf("%o", st.Mode), "uid": st.Uid, "gid": st.Gid, "size": st.Size})
+	case "mountro": // mountro PATH: "ro" or "rw", the flag of the mount PATH is on
+		var sf unix.Statfs_t
+		if err := unix.Statfs(arg(a, 1), &sf); err != nil {
+			result(err)
+			return
+		}
+		if sf.Flags&unix.ST_RDONLY != 0 {
+			value("ro")
+		} else {
+			value("rw")
+		}
 	case "connect":
 		c, err := net.DialTimeout("tcp", arg(a, 1), 3*time.Second)
 		if err == nil {
@@ -469,6 +484,43 @@ func do(a []string) {
 		}
 		_ = x
 		ok()
+	case "symlink": // symlink TARGET LINK
+		result(os.Symlink(arg(a, 1), arg(a, 2)))
+	case "rename": // rename OLD NEW
+		result(unix.Rename(arg(a, 1), arg(a, 2)))
+	case "remove": // remove PATH (a file or an empty directory)
+		result(os.Remove(arg(a, 1)))
+	case "exchange": // exchange A B DUR: swap A and B with RENAME_EXCHANGE in a loop for DUR
+		end := time.Now().Add(duration(arg(a, 3)))
+		n := 0
+		var err error
+		for time.Now().Before(end) {
+			if err = unix.Renameat2(unix.AT_FDCWD, arg(a, 1), unix.AT_FDCWD, arg(a, 2), unix.RENAME_EXCHANGE); err != nil {
+				break
+			}
+			n++
+		}
+		if err != nil {
+			result(err)
+			return
+		}
+		value(n)
+	case "mkfifo":
+		result(unix.Mkfifo(arg(a, 1), 0o644))
+	case "chmod": // chmod PATH OCTAL
+		m, err := strconv.ParseUint(arg(a, 2), 8, 32)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tjhelper: bad mode %q\n", a[2])
+			os.Exit(2)
+		}
+		result(unix.Chmod(arg(a, 1), uint32(m)))
+	case "connect-unix": // connect-unix PATH: connect to a pathname unix stream socket
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			err = unix.Connect(fd, &unix.SockaddrUnix{Name: arg(a, 1)})
+			unix.Close(fd)
+		}
+		result(err)
 	case "stdin":
 		link, _ := os.Readlink("/proc/self/fd/0")
 		n, err := io.Copy(io.Discard, os.Stdin)

@@ -16,14 +16,17 @@
 //
 // The arguments are chosen so that a call that gets past the filter does no
 // harm either: null or invalid pointers and descriptors, query-only modes,
-// and the jail's lack of capabilities for the rest. The tests only rely on
-// the filter's answer (EPERM, or ENOSYS for clone3), never on the kernel's.
+// and the jail's lack of capabilities for the rest. The setuid and setgid
+// calls work on files tjsys creates in its working directory (tjsys-*),
+// which a test can inspect afterwards. The tests only rely on the filter's
+// answer (EPERM, or ENOSYS for clone3 and openat2), never on the kernel's.
 package main
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -198,6 +201,93 @@ var calls = map[string]call{
 	"socket-packet":        func() unix.Errno { return socket(unix.AF_PACKET, unix.SOCK_RAW, 0) },
 	"socket-mptcp":         func() unix.Errno { return socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP) },
 	"socket-netlink-audit": func() unix.Errno { return socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_AUDIT) },
+
+	// setuid and setgid bits, on files in the working directory: the
+	// filter denies every way of setting or creating them (EPERM); the
+	// same calls without those bits are controls that must work. The
+	// legacy calls (chmod, creat, open, mkdir, mknod) exist on x86_64 only.
+	"chmod-setuid":     legacy("chmod", setidFile, unix.S_ISUID|0o755),
+	"chmod-0755":       legacy("chmod", setidFile, 0o755),
+	"fchmod-setgid":    fchmodSetgid,
+	"fchmodat-setgid":  func() unix.Errno { return sys(unix.SYS_FCHMODAT, atFDCWD, setidFile(), unix.S_ISGID|0o755) },
+	"fchmodat-0755":    func() unix.Errno { return sys(unix.SYS_FCHMODAT, atFDCWD, setidFile(), 0o755) },
+	"fchmodat2-setuid": func() unix.Errno { return sys(unix.SYS_FCHMODAT2, atFDCWD, setidFile(), unix.S_ISUID|0o755, 0) },
+	"creat-setuid":     legacy("creat", newPath("creat-setuid"), unix.S_ISUID|0o755),
+	"creat-0755":       legacy("creat", newPath("creat-0755"), 0o755),
+	"open-creat-setgid": legacy("open", newPath("open-creat-setgid"),
+		unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, unix.S_ISGID|0o755),
+	"openat-creat-setuid": func() unix.Errno {
+		return closeFD(sys2(unix.SYS_OPENAT, atFDCWD, newPath("openat-creat-setuid")(), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, unix.S_ISUID|0o755))
+	},
+	"openat-creat-0644": func() unix.Errno {
+		return closeFD(sys2(unix.SYS_OPENAT, atFDCWD, newPath("openat-creat-0644")(), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644))
+	},
+	"openat-tmpfile-setuid": func() unix.Errno {
+		return closeFD(sys2(unix.SYS_OPENAT, atFDCWD, str("."), unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, unix.S_ISUID|0o700))
+	},
+	"openat-tmpfile-0600": func() unix.Errno {
+		return closeFD(sys2(unix.SYS_OPENAT, atFDCWD, str("."), unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600))
+	},
+	"mkdir-setgid": legacy("mkdir", newPath("mkdir-setgid"), unix.S_ISGID|0o755),
+	"mkdirat-setgid": func() unix.Errno {
+		return sys(unix.SYS_MKDIRAT, atFDCWD, newPath("mkdirat-setgid")(), unix.S_ISGID|0o755)
+	},
+	"mkdirat-0755": func() unix.Errno { return sys(unix.SYS_MKDIRAT, atFDCWD, newPath("mkdirat-0755")(), 0o755) },
+	"mknod-setuid": legacy("mknod", newPath("mknod-setuid"), unix.S_IFREG|unix.S_ISUID|0o755, 0),
+	"mknodat-setgid": func() unix.Errno {
+		return sys(unix.SYS_MKNODAT, atFDCWD, newPath("mknodat-setgid")(), unix.S_IFREG|unix.S_ISGID|0o755, 0)
+	},
+	"mknodat-0644": func() unix.Errno {
+		return sys(unix.SYS_MKNODAT, atFDCWD, newPath("mknodat-0644")(), unix.S_IFREG|0o644, 0)
+	},
+	// The filter answers ENOSYS (its mode is in memory a filter cannot
+	// read), so that callers fall back to openat.
+	"openat2": func() unix.Errno {
+		how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC}
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT2, atFDCWD, setidFile(), ptr(&how), unsafe.Sizeof(how), 0, 0)
+		return closeFD(r, e)
+	},
+}
+
+// legacyNr are the x86_64 numbers of calls that newer architectures
+// (arm64) do not have.
+var legacyNr = map[string]uintptr{"open": 2, "creat": 85, "mkdir": 83, "chmod": 90, "mknod": 133}
+
+// legacy calls name with a path (from path) and the other arguments; a
+// descriptor it returns is closed. ENOSYS where the call does not exist.
+func legacy(name string, path func() uintptr, a ...uintptr) call {
+	return func() unix.Errno {
+		nr, ok := legacyNr[name]
+		if runtime.GOARCH != "amd64" || !ok {
+			return unix.ENOSYS
+		}
+		return closeFD(sys2(nr, append([]uintptr{path()}, a...)...))
+	}
+}
+
+// setidFile creates ./tjsys-setid (mode 0644) if needed and returns its
+// path, for the calls that change a mode.
+func setidFile() uintptr {
+	const name = "tjsys-setid"
+	if _, err := os.Lstat(name); err != nil {
+		if err := os.WriteFile(name, nil, 0o644); err != nil {
+			panic(err)
+		}
+	}
+	return str(name)
+}
+
+// newPath is ./tjsys-NAME, for calls that create it.
+func newPath(name string) func() uintptr { return func() uintptr { return str("tjsys-" + name) } }
+
+func fchmodSetgid() unix.Errno {
+	setidFile()
+	fd, err := unix.Open("tjsys-setid", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err.(unix.Errno)
+	}
+	defer unix.Close(fd)
+	return sys(unix.SYS_FCHMOD, uintptr(fd), unix.S_ISGID|0o755)
 }
 
 // harmless are the calls tjsys makes outside a jail too.

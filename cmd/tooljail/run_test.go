@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tooljail/tooljail/jail"
+)
+
+// A flag that takes one value may be given once; repeatable flags add up.
+func TestScalarFlagsOnce(t *testing.T) {
+	for _, flag := range []string{"profile", "workdir", "net", "on-violation", "host-user", "report", "audit-log",
+		"memory", "cpus", "pids", "timeout", "cpu-time", "nofile", "fsize", "output-limit"} {
+		var f runFlags
+		fs := newRunFlagSet(&f)
+		err := fs.Parse([]string{"--" + flag, "1000", "--" + flag, "2000", "--", "true"})
+		if err == nil || !strings.Contains(err.Error(), `given twice ("1000", then "2000")`) {
+			t.Errorf("--%s twice: %v", flag, err)
+		}
+	}
+	var f runFlags
+	fs := newRunFlagSet(&f)
+	if err := fs.Parse([]string{"--ro", "/a", "--ro", "/b", "--env", "A=1", "--env", "B=2", "--memory", "1G", "--cpus", "2", "--", "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.ro, []string{"/a", "/b"}) || len(f.env) != 2 || !reflect.DeepEqual(f.limits, [][2]string{{"memory", "1G"}, {"cpus", "2"}}) {
+		t.Errorf("repeatable flags: ro %v env %v limits %v", f.ro, f.env, f.limits)
+	}
+	if f.profile.set {
+		t.Errorf("profile set without the flag: %+v", f.profile)
+	}
+}
+
+func TestHostUserFlag(t *testing.T) {
+	var f runFlags
+	fs := newRunFlagSet(&f)
+	if err := fs.Parse([]string{"--host-user", "4000:4001", "--no-workdir", "--", "true"}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := f.spec(fs.Args(), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.HostUser == nil || *spec.HostUser != (jail.HostID{UID: 4000, GID: 4001}) {
+		t.Errorf("host user %+v, want 4000:4001", spec.HostUser)
+	}
+	// --host-user "" gives the choice back to the jail over a profile's.
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "p.toml")
+	if err := os.WriteFile(prof, []byte("extends = \"default\"\nhost_user = \"5000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want *jail.HostID
+	}{
+		{[]string{"--profile", prof}, &jail.HostID{UID: 5000, GID: 5000}},
+		{[]string{"--profile", prof, "--host-user", ""}, nil},
+		{[]string{"--profile", prof, "--host-user", "6000"}, &jail.HostID{UID: 6000, GID: 6000}},
+	} {
+		var f runFlags
+		fs := newRunFlagSet(&f)
+		if err := fs.Parse(append(c.args, "--no-workdir", "--", "true")); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := f.spec(fs.Args(), "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(spec.HostUser, c.want) {
+			t.Errorf("%v: host user %+v, want %+v", c.args, spec.HostUser, c.want)
+		}
+		if len(spec.Trusted) != 1 || spec.Trusted[0].Path != prof {
+			t.Errorf("%v: trusted %v, want the profile file", c.args, spec.Trusted)
+		}
+	}
+}
+
+func TestForwarded(t *testing.T) {
+	cases := []struct {
+		in         []os.Signal
+		want       []os.Signal
+		interrupts int
+	}{
+		{[]os.Signal{syscall.SIGTERM}, []os.Signal{syscall.SIGTERM}, 0},
+		{[]os.Signal{syscall.SIGINT}, []os.Signal{syscall.SIGINT}, 1},
+		{[]os.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGINT, syscall.SIGINT},
+			[]os.Signal{syscall.SIGINT, syscall.SIGHUP, os.Kill, os.Kill}, 3},
+		{[]os.Signal{syscall.SIGQUIT, syscall.SIGTERM}, []os.Signal{syscall.SIGQUIT, syscall.SIGTERM}, 0},
+	}
+	for _, c := range cases {
+		var got []os.Signal
+		n := 0
+		for _, s := range c.in {
+			var out os.Signal
+			out, n = forwarded(s, n)
+			got = append(got, out)
+		}
+		if !reflect.DeepEqual(got, c.want) || n != c.interrupts {
+			t.Errorf("%v: forwarded %v (%d interrupts), want %v (%d)", c.in, got, n, c.want, c.interrupts)
+		}
+	}
+}
+
+// The forwarder ends when the channel is closed, after sending what came
+// before, so that runCommand can stop forwarding once the run is over.
+func TestForwardSignalsEndsOnClose(t *testing.T) {
+	sigs := make(chan os.Signal, 3)
+	sigs <- syscall.SIGINT
+	sigs <- syscall.SIGINT
+	close(sigs)
+	var sent []os.Signal
+	done := make(chan struct{})
+	go func() {
+		forwardSignals(sigs, func(s os.Signal) error { sent = append(sent, s); return nil })
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("forwardSignals did not return after the channel was closed")
+	}
+	if !reflect.DeepEqual(sent, []os.Signal{syscall.SIGINT, os.Kill}) {
+		t.Errorf("sent %v", sent)
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	cases := []struct {
+		report, audit, env string
+		wantReport         *jail.Output
+		wantAudit          *jail.Output
+	}{
+		{"", "", "", nil, nil},
+		{"-", "", "", nil, nil}, // stderr, no file
+		{"r.json", "", "", &jail.Output{Path: "/w/d/r.json", Perm: 0o644}, nil},
+		{"../r.json", "/var/log/tj.log", "", &jail.Output{Path: "/w/r.json", Perm: 0o644},
+			&jail.Output{Path: "/var/log/tj.log", Append: true, Perm: 0o600}},
+		{"/a/./b/", "", "logs/a.log", &jail.Output{Path: "/a/b", Perm: 0o644},
+			&jail.Output{Path: "/w/d/logs/a.log", Append: true, Perm: 0o600}},
+		{"", "flag.log", "/env.log", nil, &jail.Output{Path: "/w/d/flag.log", Append: true, Perm: 0o600}}, // the flag wins
+	}
+	for _, c := range cases {
+		f := runFlags{report: scalar{value: c.report}, auditLog: scalar{value: c.audit}}
+		o := f.outputs("/w/d", c.env)
+		if !reflect.DeepEqual(o.report, c.wantReport) || !reflect.DeepEqual(o.audit, c.wantAudit) {
+			t.Errorf("report %q audit %q env %q: %+v %+v, want %+v %+v", c.report, c.audit, c.env, o.report, o.audit, c.wantReport, c.wantAudit)
+		}
+		if want := len(o.list()); want != btoi(c.wantReport != nil)+btoi(c.wantAudit != nil) {
+			t.Errorf("list %v", o.list())
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// After the run the report replaces what the file held and the audit log
+// gets one line, both through the descriptors opened before the run, even
+// when the paths have been replaced since.
+func TestFinishWritesThroughDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	reportPath, auditPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "a.log")
+	if err := os.WriteFile(reportPath, bytes.Repeat([]byte("old report "), 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(auditPath, []byte("{\"earlier\":1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rf, err := os.OpenFile(reportPath, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	af, err := os.OpenFile(auditPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := runOutputs{report: &jail.Output{Path: reportPath, File: rf}, audit: &jail.Output{Path: auditPath, Append: true, File: af}}
+	defer outs.close()
+	// A path swapped after the open does not redirect the write.
+	os.Rename(reportPath, reportPath+".kept")
+	os.Symlink("/nonexistent/target", reportPath)
+
+	f := runFlags{report: scalar{value: reportPath}, quiet: true}
+	r := &jail.Result{Schema: jail.Schema, ID: "abc", Status: jail.StatusExited, ExitCode: 3, Command: []string{"true"}, Violations: []jail.Violation{}}
+	var stdout, stderr bytes.Buffer
+	if code := f.finish(r, nil, outs, &stdout, &stderr); code != 3 || stderr.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	b, err := os.ReadFile(reportPath + ".kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back jail.Result
+	if err := json.Unmarshal(b, &back); err != nil || back.ID != "abc" {
+		t.Errorf("report file is not the report alone: %v\n%s", err, b)
+	}
+	b, err = os.ReadFile(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"id":"abc"`) || !strings.Contains(lines[1], `"exit_code":3`) {
+		t.Errorf("audit log:\n%s", b)
+	}
+}
+
+// An audit log not opened for appending is refused (a concurrent run's
+// line could be overwritten), and said so.
+func TestFinishAuditNeedsAppend(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a.log")
+	af, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := runOutputs{audit: &jail.Output{Path: p, File: af}}
+	defer outs.close()
+	f := runFlags{quiet: true}
+	r := &jail.Result{Status: jail.StatusExited, Violations: []jail.Violation{}}
+	var stdout, stderr bytes.Buffer
+	if code := f.finish(r, nil, outs, &stdout, &stderr); code != jail.ExitSetup || !strings.Contains(stderr.String(), "not opened for appending") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// Outputs a failed Start did not open are skipped: one error line.
+func TestFinishSkipsUnopenedOutputs(t *testing.T) {
+	dir := t.TempDir()
+	outs := runOutputs{report: &jail.Output{Path: filepath.Join(dir, "r.json")}, audit: &jail.Output{Path: filepath.Join(dir, "a.log"), Append: true}}
+	f := runFlags{report: scalar{value: outs.report.Path}}
+	r := &jail.Result{Status: jail.StatusSetupError, ExitCode: jail.ExitSetup, Reason: "a reason\nover two lines", Violations: []jail.Violation{}}
+	var stdout, stderr bytes.Buffer
+	code := f.finish(r, &jail.SetupError{Code: jail.ExitSetup}, outs, &stdout, &stderr)
+	if code != jail.ExitSetup || stderr.String() != "tooljail: a reason; over two lines\n" || stdout.Len() != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files written: %v", ents)
+	}
+}
