@@ -19,17 +19,20 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -400,17 +403,30 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 	// signal the test, and a hung run is killed as a group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// A process that outlives tooljail and holds its stdout would block
-	// Wait for ever. In the VM guests every such process would also be
-	// in the run's own cgroup, which rc.check below finds; there the
-	// delay only has to outlast an overloaded emulated guest.
-	cmd.WaitDelay = 3 * time.Second
-	if slow > 1 {
-		cmd.WaitDelay = time.Minute
+	// Our own pipes, not os/exec's: when tooljail has exited, what still
+	// holds their write ends is a process that outlived the run, unless it
+	// is this test's own fork that has not yet exec'd (it holds a copy of
+	// every descriptor for that moment, which on a loaded machine can last
+	// seconds). drain tells the two apart.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	inos := []uint64{pipeIno(outR), pipeIno(errR)}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	outDone, errDone := drainInto(&stdout, outR), drainInto(&stderr, errR)
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err == nil {
+		err = cmd.Wait()
+	}
+	held := waitClosed(ctx, inos, []*os.File{outR, errR}, outDone, errDone)
 	if cmd.Process != nil {
 		rc.check(t, cmd.Process.Pid)
 	} else {
@@ -423,13 +439,110 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 	if ctx.Err() != nil {
 		t.Fatalf("tooljail did not end within %s\n%s", time.Minute*slow, o)
 	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		t.Fatalf("tooljail exited but something still holds its stdout or stderr: a process outlived the run\n%s", o)
+	if len(held) > 0 {
+		t.Fatalf("tooljail exited but these processes still hold its stdout or stderr: they outlived the run\n%s\n%s", strings.Join(held, "\n"), o)
 	}
 	if err != nil && o.code == 0 {
 		t.Fatalf("tooljail %v: %v", r.args, err)
 	}
 	return o
+}
+
+// drainInto copies r into b until EOF, then closes r and done.
+func drainInto(b *bytes.Buffer, r *os.File) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer r.Close()
+		io.Copy(b, r)
+	}()
+	return done
+}
+
+// pipeIno is the inode of a pipe end: both ends share it.
+func pipeIno(f *os.File) uint64 {
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// waitClosed waits, after tooljail exited, until every process holding
+// a write end of the pipes inos has let go (done closes for each), and
+// returns the holders that are not this test's own forks in flight: those
+// outlived the run. It looks every 100ms, so a leak is caught while it
+// lasts; pipes still open when ctx ends are a leak too. On a leak it closes
+// readers, so that the copies end.
+func waitClosed(ctx context.Context, inos []uint64, readers []*os.File, done ...<-chan struct{}) []string {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for _, d := range done {
+		for waiting := true; waiting; {
+			select {
+			case <-d:
+				waiting = false
+			case <-tick.C:
+				if l := pipeHolders(inos); len(l) > 0 {
+					closeAll(readers)
+					return l
+				}
+			case <-ctx.Done():
+				closeAll(readers)
+				return []string{"(the pipes stayed open until the run's deadline)"}
+			}
+		}
+	}
+	return nil
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// pipeHolders lists the processes, other than this test and its children
+// that are still this test's program (a fork before its exec), that hold
+// a write end of one of the pipes.
+func pipeHolders(inos []uint64) []string {
+	self, _ := os.Readlink("/proc/self/exe")
+	me := strconv.Itoa(os.Getpid())
+	var l []string
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		target, err := os.Readlink(fd)
+		if err != nil || !strings.HasPrefix(target, "pipe:[") {
+			continue
+		}
+		ino, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(target, "pipe:["), "]"), 10, 64)
+		if !slices.Contains(inos, ino) {
+			continue
+		}
+		pid := strings.Split(fd, "/")[2]
+		info, _ := os.ReadFile(strings.Replace(fd, "/fd/", "/fdinfo/", 1))
+		if !writable(info) || pid == me {
+			continue
+		}
+		exe, _ := os.Readlink("/proc/" + pid + "/exe")
+		if exe == self && parentOf(pid) == me {
+			continue // this test's fork, not yet exec'd
+		}
+		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		l = append(l, fmt.Sprintf("pid %s (%s): %s", pid, exe, strings.ReplaceAll(string(cmdline), "\x00", " ")))
+	}
+	return l
+}
+
+// writable says whether an fdinfo's flags open the file for writing.
+func writable(fdinfo []byte) bool {
+	for _, line := range strings.Split(string(fdinfo), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			f, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && f&(unix.O_WRONLY|unix.O_RDWR) != 0
+		}
+	}
+	return false
 }
 
 // jail runs the helper with actions in workdir w: tooljail run --workdir w
@@ -603,4 +716,33 @@ func oneLineError(t *testing.T, o *outcome, want ...string) {
 			t.Errorf("stderr does not mention %q\n%s", w, o)
 		}
 	}
+}
+
+// The leak check of exec can fail: a background process that keeps the
+// pipes after its parent exited is named.
+func TestPipeHoldersFound(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	done := drainInto(&out, r)
+	cmd := exec.Command("/bin/sh", "-c", "sleep 5 & exit 0")
+	cmd.Stdout = w
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	held := waitClosed(ctx, []uint64{pipeIno(r)}, []*os.File{r}, done)
+	for _, h := range held {
+		if pid, err := strconv.Atoi(strings.Fields(h)[1]); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if len(held) != 1 || !strings.Contains(held[0], "sleep 5") {
+		t.Fatalf("holders %q, want the background sleep", held)
+	}
+	<-done
 }
