@@ -217,3 +217,13 @@ func TestOutputOpen(t *testing.T) {
 		t.Fatalf("append wrote %q", b)
 	}
 }
+
+// The report says Landlock restricts pathname sockets exactly from the ABI
+// that handles resolve_unix.
+func TestUnixSockets(t *testing.T) {
+	for abi, want := range map[int]string{0: "not restricted", 7: "not restricted", 8: "not restricted", 9: "landlock", 10: "landlock"} {
+		if got := unixSockets(abi); !strings.HasPrefix(got, want) {
+			t.Errorf("unixSockets(%d) = %q, want %q...", abi, got, want)
+		}
+	}
+}
