@@ -46,8 +46,11 @@ var ErrIdmapUnsupported = errors.New("idmapped mounts are not supported here")
 
 // Clone returns a detached copy of the mount tree at src (an O_PATH
 // descriptor is enough) with attr applied, recursively when recursive, and
-// idmapped by m when m is not nil. The caller needs CAP_SYS_ADMIN in the
-// user namespace that owns src's mount namespace.
+// its top mount idmapped by m when m is not nil. Submounts are never
+// idmapped: a mount below src (a bind of /etc under a project directory)
+// keeps its real owners, so the mapping cannot lend the jail the owner's
+// rights there. The caller needs CAP_SYS_ADMIN in the user namespace that
+// owns src's mount namespace.
 func Clone(src *os.File, recursive bool, attr Attr, m *Mapping) (*os.File, error) {
 	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH)
 	setFlags := uint(unix.AT_EMPTY_PATH)
@@ -69,10 +72,11 @@ func Clone(src *os.File, recursive bool, attr Attr, m *Mapping) (*os.File, error
 		}
 		// The idmapping goes first and alone: a failure then says that
 		// idmapping (not an attribute) is what the file system refuses.
+		// Not AT_RECURSIVE: the top mount only.
 		ida := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}
-		if err := unix.MountSetattr(fd, "", setFlags, &ida); err != nil {
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &ida); err != nil {
 			tree.Close()
-			if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+			if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
 				return nil, fmt.Errorf("%s: %w (mount_setattr: %v)", src.Name(), ErrIdmapUnsupported, err)
 			}
 			return nil, fmt.Errorf("idmap %s: %w", src.Name(), err)

@@ -172,3 +172,34 @@ func TestAttrFlags(t *testing.T) {
 		}
 	}
 }
+
+// A submount of an idmapped clone keeps its real owners: the mapping
+// reaches only the top mount.
+func TestCloneIdmapTopOnly(t *testing.T) {
+	needRoot(t)
+	d := ownedDir(t)
+	sub := filepath.Join(d, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inner := t.TempDir() // root-owned
+	if err := os.WriteFile(filepath.Join(inner, "g"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(inner, sub, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mount: %v", err)
+	}
+	defer unix.Unmount(sub, unix.MNT_DETACH)
+	m := Mapping{From: IDs{0, 0}, To: IDs{524287, 524287}}
+	tree, err := Clone(openPath(t, d), true, Attr{NoSuid: true, NoDev: true}, &m)
+	if errors.Is(err, ErrIdmapUnsupported) {
+		t.Skipf("the test directory's file system: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	if st := statAt(t, int(tree.Fd()), "sub/g"); st.Uid == 524287 || st.Gid == 524287 {
+		t.Fatalf("a submount's root-owned file shows as %d:%d through the clone: the idmapping reached the submount", st.Uid, st.Gid)
+	}
+}

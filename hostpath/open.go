@@ -271,25 +271,38 @@ func (w *walker) follow(fd int, name string, st *unix.Stat_t) (string, error) {
 func dirFacts(st *unix.Stat_t) dirInfo {
 	return dirInfo{
 		uid:         st.Uid,
-		stickyWorld: st.Mode&unix.S_ISVTX != 0 && st.Mode&0o002 != 0,
+		sticky:      st.Mode&unix.S_ISVTX != 0,
+		sharedWrite: st.Mode&0o022 != 0,
 	}
 }
 
 // dirInfo is what the symlink rule needs of the directory holding a link.
 type dirInfo struct {
 	uid         uint32
-	stickyWorld bool // sticky and writable by everyone, like /tmp
+	sticky      bool // only an entry's owner may rename or remove it (/tmp)
+	sharedWrite bool // writable by its group or by everyone
 }
 
 // followRefusal says why a symlink owned by linkUID in dir may not be
 // followed by euid, or "" when it may. protected says whether dir is one
-// that no run may bind read-write.
+// that no run may bind read-write. Even there a link is trusted only when
+// nobody but the caller and root can have put it there: the link and the
+// directory belong to the caller or root, and no one else may write the
+// directory, unless it is sticky (then the link's owner is all that
+// counts, as the kernel's fs.protected_symlinks has it). So root follows
+// no link a user made in that user's home.
 func followRefusal(protected bool, dir dirInfo, linkUID, euid uint32) string {
-	if !protected {
+	switch {
+	case !protected:
 		return "in a directory a jailed run may write"
-	}
-	if dir.stickyWorld && linkUID != euid && linkUID != dir.uid {
-		return fmt.Sprintf("owned by uid %d in a sticky world-writable directory", linkUID)
+	case linkUID != 0 && linkUID != euid:
+		return fmt.Sprintf("owned by uid %d, neither you nor root", linkUID)
+	case dir.sticky:
+		return ""
+	case dir.uid != 0 && dir.uid != euid:
+		return fmt.Sprintf("in a directory of uid %d, neither you nor root", dir.uid)
+	case dir.sharedWrite:
+		return "in a directory its group or everyone may write"
 	}
 	return ""
 }

@@ -21,12 +21,17 @@ func TestFollowRefusal(t *testing.T) {
 		want      string // substring of the refusal; "" = followed
 	}{
 		{"system dir", true, dirInfo{uid: 0}, 0, ""},
-		{"system dir, someone's link", true, dirInfo{uid: 0}, other, ""},
+		{"system dir, someone's link", true, dirInfo{uid: 0}, other, "neither you nor root"},
+		{"own home, own link", true, dirInfo{uid: me}, me, ""},
+		{"own home, root's link", true, dirInfo{uid: me}, 0, ""},
+		{"someone's home, their link", true, dirInfo{uid: other}, other, "neither you nor root"},
+		{"someone's home, root's link", true, dirInfo{uid: other}, 0, "directory of uid"},
+		{"group-writable system dir", true, dirInfo{uid: 0, sharedWrite: true}, 0, "group or everyone"},
 		{"writable project dir", false, dirInfo{uid: me}, me, "may write"},
 		{"writable, root's link", false, dirInfo{uid: 0}, 0, "may write"},
-		{"sticky /tmp, own link", true, dirInfo{uid: 0, stickyWorld: true}, me, ""},
-		{"sticky /tmp, dir owner's link", true, dirInfo{uid: 0, stickyWorld: true}, 0, ""},
-		{"sticky /tmp, other's link", true, dirInfo{uid: 0, stickyWorld: true}, other, "sticky"},
+		{"sticky /tmp, own link", true, dirInfo{uid: 0, sticky: true, sharedWrite: true}, me, ""},
+		{"sticky /tmp, dir owner's link", true, dirInfo{uid: 0, sticky: true, sharedWrite: true}, 0, ""},
+		{"sticky /tmp, other's link", true, dirInfo{uid: 0, sticky: true, sharedWrite: true}, other, "neither you nor root"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := followRefusal(c.protected, c.dir, c.linkUID, me)
@@ -264,4 +269,32 @@ func TestOpenRacingExchange(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+// A home of the password database that is a symlink is not followed: a
+// run could have planted it (to a directory it controls) before the home
+// was created. $HOME is followed.
+func TestPasswdHomeSymlinkNotFollowed(t *testing.T) {
+	d := t.TempDir()
+	evil := filepath.Join(d, "evil")
+	mine := filepath.Join(d, "mine")
+	for _, p := range []string{evil, mine} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink(evil, filepath.Join(d, "planted"))
+	os.Symlink(mine, filepath.Join(d, "homelink"))
+	passwd := filepath.Join(d, "passwd")
+	os.WriteFile(passwd, []byte("u:x:1000:1000::"+filepath.Join(d, "planted")+":/bin/sh\n"), 0o644)
+	r := loadRules(filepath.Join(d, "homelink"), passwd)
+	var evilSt, mineSt unix.Stat_t
+	unix.Stat(evil, &evilSt)
+	unix.Stat(mine, &mineSt)
+	if _, ok := r.homes[idOf(&evilSt)]; ok {
+		t.Error("the target of a symlinked passwd home is protected")
+	}
+	if _, ok := r.homes[idOf(&mineSt)]; !ok {
+		t.Error("$HOME given through a symlink is not protected")
+	}
 }

@@ -57,8 +57,14 @@ func loadRules(home, passwd string) *rules {
 			r.top[id] = p
 		}
 	}
-	for _, h := range homeDirs(home, passwd) {
-		addWithParents(r.homes, h)
+	// $HOME is the caller's word: its symlinks are followed. The other
+	// homes are not: one that does not exist yet could be planted as a
+	// symlink to a directory a run controls.
+	if home != "" && path.IsAbs(home) {
+		addWithParents(r.homes, home, true)
+	}
+	for _, h := range homeDirs(passwd) {
+		addWithParents(r.homes, h, false)
 	}
 	return r
 }
@@ -78,10 +84,14 @@ func statNoFollow(p string) (ID, bool) {
 	return idOf(&st), true
 }
 
-// addWithParents records dir (symlinks followed: $HOME is the caller's
-// word) and every directory above it, up to the root.
-func addWithParents(m map[ID]string, dir string) {
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// addWithParents records dir (its symlinks followed only when follow)
+// and every directory above it, up to the root.
+func addWithParents(m map[ID]string, dir string, follow bool) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC}
+	if !follow {
+		how.Resolve = unix.RESOLVE_NO_SYMLINKS
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &how)
 	if err != nil {
 		return
 	}
@@ -106,13 +116,10 @@ func addWithParents(m map[ID]string, dir string) {
 	unix.Close(fd)
 }
 
-// homeDirs are home directories to protect: home, root's, and those of
-// the password database.
-func homeDirs(home, passwd string) []string {
+// homeDirs are home directories to protect besides $HOME: root's, and
+// those of the password database.
+func homeDirs(passwd string) []string {
 	out := []string{"/root"}
-	if home != "" && path.IsAbs(home) {
-		out = append(out, home)
-	}
 	f, err := os.Open(passwd)
 	if err != nil {
 		return out

@@ -542,6 +542,116 @@ func TestProcKnobsReadOnly(t *testing.T) {
 	})
 }
 
+// Every masked /proc file this kernel has reads empty in the jail, and
+// every masked directory lists nothing.
+func TestProcMasks(t *testing.T) {
+	var files, dirs []string
+	for _, p := range []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/kallsyms", "/proc/sched_debug", "/proc/latency_stats", "/proc/timer_stats", "/proc/acpi", "/proc/scsi"} {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			dirs = append(dirs, p)
+		default:
+			files = append(files, p)
+		}
+	}
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		prof := filepath.Join(u.dir(t), "nolandlock.toml")
+		writeFile(t, prof, "extends = \"default\"\n[landlock]\nenabled = false\n", 0o644)
+		args := []string{"self"} // a first line, in case this kernel has none of them
+		for _, f := range files {
+			args = append(args, ";", "read", f)
+		}
+		for _, d := range dirs {
+			args = append(args, ";", "ls", d)
+		}
+		o := u.jail(t, w, []string{"--profile", prof}, args...)
+		l := o.ok(t, 1+len(files)+len(dirs))[1:]
+		for i, f := range files {
+			if l[i] != `value ""` {
+				t.Errorf("%s: %s, want it masked (empty)", f, l[i])
+			}
+		}
+		for i, d := range dirs {
+			if got := l[len(files)+i]; got != "value []" {
+				t.Errorf("%s: %s, want it masked (an empty directory)", d, got)
+			}
+		}
+	})
+}
+
+// A tooljail binary inside the run's workdir is bound read-only over
+// itself: the command cannot replace what the next run executes.
+func TestExecutableProtected(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		bin := filepath.Join(w, "tooljail")
+		if err := copyFile(tooljailBin, bin); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(bin, 0o755)
+		before, _ := os.ReadFile(bin)
+		o := u.exec(t, run{bin: bin, args: u.runArgs(w, nil, filepath.Join(w, "tjhelper"), "write", bin, "1", ";", "remove", bin, ";", "write", filepath.Join(w, "ok"), "1")})
+		l := o.ok(t, 3)
+		if !failedWith(l[0], "EROFS", "EACCES", "ETXTBSY") || !failedWith(l[1], "EBUSY", "EROFS", "EACCES", "EPERM") || l[2] != "ok" {
+			t.Errorf("write, remove the running tooljail, write the workdir: %q; want both refused, the control ok\n%s", l, o)
+		}
+		if after, _ := os.ReadFile(bin); !bytes.Equal(before, after) {
+			t.Error("the tooljail binary in the workdir was changed by the run")
+		}
+	})
+}
+
+// Every bind is nosuid: the workdir, a read-only bind, the system binds.
+func TestBindsNosuid(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		ro := u.dir(t)
+		os.Chmod(ro, 0o755)
+		o := u.jail(t, w, []string{"--ro", ro + ":/ro"}, "mountsuid", w, ";", "mountsuid", "/ro", ";", "mountsuid", "/usr")
+		for i, l := range o.ok(t, 3) {
+			if l != `value "nosuid"` {
+				t.Errorf("%s: %s, want nosuid", []string{w, "/ro", "/usr"}[i], l)
+			}
+		}
+	})
+}
+
+// Started by root with seccomp off, a run refuses to idmap a read-write
+// bind: through it the command would be the owner, and nothing would stop
+// it from leaving a setuid file of that owner on the host.
+func TestIdmapNeedsSeccomp(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		if u.uid != 0 {
+			t.Skip("only a root-started jail is idmapped")
+		}
+		rootw := filepath.Join(base, "rootw-"+marker("s"))
+		if err := os.Mkdir(rootw, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(rootw) })
+		prof := filepath.Join(u.dir(t), "noseccomp.toml")
+		writeFile(t, prof, "extends = \"default\"\nallow_degraded = [\"seccomp\"]\n[seccomp]\nenabled = false\n", 0o644)
+		o := u.exec(t, run{args: u.runArgs(rootw, []string{"--profile", prof}, "/bin/true")})
+		oneLineError(t, o, "seccomp", "--host-user")
+		if ents, _ := os.ReadDir(rootw); len(ents) != 0 {
+			t.Errorf("the refused run left %v in the workdir", ents)
+		}
+		// With the identity chosen, the bind is shown as it is: the jail
+		// is that user, and the root-owned workdir is not writable.
+		os.Chmod(rootw, 0o755)
+		o = u.exec(t, run{args: u.runArgs(rootw, []string{"--profile", prof, "--host-user", "4242:4242"}, "/bin/sh", "-c", "echo x > f || echo refused")})
+		if o.code != 0 || !strings.Contains(o.stdout, "refused") {
+			t.Errorf("--host-user with seccomp off: want the run, and the write refused\n%s", o)
+		}
+		if _, err := os.Stat(filepath.Join(rootw, "f")); err == nil {
+			t.Error("the jail wrote into a root-owned workdir through a bind that was not idmapped")
+		}
+	})
+}
+
 // A host unix socket inside a read-only bind: what the report says about
 // unix sockets is what the command finds (on Landlock ABI 9 it cannot
 // connect; below that it can, and the report must say so).

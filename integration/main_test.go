@@ -353,6 +353,7 @@ type run struct {
 	extraFiles []*os.File
 	// wrap runs tooljail through the helper: tjhelper wrap... tooljail args...
 	wrap []string
+	bin  string // a tooljail binary other than tooljailBin
 }
 
 type outcome struct {
@@ -382,9 +383,13 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute*slow)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tooljailBin, r.args...)
+	bin := tooljailBin
+	if r.bin != "" {
+		bin = r.bin
+	}
+	cmd := exec.CommandContext(ctx, bin, r.args...)
 	if r.wrap != nil {
-		cmd = exec.CommandContext(ctx, helperBin, append(append(append([]string{}, r.wrap...), tooljailBin), r.args...)...)
+		cmd = exec.CommandContext(ctx, helperBin, append(append(append([]string{}, r.wrap...), bin), r.args...)...)
 	}
 	cmd.Dir = r.dir
 	if cmd.Dir == "" {

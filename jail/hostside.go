@@ -90,40 +90,89 @@ func (o *Output) create() error {
 	return o.openFile(true)
 }
 
+// openFile opens the file (creating it when create) without ever opening
+// anything but a regular file for writing: an existing object is first
+// opened O_PATH and checked, then reopened through its descriptor, so a
+// device node or a FIFO with a reader is never opened at all.
 func (o *Output) openFile(create bool) error {
 	p, base := o.Path, path.Base(o.Path)
-	flags := unix.O_WRONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
-	if create {
-		flags |= unix.O_CREAT
-	}
+	dirfd := int(o.dir.File.Fd())
+	wflags := unix.O_WRONLY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
 	if o.Append {
-		flags |= unix.O_APPEND
+		wflags |= unix.O_APPEND
 	}
-	fd, err := unix.Openat(int(o.dir.File.Fd()), base, flags, uint32(o.Perm.Perm()))
-	switch {
-	case err == unix.ENOENT && !create:
-		return err
-	case err == unix.ELOOP:
+	for try := 0; ; try++ {
+		pfd, err := unix.Openat(dirfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.ENOENT && create && try < 10 {
+			// O_EXCL: what this creates is a new regular file; if
+			// something appeared meanwhile, look at it again.
+			fd, err := unix.Openat(dirfd, base, wflags|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, uint32(o.Perm.Perm()))
+			if err == unix.EEXIST {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("create %s: %w", p, err)
+			}
+			return o.opened(os.NewFile(uintptr(fd), p))
+		}
+		if err != nil {
+			if err == unix.ENOENT && !create {
+				return err
+			}
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(pfd, &st)
+		if err == nil {
+			err = outputType(p, st.Mode)
+		}
+		if err != nil {
+			unix.Close(pfd)
+			return err
+		}
+		fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), wflags, 0)
+		unix.Close(pfd)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		f := os.NewFile(uintptr(fd), p)
+		var st2 unix.Stat_t
+		if err := unix.Fstat(fd, &st2); err != nil || st2.Dev != st.Dev || st2.Ino != st.Ino {
+			f.Close()
+			return fmt.Errorf("open %s: it changed while it was opened", p)
+		}
+		return o.opened(f)
+	}
+}
+
+// outputType refuses anything but a regular file, saying what it is.
+func outputType(p string, mode uint32) error {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return nil
+	case unix.S_IFLNK:
 		return fmt.Errorf("%s is a symlink: refusing to write through it; give the path of a regular file", p)
-	case err == unix.EISDIR:
+	case unix.S_IFIFO, unix.S_IFSOCK:
+		return fmt.Errorf("%s is a FIFO or socket: refusing it; give the path of a regular file", p)
+	case unix.S_IFDIR:
 		return fmt.Errorf("%s is a directory; give the path of a regular file", p)
-	case err == unix.ENXIO:
-		return fmt.Errorf("%s is a FIFO or socket with no reader: refusing it; give the path of a regular file", p)
-	case err != nil:
-		return fmt.Errorf("open %s: %w", p, err)
 	}
-	f := os.NewFile(uintptr(fd), p)
+	return fmt.Errorf("%s is not a regular file (mode %#o): refusing it; give the path of a regular file", p, mode&unix.S_IFMT)
+}
+
+// opened records f as the output's file.
+func (o *Output) opened(f *os.File) error {
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		f.Close()
-		return fmt.Errorf("stat %s: %w", p, err)
+		return fmt.Errorf("stat %s: %w", o.Path, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if err := outputType(o.Path, st.Mode); err != nil {
 		f.Close()
-		return fmt.Errorf("%s is not a regular file (mode %#o): refusing it; give the path of a regular file", p, st.Mode&unix.S_IFMT)
+		return err
 	}
 	o.File = f
-	o.chain = append(append([]hostpath.Elem(nil), o.dir.Chain...), hostpath.Elem{Name: base, ID: hostpath.ID{Dev: st.Dev, Ino: st.Ino}})
+	o.chain = append(append([]hostpath.Elem(nil), o.dir.Chain...), hostpath.Elem{Name: path.Base(o.Path), ID: hostpath.ID{Dev: st.Dev, Ino: st.Ino}})
 	o.dir.Close()
 	o.dir = nil
 	return nil
@@ -280,7 +329,7 @@ func workdirOwner(mounts []Mount, srcs []source, dir string) *HostID {
 // sources, so that the init (which has no privilege over the host's mount
 // namespace) can move them into the jail. Writable binds not owned by the
 // jail's identity are idmapped to it.
-func detachSources(mounts []Mount, srcs []source, dir string, id HostID, explicit bool) (idmapped []string, err error) {
+func detachSources(mounts []Mount, srcs []source, dir string, id HostID, explicit, filtered bool) (idmapped []string, err error) {
 	for i, m := range mounts {
 		s := &srcs[i]
 		if m.Kind != MountBind || s.obj == nil || s.obj.IsSymlink() {
@@ -290,6 +339,16 @@ func detachSources(mounts []Mount, srcs []source, dir string, id HostID, explici
 		var mp *hostmount.Mapping
 		if m.Writable {
 			mp = idmapFor(ownerOf(s.obj), id)
+		}
+		if mp != nil && !filtered {
+			// Through an idmapped mount the command is the owner of the
+			// owner's files: only the filter's setuid/setgid denial stops
+			// it from leaving a setuid binary of that owner on the host.
+			if !explicit {
+				return idmapped, fmt.Errorf("%s belongs to %d:%d and would be idmapped to the jail's user %d:%d, which needs the seccomp filter (it denies setuid and setgid files), and this run has none; enable seccomp, use a directory owned by an unprivileged user (the jail then runs as that user), or pass --host-user (the bind is then shown as it is, not idmapped)",
+					bindName(m, dir), s.obj.Stat.Uid, s.obj.Stat.Gid, id.UID, id.GID)
+			}
+			mp = nil // the user chose the identity: shown as it is
 		}
 		tree, err := hostmount.Clone(s.obj.File, true, attr, mp)
 		if err != nil && mp != nil && explicit && errors.Is(err, hostmount.ErrIdmapUnsupported) {
@@ -391,21 +450,47 @@ var executable = sync.OnceValue(func() *hostpath.Object {
 	return o
 })
 
-// cacheDir opens the seccomp cache directory (creating it when missing,
-// so that a run cannot plant one), or nil when there is none.
+// cacheDir opens the seccomp cache directory, creating it and its missing
+// parents (mode 0700, so that a run cannot plant one), or nil when there
+// is none. Whether it may be used (owner, mode) is checked on the opened
+// directory by seccomp.CompileDir.
 func cacheDir() *hostpath.Object {
 	dir := seccomp.DefaultCacheDir()
-	if dir == "" || seccomp.EnsureCacheDir(dir) != nil {
+	if dir == "" {
 		return nil
 	}
-	o, err := hostpath.Open(dir, hostpath.Options{})
-	if err != nil || !o.IsDir() {
-		if o != nil {
-			o.Close()
-		}
+	o, err := makeDirs(dir, 0o700)
+	if err != nil {
 		return nil
 	}
 	return o
+}
+
+// makeDirs opens the directory p, creating what is missing of it one
+// component at a time, each with mkdirat in the parent it opened: by the
+// rules of every host path, never through a symlink a run planted.
+func makeDirs(p string, perm uint32) (*hostpath.Object, error) {
+	o, err := hostpath.Open(p, hostpath.Options{})
+	if err == nil {
+		if !o.IsDir() {
+			o.Close()
+			return nil, fmt.Errorf("%s is not a directory", p)
+		}
+		return o, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) || p == "/" {
+		return nil, err
+	}
+	parent, err := makeDirs(path.Dir(p), perm)
+	if err != nil {
+		return nil, err
+	}
+	err = unix.Mkdirat(int(parent.File.Fd()), path.Base(p), perm)
+	parent.Close()
+	if err != nil && err != unix.EEXIST {
+		return nil, fmt.Errorf("create %s: %w", p, err)
+	}
+	return makeDirs(p, perm)
 }
 
 // hostSide is what the supervisor opened on the host for one run.
@@ -449,7 +534,7 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	if err != nil {
 		return err
 	}
-	if h.idmapped, err = detachSources(p.mounts, h.sources, c.Spec.Dir, h.id, h.explicit); err != nil {
+	if h.idmapped, err = detachSources(p.mounts, h.sources, c.Spec.Dir, h.id, h.explicit, p.compile); err != nil {
 		return err
 	}
 	return h.finish(c)
@@ -487,9 +572,12 @@ func (h *hostSide) finish(c *Cmd) error {
 			return err
 		}
 	}
-	// The cache directory is made only for a run that got this far.
-	if h.cache = cacheDir(); h.cache != nil {
-		h.trusted = append(h.trusted, h.cache)
+	// The cache directory is made only for a run that got this far and
+	// whose filter is not built into the binary.
+	if c.plan.needsDiskCache(c.Spec) {
+		if h.cache = cacheDir(); h.cache != nil {
+			h.trusted = append(h.trusted, h.cache)
+		}
 	}
 	h.over = overBinds(h.trusted, mounts, h.sources)
 	var dir *os.File

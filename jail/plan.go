@@ -38,6 +38,12 @@ func (p *plan) compileSeccomp(s *Spec, dir *os.File) (*seccomp.Program, error) {
 	return prog, nil
 }
 
+// needsDiskCache says whether the filter may have to be compiled: it is
+// not one of those built into the binary.
+func (p *plan) needsDiskCache(s *Spec) bool {
+	return p.compile && s.Seccomp != nil && seccomp.Builtin(*s.Seccomp, p.notify) == nil
+}
+
 // SetupError is a run that failed before the command started.
 type SetupError struct {
 	Code int // exit code: 125, or 126/127 when the command cannot be executed
