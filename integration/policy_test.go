@@ -193,6 +193,14 @@ var deniedCalls = []struct{ call, syscall string }{
 	{"openat-tmpfile-setuid", "openat"},
 	{"mkdirat-setgid", "mkdirat"},
 	{"mknodat-setgid", "mknodat"},
+	// The init's limits and scheduling (limits_seccomp_test.go has more).
+	{"prlimit64-init", "prlimit64"},
+	{"setpriority-init", "setpriority"},
+	{"ioprio_set-init", "ioprio_set"},
+	{"sched_setaffinity-init", "sched_setaffinity"},
+	{"sched_setscheduler-init", "sched_setscheduler"},
+	{"sched_setparam-init", "sched_setparam"},
+	{"sched_setattr-init", "sched_setattr"},
 }
 
 // legacyDenied are denied calls that exist on x86_64 only (tjsys answers

@@ -3,6 +3,7 @@ package seccomp
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,28 @@ import (
 //     without O_DIRECTORY is EINVAL anyway), so only then is it checked.
 //     Modes are umode_t and flags int: the low 32 bits are all the kernel
 //     reads.
+//   - The jail's init (PID 1, jail/init.c) runs as the same host user as
+//     the command, so the kernel lets the command change its limits; with
+//     RLIMIT_CPU it would kill the init, and the report would say
+//     setup_error about a command that ran. So prlimit64 is denied on any
+//     pid but 0 (the caller: what getrlimit and setrlimit use; another
+//     process's limits stay readable in /proc/PID/limits), and
+//     sched_setaffinity, sched_setattr, sched_setparam and
+//     sched_setscheduler on pid 1. setpriority and ioprio_set take
+//     (which, who): who 1 is denied when which is the process (pid 1) or
+//     the process group (pgrp 1: the init's own, as stage 2 starts a new
+//     session and setpgid cannot join another session's group); which is
+//     the user is denied whatever who says, as every process of the jail
+//     has the same kernel uid (the command's 1000 in its nested user
+//     namespace and the init's 0 in the outer one are the same host user),
+//     so a user that reaches any process reaches the init too. The kernel
+//     refuses the scheduling calls today only because the init keeps
+//     capabilities in its namespace that the command lacks (commoncap's
+//     cap_safe_nice); the filter does not depend on that, and the report
+//     names the call. A command in a pid namespace of its own (a policy
+//     that allows @namespaces) cannot see the init, and loses pid 1 for
+//     nothing. Reads (getpriority, sched_get*, ioprio_get) are allowed;
+//     signals, pidfds and tgkill are out of this rule's scope.
 //   - openat2 fails with ENOSYS: its mode and flags are in a struct in
 //     memory, which a filter cannot read. ENOSYS is what a kernel older than
 //     5.6 answers, and callers fall back to openat (glibc does not call
@@ -35,8 +58,12 @@ import (
 //     kernel) makes libc fall back to the older call, where EPERM would be
 //     a hard failure.
 //
-// These hold whatever the policy allows: allowing ioctl, socket, chmod or
-// openat2 by name does not lift them.
+// These hold whatever the policy allows: allowing ioctl, socket, chmod,
+// openat2, prlimit64 or setpriority by name (or their groups) does not
+// lift them. The init's protection is the jail's own integrity, like the
+// report it writes, and not a capability a profile grants to a command.
+// pids, which and who are int and resource unsigned int: the low 32 bits
+// are all the kernel reads.
 //
 // It only acts on the native architecture and on numbers below the x32 bit;
 // everything else falls through to libseccomp's program, which starts by
@@ -48,7 +75,7 @@ import (
 // that are always allowed.
 
 // prologueVersion is part of the cache key: bump it when the prologue changes.
-const prologueVersion = 2
+const prologueVersion = 3
 
 const (
 	offNr   = 0
@@ -57,6 +84,13 @@ const (
 	offArgLo0 = 16
 
 	ipprotoMPTCP = 262
+
+	// The init's pid and process group in the jail's pid namespace.
+	initPid = 1
+	// IOPRIO_WHO_PROCESS (linux/ioprio.h); IOPRIO_WHO_PGRP and
+	// IOPRIO_WHO_USER follow it, as PRIO_PGRP and PRIO_USER follow
+	// PRIO_PROCESS.
+	ioprioWhoProcess = 1
 
 	setIDBits = unix.S_ISUID | unix.S_ISGID
 	// willCreate is the kernel's WILL_CREATE: open uses its mode argument
@@ -79,13 +113,25 @@ var (
 
 type openArg struct{ flags, mode uint32 }
 
+// initPidCalls change the scheduling of the pid in their first argument;
+// whoCalls take (which, who), with which's process value (pgrp and user
+// follow it).
+var (
+	initPidCalls = []string{"sched_setaffinity", "sched_setattr", "sched_setparam", "sched_setscheduler"}
+	whoCalls     = map[string]uint32{"setpriority": unix.PRIO_PROCESS, "ioprio_set": ioprioWhoProcess}
+)
+
 // prologueCalls are the syscalls the prologue dispatches on.
 func prologueCalls() []string {
-	names := []string{"ioctl", "socket", "openat2"}
+	names := []string{"ioctl", "socket", "openat2", "prlimit64"}
+	names = append(names, initPidCalls...)
 	for n := range modeArg {
 		names = append(names, n)
 	}
 	for n := range openArgs {
+		names = append(names, n)
+	}
+	for n := range whoCalls {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -134,10 +180,24 @@ type branch struct {
 }
 
 // Handler labels: "modeN" denies when argument N has a setuid/setgid bit;
-// "flagsF-modeN" goes on to "modeN" when the flags in argument F create.
+// "flagsF-modeN" goes on to "modeN" when the flags in argument F create;
+// "pid1" denies when argument 0 is the init's pid; "whoP" denies a
+// (which, who) call on the init, P being which's process value.
 func modeLabel(arg uint32) string { return fmt.Sprintf("mode%d", arg) }
 func createLabel(a openArg) string {
 	return fmt.Sprintf("flags%d-mode%d", a.flags, a.mode)
+}
+func whoLabel(process uint32) string { return fmt.Sprintf("who%d", process) }
+
+// whoHandler denies which == process+2 (the user) whatever who is, and
+// who == the init for which == process or process+1 (the process group);
+// any other which is the kernel's EINVAL.
+func whoHandler(process uint32) []insn {
+	in := []insn{ldArg(0), jeq(process+2, "deny", ""), jgt(process+1, "orig", "")}
+	if process > 0 {
+		in = append(in, jge(process, "", "orig"))
+	}
+	return append(in, ldArg(1), jeq(initPid, "deny", "orig"))
 }
 
 // prologue assembles the checks above for the calls in p.nrs: the header
@@ -152,7 +212,7 @@ func prologue(p prologueParams) ([]unix.SockFilter, error) {
 		if !ok {
 			continue
 		}
-		l := name // ioctl, socket
+		l := name // ioctl, socket, prlimit64
 		if name == "openat2" {
 			l = "enosys"
 		} else if a, ok := modeArg[name]; ok {
@@ -160,6 +220,10 @@ func prologue(p prologueParams) ([]unix.SockFilter, error) {
 		} else if a, ok := openArgs[name]; ok {
 			l = createLabel(a)
 			need[modeLabel(a.mode)] = true
+		} else if proc, ok := whoCalls[name]; ok {
+			l = whoLabel(proc)
+		} else if slices.Contains(initPidCalls, name) {
+			l = "pid1"
 		}
 		arms = append(arms, branch{nr, l})
 		need[l] = true
@@ -178,6 +242,11 @@ func prologue(p prologueParams) ([]unix.SockFilter, error) {
 	}
 	add("ioctl", ldArg(1), jeq(unix.TIOCSTI, "deny", ""), jeq(unix.TIOCLINUX, "deny", "orig"))
 	add("socket", ldArg(2), jeq(ipprotoMPTCP, "deny", "orig"))
+	add("prlimit64", ldArg(0), jeq(0, "orig", "deny"))
+	add("pid1", ldArg(0), jeq(initPid, "deny", "orig"))
+	for _, proc := range []uint32{unix.PRIO_PROCESS, ioprioWhoProcess} {
+		add(whoLabel(proc), whoHandler(proc)...)
+	}
 	// The flags checks come before the mode checks: jumps only go forward.
 	for _, a := range []openArg{openArgs["open"], openArgs["openat"]} {
 		add(createLabel(a), ldArg(a.flags), jset(willCreate, modeLabel(a.mode), "orig"))

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 
 	libseccomp "github.com/seccomp/libseccomp-golang"
@@ -108,15 +109,7 @@ func TestFilterDecisions(t *testing.T) {
 		tmpBit  = unix.O_TMPFILE &^ unix.O_DIRECTORY // __O_TMPFILE alone: EINVAL in the kernel
 	)
 	atFDCWD := uint64(0xffffffffffffff9c)
-	type call struct {
-		name string
-		args [6]uint64
-	}
-	for _, tc := range []struct {
-		policy Policy
-		call   call
-		want   uint32 // in errno mode; notify mode turns EPERM into USER_NOTIF
-	}{
+	checkDecisions(t, na, []decision{
 		{Policy{}, call{"getppid", [6]uint64{}}, retAllow},
 		{Policy{}, call{"chmod", [6]uint64{0, 0o755}}, retAllow},
 		{Policy{}, call{"chmod", [6]uint64{0, suid | 0o755}}, retEPERM},
@@ -171,7 +164,26 @@ func TestFilterDecisions(t *testing.T) {
 		{Policy{}, call{"socket", [6]uint64{unix.AF_INET, unix.SOCK_STREAM, 0}}, retAllow},
 		{Policy{}, call{"clone3", [6]uint64{}}, retENOSYS},
 		{Policy{}, call{"mount", [6]uint64{}}, retEPERM},
-	} {
+	})
+}
+
+type call struct {
+	name string
+	args [6]uint64
+}
+
+// decision is what the whole filter for policy returns for call.
+type decision struct {
+	policy Policy
+	call   call
+	want   uint32 // in errno mode; notify mode turns EPERM into USER_NOTIF
+}
+
+// checkDecisions runs each call through the compiled filter, in errno and
+// in notify mode. Calls this architecture does not have are skipped.
+func checkDecisions(t *testing.T, na nativeArch, ds []decision) {
+	t.Helper()
+	for _, tc := range ds {
 		nr, ok := nativeNr(tc.call.name)
 		if !ok {
 			continue // arm64 has no open, creat, chmod, mkdir, mknod
@@ -194,10 +206,106 @@ func TestFilterDecisions(t *testing.T) {
 				t.Fatalf("%+v %s: %v", tc.policy, tc.call.name, err)
 			}
 			if got != want {
-				t.Errorf("policy %+v, notify %v: %s(%#o) returns %#x, want %#x", tc.policy, notify, tc.call.name, tc.call.args, got, want)
+				t.Errorf("policy %+v, notify %v: %s(%#x) returns %#x, want %#x", tc.policy, notify, tc.call.name, tc.call.args, got, want)
 			}
 		}
 	}
+}
+
+// The command cannot change the init's limits or scheduling: prlimit64 on
+// any pid but 0, the pid-taking scheduling calls on pid 1, setpriority and
+// ioprio_set on pid 1, process group 1 or any user. Compared on the low 32
+// bits, as the kernel reads them; allowing the calls by name or group does
+// not lift it, denying them denies every use.
+func TestFilterProtectsInit(t *testing.T) {
+	na, err := native()
+	if err != nil {
+		t.Skip(err)
+	}
+	const (
+		high    = uint64(1) << 32
+		minus1  = ^uint64(0)
+		cpu     = unix.RLIMIT_CPU
+		process = unix.PRIO_PROCESS
+		pgrp    = unix.PRIO_PGRP
+		user    = unix.PRIO_USER
+		// IOPRIO_WHO_*, and an I/O priority (class best-effort, level 7).
+		ioProcess, ioPgrp, ioUser = 1, 2, 3
+		ioprio                    = 2<<13 | 7
+	)
+	ds := []decision{
+		// prlimit64(pid, resource, new, old): pid 0 is the caller.
+		{Policy{}, call{"prlimit64", [6]uint64{0, cpu, 0x1000, 0}}, retAllow},
+		{Policy{}, call{"prlimit64", [6]uint64{0, cpu, 0, 0x1000}}, retAllow},
+		{Policy{}, call{"prlimit64", [6]uint64{1, cpu, 0x1000, 0}}, retEPERM},
+		{Policy{}, call{"prlimit64", [6]uint64{1, cpu, 0, 0x1000}}, retEPERM}, // a read too: any pid but 0
+		{Policy{}, call{"prlimit64", [6]uint64{2, unix.RLIMIT_NOFILE, 0x1000, 0}}, retEPERM},
+		{Policy{}, call{"prlimit64", [6]uint64{minus1, cpu, 0x1000, 0}}, retEPERM},
+		{Policy{}, call{"prlimit64", [6]uint64{high | 1, cpu, 0x1000, 0}}, retEPERM},
+		{Policy{}, call{"prlimit64", [6]uint64{high, cpu, 0x1000, 0}}, retAllow}, // the kernel reads pid 0
+		{Policy{}, call{"setrlimit", [6]uint64{cpu, 0x1000}}, retAllow},
+		{Policy{}, call{"getrlimit", [6]uint64{cpu, 0x1000}}, retAllow},
+
+		// setpriority(which, who, prio).
+		{Policy{}, call{"setpriority", [6]uint64{process, 1, 19}}, retEPERM},
+		{Policy{}, call{"setpriority", [6]uint64{process, high | 1, 19}}, retEPERM},
+		{Policy{}, call{"setpriority", [6]uint64{high | process, 1, 19}}, retEPERM},
+		{Policy{}, call{"setpriority", [6]uint64{process, 0, 10}}, retAllow},
+		{Policy{}, call{"setpriority", [6]uint64{process, 2, 10}}, retAllow},
+		{Policy{}, call{"setpriority", [6]uint64{process, high, 10}}, retAllow},
+		{Policy{}, call{"setpriority", [6]uint64{pgrp, 1, 10}}, retEPERM},
+		{Policy{}, call{"setpriority", [6]uint64{pgrp, 0, 10}}, retAllow},
+		{Policy{}, call{"setpriority", [6]uint64{pgrp, 2, 10}}, retAllow},
+		{Policy{}, call{"setpriority", [6]uint64{user, 0, 10}}, retEPERM},
+		{Policy{}, call{"setpriority", [6]uint64{user, 1000, 10}}, retEPERM},
+		{Policy{}, call{"setpriority", [6]uint64{high | user, 5, 10}}, retEPERM},
+		{Policy{}, call{"setpriority", [6]uint64{3, 1, 10}}, retAllow},      // the kernel's EINVAL
+		{Policy{}, call{"setpriority", [6]uint64{minus1, 1, 10}}, retAllow}, // the kernel's EINVAL
+		{Policy{}, call{"getpriority", [6]uint64{process, 1}}, retAllow},
+
+		// ioprio_set(which, who, ioprio): which starts at 1.
+		{Policy{}, call{"ioprio_set", [6]uint64{ioProcess, 1, ioprio}}, retEPERM},
+		{Policy{}, call{"ioprio_set", [6]uint64{ioProcess, high | 1, ioprio}}, retEPERM},
+		{Policy{}, call{"ioprio_set", [6]uint64{ioProcess, 0, ioprio}}, retAllow},
+		{Policy{}, call{"ioprio_set", [6]uint64{ioProcess, 2, ioprio}}, retAllow},
+		{Policy{}, call{"ioprio_set", [6]uint64{ioPgrp, 1, ioprio}}, retEPERM},
+		{Policy{}, call{"ioprio_set", [6]uint64{ioPgrp, 0, ioprio}}, retAllow},
+		{Policy{}, call{"ioprio_set", [6]uint64{ioUser, 0, ioprio}}, retEPERM},
+		{Policy{}, call{"ioprio_set", [6]uint64{ioUser, 1000, ioprio}}, retEPERM},
+		{Policy{}, call{"ioprio_set", [6]uint64{high | ioUser, 1000, ioprio}}, retEPERM},
+		{Policy{}, call{"ioprio_set", [6]uint64{0, 1, ioprio}}, retAllow}, // the kernel's EINVAL
+		{Policy{}, call{"ioprio_set", [6]uint64{4, 1, ioprio}}, retAllow}, // the kernel's EINVAL
+		{Policy{}, call{"ioprio_get", [6]uint64{ioProcess, 1}}, retAllow},
+
+		// Reading stays allowed.
+		{Policy{}, call{"sched_getaffinity", [6]uint64{1, 128, 0x1000}}, retAllow},
+		{Policy{}, call{"sched_getattr", [6]uint64{1, 0x1000, 56, 0}}, retAllow},
+		{Policy{}, call{"sched_getscheduler", [6]uint64{1}}, retAllow},
+
+		// Not lifted by allowing the calls or their groups.
+		{Policy{Allow: []string{"prlimit64", "setpriority", "ioprio_set", "sched_setaffinity", "@process", "@system-info"}}, call{"prlimit64", [6]uint64{1, cpu, 0x1000, 0}}, retEPERM},
+		{Policy{Allow: []string{"prlimit64", "setpriority", "ioprio_set", "sched_setaffinity", "@process", "@system-info"}}, call{"setpriority", [6]uint64{process, 1, 19}}, retEPERM},
+		{Policy{Allow: []string{"prlimit64", "setpriority", "ioprio_set", "sched_setaffinity", "@process", "@system-info"}}, call{"ioprio_set", [6]uint64{ioUser, 0, ioprio}}, retEPERM},
+		{Policy{Allow: []string{"prlimit64", "setpriority", "ioprio_set", "sched_setaffinity", "@process", "@system-info"}}, call{"sched_setaffinity", [6]uint64{1, 8, 0x1000}}, retEPERM},
+		{Policy{Allow: []string{"prlimit64", "@process"}}, call{"prlimit64", [6]uint64{0, cpu, 0x1000, 0}}, retAllow},
+		// Denied by name: every use.
+		{Policy{Deny: []string{"prlimit64", "sched_setaffinity", "setpriority"}}, call{"prlimit64", [6]uint64{0, cpu, 0x1000, 0}}, retEPERM},
+		{Policy{Deny: []string{"prlimit64", "sched_setaffinity", "setpriority"}}, call{"sched_setaffinity", [6]uint64{0, 8, 0x1000}}, retEPERM},
+		{Policy{Deny: []string{"prlimit64", "sched_setaffinity", "setpriority"}}, call{"setpriority", [6]uint64{process, 0, 10}}, retEPERM},
+	}
+	// The pid-taking scheduling calls: pid 1 denied, others allowed.
+	for _, name := range initPidCalls {
+		ds = append(ds,
+			decision{Policy{}, call{name, [6]uint64{1, 8, 0x1000}}, retEPERM},
+			decision{Policy{}, call{name, [6]uint64{high | 1, 8, 0x1000}}, retEPERM},
+			decision{Policy{}, call{name, [6]uint64{0, 8, 0x1000}}, retAllow},
+			decision{Policy{}, call{name, [6]uint64{2, 8, 0x1000}}, retAllow},
+			decision{Policy{}, call{name, [6]uint64{high, 8, 0x1000}}, retAllow},
+			decision{Policy{}, call{name, [6]uint64{minus1, 8, 0x1000}}, retAllow},
+			decision{Policy{}, call{name, [6]uint64{1000, 1, 0x1000}}, retAllow},
+		)
+	}
+	checkDecisions(t, na, ds)
 }
 
 // Foreign entry points are left to libseccomp's bad-arch action, whatever
@@ -242,7 +350,7 @@ func TestPrologueShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("prologue: %d instructions for %d calls", len(pro), len(nrs))
-	if len(pro) > 64 {
+	if len(pro) > 80 {
 		t.Errorf("prologue has %d instructions; keep it small", len(pro))
 	}
 	// A sentinel after the prologue stands for libseccomp's program.
@@ -267,8 +375,10 @@ func TestPrologueShape(t *testing.T) {
 			want = retENOSYS
 		case name == "socket":
 			want = orig // protocol 0xffffffff is not MPTCP
+		case name == "setpriority" || name == "ioprio_set" || slices.Contains(initPidCalls, name):
+			want = orig // which 0xffffffff is EINVAL, pid 0xffffffff is not the init
 		case name != "":
-			want = retEPERM // every bit set: setuid modes, TIOCSTI is not all ones
+			want = retEPERM // every bit set: setuid modes, a pid that is not 0; TIOCSTI is not all ones
 			if name == "ioctl" {
 				want = orig
 			}

@@ -25,6 +25,11 @@ import (
 //     creat, mkdir, mkdirat, mknod, mknodat, and open and openat with
 //     O_CREAT or O_TMPFILE, when their mode has those bits (like systemd's
 //     RestrictSUIDSGID);
+//   - the jail's init (PID 1) cannot be touched through the uid it shares
+//     with the command: prlimit64 on any pid but 0, sched_setaffinity,
+//     sched_setattr, sched_setparam and sched_setscheduler on pid 1, and
+//     setpriority and ioprio_set on pid 1, process group 1 or any user,
+//     are denied (setrlimit, pid 0 and the reads stay allowed);
 //   - openat2 fails with ENOSYS, as on a kernel before 5.6 (its mode is in
 //     memory the filter cannot read), so that callers fall back to openat;
 //     like clone3's ENOSYS this is not a violation.

@@ -240,6 +240,46 @@ var calls = map[string]call{
 	"mknodat-0644": func() unix.Errno {
 		return sys(unix.SYS_MKNODAT, atFDCWD, newPath("mknodat-0644")(), unix.S_IFREG|0o644, 0)
 	},
+	// The init (PID 1) shares the command's uid: its limits and scheduling
+	// are denied (EPERM), the caller's own are controls that must work.
+	// prlimit64 only reads; the scheduling calls pass invalid arguments
+	// (EINVAL if the filter let them through), or for setpriority the
+	// init's own nice value (a no-op).
+	"prlimit64-init":          prlimitRead(1),
+	"prlimit64-init-highbits": prlimitRead(highBits | 1),
+	"prlimit64-self":          func() unix.Errno { return prlimitRead(uintptr(os.Getpid()))() },
+	"prlimit64-0":             prlimitRead(0),
+	"prlimit64-0-highbits":    prlimitRead(highBits), // the kernel reads pid 0
+	"prlimit64-0-set": func() unix.Errno {
+		var l unix.Rlimit
+		if e := sys(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_CPU, 0, ptr(&l)); e != 0 {
+			return e
+		}
+		return sys(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_CPU, ptr(&l), 0)
+	},
+	"setpriority-init":       func() unix.Errno { return sys(unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 1, initNice()) },
+	"setpriority-init-high":  func() unix.Errno { return sys(unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, highBits|1, initNice()) },
+	"setpriority-pgrp-init":  func() unix.Errno { return sys(unix.SYS_SETPRIORITY, unix.PRIO_PGRP, 1, initNice()) },
+	"setpriority-user":       func() unix.Errno { return sys(unix.SYS_SETPRIORITY, unix.PRIO_USER, 0, initNice()) },
+	"setpriority-self":       func() unix.Errno { return sys(unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 0, 10) },
+	"setpriority-pgrp-self":  func() unix.Errno { return sys(unix.SYS_SETPRIORITY, unix.PRIO_PGRP, 0, 10) },
+	"sched_setaffinity-init": func() unix.Errno { return sys(unix.SYS_SCHED_SETAFFINITY, 1, 0, 0) },
+	"sched_setaffinity-self": func() unix.Errno {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			return err.(unix.Errno)
+		}
+		return sys(unix.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(set), ptr(&set))
+	},
+	"sched_setscheduler-init": func() unix.Errno { return sys(unix.SYS_SCHED_SETSCHEDULER, 1, 0, 0) },
+	"sched_setparam-init":     func() unix.Errno { return sys(unix.SYS_SCHED_SETPARAM, 1, 0) },
+	"sched_setattr-init":      func() unix.Errno { return sys(unix.SYS_SCHED_SETATTR, 1, 0, 0) },
+	"ioprio_set-init":         func() unix.Errno { return sys(unix.SYS_IOPRIO_SET, ioprioWhoProcess, 1, badIOPrio) },
+	"ioprio_set-user":         func() unix.Errno { return sys(unix.SYS_IOPRIO_SET, ioprioWhoUser, 0, badIOPrio) },
+	"ioprio_set-self": func() unix.Errno {
+		return sys(unix.SYS_IOPRIO_SET, ioprioWhoProcess, 0, 2<<13|4) // best-effort, level 4: the default
+	},
+
 	// The filter answers ENOSYS (its mode is in memory a filter cannot
 	// read), so that callers fall back to openat.
 	"openat2": func() unix.Errno {
@@ -247,6 +287,32 @@ var calls = map[string]call{
 		r, _, e := unix.Syscall6(unix.SYS_OPENAT2, atFDCWD, setidFile(), ptr(&how), unsafe.Sizeof(how), 0, 0)
 		return closeFD(r, e)
 	},
+}
+
+// IOPRIO_WHO_PROCESS and IOPRIO_WHO_USER (linux/ioprio.h), and an I/O
+// priority of class 7, which the kernel refuses (EINVAL).
+const (
+	ioprioWhoProcess = 1
+	ioprioWhoUser    = 3
+	badIOPrio        = 7 << 13
+)
+
+// prlimitRead reads pid's RLIMIT_CPU with prlimit64.
+func prlimitRead(pid uintptr) call {
+	return func() unix.Errno {
+		var l unix.Rlimit
+		return sys(unix.SYS_PRLIMIT64, pid, unix.RLIMIT_CPU, 0, ptr(&l))
+	}
+}
+
+// initNice is the init's nice value as setpriority takes it (getpriority
+// answers 20 - nice), so that setting it changes nothing.
+func initNice() uintptr {
+	r, _, e := unix.RawSyscall(unix.SYS_GETPRIORITY, unix.PRIO_PROCESS, 1, 0)
+	if e != 0 {
+		return 0
+	}
+	return uintptr(20 - int(r))
 }
 
 // legacyNr are the x86_64 numbers of calls that newer architectures
