@@ -7,7 +7,9 @@
 # BENCH_TPUT_RUNS (300), BENCH_LOOP_CALLS (1000000), BENCH_LOOP_REPS (21,
 # getppid loops per seccomp variant), BENCH_FSTAT_REPS (9, 0 skips),
 # BENCH_RSS_REPS (5), BENCH_UNPRIV_RUNS (100, 0 skips), BENCH_LEAK_RUNS
-# (10000, 0 skips). BENCH_QUICK=1 makes every unset count small (a minute).
+# (10000, 0 skips), BENCH_DENIED_CALLS (5000 denied calls per run),
+# BENCH_DENIED_RUNS (11, 0 skips). BENCH_QUICK=1 makes every unset count
+# small (a minute).
 # Extra arguments go to bench/tjbench (see bench/tjbench -help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +29,8 @@ fi
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
   : "${BENCH_STARTUP_RUNS:=30}" "${BENCH_LAYER_RUNS:=15}" "${BENCH_TPUT_RUNS:=60}" "${BENCH_LOOP_CALLS:=500000}"
   : "${BENCH_LOOP_REPS:=5}" "${BENCH_FSTAT_REPS:=2}" "${BENCH_RSS_REPS:=3}" "${BENCH_UNPRIV_RUNS:=20}" "${BENCH_LEAK_RUNS:=200}"
-  export BENCH_STARTUP_RUNS BENCH_LAYER_RUNS BENCH_TPUT_RUNS BENCH_LOOP_CALLS BENCH_LOOP_REPS BENCH_FSTAT_REPS BENCH_RSS_REPS BENCH_UNPRIV_RUNS BENCH_LEAK_RUNS
+  : "${BENCH_DENIED_RUNS:=3}"
+  export BENCH_STARTUP_RUNS BENCH_LAYER_RUNS BENCH_TPUT_RUNS BENCH_LOOP_CALLS BENCH_LOOP_REPS BENCH_FSTAT_REPS BENCH_RSS_REPS BENCH_UNPRIV_RUNS BENCH_LEAK_RUNS BENCH_DENIED_RUNS
 fi
 
 GO=${GO:-go}

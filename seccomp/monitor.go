@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -44,23 +46,61 @@ type Violation struct {
 // (kind, syscall) pairs; further pairs are counted under Syscall "other".
 const maxViolationKinds = 256
 
+// maxCallKeys bounds the per-(arch, number) answers the monitor keeps;
+// numbers come from the jail. Past it, a new pair is classified again on
+// each call (correct, only slower).
+const maxCallKeys = 4096
+
+// MonitorOptions configure a Monitor (NewMonitorWith).
+type MonitorOptions struct {
+	// Action is what a denied call does to the run (ActionDeny if empty).
+	Action Action
+	// OnKill is called once, synchronously, before the first violation
+	// is answered with ActionKill, and in any mode when an arch
+	// violation's process cannot be killed on its own. It must not call
+	// Stop. May be nil.
+	OnKill func()
+	// MaxViolations bounds the denied calls of the run (all kinds, the
+	// sum of the counts): when the total exceeds it, OnLimit is called,
+	// once, synchronously, before that call is answered; the call still
+	// fails (EPERM), and so do later ones until the run is gone. OnLimit
+	// must not call Stop; it may be nil. 0 means no bound.
+	MaxViolations uint64
+	OnLimit       func()
+}
+
 // Monitor answers notifications from one jail.
 type Monitor struct {
 	listener *os.File
 	wake     int // eventfd that Stop writes to
-	action   Action
-	onKill   func()
+	opts     MonitorOptions
 	killOnce sync.Once
 	native   nativeArch
 	names    syscallNames
 	done     chan struct{}
 	stopOnce sync.Once
+	total    atomic.Uint64 // notifications received
 
-	mu    sync.Mutex
+	// Owned by the loop goroutine; Stop reads them once it has ended.
 	order []string // keys in order of first occurrence
 	byKey map[string]*Violation
-	err   error // why the loop ended early, if it did
+	calls map[uint64]*callAnswer // by callKey
+	req   notifReq               // the receive buffer
+
+	mu  sync.Mutex
+	err error // why the loop ended early, if it did
 }
+
+// callAnswer is what the monitor does with one (arch, number) pair,
+// decided on its first notification and reused for the rest.
+type callAnswer struct {
+	v     *Violation
+	errno unix.Errno // the answer: EPERM, or ENOSYS for an unnamed number
+	arch  bool       // a non-native entry point: the caller is killed
+	name  string
+}
+
+func callKey(req *notifReq) uint64 { return uint64(req.arch)<<32 | uint64(uint32(req.nr)) }
 
 // seccomp_notif and seccomp_notif_resp from <linux/seccomp.h>.
 type notifReq struct {
@@ -81,9 +121,10 @@ type notifResp struct {
 }
 
 const (
-	ioctlNotifRecv    = unix.SECCOMP_IOCTL_NOTIF_RECV
-	ioctlNotifSend    = unix.SECCOMP_IOCTL_NOTIF_SEND
-	ioctlNotifIDValid = unix.SECCOMP_IOCTL_NOTIF_ID_VALID
+	ioctlNotifRecv     = unix.SECCOMP_IOCTL_NOTIF_RECV
+	ioctlNotifSend     = unix.SECCOMP_IOCTL_NOTIF_SEND
+	ioctlNotifIDValid  = unix.SECCOMP_IOCTL_NOTIF_ID_VALID
+	ioctlNotifSetFlags = unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS
 )
 
 // NewMonitor serves the listener in the background until Stop. Each
@@ -93,16 +134,35 @@ const (
 // the first violation is answered; it must not call Stop) and the call
 // still fails with EPERM. onKill is also called, in any mode, when an arch
 // violation's process cannot be killed on its own. onKill may be nil.
+// NewMonitorWith also bounds the number of denied calls.
 //
 // The Monitor owns listener and closes it in Stop.
 func NewMonitor(listener *os.File, action Action, onKill func()) *Monitor {
+	return NewMonitorWith(listener, MonitorOptions{Action: action, OnKill: onKill})
+}
+
+// NewMonitorWith is NewMonitor with every option, the bound on denied
+// calls among them. The options are in force from the first notification.
+//
+// A denied call blocks its caller until the monitor answers, so a flood
+// from one thread wakes the monitor once per call: a few ioctls and a
+// context switch each (no allocation, lock or /proc read after the first
+// call of a kind). MaxViolations bounds the total. On Linux 6.6 and later
+// the monitor asks for synchronous wake-ups
+// (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP): caller and monitor hand one CPU to
+// each other instead of waking each other across CPUs. Older kernels
+// refuse the flag and wake it as before; the answers are the same.
+func NewMonitorWith(listener *os.File, opts MonitorOptions) *Monitor {
+	if opts.Action == "" {
+		opts.Action = ActionDeny
+	}
 	m := &Monitor{
 		listener: listener,
 		wake:     -1,
-		action:   action,
-		onKill:   onKill,
+		opts:     opts,
 		done:     make(chan struct{}),
 		byKey:    make(map[string]*Violation),
+		calls:    make(map[uint64]*callAnswer),
 	}
 	na, err := native()
 	if err != nil {
@@ -122,6 +182,10 @@ func NewMonitor(listener *os.File, action Action, onKill func()) *Monitor {
 	return m
 }
 
+// Total is the number of denied calls received so far (all kinds: the sum
+// of the counts Stop returns). It may be called at any time.
+func (m *Monitor) Total() uint64 { return m.total.Load() }
+
 // Stop ends the monitor, closes the listener and returns what it recorded.
 // It returns promptly even if the jail is still running; from then on the
 // jail's denied calls fail with ENOSYS (the kernel's answer when no
@@ -138,8 +202,7 @@ func (m *Monitor) Stop() []Violation {
 		}
 		m.listener.Close()
 	})
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	<-m.done // the loop's records are final
 	out := make([]Violation, 0, len(m.order))
 	for _, k := range m.order {
 		v := *m.byKey[k]
@@ -159,7 +222,12 @@ func (m *Monitor) Err() error {
 
 func (m *Monitor) loop() {
 	defer close(m.done)
+	// One thread for the monitor's life, the one the kernel wakes.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	lfd := int(m.listener.Fd())
+	// Linux 6.6+. Before, EINVAL (an unknown request): woken as usual.
+	unix.Syscall(unix.SYS_IOCTL, uintptr(lfd), ioctlNotifSetFlags, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	fds := []unix.PollFd{{Fd: int32(lfd), Events: unix.POLLIN}, {Fd: int32(m.wake), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
@@ -193,17 +261,28 @@ func (m *Monitor) fail(err error) {
 	m.mu.Unlock()
 }
 
+// ioctlPtr is an ioctl that may block (the runtime is told).
 func ioctlPtr(fd int, req uintptr, p unsafe.Pointer) unix.Errno {
 	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(p))
 	return errno
 }
 
+// ioctlPtrRaw is an ioctl that returns at once (at most a short wait for
+// a mutex): the Go scheduler is not told.
+func ioctlPtrRaw(fd int, req uintptr, p unsafe.Pointer) unix.Errno {
+	_, _, errno := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(p))
+	return errno
+}
+
 // serveOne receives and answers one notification. Errors about one
-// notification (the target died: ENOENT) are not loop errors.
+// notification (the target died: ENOENT) are not loop errors. A call seen
+// before costs two ioctls, a map lookup and an atomic add: no allocation,
+// no lock, no /proc.
 func (m *Monitor) serveOne(lfd int) error {
-	var req notifReq // the kernel wants it zeroed
+	req := &m.req
 	for {
-		errno := ioctlPtr(lfd, ioctlNotifRecv, unsafe.Pointer(&req))
+		*req = notifReq{} // the kernel wants it zeroed
+		errno := ioctlPtr(lfd, ioctlNotifRecv, unsafe.Pointer(req))
 		if errno == 0 {
 			break
 		}
@@ -216,36 +295,35 @@ func (m *Monitor) serveOne(lfd int) error {
 		return fmt.Errorf("seccomp monitor: receive: %w", errno)
 	}
 
-	info := m.names.lookup(m.native, req.arch, req.nr)
-	errnoAnswer := unix.EPERM
-	if !info.known && info.kind == "syscall" {
-		errnoAnswer = unix.ENOSYS
+	a := m.calls[callKey(req)]
+	if a == nil {
+		a = m.firstCall(lfd, req)
+	} else {
+		a.v.Count++
 	}
-	how := "denied"
-	if info.kind == "arch" || m.action == ActionKill {
-		how = "killed"
+	if n := m.total.Add(1); n == m.opts.MaxViolations+1 && m.opts.MaxViolations > 0 && m.opts.OnLimit != nil {
+		m.opts.OnLimit()
 	}
-	m.record(lfd, &req, info, how)
 
 	switch {
-	case info.kind == "arch":
-		if err := killNotified(lfd, &req); err != nil {
+	case a.arch:
+		if err := killNotified(lfd, req); err != nil {
 			m.kill()
 		}
-	case m.action == ActionKill:
+	case m.opts.Action == ActionKill:
 		// The caller must not run on after the answer while the rest of
 		// the jail is being torn down: kill it first, then the run.
-		killNotified(lfd, &req)
+		killNotified(lfd, req)
 		m.kill()
 	}
-	resp := notifResp{id: req.id, error: -int32(errnoAnswer)}
+	resp := notifResp{id: req.id, error: -int32(a.errno)}
 	for {
-		errno := ioctlPtr(lfd, ioctlNotifSend, unsafe.Pointer(&resp))
+		errno := ioctlPtrRaw(lfd, ioctlNotifSend, unsafe.Pointer(&resp))
 		if errno == unix.EINTR {
 			continue
 		}
 		if errno != 0 && errno != unix.ENOENT {
-			return fmt.Errorf("seccomp monitor: answer %s: %w", info.name, errno)
+			return fmt.Errorf("seccomp monitor: answer %s: %w", a.name, errno)
 		}
 		return nil
 	}
@@ -253,17 +331,36 @@ func (m *Monitor) serveOne(lfd int) error {
 
 func (m *Monitor) kill() {
 	m.killOnce.Do(func() {
-		if m.onKill != nil {
-			m.onKill()
+		if m.opts.OnKill != nil {
+			m.opts.OnKill()
 		}
 	})
 }
 
-// record aggregates one notification. Only the first of a kind pays for
-// formatting arguments and reading /proc.
-func (m *Monitor) record(lfd int, req *notifReq, info nameInfo, how string) {
+// firstCall classifies and records a call whose (arch, number) the monitor
+// has not answered before (or no longer keeps), and returns its answer.
+func (m *Monitor) firstCall(lfd int, req *notifReq) *callAnswer {
+	info := m.names.lookup(m.native, req.arch, req.nr)
+	a := &callAnswer{errno: unix.EPERM, arch: info.kind == "arch", name: info.name}
+	if !info.known && info.kind == "syscall" {
+		a.errno = unix.ENOSYS
+	}
+	how := "denied"
+	if a.arch || m.opts.Action == ActionKill {
+		how = "killed"
+	}
+	a.v = m.record(lfd, req, info, how)
+	if len(m.calls) < maxCallKeys {
+		m.calls[callKey(req)] = a
+	}
+	return a
+}
+
+// record aggregates one notification by kind and name and returns its
+// record. Only the first of a kind pays for formatting arguments and
+// reading /proc.
+func (m *Monitor) record(lfd int, req *notifReq, info nameInfo, how string) *Violation {
 	key := info.kind + "\x00" + info.name
-	m.mu.Lock()
 	v, ok := m.byKey[key]
 	if !ok && len(m.order) >= maxViolationKinds {
 		key = "other"
@@ -275,22 +372,17 @@ func (m *Monitor) record(lfd int, req *notifReq, info nameInfo, how string) {
 		if how == "killed" {
 			v.Action = how
 		}
-		m.mu.Unlock()
-		return
+		return v
 	}
-	v = &Violation{Kind: info.kind, Syscall: info.name, Pid: int(req.pid), Count: 1, Action: how}
-	m.byKey[key] = v
-	m.order = append(m.order, key)
-	m.mu.Unlock()
-
 	args := make([]string, len(req.args))
 	for i, a := range req.args {
 		args[i] = "0x" + strconv.FormatUint(a, 16)
 	}
-	jailPid := jailPid(lfd, req)
-	m.mu.Lock()
-	v.Args, v.JailPid = args, jailPid
-	m.mu.Unlock()
+	v = &Violation{Kind: info.kind, Syscall: info.name, Args: args, Pid: int(req.pid),
+		JailPid: jailPid(lfd, req), Count: 1, Action: how}
+	m.byKey[key] = v
+	m.order = append(m.order, key)
+	return v
 }
 
 func idValid(lfd int, id uint64) bool {

@@ -37,6 +37,8 @@ type config struct {
 	rssReps               int
 	unprivRuns            int
 	leakRuns              int
+	deniedCalls           int
+	deniedRuns            int
 }
 
 func envInt(name string, def int) int {
@@ -68,6 +70,8 @@ func main() {
 	flag.IntVar(&c.rssReps, "rss-reps", envInt("BENCH_RSS_REPS", 5), "supervisor memory samples (BENCH_RSS_REPS)")
 	flag.IntVar(&c.unprivRuns, "unpriv-runs", envInt("BENCH_UNPRIV_RUNS", 100), "start-up samples as uid 65534, 0 to skip (BENCH_UNPRIV_RUNS)")
 	flag.IntVar(&c.leakRuns, "leak-runs", envInt("BENCH_LEAK_RUNS", 10000), "runs of the leak check (BENCH_LEAK_RUNS)")
+	flag.IntVar(&c.deniedCalls, "denied-calls", envInt("BENCH_DENIED_CALLS", 5000), "denied calls per run of the flood, under the default --max-violations (BENCH_DENIED_CALLS)")
+	flag.IntVar(&c.deniedRuns, "denied-runs", envInt("BENCH_DENIED_RUNS", 11), "runs of the denied-call flood, 0 to skip (BENCH_DENIED_RUNS)")
 	flag.Parse()
 	if err := run(&c); err != nil {
 		fmt.Fprintf(os.Stderr, "tjbench: %v\n", err)
@@ -86,6 +90,7 @@ type results struct {
 	Throughput []tput            `json:"throughput"`
 	Filter     filterInfo        `json:"seccomp_filter"`
 	Loops      []loopResult      `json:"loops"`
+	Denied     *deniedResult     `json:"denied,omitempty"`
 	RSS        rssResult         `json:"rss"`
 	Unpriv     *unprivResult     `json:"unprivileged,omitempty"`
 	Leaks      *leakResult       `json:"leaks,omitempty"`
@@ -155,7 +160,8 @@ func run(c *config) error {
 
 	r := &results{Machine: describeMachine(c.tooljail, c.bwrap), Commands: map[string]string{}}
 	r.Config = map[string]int{"startup_runs": c.startupRuns, "layer_runs": c.layerRuns, "tput_runs": c.tputRuns,
-		"loop_calls": c.loopCalls, "loop_reps": c.loopReps, "fstat_reps": c.fstatReps, "rss_reps": c.rssReps, "unpriv_runs": c.unprivRuns, "leak_runs": c.leakRuns}
+		"loop_calls": c.loopCalls, "loop_reps": c.loopReps, "fstat_reps": c.fstatReps, "rss_reps": c.rssReps, "unpriv_runs": c.unprivRuns, "leak_runs": c.leakRuns,
+		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns}
 	step("%s, %d cores, kernel %s, cgroups %s", r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Machine.CgroupMode)
 
 	bw, err := bwrapArgv(c.bwrap, wd, "/bin/true")
@@ -234,6 +240,15 @@ func run(c *config) error {
 			return err
 		}
 		r.Loops = append(r.Loops, l)
+	}
+
+	if c.deniedRuns > 0 && c.deniedCalls > 0 {
+		step("denied calls: %d runs of %d, alternated with a pipe round trip for scale", c.deniedRuns, c.deniedCalls)
+		d, err := deniedCost(c.tooljail, loopBin, wd, c.deniedCalls, c.deniedRuns)
+		if err != nil {
+			return err
+		}
+		r.Denied = &d
 	}
 
 	step("supervisor memory: %d runs of /bin/sleep 0.5", c.rssReps)

@@ -177,6 +177,9 @@ func render(c *config, r *results, svgRef string) string {
 	p("\n\n")
 
 	renderSeccomp(p, r)
+	if r.Denied != nil {
+		renderDenied(p, r.Denied)
+	}
 
 	p("## Supervisor memory\n\n")
 	hwm := toFloat(r.RSS.HWM)
@@ -324,6 +327,9 @@ func targets(r *results) [][]string {
 		if r.Loops[i].Call == "getppid" {
 			rows = append(rows, seccompTarget(&r.Loops[i]))
 		}
+	}
+	if r.Denied != nil {
+		rows = append(rows, deniedRow(r.Denied))
 	}
 	hwm := toFloat(r.RSS.HWM)
 	h := bench.Median(hwm)

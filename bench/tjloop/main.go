@@ -4,7 +4,19 @@
 // does not count. It is static and pure Go, so it runs unchanged inside a
 // jail and on the host.
 //
-// Usage: tjloop [-filter allow-all|FILE [-nocache]] getppid|fstat N
+// Usage: tjloop [-filter allow-all|FILE [-nocache]] [-gate] getppid|fstat|denied|echo N
+//
+// denied is a call the default profile denies (keyctl): in a jail with
+// user notification each one is a round trip to the supervisor, whose CPU
+// time per denied call the driver measures; tjloop fails unless every call
+// fails with EPERM. echo reads a byte from stdin and writes it to stdout,
+// N times: with a driver at the other end of both pipes, a blocking round
+// trip between two processes, about what a supervisor that sleeps between
+// calls pays per call.
+//
+// -gate prints "ready" and waits for a byte on stdin before the loop, and
+// after the result line waits for stdin to close: the driver samples what
+// it measures around the loop alone.
 //
 // -filter loads a seccomp filter on the process before the loop (after
 // PR_SET_NO_NEW_PRIVS, on all threads, as the jail does before execve):
@@ -25,6 +37,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -37,8 +50,9 @@ import (
 func main() {
 	filter := flag.String("filter", "", "load this seccomp filter before the loop: allow-all, or a raw BPF program file")
 	nocache := flag.Bool("nocache", false, "with -filter: prefix a load of args[0], which keeps the kernel's action cache from covering any call")
+	gate := flag.Bool("gate", false, "print \"ready\", wait for a byte on stdin before the loop and for stdin to close after it")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: tjloop [-filter allow-all|FILE [-nocache]] getppid|fstat N")
+		fmt.Fprintln(os.Stderr, "usage: tjloop [-filter allow-all|FILE [-nocache]] [-gate] getppid|fstat|denied|echo N")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -66,6 +80,7 @@ func main() {
 	}
 	var st unix.Stat_t
 	var loop func()
+	var failed error
 	switch call {
 	case "getppid":
 		loop = func() {
@@ -84,9 +99,41 @@ func main() {
 				unix.RawSyscall(unix.SYS_FSTAT, 0, uintptr(unsafe.Pointer(&st)), 0)
 			}
 		}
+	case "denied":
+		loop = func() {
+			for i := 0; i < n; i++ {
+				// KEYCTL_GET_KEYRING_ID of no key: ENOKEY if it ran.
+				if _, _, e := unix.RawSyscall(unix.SYS_KEYCTL, 0, 12345, 0); e != unix.EPERM {
+					failed = fmt.Errorf("keyctl after %d denied calls: %v, want EPERM (a jail whose filter denies it)", i, e)
+					return
+				}
+			}
+		}
+	case "echo":
+		loop = func() {
+			var b [1]byte
+			for i := 0; i < n; i++ {
+				if r, _, e := unix.Syscall(unix.SYS_READ, 0, uintptr(unsafe.Pointer(&b[0])), 1); r != 1 {
+					failed = fmt.Errorf("echo: read %d of %d: %d, %v", i, n, int(r), e)
+					return
+				}
+				if r, _, e := unix.Syscall(unix.SYS_WRITE, 1, uintptr(unsafe.Pointer(&b[0])), 1); r != 1 {
+					failed = fmt.Errorf("echo: write %d of %d: %d, %v", i, n, int(r), e)
+					return
+				}
+			}
+		}
 	default:
-		fmt.Fprintf(os.Stderr, "tjloop: unknown call %q (want getppid or fstat)\n", call)
+		fmt.Fprintf(os.Stderr, "tjloop: unknown call %q (want getppid, fstat, denied or echo)\n", call)
 		os.Exit(2)
+	}
+	if *gate {
+		fmt.Println("ready")
+		var b [1]byte
+		if n, err := os.Stdin.Read(b[:]); n != 1 {
+			fmt.Fprintf(os.Stderr, "tjloop: -gate: no start byte on stdin: %v\n", err)
+			os.Exit(1)
+		}
 	}
 	cpu0 := threadCPU()
 	start := time.Now()
@@ -94,7 +141,14 @@ func main() {
 	elapsed := time.Since(start)
 	cpu := threadCPU() - cpu0
 	runtime.KeepAlive(&st)
+	if failed != nil {
+		fmt.Fprintf(os.Stderr, "tjloop: %v\n", failed)
+		os.Exit(1)
+	}
 	fmt.Printf("ns %d cpu_ns %d\n", elapsed.Nanoseconds(), cpu)
+	if *gate {
+		io.Copy(io.Discard, os.Stdin)
+	}
 }
 
 func threadCPU() int64 {
