@@ -10,7 +10,7 @@ GOFILES   := $(shell find . \( -name '*.go' -o -name '*.c' -o -name '*.h' \) -no
 export TOOLJAIL := $(CURDIR)/$(BIN)
 export TJHELPER := $(CURDIR)/$(HELPER)
 
-.PHONY: all build deps test unit integration vm demo bench clean fmt vet
+.PHONY: all build deps test unit fuzz integration vm demo bench clean fmt vet
 
 all: build
 build: $(BIN)
@@ -36,6 +36,15 @@ vet:
 unit: deps
 	$(GO) test -count=1 ./internal/... ./hostpath/... ./hostmount/... ./profiles/... ./jail/... ./seccomp/... ./landlock/... ./cgroup/... ./cmd/... ./bench/...
 	CGO_ENABLED=1 $(GO) test -count=1 -tags $(TAGS) -ldflags '-linkmode external -extldflags "-static"' ./jail/...
+	@$(MAKE) --no-print-directory fuzz
+
+# A bounded run of each fuzz target over user input (one -fuzz per go test):
+# run's whole argument list, and profile files. Minimizing a new input is
+# capped, or it would take the whole budget.
+FUZZTIME ?= 12s
+fuzz:
+	$(GO) test -run=NONE -fuzz=FuzzRunFlags -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./cmd/tooljail
+	$(GO) test -run=NONE -fuzz=FuzzLoad -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./profiles
 
 integration: $(BIN) $(HELPER)
 	$(GO) test -count=1 -timeout 15m ./integration/
@@ -47,6 +56,7 @@ bin/integration.test: $(wildcard integration/*.go) $(wildcard integration/tjhelp
 # The integration suite under Debian's 6.1 and 6.12 kernels with pure cgroup v2.
 # Both guests at once: an emulated guest keeps less than one core busy.
 vm: $(BIN) $(HELPER) bin/integration.test
+	./integration/vm/deps.sh
 	VM_PARALLEL=$${VM_PARALLEL:-1} ./integration/vm/run-matrix.sh bin/integration.test
 
 test: deps vet unit integration vm

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what tooljail's build and tests need, only when it is missing.
+# Installs what tooljail's build and host tests need, only when it is missing.
+# QEMU and the guest kernels are installed by `make vm` (integration/vm/deps.sh),
+# the only target that boots guests.
 # Idempotent and quiet; needs root (or sudo) for apt-get.
 set -euo pipefail
 need=()
@@ -12,8 +14,5 @@ if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >/dev/null
-fi
-if [ -x integration/vm/deps.sh ]; then
-  integration/vm/deps.sh
 fi
 command -v go >/dev/null || { echo "deps: Go 1.26 or later is needed (https://go.dev/dl/)"; exit 1; }

@@ -1,11 +1,11 @@
 package jail
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"sync"
+	"unsafe"
 )
 
 // outputBudget is the byte budget shared by stdout and stderr.
@@ -28,8 +28,18 @@ func (b *outputBudget) take(n int) int {
 	return n
 }
 
+// left is how many bytes may still be relayed; < 0: unlimited.
+func (b *outputBudget) left() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.remaining
+}
+
 // tailKeep is how much of the end of a truncated stream a capture keeps.
 const tailKeep = 4096
+
+// markerRoom is room for the marker line of a truncated stream's text.
+const markerRoom = 128
 
 // relay copies one output stream of the command to w within the budget,
 // counting everything, and keeps a copy when capturing.
@@ -41,9 +51,12 @@ type relay struct {
 
 	bytes     int64
 	truncated bool
-	head      bytes.Buffer
-	tail      []byte // last tailKeep bytes of what was dropped
-	done      chan struct{}
+	// head is what was relayed, when capturing; it becomes the text
+	// without a copy (see stream).
+	head []byte
+	tail []byte // last tailKeep bytes of what was dropped
+	done chan struct{}
+	text *string // made by the first stream call
 }
 
 func newRelay(src *os.File, dst io.Writer, budget *outputBudget, capture bool) *relay {
@@ -71,7 +84,7 @@ func (r *relay) run() {
 					}
 				}
 				if r.capture {
-					r.head.Write(buf[:keep])
+					r.keep(buf[:keep])
 				}
 			}
 			if keep < n {
@@ -90,17 +103,47 @@ func (r *relay) run() {
 	}
 }
 
+// keep appends p, within the budget, to the captured head. The head grows
+// by doubling, but never beyond what the budget can still give plus room
+// for the marker line and the tail: a stream that reaches the output limit
+// is held in one buffer of about the limit, not one of up to twice it, and
+// stream makes the text in place.
+func (r *relay) keep(p []byte) {
+	need := len(r.head) + len(p)
+	if need > cap(r.head) {
+		n := max(2*cap(r.head), 64<<10)
+		if left := r.budget.left(); left >= 0 && n >= need+int(left) {
+			n = need + int(left) + markerRoom + tailKeep
+		}
+		head := make([]byte, len(r.head), max(n, need))
+		copy(head, r.head)
+		r.head = head
+	}
+	r.head = append(r.head, p...)
+}
+
 // stream waits for the end of the stream and returns its report entry.
+// The captured text is the head, and for a truncated stream a marker line
+// and the tail, in the head's own buffer: it is not copied.
 func (r *relay) stream() Stream {
 	<-r.done
 	s := Stream{Bytes: r.bytes, Truncated: r.truncated}
-	if r.capture {
-		text := r.head.String()
-		if r.truncated {
-			dropped := r.bytes - int64(r.head.Len())
-			text += fmt.Sprintf("\n[tooljail: %d bytes over the output limit dropped; the last %d follow]\n", dropped, len(r.tail)) + string(r.tail)
-		}
-		s.Text = &text
+	if !r.capture {
+		return s
 	}
+	if r.text == nil {
+		b := r.head
+		if r.truncated {
+			dropped := r.bytes - int64(len(r.head))
+			b = fmt.Appendf(b, "\n[tooljail: %d bytes over the output limit dropped; the last %d follow]\n", dropped, len(r.tail))
+			b = append(b, r.tail...)
+		}
+		// Nothing writes to b again (the relay is done and lets go of
+		// it), so the string may share its bytes, as strings.Builder's
+		// String does.
+		text := unsafe.String(unsafe.SliceData(b), len(b))
+		r.text, r.head, r.tail = &text, nil, nil
+	}
+	s.Text = r.text
 	return s
 }

@@ -15,6 +15,7 @@ package jail
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -103,6 +104,12 @@ type Limits struct {
 	NoFile      uint64        `json:"nofile,omitempty"`       // RLIMIT_NOFILE
 	FSize       int64         `json:"fsize_bytes,omitempty"`  // RLIMIT_FSIZE
 	OutputLimit int64         `json:"output_limit_bytes,omitempty"`
+	// MaxViolations bounds the system calls the seccomp layer denies in
+	// one run (OnViolation "deny"; counted where denied calls are seen,
+	// that is with seccomp user notification): after this many, the next
+	// denied call kills the whole run, with status violation. 0: no bound.
+	// With "kill" the first denied call ends the run anyway.
+	MaxViolations int `json:"max_violations,omitempty"`
 }
 
 // LandlockSpec asks for Landlock path rules mirroring the mounts.
@@ -190,8 +197,23 @@ type Spec struct {
 
 // Validate checks what can be checked without touching the host.
 func (s *Spec) Validate() error {
-	if len(s.Args) == 0 || s.Args[0] == "" {
+	if len(s.Args) == 0 {
 		return fmt.Errorf("no command given")
+	}
+	if s.Args[0] == "" {
+		return fmt.Errorf("empty command name: give the program to run, a path or a name looked up in PATH")
+	}
+	// The jail hands these to the kernel as C strings: a NUL would cut
+	// them short, and the command run would not be the one reported.
+	for _, a := range s.Args {
+		if strings.ContainsRune(a, 0) {
+			return fmt.Errorf("command argument %q contains a NUL byte", a)
+		}
+	}
+	for _, v := range []struct{ what, value string }{{"working directory", s.Dir}, {"home", s.Home}, {"hostname", s.Hostname}} {
+		if strings.ContainsRune(v.value, 0) {
+			return fmt.Errorf("%s %q contains a NUL byte", v.what, v.value)
+		}
 	}
 	if !filepath.IsAbs(s.Dir) {
 		return fmt.Errorf("working directory %q: must be an absolute path inside the jail", s.Dir)
@@ -218,6 +240,9 @@ func (s *Spec) Validate() error {
 		if !strings.Contains(e, "=") || strings.HasPrefix(e, "=") {
 			return fmt.Errorf("environment entry %q: want KEY=VALUE", e)
 		}
+		if strings.ContainsRune(e, 0) {
+			return fmt.Errorf("environment entry %q contains a NUL byte", e)
+		}
 	}
 	for _, m := range s.Mounts {
 		if err := m.validate(); err != nil {
@@ -230,13 +255,19 @@ func (s *Spec) Validate() error {
 		}
 	}
 	l := s.Limits
-	if l.Memory < 0 || l.CPUs < 0 || l.Pids < 0 || l.Timeout < 0 || l.CPUTime < 0 || l.FSize < 0 || l.OutputLimit < 0 {
+	if l.Memory < 0 || l.CPUs < 0 || l.Pids < 0 || l.Timeout < 0 || l.CPUTime < 0 || l.FSize < 0 || l.OutputLimit < 0 || l.MaxViolations < 0 {
 		return fmt.Errorf("limits must not be negative")
+	}
+	if math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
+		return fmt.Errorf("cpus %v: want a number of CPUs", l.CPUs)
 	}
 	return nil
 }
 
 func (m Mount) validate() error {
+	if strings.ContainsRune(m.Source, 0) || strings.ContainsRune(m.Dest, 0) {
+		return fmt.Errorf("mount %q: a path contains a NUL byte", m.Dest)
+	}
 	if !filepath.IsAbs(m.Dest) || filepath.Clean(m.Dest) != m.Dest {
 		return fmt.Errorf("mount destination %q: must be a clean absolute path", m.Dest)
 	}

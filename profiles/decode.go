@@ -35,11 +35,53 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	if e.Key != "" {
-		b.WriteString(e.Key + ": ")
+		b.WriteString(printable(e.Key) + ": ")
 	}
 	b.WriteString(e.Msg)
 	return b.String()
 }
+
+// errorList is several problems found in one file (unknown keys), each
+// reported, on one line.
+type errorList []error
+
+func (l errorList) Error() string {
+	parts := make([]string, len(l))
+	for i, e := range l {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (l errorList) Unwrap() []error { return l }
+
+// printable quotes s when it holds a character that would not show as
+// itself on one line (a TOML quoted key may hold a newline).
+func printable(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// oneLine keeps an error on one line: a newline that a file name or a
+// value brought into it is shown escaped (\n), as Go quotes it.
+func oneLine(err error) error {
+	if err == nil || !strings.ContainsAny(err.Error(), "\n\r") {
+		return err
+	}
+	return lineError{err}
+}
+
+type lineError struct{ err error }
+
+func (e lineError) Error() string {
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(e.err.Error())
+}
+
+func (e lineError) Unwrap() error { return e.err }
 
 // document is the shape of one profile file. It differs from Profile in
 // `extends` (resolved away by Load) and in [limits], whose values may be
@@ -60,14 +102,15 @@ type document struct {
 // rawLimits receives [limits] values of any TOML type; limitText turns them
 // into the text Limits keeps.
 type rawLimits struct {
-	Memory      any `toml:"memory"`
-	CPUs        any `toml:"cpus"`
-	Pids        any `toml:"pids"`
-	Timeout     any `toml:"timeout"`
-	CPUTime     any `toml:"cpu_time"`
-	NoFile      any `toml:"nofile"`
-	FSize       any `toml:"fsize"`
-	OutputLimit any `toml:"output_limit"`
+	Memory        any `toml:"memory"`
+	CPUs          any `toml:"cpus"`
+	Pids          any `toml:"pids"`
+	Timeout       any `toml:"timeout"`
+	CPUTime       any `toml:"cpu_time"`
+	NoFile        any `toml:"nofile"`
+	FSize         any `toml:"fsize"`
+	OutputLimit   any `toml:"output_limit"`
+	MaxViolations any `toml:"max_violations"`
 }
 
 // decode parses one profile file strictly. file names it in errors. The
@@ -100,6 +143,7 @@ func decode(file string, data []byte) (p *Profile, extends *string, err error) {
 		{"nofile", doc.Limits.NoFile, &p.Limits.NoFile},
 		{"fsize", doc.Limits.FSize, &p.Limits.FSize},
 		{"output_limit", doc.Limits.OutputLimit, &p.Limits.OutputLimit},
+		{"max_violations", doc.Limits.MaxViolations, &p.Limits.MaxViolations},
 	}
 	switch v := doc.HostUser.(type) {
 	case nil:
@@ -160,7 +204,7 @@ func decodeError(file string, err error) error {
 			key := strings.Join(de.Key(), ".")
 			errs = append(errs, &Error{File: file, Line: line, Column: col, Key: key, Msg: "unknown key" + suggest(key)})
 		}
-		return errors.Join(errs...)
+		return errorList(errs)
 	}
 	var de *toml.DecodeError
 	if errors.As(err, &de) {

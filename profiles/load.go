@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/internal/units"
 )
 
 // shipped holds the profiles built into the binary.
@@ -44,13 +45,20 @@ func isPath(s string) bool {
 
 // Load reads a shipped profile by name ("default") or a profile file (a
 // reference containing '/' or ending in ".toml"), follows its extends chain
-// and returns the resolved profile, with every scalar set.
+// and returns the resolved profile, with every scalar set. An error is one
+// line.
 //
 // Each profile file is opened once, by the rules of every host path
 // tooljail uses (package hostpath: no symlink a jailed run could have
-// planted), read from that descriptor, and kept open (Files) so that the
-// jail can protect it; Close releases them.
+// planted), read from that descriptor (a regular file of at most 1 MiB),
+// and kept open (Files) so that the jail can protect it; Close releases
+// them.
 func Load(nameOrPath string) (*Profile, error) {
+	p, err := loadRef(nameOrPath)
+	return p, oneLine(err)
+}
+
+func loadRef(nameOrPath string) (*Profile, error) {
 	var r ref
 	if isPath(nameOrPath) {
 		abs, err := absPath(nameOrPath)
@@ -213,16 +221,16 @@ func (r ref) read() ([]byte, *hostpath.Object, error) {
 // readObject reads a regular file held as an O_PATH descriptor, which
 // cannot be read itself. It is reopened through /proc/self/fd/N, the
 // kernel's way to reopen a descriptor: that magic link names this very
-// descriptor, so no path of the host is looked up again; the reopened
-// file is checked to be the same object all the same.
+// descriptor, so no path of the host is looked up again (and O_NOFOLLOW
+// cannot be used: the kernel refuses it on the magic link itself). The
+// reopened file is checked to be the same regular file all the same, and
+// opened O_NONBLOCK, so that no special file can hang the load. At most
+// maxFileSize bytes are read.
 func readObject(o *hostpath.Object) ([]byte, error) {
-	if typ := o.Stat.Mode & unix.S_IFMT; typ != unix.S_IFREG {
-		return nil, fmt.Errorf("%s is not a regular file (mode %#o); give the path of a profile file", o.Path, typ)
+	if err := checkProfileFile(o.Path, &o.Stat); err != nil {
+		return nil, err
 	}
-	if o.Stat.Size > maxFileSize {
-		return nil, fmt.Errorf("larger than %d bytes; not a profile", maxFileSize)
-	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(o.File.Fd())), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(o.File.Fd())), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err == unix.ENOENT {
 		return nil, fmt.Errorf("reopen %s for reading: /proc is not mounted; tooljail needs it", o.Path)
 	}
@@ -238,14 +246,48 @@ func readObject(o *hostpath.Object) ([]byte, error) {
 	if st.Dev != o.Stat.Dev || st.Ino != o.Stat.Ino {
 		return nil, fmt.Errorf("reopening %s gave another file: is /proc this system's procfs?", o.Path)
 	}
+	if err := checkProfileFile(o.Path, &st); err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", o.Path, err)
 	}
 	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("larger than %d bytes; not a profile", maxFileSize)
+		return nil, fmt.Errorf("%s: larger than %s; a profile is a small TOML file", o.Path, units.FormatSize(maxFileSize))
 	}
 	return data, nil
+}
+
+// checkProfileFile refuses anything but a regular file of at most
+// maxFileSize bytes: a FIFO or a device would block or never end.
+func checkProfileFile(path string, st *unix.Stat_t) error {
+	if typ := st.Mode & unix.S_IFMT; typ != unix.S_IFREG {
+		return fmt.Errorf("%s is %s, not a regular file; give the path of a profile file", path, fileType(typ))
+	}
+	if st.Size > maxFileSize {
+		return fmt.Errorf("%s: larger than %s; a profile is a small TOML file", path, units.FormatSize(maxFileSize))
+	}
+	return nil
+}
+
+// fileType names a file type (the S_IFMT bits of a mode) for messages.
+func fileType(typ uint32) string {
+	switch typ {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a FIFO (named pipe)"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFLNK:
+		return "a symlink"
+	}
+	return fmt.Sprintf("of type %#o", typ)
 }
 
 // parent resolves the `extends` value of r: a shipped name, or (from a file

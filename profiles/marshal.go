@@ -34,14 +34,15 @@ type shownFS struct {
 }
 
 type shownLimits struct {
-	Memory      any `toml:"memory,omitempty"`
-	CPUs        any `toml:"cpus,omitempty"`
-	Pids        any `toml:"pids,omitempty"`
-	Timeout     any `toml:"timeout,omitempty" comment:"wall clock; the whole process tree is killed"`
-	CPUTime     any `toml:"cpu_time,omitempty"`
-	NoFile      any `toml:"nofile,omitempty" comment:"open files; 0 keeps the inherited limit"`
-	FSize       any `toml:"fsize,omitempty" comment:"largest file the command may write"`
-	OutputLimit any `toml:"output_limit,omitempty" comment:"cap on relayed stdout+stderr"`
+	Memory        any `toml:"memory,omitempty"`
+	CPUs          any `toml:"cpus,omitempty"`
+	Pids          any `toml:"pids,omitempty"`
+	Timeout       any `toml:"timeout,omitempty" comment:"wall clock; the whole process tree is killed"`
+	CPUTime       any `toml:"cpu_time,omitempty"`
+	NoFile        any `toml:"nofile,omitempty" comment:"open files; 0 keeps the inherited limit"`
+	FSize         any `toml:"fsize,omitempty" comment:"largest file the command may write"`
+	OutputLimit   any `toml:"output_limit,omitempty" comment:"cap on relayed stdout+stderr"`
+	MaxViolations any `toml:"max_violations,omitempty" comment:"denied system calls after which the next one kills the whole run (status violation); 0 = no limit"`
 }
 
 type shownNetwork struct {
@@ -85,6 +86,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 			Memory: text(p.Limits.Memory), CPUs: text(p.Limits.CPUs), Pids: count(p.Limits.Pids),
 			Timeout: text(p.Limits.Timeout), CPUTime: text(p.Limits.CPUTime), NoFile: count(p.Limits.NoFile),
 			FSize: text(p.Limits.FSize), OutputLimit: text(p.Limits.OutputLimit),
+			MaxViolations: count(p.Limits.MaxViolations),
 		},
 		Network: shownNetwork{Mode: p.Network.Mode},
 		Env:     shownEnv{Set: p.Env.Set, Pass: nonNil(p.Env.Pass)},

@@ -102,6 +102,9 @@ type Limits struct {
 	NoFile      *string `toml:"nofile"`
 	FSize       *string `toml:"fsize"`
 	OutputLimit *string `toml:"output_limit"`
+	// MaxViolations is a count: after this many denied system calls the
+	// run is killed (status violation); "0" or "unlimited" never.
+	MaxViolations *string `toml:"max_violations"`
 }
 
 // Network is the [network] table.

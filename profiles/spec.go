@@ -216,7 +216,8 @@ func environment(e Env, environ []string) []string {
 }
 
 // SetLimit sets one [limits] key ("memory", "cpus", "pids", "timeout",
-// "cpu_time", "nofile", "fsize", "output_limit") after checking the value.
+// "cpu_time", "nofile", "fsize", "output_limit", "max_violations") after
+// checking the value.
 // The error names the key and quotes the value.
 func (p *Profile) SetLimit(key, value string) error {
 	dst := p.Limits.field(key)
@@ -251,6 +252,8 @@ func (l *Limits) field(key string) **string {
 		return &l.FSize
 	case "output_limit":
 		return &l.OutputLimit
+	case "max_violations":
+		return &l.MaxViolations
 	}
 	return nil
 }

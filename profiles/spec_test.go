@@ -57,7 +57,7 @@ func TestSpecDefault(t *testing.T) {
 	if !reflect.DeepEqual(s.Args, []string{"make", "test"}) {
 		t.Errorf("args %v", s.Args)
 	}
-	want := jail.Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, Timeout: 10 * time.Minute, NoFile: 1024, OutputLimit: 16 << 20}
+	want := jail.Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, Timeout: 10 * time.Minute, NoFile: 1024, FSize: 1 << 30, OutputLimit: 16 << 20, MaxViolations: 10000}
 	if s.Limits != want {
 		t.Errorf("limits %+v, want %+v", s.Limits, want)
 	}
@@ -326,7 +326,7 @@ func TestSpecEnvironment(t *testing.T) {
 func TestSpecLimitsAndLayers(t *testing.T) {
 	p := mustLoad(t, "strict")
 	*p.Filesystem.Workdir = false
-	for k, v := range map[string]string{"memory": "1GiB", "cpus": "2.5", "pids": "unlimited", "timeout": "90s", "cpu_time": "30s", "nofile": "4096", "fsize": "1M", "output_limit": "0"} {
+	for k, v := range map[string]string{"memory": "1GiB", "cpus": "2.5", "pids": "unlimited", "timeout": "90s", "cpu_time": "30s", "nofile": "4096", "fsize": "1M", "output_limit": "0", "max_violations": "5"} {
 		if err := p.SetLimit(k, v); err != nil {
 			t.Fatalf("SetLimit(%s, %s): %v", k, v, err)
 		}
@@ -338,7 +338,7 @@ func TestSpecLimitsAndLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := jail.Limits{Memory: 1 << 30, CPUs: 2.5, Timeout: 90 * time.Second, CPUTime: 30 * time.Second, NoFile: 4096, FSize: 1 << 20}
+	want := jail.Limits{Memory: 1 << 30, CPUs: 2.5, Timeout: 90 * time.Second, CPUTime: 30 * time.Second, NoFile: 4096, FSize: 1 << 20, MaxViolations: 5}
 	if s.Limits != want {
 		t.Errorf("limits %+v, want %+v", s.Limits, want)
 	}
@@ -361,7 +361,7 @@ func TestSpecLimitsAndLayers(t *testing.T) {
 	}
 
 	// Bad values from flags: the error names the key and quotes the value.
-	bad := map[string]string{"memory": "12XB", "cpus": "NaN", "pids": "-1", "timeout": "10", "nofile": "1k", "fsize": "1.5G", "cpu_time": "100ms"}
+	bad := map[string]string{"memory": "12XB", "cpus": "NaN", "pids": "-1", "timeout": "10", "nofile": "1k", "fsize": "1.5G", "cpu_time": "100ms", "max_violations": "-1"}
 	for k, v := range bad {
 		err := p.SetLimit(k, v)
 		if err == nil || !strings.Contains(err.Error(), "limits."+k+": ") || !strings.Contains(err.Error(), `"`+v+`"`) {

@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 
@@ -212,5 +213,13 @@ func (l *Limits) parse() (jail.Limits, error) {
 	})
 	field("fsize", l.FSize, func(s string) (e error) { out.FSize, e = units.ParseSize(s); return })
 	field("output_limit", l.OutputLimit, func(s string) (e error) { out.OutputLimit, e = units.ParseSize(s); return })
+	field("max_violations", l.MaxViolations, func(s string) error {
+		n, e := units.ParseCount(s)
+		if e == nil && n > math.MaxInt32 {
+			e = fmt.Errorf("invalid count %q: too large (at most %d), or 0/unlimited for no limit", s, math.MaxInt32)
+		}
+		out.MaxViolations = int(n)
+		return e
+	})
 	return out, err
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,7 +68,7 @@ type runFlags struct {
 type scalar struct {
 	value string
 	set   bool
-	check func(string) error // nil: checked with the profile
+	check func(string) error // nil: any value
 }
 
 func (s *scalar) String() string {
@@ -74,27 +78,75 @@ func (s *scalar) String() string {
 	return s.value
 }
 
+// Set checks v before anything else, so that a bad value is an error of
+// its own even where a later flag would have replaced it.
 func (s *scalar) Set(v string) error {
-	if s.set {
-		return fmt.Errorf("given twice (%q, then %q); give it once", s.value, v)
-	}
 	if s.check != nil {
 		if err := s.check(v); err != nil {
 			return err
 		}
 	}
+	if s.set {
+		return fmt.Errorf("given twice (%q, then %q); give it once", s.value, v)
+	}
 	s.value, s.set = v, true
 	return nil
+}
+
+// asProfile checks a flag's value as the profile key it overrides is
+// checked: set puts it into an empty profile, whose Validate then sees
+// only that value. So each value is refused when it is parsed, with the
+// profile's message, not after the last flag has won.
+func asProfile(set func(p *profiles.Profile, v string) error) func(string) error {
+	return func(v string) error {
+		var p profiles.Profile
+		err := set(&p, v)
+		if err == nil {
+			err = p.Validate()
+		}
+		if err == nil {
+			return nil
+		}
+		// The flag package names the flag and quotes the value already.
+		var ke *profiles.KeyError
+		if errors.As(err, &ke) {
+			err = ke.Err
+		}
+		if msg, ok := strings.CutPrefix(err.Error(), strconv.Quote(v)+": "); ok {
+			return errors.New(msg)
+		}
+		return err
+	}
+}
+
+// nonEmpty refuses "": an empty path would otherwise mean "not given".
+func nonEmpty(what string) func(string) error {
+	return func(v string) error {
+		if v == "" {
+			return fmt.Errorf("empty; give %s", what)
+		}
+		return nil
+	}
 }
 
 func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	list := func(dst *[]string) func(string) error {
-		return func(v string) error { *dst = append(*dst, v); return nil }
+	list := func(dst *[]string, check func(string) error) func(string) error {
+		return func(v string) error {
+			if err := check(v); err != nil {
+				return err
+			}
+			*dst = append(*dst, v)
+			return nil
+		}
 	}
 	limit := func(key string) func(string) error {
+		check := asProfile(func(p *profiles.Profile, v string) error { return p.SetLimit(key, v) })
 		return func(v string) error {
+			if err := check(v); err != nil {
+				return err
+			}
 			for _, l := range f.limits {
 				if l[0] == key {
 					return fmt.Errorf("given twice (%q, then %q); give it once", l[1], v)
@@ -104,15 +156,25 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 			return nil
 		}
 	}
+	f.profile.check = nonEmpty("a shipped profile name or a file path")
+	f.workdir.check = nonEmpty("a directory, or --no-workdir for none")
+	f.report.check = nonEmpty("a file path, or - for stderr")
+	f.auditLog.check = nonEmpty("a file path")
+	f.net.check = asProfile(func(p *profiles.Profile, v string) error { p.Network.Mode = &v; return nil })
+	f.onViolation.check = asProfile(func(p *profiles.Profile, v string) error { p.Seccomp.OnViolation = &v; return nil })
 	f.hostUser.check = func(v string) error {
 		_, err := profiles.ParseHostUser(v)
 		return err
 	}
 	fs.Var(&f.profile, "profile", "start from a shipped `PROFILE` or a TOML file (default \"default\")")
-	fs.Func("ro", "bind a host `PATH[:DEST]` read-only (repeatable)", list(&f.ro))
-	fs.Func("rw", "bind a host `PATH[:DEST]` read-write (repeatable; not a system, top-level or home directory)", list(&f.rw))
-	fs.Func("tmpfs", "an empty tmpfs at `DEST[:SIZE]` (repeatable; default size 64M)", list(&f.tmpfs))
-	fs.Func("mask", "hide `PATH` inside the jail behind an empty file or directory (repeatable)", list(&f.mask))
+	fs.Func("ro", "bind a host `PATH[:DEST]` read-only (repeatable)", list(&f.ro,
+		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Ro = []string{v}; return nil })))
+	fs.Func("rw", "bind a host `PATH[:DEST]` read-write (repeatable; not a system, top-level or home directory)", list(&f.rw,
+		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Rw = []string{v}; return nil })))
+	fs.Func("tmpfs", "an empty tmpfs at `DEST[:SIZE]` (repeatable; default size 64M)", list(&f.tmpfs,
+		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Tmpfs = []string{v}; return nil })))
+	fs.Func("mask", "hide `PATH` inside the jail behind an empty file or directory (repeatable)", list(&f.mask,
+		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Mask = []string{v}; return nil })))
 	fs.Var(&f.workdir, "workdir", "bind `DIR` read-write and start there (default: the current directory; /, system and top-level directories and home directories are refused)")
 	fs.BoolVar(&f.noWorkdir, "no-workdir", false, "no workdir bind; start in /tmp")
 	fs.Func("memory", "memory cap `SIZE` (cgroup; swap 0)", limit("memory"))
@@ -123,13 +185,17 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Func("nofile", "open file limit `N` (RLIMIT_NOFILE)", limit("nofile"))
 	fs.Func("fsize", "largest file the command may write, `SIZE` (RLIMIT_FSIZE)", limit("fsize"))
 	fs.Func("output-limit", "cap `SIZE` on relayed stdout+stderr; the rest is counted and dropped", limit("output_limit"))
+	fs.Func("max-violations", "after `N` denied system calls the next one kills the whole run (status violation); 0 for no limit", limit("max_violations"))
 	fs.Var(&f.net, "net", "`none` (own namespace, loopback only) or host (trusted tools only)")
 	fs.Var(&f.onViolation, "on-violation", "`deny` (EPERM, the run goes on) or kill (the run is killed)")
 	fs.Var(&f.hostUser, "host-user", fmt.Sprintf("when tooljail runs as root, the host `USER` the jail runs as: a name, UID or UID:GID, never root (default: the profile's host_user, else the workdir's owner unless that is root, else %d:%d); other callers can only name themselves",
 		jail.DefaultHostUser.UID, jail.DefaultHostUser.GID))
-	fs.Func("env", "set `K=V` in the command's environment (repeatable)", list(&f.env))
-	fs.Func("pass-env", "copy variable `K` from this environment when set (repeatable)", list(&f.passEnv))
-	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced: landlock, seccomp, seccomp-notify, cgroup, memory, cpu, pids", list(&f.allowDegraded))
+	fs.Func("env", "set `K=V` in the command's environment (repeatable)", list(&f.env,
+		asProfile((*profiles.Profile).AddEnv)))
+	fs.Func("pass-env", "copy variable `K` from this environment when set (repeatable)", list(&f.passEnv,
+		asProfile(func(p *profiles.Profile, v string) error { p.Env.Pass = []string{v}; return nil })))
+	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced: landlock, seccomp, seccomp-notify, cgroup, memory, cpu, pids", list(&f.allowDegraded,
+		asProfile((*profiles.Profile).AddAllowDegraded)))
 	fs.Var(&f.report, "report", "write the JSON report to `FILE` (- for stderr); opened before the run: a regular file, no symlink, outside the run's read-write binds")
 	fs.BoolVar(&f.json, "json", false, "capture stdout/stderr into the report and print only the report on stdout")
 	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run to `FILE` (also TOOLJAIL_AUDIT_LOG); opened as --report is")
@@ -155,29 +221,17 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		signal.Stop(sigs)
 	})
 	defer stopSignals()
-	var f runFlags
-	fs := newRunFlagSet(&f)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, runUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		return fail(stderr, "%v; see 'tooljail run --help'", err)
-	}
-	command := fs.Args()
-	if len(command) == 0 {
-		return fail(stderr, "no command given: tooljail run [flags] -- CMD [ARG...]")
-	}
 	// The kernel's view of the current directory, not $PWD: it has no
 	// symlinks, which the jail would refuse to follow where a run could
 	// have planted them.
-	cwd, err := unix.Getwd()
-	if err != nil {
-		return fail(stderr, "current directory: %v; run tooljail from a directory that exists", err)
+	f, spec, cwd, err := parseRun(args, unix.Getwd, os.Environ())
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, runUsage)
+		fs := newRunFlagSet(&runFlags{})
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return 0
 	}
-	spec, err := f.spec(command, cwd)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
@@ -215,6 +269,45 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "%v", runErr)
 	}
 	return f.finish(result, runErr, outs, stdout, stderr)
+}
+
+// parseRun turns the arguments of `run` into its flags and the jail.Spec
+// to run, and returns the current directory it used: everything run
+// decides before it starts anything. getwd gives the current directory
+// (asked only once the arguments parse), environ is the caller's
+// environment. The error is one line, flag.ErrHelp for --help.
+func parseRun(args []string, getwd func() (string, error), environ []string) (*runFlags, *jail.Spec, string, error) {
+	var f runFlags
+	fs := newRunFlagSet(&f)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, "", err
+		}
+		return nil, nil, "", lineError("%v; see 'tooljail run --help'", err)
+	}
+	command := fs.Args()
+	if len(command) == 0 {
+		return nil, nil, "", errors.New("no command given: tooljail run [flags] -- CMD [ARG...]")
+	}
+	if command[0] == "" {
+		return nil, nil, "", errors.New("empty command name after --: give the program to run, a path or a name looked up in PATH")
+	}
+	cwd, err := getwd()
+	if err != nil {
+		return nil, nil, "", lineError("current directory: %v; run tooljail from a directory that exists", err)
+	}
+	spec, err := f.spec(command, cwd, environ)
+	if err != nil {
+		return nil, nil, "", lineError("%v", err)
+	}
+	return &f, spec, cwd, nil
+}
+
+// lineError is an error of one line: a newline that a value brought into
+// it is shown as \n.
+func lineError(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	return errors.New(strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(msg))
 }
 
 // forwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT to the command
@@ -291,8 +384,10 @@ func (o runOutputs) close() {
 }
 
 // spec loads the profile, overlays the flags and builds the jail.Spec. cwd
-// is the current directory (absolute, no symlinks).
-func (f *runFlags) spec(command []string, cwd string) (*jail.Spec, error) {
+// is the current directory (absolute, no symlinks), environ the caller's
+// environment. The Spec holds the profile's files open (Spec.Trusted);
+// on an error they are closed.
+func (f *runFlags) spec(command []string, cwd string, environ []string) (*jail.Spec, error) {
 	name := f.profile.value
 	if !f.profile.set {
 		name = "default"
@@ -301,6 +396,16 @@ func (f *runFlags) spec(command []string, cwd string) (*jail.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, err := f.overlay(p, command, cwd, environ)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// overlay lays the flags over p and builds the jail.Spec.
+func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, environ []string) (*jail.Spec, error) {
 	fsys := &p.Filesystem
 	fsys.Ro = append(fsys.Ro, f.ro...)
 	fsys.Rw = append(fsys.Rw, f.rw...)
@@ -347,7 +452,7 @@ func (f *runFlags) spec(command []string, cwd string) (*jail.Spec, error) {
 		Args:    command,
 		Cwd:     cwd,
 		Workdir: f.workdir.value,
-		Environ: os.Environ(),
+		Environ: environ,
 	})
 }
 
@@ -355,18 +460,17 @@ func (f *runFlags) spec(command []string, cwd string) (*jail.Spec, error) {
 // exit code. Outputs the jail did not open (a failed Start) are skipped.
 func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout, stderr io.Writer) int {
 	code := r.ExitCode
-	var report []byte
+	var report *encodedReport
 	if f.report.value != "" || f.json {
 		// Only when it is wanted: encoding it costs a noticeable part of
 		// a short run.
 		var err error
-		if report, err = json.MarshalIndent(r, "", "  "); err != nil {
+		if report, err = encodeReport(r); err != nil {
 			return fail(stderr, "encode report: %v", err)
 		}
-		report = append(report, '\n')
 	}
 	if f.report.value == "-" {
-		stderr.Write(report)
+		report.write(stderr)
 	}
 	if o := outs.report; o != nil && o.File != nil {
 		err := writeReport(o.File, report)
@@ -377,7 +481,7 @@ func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout,
 		}
 	}
 	if f.json {
-		stdout.Write(report)
+		report.write(stdout)
 	}
 	if o := outs.audit; o != nil && o.File != nil {
 		if err := jail.AppendAudit(o.File, r); err != nil {
@@ -399,14 +503,76 @@ func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout,
 // writeReport replaces the content of the report file with report and
 // closes it. The file was opened before the run without truncating it, so
 // that a previous report stays whole until this one is ready.
-func writeReport(f *os.File, report []byte) error {
+func writeReport(f *os.File, report *encodedReport) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(report, 0); err != nil {
+	if err := report.write(io.NewOffsetWriter(f, 0)); err != nil {
 		return err
 	}
 	return f.Close()
+}
+
+// encodedReport is the indented JSON report with the captured texts cut
+// out: they are escaped as the report is written (jail.Stream's
+// WriteTextJSON), so that their escaped form, up to six times their size,
+// is never in memory whole. What it writes is byte for byte
+// json.MarshalIndent of the Result and a newline.
+type encodedReport struct {
+	parts [][]byte      // the JSON around the texts
+	texts []jail.Stream // texts[i] is written after parts[i]
+}
+
+// encodeReport encodes r with a placeholder for each captured text and cuts
+// the report at them. A placeholder has a random name drawn after the
+// command ended, so that nothing else in the report can be taken for it.
+func encodeReport(r *jail.Result) (*encodedReport, error) {
+	rr := *r
+	nonce := rand.Text()
+	var rep encodedReport
+	var marks [][]byte
+	for i, s := range []*jail.Stream{&rr.Stdout, &rr.Stderr} {
+		if s.Text == nil {
+			continue
+		}
+		rep.texts = append(rep.texts, *s)
+		mark := fmt.Sprintf("tooljail-text-%d-%s", i, nonce)
+		s.Text = &mark
+		marks = append(marks, []byte(`"`+mark+`"`))
+	}
+	b, err := json.MarshalIndent(&rr, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range marks {
+		if bytes.Count(b, m) != 1 {
+			return nil, fmt.Errorf("placeholder %s is not in the report once", m)
+		}
+	}
+	for _, m := range marks {
+		before, after, _ := bytes.Cut(b, m)
+		rep.parts = append(rep.parts, before)
+		b = after
+	}
+	rep.parts = append(rep.parts, append(b, '\n'))
+	return &rep, nil
+}
+
+// write writes the report to w through a 64 KiB buffer: a report without
+// long texts goes out in one write.
+func (rep *encodedReport) write(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for i, p := range rep.parts {
+		if _, err := bw.Write(p); err != nil {
+			return err
+		}
+		if i < len(rep.texts) {
+			if err := rep.texts[i].WriteTextJSON(bw); err != nil {
+				return err
+			}
+		}
+	}
+	return bw.Flush()
 }
 
 // summary is the one line printed when something was denied or a limit hit.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,12 +17,18 @@ import (
 
 // A flag that takes one value may be given once; repeatable flags add up.
 func TestScalarFlagsOnce(t *testing.T) {
-	for _, flag := range []string{"profile", "workdir", "net", "on-violation", "host-user", "report", "audit-log",
-		"memory", "cpus", "pids", "timeout", "cpu-time", "nofile", "fsize", "output-limit"} {
+	for flag, values := range map[string][2]string{
+		"profile": {"1000", "2000"}, "workdir": {"1000", "2000"}, "host-user": {"1000", "2000"},
+		"report": {"1000", "2000"}, "audit-log": {"1000", "2000"},
+		"net": {"none", "host"}, "on-violation": {"deny", "kill"},
+		"memory": {"1000", "2000"}, "cpus": {"1", "2"}, "pids": {"1000", "2000"}, "timeout": {"1s", "2s"},
+		"cpu-time": {"1s", "2s"}, "nofile": {"1000", "2000"}, "fsize": {"1000", "2000"},
+		"output-limit": {"1000", "2000"}, "max-violations": {"1000", "2000"},
+	} {
 		var f runFlags
 		fs := newRunFlagSet(&f)
-		err := fs.Parse([]string{"--" + flag, "1000", "--" + flag, "2000", "--", "true"})
-		if err == nil || !strings.Contains(err.Error(), `given twice ("1000", then "2000")`) {
+		err := fs.Parse([]string{"--" + flag, values[0], "--" + flag, values[1], "--", "true"})
+		if want := fmt.Sprintf("given twice (%q, then %q)", values[0], values[1]); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("--%s twice: %v", flag, err)
 		}
 	}
@@ -44,7 +51,7 @@ func TestHostUserFlag(t *testing.T) {
 	if err := fs.Parse([]string{"--host-user", "4000:4001", "--no-workdir", "--", "true"}); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := f.spec(fs.Args(), "/")
+	spec, err := f.spec(fs.Args(), "/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +77,7 @@ func TestHostUserFlag(t *testing.T) {
 		if err := fs.Parse(append(c.args, "--no-workdir", "--", "true")); err != nil {
 			t.Fatal(err)
 		}
-		spec, err := f.spec(fs.Args(), "/")
+		spec, err := f.spec(fs.Args(), "/", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
