@@ -47,8 +47,7 @@ type Cmd struct {
 	plan    *plan
 
 	proc    *initProc
-	sources []source    // the binds' sources, until the init has them
-	waitCh  chan string // how the init ended
+	waitCh  chan initEnd // how the init ended
 	msgDone chan struct{}
 	relays  [2]*relay
 	group   *cgroup.Group
@@ -63,6 +62,7 @@ type Cmd struct {
 	killedFor Status // timeout or violation: why the supervisor killed the run
 	killNote  string
 	setupErr  *SetupError
+	initFail  *SetupError // the init failed after the command started
 	exitRec   *record
 	ready     bool // stage 2 got as far as its ready record
 	waited    bool
@@ -183,8 +183,12 @@ func (c *Cmd) start() error {
 		prepared = nil
 		return err
 	}
-	defer joinPrepared()
-	defer hs.close()
+	// One deferred call, in this order: what prepare opens after an early
+	// return must be closed too.
+	defer func() {
+		joinPrepared()
+		hs.close()
+	}()
 
 	if err := c.openGroup(); err != nil {
 		return err
@@ -393,7 +397,7 @@ func (c *Cmd) startInit(ip *initPlan) error {
 		err  error
 	}
 	startCh := make(chan started, 1)
-	c.waitCh = make(chan string, 1)
+	c.waitCh = make(chan initEnd, 1)
 	intoGroup := ip.c.cgroup_fd >= 0
 	joined := false
 	go func() {
@@ -504,7 +508,12 @@ func (c *Cmd) readMessages() {
 		c.mu.Lock()
 		switch r.typ {
 		case C.TJ_REC_INIT_FAIL, C.TJ_REC_STAGE2_FAIL:
-			if c.setupErr == nil {
+			switch {
+			case c.setupErr != nil || c.initFail != nil:
+			case c.ready && r.typ == C.TJ_REC_INIT_FAIL:
+				// The command is running or ran: not a setup error.
+				c.initFail = c.initPlan.failure(r)
+			default:
 				c.setupErr = c.initPlan.failure(r)
 			}
 		case C.TJ_REC_READY:
@@ -514,9 +523,14 @@ func (c *Cmd) readMessages() {
 				if c.Spec.OnViolation == ViolationKill {
 					action = seccomp.ActionKill
 				}
-				c.monitor = seccomp.NewMonitor(files[0], action, func() {
-					c.kill(StatusViolation, "")
-				})
+				opts := seccomp.MonitorOptions{Action: action, OnKill: func() { c.kill(StatusViolation, "") }}
+				if n := c.Spec.Limits.MaxViolations; n > 0 {
+					opts.MaxViolations = uint64(n)
+					opts.OnLimit = func() {
+						c.kill(StatusViolation, fmt.Sprintf("more than %d denied system calls (--max-violations %d): the run was killed", n, n))
+					}
+				}
+				c.monitor = seccomp.NewMonitorWith(files[0], opts)
 				files = files[1:]
 			}
 			if c.watcher != nil {
@@ -538,7 +552,12 @@ func (c *Cmd) readMessages() {
 // PID namespace, and the cgroup is killed as a second net.
 func (c *Cmd) kill(why Status, note string) {
 	c.mu.Lock()
-	if c.killedFor == "" {
+	// A timer or a cancellation after the command's exit record only
+	// tears down what is left: the command ended on its own, and the
+	// report says so. A violation kill counts whenever it comes: the
+	// monitor kills the offending process first, whose death may be the
+	// exit record that beat it here.
+	if c.killedFor == "" && (c.exitRec == nil || why == StatusViolation) {
 		c.killedFor, c.killNote = why, note
 	}
 	c.mu.Unlock()
@@ -581,7 +600,7 @@ func (c *Cmd) Wait() (*Result, error) {
 	if c.proc == nil { // Start failed
 		return c.res, c.setupErr
 	}
-	state := <-c.waitCh
+	end := <-c.waitCh
 	wall := time.Since(c.started)
 	if c.timer != nil {
 		c.timer.Stop()
@@ -603,7 +622,7 @@ func (c *Cmd) Wait() (*Result, error) {
 		stats = c.group.Stats()
 	}
 	c.cleanup()
-	c.finish(state, wall, violations, denials, stats)
+	c.finish(end, wall, violations, denials, stats)
 	if c.res.Status == StatusSetupError {
 		return c.res, c.setupErr
 	}
@@ -636,7 +655,7 @@ func (c *Cmd) finishSetupError() {
 }
 
 // finish decides the status and fills the Result.
-func (c *Cmd) finish(state string, wall time.Duration, violations []seccomp.Violation, denials []landlock.Denial, st cgroup.Stats) {
+func (c *Cmd) finish(end initEnd, wall time.Duration, violations []seccomp.Violation, denials []landlock.Denial, st cgroup.Stats) {
 	r := c.res
 	r.WallTimeMs = ms(wall)
 	for _, v := range violations {
@@ -663,63 +682,133 @@ func (c *Cmd) finish(state string, wall time.Duration, violations []seccomp.Viol
 	}
 	c.applyCgroupStats(st)
 
-	// A non-native (x32, i386) syscall kills the process that made it: the
-	// monitor kills it in notify mode, the filter with SIGSYS otherwise.
-	var arch *Violation
-	if e := c.exitRec; e != nil && e.signal == int(unix.SIGSYS) && c.plan.enf.Seccomp == "errno" {
-		if v, ok := seccomp.ViolationFromWaitStatus(syscall.WaitStatus(e.signal), 2); ok {
-			r.Violations = append(r.Violations, Violation{Kind: v.Kind, JailPid: v.JailPid, Count: v.Count, Action: v.Action})
-		}
+	o := outcome{
+		setupErr:  c.setupErr,
+		initFail:  c.initFail,
+		started:   c.ready,
+		killedFor: c.killedFor,
+		killNote:  c.killNote,
+		oom:       st.OOMKills != nil && *st.OOMKills > 0,
+		init:      end,
+		limits:    &c.Spec.Limits,
+		truncated: r.Stdout.Truncated || r.Stderr.Truncated,
+	}
+	if e := c.exitRec; e != nil {
+		o.exit = &exitFacts{code: e.exitCode, signal: syscall.Signal(e.signal)}
+	}
+	if o.oom {
+		o.oomReason = c.oomReason(st)
 	}
 	for i := range r.Violations {
-		if r.Violations[i].Kind == "arch" && r.Violations[i].Action == "killed" {
-			arch = &r.Violations[i]
-			break
+		v := &r.Violations[i]
+		if o.firstSyscall == "" && v.Kind == "syscall" {
+			o.firstSyscall = v.Syscall
+		}
+		if v.Kind == "arch" && v.Action == "killed" && !o.arch {
+			o.arch, o.archCall = true, v.Syscall
 		}
 	}
-	commandKilled := c.exitRec != nil && (c.exitRec.signal == int(unix.SIGKILL) || c.exitRec.signal == int(unix.SIGSYS))
+	d := decide(o)
+	r.Status, r.ExitCode, r.Signal, r.Reason = d.status, d.exitCode, d.signal, d.reason
+	if d.status == StatusSetupError && c.setupErr == nil {
+		c.setupErr = &SetupError{Code: ExitSetup, Err: errors.New(d.reason)}
+	}
+}
 
-	oom := st.OOMKills != nil && *st.OOMKills > 0
+// exitFacts is the command's end as the init saw it.
+type exitFacts struct {
+	code   int            // as a shell reports it: the status, or 128+signal
+	signal syscall.Signal // 0 when it exited
+}
+
+// outcome is everything that decides a run's status, as Wait learned it.
+type outcome struct {
+	setupErr  *SetupError // the command never ran
+	initFail  *SetupError // the init failed after the command started
+	started   bool        // stage 2 got as far as its execve
+	exit      *exitFacts  // nil: no exit record came
+	killedFor Status      // why the supervisor killed the run before the exit record, or ""
+	killNote  string
+	oom       bool
+	oomReason string
+	// arch: the monitor saw a non-native (x32, i386) call and killed its
+	// caller (archCall names it). Without notification nobody sees such a
+	// call: the filter kills the caller with SIGSYS, which the exit record
+	// cannot tell from a SIGSYS sent by a process, so it is no violation.
+	arch         bool
+	archCall     string
+	firstSyscall string // the first denied call recorded, for a kill's reason
+	init         initEnd
+	limits       *Limits
+	truncated    bool // output over the limit was dropped
+}
+
+// verdict is a run's status, exit code, signal and reason.
+type verdict struct {
+	status   Status
+	exitCode int
+	signal   string
+	reason   string
+}
+
+// decide turns what happened into the report's verdict. The order is the
+// order of evidence: a setup error means the command never ran; a kill by
+// the supervisor that came before the exit record explains that exit; then
+// what the kernel did (a non-native call, the OOM killer); then the exit
+// record itself. A run whose command started is never a setup error.
+func decide(o outcome) verdict {
+	sigsys := 128 + int(syscall.SIGSYS)
+	commandKilled := o.exit != nil && (o.exit.signal == syscall.SIGKILL || o.exit.signal == syscall.SIGSYS)
+	var v verdict
 	switch {
-	case c.setupErr != nil:
-		r.Status, r.ExitCode, r.Reason = StatusSetupError, c.setupErr.Code, c.setupErr.Error()
-	case c.killedFor == StatusTimeout:
-		r.Status, r.ExitCode, r.Reason = StatusTimeout, ExitTimeout, c.killNote
-	case c.killedFor == StatusViolation:
-		r.Status, r.ExitCode = StatusViolation, 128+int(unix.SIGSYS)
-		r.Signal = "SIGSYS"
-		r.Reason = "killed for a denied system call (--on-violation kill)"
-		if len(r.Violations) > 0 {
-			r.Reason = fmt.Sprintf("killed for a denied system call: %s (--on-violation kill)", r.Violations[0].Syscall)
+	case o.setupErr != nil:
+		v = verdict{StatusSetupError, o.setupErr.Code, "", o.setupErr.Error()}
+	case o.killedFor == StatusTimeout:
+		v = verdict{StatusTimeout, ExitTimeout, "", o.killNote}
+	case o.killedFor == StatusViolation:
+		v = verdict{StatusViolation, sigsys, "SIGSYS", "killed for a denied system call (--on-violation kill)"}
+		if o.killNote != "" {
+			v.reason = o.killNote
+		} else if o.firstSyscall != "" {
+			v.reason = fmt.Sprintf("killed for a denied system call: %s (--on-violation kill)", o.firstSyscall)
 		}
-	case arch != nil && commandKilled:
-		r.Status, r.ExitCode, r.Signal = StatusViolation, 128+int(unix.SIGSYS), "SIGSYS"
-		r.Reason = "killed for a non-native system call (x32 or i386 entry point)"
-		if arch.Syscall != "" {
-			r.Reason = fmt.Sprintf("killed for a non-native system call: %s (x32 or i386 entry point)", arch.Syscall)
+	case o.arch && commandKilled:
+		v = verdict{StatusViolation, sigsys, "SIGSYS", "killed for a non-native system call (x32 or i386 entry point)"}
+		if o.archCall != "" {
+			v.reason = fmt.Sprintf("killed for a non-native system call: %s (x32 or i386 entry point)", o.archCall)
 		}
-	case oom && (c.exitRec == nil || c.exitRec.signal == int(unix.SIGKILL)):
-		r.Status, r.ExitCode, r.Signal = StatusMemoryLimit, 128+int(unix.SIGKILL), "SIGKILL"
-		r.Reason = c.oomReason(st)
-	case c.exitRec != nil && c.exitRec.signal != 0:
-		sig := unix.Signal(c.exitRec.signal)
-		r.Status, r.ExitCode, r.Signal = StatusSignaled, c.exitRec.exitCode, unix.SignalName(sig)
-		r.Reason = signalReason(sig, &c.Spec.Limits)
-		if c.killedFor == StatusSignaled {
-			r.Reason = c.killNote
+	case o.oom && (o.exit == nil || o.exit.signal == syscall.SIGKILL):
+		v = verdict{StatusMemoryLimit, 128 + int(syscall.SIGKILL), "SIGKILL", o.oomReason}
+	case o.exit != nil && o.exit.signal != 0:
+		v = verdict{StatusSignaled, o.exit.code, unix.SignalName(o.exit.signal), signalReason(o.exit.signal, o.limits)}
+		if o.killedFor == StatusSignaled {
+			v.reason = o.killNote
 		}
-	case c.exitRec != nil:
-		r.Status, r.ExitCode = StatusExited, c.exitRec.exitCode
-	case c.killedFor == StatusSignaled:
-		r.Status, r.ExitCode, r.Signal, r.Reason = StatusSignaled, 128+int(unix.SIGKILL), "SIGKILL", c.killNote
+	case o.exit != nil:
+		v = verdict{StatusExited, o.exit.code, "", ""}
+		if o.truncated {
+			v.reason = fmt.Sprintf("output over the limit of %d bytes was dropped", o.limits.OutputLimit)
+		}
+	case o.killedFor == StatusSignaled:
+		v = verdict{StatusSignaled, 128 + int(syscall.SIGKILL), "SIGKILL", o.killNote}
+	case o.started:
+		v = verdict{StatusAborted, ExitSetup, "", ""}
+		what := "ended (" + o.init.desc + ")"
+		if o.initFail != nil {
+			what = "failed: " + o.initFail.Error()
+		}
+		if o.init.signal != 0 {
+			v.exitCode, v.signal = 128+int(o.init.signal), unix.SignalName(o.init.signal)
+			what = "was killed by " + v.signal
+		}
+		v.reason = "the jail's init " + what + " after the command started; the command may have run and changed files, and its exit status is unknown"
 	default:
-		r.Status, r.ExitCode = StatusSetupError, ExitSetup
-		r.Reason = fmt.Sprintf("the jail's init ended without a status (%s)", state)
-		c.setupErr = &SetupError{Code: ExitSetup, Err: errors.New(r.Reason)}
+		v = verdict{StatusSetupError, ExitSetup, "", fmt.Sprintf("the jail's init ended without a status (%s)", o.init.desc)}
+		if o.initFail != nil {
+			v.reason = o.initFail.Error()
+		}
 	}
-	if r.Status == StatusExited && (r.Stdout.Truncated || r.Stderr.Truncated) {
-		r.Reason = fmt.Sprintf("output over the limit of %d bytes was dropped", c.Spec.Limits.OutputLimit)
-	}
+	return v
 }
 
 func (c *Cmd) applyCgroupStats(st cgroup.Stats) {
@@ -765,7 +854,9 @@ func signalReason(sig unix.Signal, l *Limits) string {
 	case unix.SIGXFSZ:
 		return fmt.Sprintf("file size limit %s reached (SIGXFSZ)", units.FormatSize(l.FSize))
 	case unix.SIGSYS:
-		return "killed by SIGSYS: a forbidden system call (such as a non-native x32 or i386 entry)"
+		// Only the monitor sees a non-native call (an "arch" violation);
+		// without it the filter's kill and a sent SIGSYS look the same.
+		return "killed by SIGSYS: a system call the filter kills (a non-native x32 or i386 entry), or a SIGSYS sent to it"
 	}
 	return "the command was killed by " + unix.SignalName(sig)
 }
@@ -780,5 +871,6 @@ func reportLimits(l *Limits) ReportLimits {
 		NoFile:           l.NoFile,
 		FSizeBytes:       l.FSize,
 		OutputLimitBytes: l.OutputLimit,
+		MaxViolations:    l.MaxViolations,
 	}
 }

@@ -45,11 +45,17 @@ func (p *initProc) signal(sig syscall.Signal) error {
 
 func (p *initProc) kill() { p.signal(unix.SIGKILL) }
 
-// wait reaps the init and says how it ended ("exit status 0", "signal:
-// SIGKILL"), for a report whose init sent no exit record. Waiting by pid
-// is safe: the init is this process's child, and its pid is not free for
-// reuse until this wait has reaped it.
-func (p *initProc) wait() string {
+// initEnd is how the init ended: a description ("exit status 0",
+// "signal: SIGKILL") and the signal that killed it, 0 when none did.
+type initEnd struct {
+	desc   string
+	signal syscall.Signal
+}
+
+// wait reaps the init and says how it ended, for a report whose init sent
+// no exit record. Waiting by pid is safe: the init is this process's
+// child, and its pid is not free for reuse until this wait has reaped it.
+func (p *initProc) wait() initEnd {
 	var ws unix.WaitStatus
 	var err error
 	for {
@@ -66,11 +72,11 @@ func (p *initProc) wait() string {
 	p.mu.Unlock()
 	switch {
 	case err != nil:
-		return fmt.Sprintf("wait4: %v", err)
+		return initEnd{desc: fmt.Sprintf("wait4: %v", err)}
 	case ws.Exited():
-		return fmt.Sprintf("exit status %d", ws.ExitStatus())
+		return initEnd{desc: fmt.Sprintf("exit status %d", ws.ExitStatus())}
 	case ws.Signaled():
-		return "signal: " + unix.SignalName(ws.Signal())
+		return initEnd{desc: "signal: " + unix.SignalName(ws.Signal()), signal: ws.Signal()}
 	}
-	return fmt.Sprintf("wait status %#x", uint32(ws))
+	return initEnd{desc: fmt.Sprintf("wait status %#x", uint32(ws))}
 }

@@ -29,8 +29,8 @@ func TestInitProc(t *testing.T) {
 		t.Skip("no /bin/sh here")
 	}
 	p := startWithPidfd(t, "/bin/sh", "-c", "exit 3")
-	if got := p.wait(); got != "exit status 3" {
-		t.Errorf("wait = %q, want exit status 3", got)
+	if got := p.wait(); got != (initEnd{desc: "exit status 3"}) {
+		t.Errorf("wait = %+v, want exit status 3", got)
 	}
 	if err := p.signal(syscall.SIGTERM); !errors.Is(err, os.ErrProcessDone) {
 		t.Errorf("signal after wait = %v, want os.ErrProcessDone", err)
@@ -39,7 +39,7 @@ func TestInitProc(t *testing.T) {
 	if err := p.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.wait(); got != "signal: SIGTERM" {
-		t.Errorf("wait = %q, want signal: SIGTERM", got)
+	if got := p.wait(); got != (initEnd{desc: "signal: SIGTERM", signal: syscall.SIGTERM}) {
+		t.Errorf("wait = %+v, want signal: SIGTERM", got)
 	}
 }

@@ -1,7 +1,11 @@
 package jail
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"time"
+	"unicode/utf8"
 )
 
 // Schema names the report format; fields are added, never renamed or
@@ -21,6 +25,9 @@ const (
 	StatusMemoryLimit Status = "memory_limit" // the memory cap's OOM killer ended it
 	StatusViolation   Status = "violation"    // killed for a denied syscall (--on-violation kill) or a non-native syscall
 	StatusSetupError  Status = "setup_error"  // the command never ran (tooljail failed, or it could not be executed)
+	// The command started, but the jail ended under it (its init died or
+	// failed): the command may have run and changed files.
+	StatusAborted Status = "aborted"
 )
 
 // Exit codes of tooljail itself.
@@ -72,8 +79,64 @@ type Stream struct {
 	Bytes     int64 `json:"bytes"`     // everything the command wrote
 	Truncated bool  `json:"truncated"` // some of it was over the output limit and dropped
 	// Text is the captured output (CaptureOutput): what was relayed, and when
-	// truncated also the last bytes of the stream after a marker line.
+	// truncated also the last bytes of the stream after a marker line. It
+	// is at most the output limit, plus 4 KiB and the marker line when
+	// truncated, and shares the buffer it was captured in. In JSON,
+	// invalid UTF-8 is U+FFFD, as encoding/json has it, and a byte takes
+	// at most six bytes (\u0001): WriteTextJSON writes that form without
+	// holding it whole.
 	Text *string `json:"text,omitempty"`
+}
+
+// textPiece is how much of a text WriteTextJSON escapes at a time.
+const textPiece = 32 << 10
+
+// WriteTextJSON writes s.Text to w as a JSON string, byte for byte what
+// encoding/json makes of it (null when there is none), a piece at a time:
+// the escaped form, up to six times the text, is never in memory whole.
+// A report writer puts it where json.Marshal of the Result has the text.
+func (s Stream) WriteTextJSON(w io.Writer) error {
+	if s.Text == nil {
+		_, err := io.WriteString(w, "null")
+		return err
+	}
+	text := *s.Text
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if _, err := io.WriteString(w, `"`); err != nil {
+		return err
+	}
+	for len(text) > 0 {
+		n := textCut(text, textPiece)
+		buf.Reset()
+		if err := enc.Encode(text[:n]); err != nil {
+			return err
+		}
+		// Encode wrote the piece in quotes and a newline.
+		if _, err := w.Write(buf.Bytes()[1 : buf.Len()-2]); err != nil {
+			return err
+		}
+		text = text[n:]
+	}
+	_, err := io.WriteString(w, `"`)
+	return err
+}
+
+// textCut is where to end the piece of text that starts it, near n: where
+// a UTF-8 decoder ends a rune or an invalid byte when it decodes the whole
+// text, so that the pieces escape as the whole does (no rune is split into
+// two U+FFFD). That is before a byte that is not a continuation byte, or
+// after three continuation bytes: no rune has more.
+func textCut(text string, n int) int {
+	if n >= len(text) {
+		return len(text)
+	}
+	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
+		if utf8.RuneStart(text[i]) {
+			return i
+		}
+	}
+	return n
 }
 
 // Violation is something the jail denied or killed for.
@@ -100,6 +163,7 @@ type ReportLimits struct {
 	FSizeBytes       int64   `json:"fsize_bytes,omitempty"`
 	OutputLimitBytes int64   `json:"output_limit_bytes,omitempty"`
 	CoreBytes        int64   `json:"core_bytes"`
+	MaxViolations    int     `json:"max_violations,omitempty"`
 }
 
 // Enforcement is what was really enforced on this host.

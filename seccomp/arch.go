@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"syscall"
 
 	libseccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -96,19 +95,4 @@ func classify(n nativeArch, arch uint32, nr int32) nameInfo {
 		return nameInfo{kind: "arch", name: fa.label + ":" + name, known: true}
 	}
 	return nameInfo{kind: "arch", name: fmt.Sprintf("arch%#x:%d", arch, nr)}
-}
-
-// ViolationFromWaitStatus turns the death of a jailed process by SIGSYS
-// into an "arch" violation. It is for hosts without user notification,
-// where the filter kills a non-native syscall (x32, i386) with
-// SECCOMP_RET_KILL_PROCESS and nobody sees the call itself: every other
-// denied call there returns EPERM, so a SIGSYS death means a foreign entry
-// point (or a process that raised SIGSYS itself, which the report cannot
-// tell apart). pid is the process as the jail saw it. A unix.WaitStatus
-// converts with syscall.WaitStatus(ws).
-func ViolationFromWaitStatus(ws syscall.WaitStatus, pid int) (Violation, bool) {
-	if !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
-		return Violation{}, false
-	}
-	return Violation{Kind: "arch", JailPid: pid, Count: 1, Action: "killed"}, true
 }

@@ -16,7 +16,7 @@ import (
 //     (Linux 5.7, libseccomp >= 2.5 reporting API level 6). Without it the
 //     filter still denies the same calls, with EPERM, but nobody learns
 //     their names, and a non-native syscall kills the process with SIGSYS
-//     (see ViolationFromWaitStatus).
+//     (which a report cannot tell from a SIGSYS sent by a process).
 //   - From Linux 5.19 the jail waits for answers killably
 //     (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), so that signals such as Go's
 //     preemption signal do not restart a denied call over and over; older

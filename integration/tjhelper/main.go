@@ -22,7 +22,9 @@
 // remount-ro PATH, remount-rw PATH, mount-tmpfs PATH, hold MARKER, spawn
 // MARKER, daemon MARKER, stopped MARKER, zombies N, tty, rlimits, openmany
 // N, busy DUR, stdin, symlink TARGET LINK, rename OLD NEW, remove PATH,
-// exchange A B DUR, mkfifo PATH, chmod PATH OCTAL, connect-unix PATH.
+// exchange A B DUR, mkfifo PATH, chmod PATH OCTAL, connect-unix PATH,
+// prlimit PID RES SOFT HARD, orphans DUR, mountro PATH, mountsuid PATH,
+// outputbyte N BYTE, maxrss FILE CMD ARG....
 // Actions that change files or mounts refuse to run outside a
 // user namespace, so the helper cannot damage a host by mistake.
 package main
@@ -37,9 +39,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -333,6 +338,17 @@ func do(a []string) {
 		} else {
 			value("rw")
 		}
+	case "mountsuid": // mountsuid PATH: "nosuid" or "suid", the flag of the mount PATH is on
+		var sf unix.Statfs_t
+		if err := unix.Statfs(arg(a, 1), &sf); err != nil {
+			result(err)
+			return
+		}
+		if sf.Flags&unix.ST_NOSUID != 0 {
+			value("nosuid")
+		} else {
+			value("suid")
+		}
 	case "connect":
 		c, err := net.DialTimeout("tcp", arg(a, 1), 3*time.Second)
 		if err == nil {
@@ -521,10 +537,67 @@ func do(a []string) {
 			unix.Close(fd)
 		}
 		result(err)
+	case "prlimit": // prlimit PID RES SOFT HARD: set another process's limit (PID may be "self"; "inf")
+		pid := 0
+		if p := arg(a, 1); p == "self" {
+			pid = os.Getpid()
+		} else {
+			pid = int(atoi(p))
+		}
+		res := map[string]int{"CPU": unix.RLIMIT_CPU, "NOFILE": unix.RLIMIT_NOFILE, "NICE": unix.RLIMIT_NICE}[arg(a, 2)]
+		if res == 0 && arg(a, 2) != "CPU" {
+			fmt.Fprintf(os.Stderr, "tjhelper: unknown limit %q\n", a[2])
+			os.Exit(2)
+		}
+		l := unix.Rlimit{Cur: limitValue(arg(a, 3)), Max: limitValue(arg(a, 4))}
+		result(unix.Prlimit(pid, res, &l, nil))
+	case "orphans": // orphans DUR: for DUR, fork children that fork a grandchild and exit, so PID 1 reaps a stream of orphans
+		value(map[string]int64{"orphans": orphans(duration(arg(a, 1)))})
 	case "stdin":
 		link, _ := os.Readlink("/proc/self/fd/0")
 		n, err := io.Copy(io.Discard, os.Stdin)
 		value(map[string]any{"fd0": link, "bytes": n, "error": errName(err)})
+	case "outputbyte": // outputbyte N BYTE: N bytes of the byte BYTE (0..255) on stdout; nothing else
+		b := atoi(arg(a, 2))
+		if b < 0 || b > 255 {
+			fmt.Fprintf(os.Stderr, "tjhelper: bad byte %d\n", b)
+			os.Exit(2)
+		}
+		out.Flush()
+		buf := bytes.Repeat([]byte{byte(b)}, 64<<10)
+		for n := atoi(arg(a, 1)); n > 0; n -= int64(len(buf)) {
+			if _, err := os.Stdout.Write(buf[:min(n, int64(len(buf)))]); err != nil {
+				break
+			}
+		}
+	case "maxrss": // maxrss FILE CMD ARG...: run CMD, write its peak RSS in bytes (wait4) to FILE, exit as it did
+		// From this small process: a child started by vfork, as Go
+		// starts them, takes its parent's peak RSS at exec, so the test
+		// process's own figure would hide CMD's.
+		out.Flush()
+		pid, err := syscall.ForkExec(arg(a, 2), a[2:], &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tjhelper: maxrss: %v\n", err)
+			os.Exit(2)
+		}
+		var ws syscall.WaitStatus
+		var ru syscall.Rusage
+		for {
+			if _, err = syscall.Wait4(pid, &ws, 0, &ru); err != syscall.EINTR {
+				break
+			}
+		}
+		if err == nil {
+			err = os.WriteFile(a[1], []byte(strconv.FormatInt(ru.Maxrss<<10, 10)), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tjhelper: maxrss: %v\n", err)
+			os.Exit(2)
+		}
+		if ws.Signaled() {
+			os.Exit(128 + int(ws.Signal()))
+		}
+		os.Exit(ws.ExitStatus())
 	default:
 		fmt.Fprintf(os.Stderr, "tjhelper: unknown action %q\n", a[0])
 		os.Exit(2)
@@ -536,6 +609,46 @@ func rlim(v uint64) string {
 		return "unlimited"
 	}
 	return strconv.FormatUint(v, 10)
+}
+
+func limitValue(s string) uint64 {
+	if s == "inf" {
+		return unix.RLIM_INFINITY
+	}
+	return uint64(atoi(s))
+}
+
+// orphans makes orphans for d, from one goroutine per CPU, and returns how
+// many. Raw clones with fork semantics, not ForkExec: the children only
+// make raw calls, and a stream of them costs PID 1 more reaping per second
+// than whole processes would.
+func orphans(d time.Duration) int64 {
+	end := time.Now().Add(d)
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			for time.Now().Before(end) {
+				r, _, e := unix.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+				if e != 0 {
+					return
+				}
+				if r == 0 {
+					// The child: a grandchild that exits, then exit.
+					unix.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+					unix.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0)
+				}
+				var ws unix.WaitStatus
+				unix.Wait4(int(r), &ws, 0, nil)
+				total.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return total.Load()
 }
 
 // writePattern writes n bytes of "abc...z" repeated.

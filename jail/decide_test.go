@@ -1,0 +1,85 @@
+package jail
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestDecide(t *testing.T) {
+	limits := &Limits{OutputLimit: 100}
+	exited := func(code int) *exitFacts { return &exitFacts{code: code} }
+	killedBy := func(sig syscall.Signal) *exitFacts { return &exitFacts{code: 128 + int(sig), signal: sig} }
+	setup := &SetupError{Code: 127, Err: errors.New("command not found")}
+	initFail := &SetupError{Code: ExitSetup, Err: errors.New("reap: EINTR")}
+	for _, c := range []struct {
+		name   string
+		o      outcome
+		status Status
+		code   int
+		signal string
+		reason string // a substring of the reason
+	}{
+		{"exited", outcome{started: true, exit: exited(3)}, StatusExited, 3, "", ""},
+		{"exited, output truncated", outcome{started: true, exit: exited(0), truncated: true}, StatusExited, 0, "", "limit of 100 bytes"},
+		{"never ran", outcome{setupErr: setup}, StatusSetupError, 127, "", "not found"},
+		{"setup error beats a kill", outcome{setupErr: setup, killedFor: StatusTimeout, killNote: "t"}, StatusSetupError, 127, "", "not found"},
+		{"timeout before the exit", outcome{started: true, killedFor: StatusTimeout, killNote: "wall-clock limit 1s", exit: killedBy(syscall.SIGKILL)}, StatusTimeout, ExitTimeout, "", "wall-clock"},
+		// kill() drops a kill that comes after the exit record, so the
+		// timer racing a finished command leaves killedFor empty.
+		{"timeout after the exit", outcome{started: true, exit: exited(0)}, StatusExited, 0, "", ""},
+		{"timeout with no exit record", outcome{started: true, killedFor: StatusTimeout, killNote: "wall"}, StatusTimeout, ExitTimeout, "", "wall"},
+		{"violation kill", outcome{started: true, killedFor: StatusViolation, firstSyscall: "keyctl", exit: killedBy(syscall.SIGKILL)}, StatusViolation, 159, "SIGSYS", "keyctl"},
+		{"violation kill with a note", outcome{started: true, killedFor: StatusViolation, killNote: "10000 denied calls", exit: killedBy(syscall.SIGKILL)}, StatusViolation, 159, "SIGSYS", "10000 denied"},
+		{"arch kill", outcome{started: true, arch: true, archCall: "x32:getpid", exit: killedBy(syscall.SIGKILL)}, StatusViolation, 159, "SIGSYS", "x32:getpid"},
+		{"arch call by a child, command exited", outcome{started: true, arch: true, exit: exited(0)}, StatusExited, 0, "", ""},
+		{"SIGSYS without a recorded arch call", outcome{started: true, exit: killedBy(syscall.SIGSYS), limits: limits}, StatusSignaled, 159, "SIGSYS", "sent to it"},
+		{"oom", outcome{started: true, oom: true, oomReason: "memory limit 1 MiB reached", exit: killedBy(syscall.SIGKILL)}, StatusMemoryLimit, 137, "SIGKILL", "memory limit"},
+		{"oom, init killed before any record", outcome{started: true, oom: true, oomReason: "memory limit"}, StatusMemoryLimit, 137, "SIGKILL", "memory limit"},
+		{"oom but the command exited", outcome{started: true, oom: true, exit: exited(1)}, StatusExited, 1, "", ""},
+		{"signaled", outcome{started: true, exit: killedBy(syscall.SIGTERM), limits: limits}, StatusSignaled, 143, "SIGTERM", "SIGTERM"},
+		{"cancelled by the caller", outcome{started: true, killedFor: StatusSignaled, killNote: "cancelled", exit: killedBy(syscall.SIGKILL)}, StatusSignaled, 137, "SIGKILL", "cancelled"},
+		{"cancelled, no exit record", outcome{started: true, killedFor: StatusSignaled, killNote: "cancelled"}, StatusSignaled, 137, "SIGKILL", "cancelled"},
+		// The init killed after the command started (prlimit on PID 1,
+		// an administrator's kill): the command ran.
+		{"init killed after start", outcome{started: true, init: initEnd{desc: "signal: SIGXCPU", signal: syscall.SIGXCPU}}, StatusAborted, 128 + int(syscall.SIGXCPU), "SIGXCPU", "may have run"},
+		{"init failed after start", outcome{started: true, initFail: initFail, init: initEnd{desc: "exit status 125"}}, StatusAborted, ExitSetup, "", "reap: EINTR"},
+		{"init ended before start", outcome{init: initEnd{desc: "exit status 125"}}, StatusSetupError, ExitSetup, "", "without a status"},
+		{"init failed before start", outcome{initFail: initFail}, StatusSetupError, ExitSetup, "", "reap"},
+	} {
+		if c.o.limits == nil {
+			c.o.limits = limits
+		}
+		v := decide(c.o)
+		if v.status != c.status || v.exitCode != c.code || v.signal != c.signal || !strings.Contains(v.reason, c.reason) {
+			t.Errorf("%s: got %s %d %q %q; want %s %d %q, reason with %q", c.name, v.status, v.exitCode, v.signal, v.reason, c.status, c.code, c.signal, c.reason)
+		}
+		if c.o.started && c.o.setupErr == nil && v.status == StatusSetupError {
+			t.Errorf("%s: a run whose command started is a setup error", c.name)
+		}
+	}
+}
+
+// A kill that comes after the command's exit record is not why the run
+// ended; one that comes before is.
+func TestKillAfterExitRecord(t *testing.T) {
+	c := &Cmd{}
+	c.kill(StatusTimeout, "wall-clock limit")
+	if c.killedFor != StatusTimeout {
+		t.Fatalf("kill before the exit record: killedFor %q", c.killedFor)
+	}
+	c = &Cmd{exitRec: &record{exitCode: 0}}
+	c.kill(StatusTimeout, "wall-clock limit")
+	c.kill(StatusSignaled, "cancelled")
+	if c.killedFor != "" {
+		t.Fatalf("kill after the exit record: killedFor %q, want none", c.killedFor)
+	}
+	// The monitor kills the caller of a denied call before the run: the
+	// caller's death may come first, and the violation still counts.
+	c = &Cmd{exitRec: &record{signal: 9, exitCode: 137}}
+	c.kill(StatusViolation, "")
+	if c.killedFor != StatusViolation {
+		t.Fatalf("violation kill after the exit record: killedFor %q", c.killedFor)
+	}
+}
