@@ -71,6 +71,9 @@ func childMain(mode string) int {
 		fmt.Fprintln(os.Stderr, "child: read program:", err)
 		return 2
 	}
+	// no_new_privs is a thread's: Install must run on the thread that
+	// set it.
+	runtime.LockOSThread()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "child: no_new_privs:", err)
 		return 2
