@@ -445,6 +445,12 @@ func TestRootStartedJailIsNotRoot(t *testing.T) {
 			// This kernel cannot idmap the file system: the run fails
 			// closed and names the fix.
 			oneLineError(t, o, "idmapped", "--host-user")
+			// With the identity chosen, the bind is shown as it is:
+			// the run goes ahead as that user, who cannot write there.
+			o = u.exec(t, run{args: u.runArgs(rootw, []string{"--host-user", "4242:4242"}, filepath.Join(rootw, "tjhelper"), "write", filepath.Join(rootw, "new"), "1")})
+			if l := o.lines(); o.code != 0 || len(l) != 1 || l[0] != "errno EACCES" {
+				t.Errorf("--host-user where idmapping is not supported: want the run, and EACCES writing the root-owned workdir\n%s", o)
+			}
 			return
 		}
 		if l := o.lines(); o.code != 0 || len(l) != 2 || l[0] != "errno EACCES" || l[1] != "ok" {
