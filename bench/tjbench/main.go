@@ -149,6 +149,15 @@ func run(c *config) error {
 	if err := os.MkdirAll(wd, 0o755); err != nil {
 		return err
 	}
+	if os.Geteuid() == 0 {
+		// Owned by the jail's default host user, a root-started jail runs
+		// as that owner: no step pays for an idmapped mount, and the
+		// steps without the seccomp filter may bind it (a root-owned
+		// workdir would need an idmapped bind, which needs the filter).
+		if err := os.Chown(wd, jail.DefaultHostUser.UID, jail.DefaultHostUser.GID); err != nil {
+			return err
+		}
+	}
 	loopBin := filepath.Join(wd, "tjloop")
 	if err := copyExecutable(c.loop, loopBin); err != nil {
 		return err
