@@ -207,7 +207,9 @@ func newInitPlan(s *Spec, p *plan, files initFiles, cgroupFD int, st2 *stage2Con
 	ip.base = base
 	c.base = ip.cstring(base)
 
-	ip.mounts = sortMounts(p.mounts)
+	// planMounts sorted them, and the sources the supervisor opened are
+	// indexed in that order: one slice, not a second sort.
+	ip.mounts = p.mounts
 	if len(ip.mounts) > C.TJ_MAX_SOURCES {
 		ip.free()
 		return nil, fmt.Errorf("%d mounts: a jail takes at most %d", len(ip.mounts), C.TJ_MAX_SOURCES)
