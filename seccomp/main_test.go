@@ -112,6 +112,8 @@ type childOpts struct {
 	uid    int // 0: as the test's user
 	args   []string
 	env    []string
+	// newMonitor, when set, makes the monitor (action and onKill unused).
+	newMonitor func(*os.File, *exec.Cmd) *Monitor
 }
 
 // startJailed starts the test binary in mode under prog.
@@ -157,6 +159,10 @@ func startJailed(t testing.TB, prog *Program, mode string, o childOpts) *jailed 
 		if err != nil {
 			j.cmd.Wait()
 			t.Fatalf("%v; child stderr: %s", err, j.stderr.String())
+		}
+		if o.newMonitor != nil {
+			j.monitor = o.newMonitor(l, j.cmd)
+			return j
 		}
 		var onKill func()
 		if o.onKill != nil {

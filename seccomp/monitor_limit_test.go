@@ -1,7 +1,6 @@
 package seccomp
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"runtime"
@@ -13,55 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-func init() {
-	// A jailed child sets no_new_privs (a per-thread flag) and then checks
-	// it in Install: both must run on one thread. The main goroutine is on
-	// the main thread during init; locked, it stays there for childMain.
-	if os.Getenv(childEnv) != "" {
-		runtime.LockOSThread()
-	}
-}
-
-// startWith is startJailed for a Monitor made by newMonitor.
-func startWith(t *testing.T, prog *Program, mode string, env []string, newMonitor func(*os.File, *exec.Cmd) *Monitor) *jailed {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.NewEncoder(pw).Encode(prog); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(sp[0])
-	childSock := os.NewFile(uintptr(sp[1]), "child-sock")
-	j := &jailed{cmd: exec.Command(exe)}
-	j.cmd.Env = append(append(os.Environ(), childEnv+"="+mode), env...)
-	j.cmd.ExtraFiles = []*os.File{pr, childSock}
-	j.cmd.Stdout, j.cmd.Stderr = &j.stdout, &j.stderr
-	err = j.cmd.Start()
-	pr.Close()
-	childSock.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := RecvListener(sp[0])
-	if err != nil {
-		j.cmd.Wait()
-		t.Fatalf("%v; child stderr: %s", err, j.stderr.String())
-	}
-	j.monitor = newMonitor(l, j.cmd)
-	return j
-}
 
 func sumCounts(vs []Violation) uint64 {
 	var n uint64
@@ -102,8 +52,8 @@ func TestMonitorLimit(t *testing.T) {
 			)
 			var m *Monitor
 			made := make(chan struct{}) // m is set
-			j := startWith(t, prog, "deny", []string{"DENY_N=" + strconv.Itoa(c.per), "DENY_THREADS=" + strconv.Itoa(c.threads)},
-				func(l *os.File, _ *exec.Cmd) *Monitor {
+			j := startJailed(t, prog, "deny", childOpts{env: []string{"DENY_N=" + strconv.Itoa(c.per), "DENY_THREADS=" + strconv.Itoa(c.threads)},
+				newMonitor: func(l *os.File, _ *exec.Cmd) *Monitor {
 					m = NewMonitorWith(l, MonitorOptions{Action: ActionDeny, MaxViolations: c.limit, OnLimit: func() {
 						<-made
 						fired.Add(1)
@@ -114,7 +64,7 @@ func TestMonitorLimit(t *testing.T) {
 					}})
 					close(made)
 					return m
-				})
+				}})
 			st, vs := j.wait(t)
 			if !st.Success() {
 				t.Fatalf("child: %v %s %s", st, j.stdout.String(), j.stderr.String())
@@ -146,12 +96,12 @@ func TestMonitorLimitKills(t *testing.T) {
 	}
 	const limit = 1000
 	var fired atomic.Int32
-	j := startWith(t, prog, "deny", []string{"DENY_N=100000", "DENY_THREADS=3"}, func(l *os.File, cmd *exec.Cmd) *Monitor {
+	j := startJailed(t, prog, "deny", childOpts{env: []string{"DENY_N=100000", "DENY_THREADS=3"}, newMonitor: func(l *os.File, cmd *exec.Cmd) *Monitor {
 		return NewMonitorWith(l, MonitorOptions{MaxViolations: limit, OnLimit: func() {
 			fired.Add(1)
 			cmd.Process.Kill()
 		}})
-	})
+	}})
 	st, vs := j.wait(t)
 	if ws := st.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != unix.SIGKILL {
 		t.Fatalf("child: %v, want killed; stdout %q", st, j.stdout.String())
