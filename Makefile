@@ -27,9 +27,12 @@ $(HELPER): $(wildcard integration/tjhelper/*.go)
 deps:
 	@./.ci/deps.sh
 
+# go.mod and go.sum must be what `go mod tidy` writes (requires marked
+# direct or indirect as they are used, no stale sums).
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: files above need formatting"; exit 1; }
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy (diff above): run \`go mod tidy\` and commit the result"; exit 1; }
 
 # The jail package twice: as embedders link it (dynamic), and linked like
 # the binary (static), where the init's fork leaves the supervisor's heap out.

@@ -1,7 +1,6 @@
 package profiles
 
 import (
-	"bytes"
 	"fmt"
 	"runtime"
 	"testing"
@@ -12,9 +11,10 @@ import (
 )
 
 // Every shipped profile's seccomp filter is built into the binary
-// (seccomp/builtin_filters.go) and is what libseccomp compiles today, in
-// both modes: the file is regenerated whenever the profiles, the syscall
-// tables or the prologue change, or this fails.
+// (seccomp/builtin_filters.go), in both modes, under the key a run looks
+// it up by: a run of a shipped profile never compiles a filter. Whether
+// the file is what libseccomp compiles today is
+// seccomp/internal/genbuiltin's test.
 func TestBuiltinSeccompFilters(t *testing.T) {
 	goarch, lib := seccomp.BuiltinTarget()
 	maj, mnr, mic := libseccomp.GetLibraryVersion()
@@ -36,16 +36,8 @@ func TestBuiltinSeccompFilters(t *testing.T) {
 		policy := seccomp.Policy{Allow: p.Seccomp.Allow, Deny: p.Seccomp.Deny}
 		for _, notify := range []bool{false, true} {
 			n++
-			fresh, err := seccomp.CompileUncached(policy, notify)
-			if err != nil {
-				t.Fatalf("profile %s, notify %v: %v", info.Name, notify, err)
-			}
-			got := seccomp.Builtin(policy, notify)
-			switch {
-			case got == nil:
+			if got := seccomp.Builtin(policy, notify); got == nil || got.Notify != notify {
 				t.Errorf("profile %s, notify %v: no built-in filter: the file is stale, or was generated with another libseccomp (%s; this test links %s): %s", info.Name, notify, lib, here, regen)
-			case !bytes.Equal(got.Filter, fresh.Filter) || got.Notify != notify:
-				t.Errorf("profile %s, notify %v: the built-in filter differs from a fresh compile: %s", info.Name, notify, regen)
 			}
 		}
 	}

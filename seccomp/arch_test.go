@@ -50,7 +50,7 @@ func TestForeignArch(t *testing.T) {
 			payload := buildPayload(t, name, src)
 			t.Run("notify", func(t *testing.T) {
 				requireNotify(t)
-				prog, err := Compile(Policy{}, true)
+				prog, err := CompileDir(Policy{}, true, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -64,7 +64,7 @@ func TestForeignArch(t *testing.T) {
 				}
 			})
 			t.Run("errno", func(t *testing.T) {
-				prog, err := Compile(Policy{}, false)
+				prog, err := CompileDir(Policy{}, false, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -17,9 +17,9 @@ import (
 // or `make generate`), so that a run of a shipped profile needs neither
 // libseccomp nor the disk cache. They are keyed by cacheKey, like the disk
 // cache: a policy, prologue, group table, architecture or libseccomp version
-// other than the generator's finds no entry and is compiled. A test in
-// profiles compares every entry with a fresh compile, so a stale file
-// fails the tests instead of being used.
+// other than the generator's finds no entry and is compiled. The
+// generator's test (seccomp/internal/genbuiltin) compares the file with a
+// fresh generation, so a stale file fails the tests instead of being used.
 
 // builtin returns the program compiled into the binary under key, or nil.
 func builtin(key string, notify bool) *Program {
@@ -47,13 +47,6 @@ func BuiltinTarget() (goarch, libseccompVersion string) {
 	return builtinTarget[0], builtinTarget[1]
 }
 
-// CompileUncached compiles p with libseccomp, bypassing the built-in
-// filters and every cache. It is for the generator of the built-in filters
-// and the test that keeps them current; runs use Compile or CompileDir.
-func CompileUncached(p Policy, notify bool) (*Program, error) {
-	return compileUncached(p, notify)
-}
-
 // NamedPolicy is a policy and the name of the profile it comes from.
 type NamedPolicy struct {
 	Name   string
@@ -61,7 +54,7 @@ type NamedPolicy struct {
 }
 
 // WriteBuiltin writes builtin_filters.go (gofmt'ed Go source): each
-// policy compiled now, with and without notify, keyed as Compile looks it
+// policy compiled now, with and without notify, keyed as CompileDir looks it
 // up. Policies with the same key share one entry.
 func WriteBuiltin(w io.Writer, policies []NamedPolicy) error {
 	type entry struct {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,10 +17,11 @@ import (
 // The disk cache lets each `tooljail run` (a new process) skip libseccomp.
 // A cached file is loaded into the jail as its syscall filter, so the cache
 // must never be a way around it. A file is used only if:
-//   - the directory is a real directory (not a symlink), owned by the
-//     effective uid, with no group or other permission bits; it is opened
-//     once and files are opened relative to it, so renaming path
-//     components afterwards changes nothing;
+//   - the directory the caller opened (the jail, by the rules of every
+//     host path: jail/hostside.go) is a directory owned by the effective
+//     uid, with no group or other permission bits; files are opened
+//     relative to it, so renaming path components afterwards changes
+//     nothing;
 //   - the file is opened with O_NOFOLLOW, is a regular file with one link,
 //     owned by the effective uid, mode without group/other bits;
 //   - its header names the same cache key, and the SHA-256 of the filter
@@ -42,42 +42,8 @@ var cacheMagic = []byte("tooljail-seccomp-cache v1\n")
 const maxCacheFile = 64 << 10 // BPF_MAXINSNS*8 plus the header fits
 
 type diskCache struct {
-	dir   *os.File
-	path  string // for messages
-	owned bool   // dir is ours to close
-}
-
-// EnsureCacheDir creates the cache directory path and its missing parents
-// with mode 0700, so that nobody else can plant one there first. It does
-// nothing else: whether the directory may be used is checked on the
-// opened directory (CompileDir).
-func EnsureCacheDir(path string) error {
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return fmt.Errorf("seccomp cache: create %s: %w", path, err)
-	}
-	return nil
-}
-
-// openDiskCache creates and opens the directory at path (Compiler.Dir).
-func openDiskCache(path string) (*diskCache, error) {
-	if err := EnsureCacheDir(filepath.Dir(path)); err != nil {
-		return nil, err
-	}
-	if err := unix.Mkdir(path, 0o700); err != nil && err != unix.EEXIST {
-		return nil, fmt.Errorf("seccomp cache: create %s: %w", path, err)
-	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("seccomp cache: open %s (it must be a directory, not a symlink): %w", path, err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	d, err := useDiskCache(f)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	d.owned = true
-	return d, nil
+	dir  *os.File
+	path string // for messages
 }
 
 // useDiskCache checks a directory the caller opened (O_PATH is enough):
@@ -94,12 +60,6 @@ func useDiskCache(dir *os.File) (*diskCache, error) {
 		return nil, fmt.Errorf("seccomp cache: %s: %w; fix with: chmod 700 %s (as its owner) or remove it", dir.Name(), err, dir.Name())
 	}
 	return &diskCache{dir: dir, path: dir.Name()}, nil
-}
-
-func (d *diskCache) close() {
-	if d.owned {
-		d.dir.Close()
-	}
 }
 
 func checkOwnerMode(st *unix.Stat_t, typ uint32) error {

@@ -66,16 +66,10 @@ var restricted = map[string][][]cond{
 
 // Compiler compiles policies to Programs. It looks in turn in its memory
 // cache, in the filters built into the binary for the shipped profiles
-// (builtin_filters.go), and in a disk cache shared across processes;
-// libseccomp runs only when all three miss. Use one Compiler for many runs.
+// (builtin_filters.go), and in the disk cache shared across processes that
+// CompileDir is given; libseccomp runs only when all of them miss. Use one
+// Compiler for many runs.
 type Compiler struct {
-	// Dir is the disk cache directory Compile uses ("" for none). It is
-	// created with mode 0700 if missing, and used only if it is a real
-	// directory owned by the effective uid with no group or other
-	// permissions; otherwise every Compile recompiles (see
-	// Stats().DiskError). CompileDir does not use it.
-	Dir string
-
 	mu    sync.Mutex
 	mem   map[string]*Program
 	stats CacheStats
@@ -91,7 +85,7 @@ const (
 	FromCompiled Source = "compiled" // libseccomp, now
 )
 
-// CacheStats counts what Compile did, for tests and diagnostics.
+// CacheStats counts what a Compiler did, for tests and diagnostics.
 type CacheStats struct {
 	MemoryHits  int
 	BuiltinHits int
@@ -108,11 +102,13 @@ func (c *Compiler) Stats() CacheStats {
 	return c.stats
 }
 
-var defaultCompiler = &Compiler{Dir: DefaultCacheDir()}
+// defaultCompiler is the package-level CompileDir's: its memory cache
+// lasts the process.
+var defaultCompiler = &Compiler{}
 
-// DefaultCacheDir is where Compile caches programs across processes:
-// $TOOLJAIL_CACHE_DIR/seccomp, else the user cache directory
-// ($XDG_CACHE_HOME or ~/.cache) + tooljail/seccomp, or "" (memory only)
+// DefaultCacheDir is the disk cache directory the jail opens and hands to
+// CompileDir: $TOOLJAIL_CACHE_DIR/seccomp, else the user cache directory
+// ($XDG_CACHE_HOME or ~/.cache) + tooljail/seccomp, or "" (no disk cache)
 // when neither is known.
 func DefaultCacheDir() string {
 	if d := os.Getenv("TOOLJAIL_CACHE_DIR"); d != "" {
@@ -124,50 +120,29 @@ func DefaultCacheDir() string {
 	return ""
 }
 
-// Compile builds the filter for p with the package's default Compiler
-// (cached per policy in memory and in DefaultCacheDir). With notify, denied
-// calls and foreign architectures go to the supervisor's Monitor; without
-// it they fail with EPERM, and foreign architectures kill the process.
-func Compile(p Policy, notify bool) (*Program, error) {
-	return defaultCompiler.Compile(p, notify)
-}
-
-// CompileDir is Compile with the default Compiler's memory cache and the
-// disk cache in dir instead of DefaultCacheDir (see Compiler.CompileDir).
+// CompileDir builds the filter for p with the package's default Compiler
+// (see Compiler.CompileDir). With notify, denied calls and foreign
+// architectures go to the supervisor's Monitor; without it they fail with
+// EPERM, and foreign architectures kill the process.
 func CompileDir(p Policy, notify bool, dir *os.File) (*Program, error) {
 	return defaultCompiler.CompileDir(p, notify, dir)
 }
 
-// Compile builds the filter for p, or returns the cached one. The disk
-// cache is c.Dir, opened by path.
+// Compile is CompileDir without a disk cache.
 func (c *Compiler) Compile(p Policy, notify bool) (*Program, error) {
-	return c.compile(p, notify, func() (*diskCache, error) {
-		if c.Dir == "" {
-			return nil, nil
-		}
-		return openDiskCache(c.Dir)
-	})
+	return c.CompileDir(p, notify, nil)
 }
 
 // CompileDir builds the filter for p, or returns the cached one, with dir
 // as the disk cache: a directory the caller opened (O_PATH is enough) and
-// decided may be used. The owner and mode are still checked on it, and
-// entries are opened relative to it, so no path is looked up again. With
-// dir nil only the memory cache and the built-in filters are used: the
-// disk is not touched at all. c.Dir is ignored.
-func (c *Compiler) CompileDir(p Policy, notify bool, dir *os.File) (*Program, error) {
-	return c.compile(p, notify, func() (*diskCache, error) {
-		if dir == nil {
-			return nil, nil
-		}
-		return useDiskCache(dir)
-	})
-}
-
-// compile looks in memory, then in the built-in filters, then in the disk
-// cache that disk opens (nil for none, and only called on a miss), and
+// decided may be used. The owner and mode are still checked on it (see
+// Stats().DiskError), and entries are opened relative to it, so no path is
+// looked up again. With dir nil only the memory cache and the built-in
+// filters are used: the disk is not touched at all.
+//
+// It looks in memory, then in the built-in filters, then on disk, and
 // compiles on a miss there too.
-func (c *Compiler) compile(p Policy, notify bool, disk func() (*diskCache, error)) (*Program, error) {
+func (c *Compiler) CompileDir(p Policy, notify bool, dir *os.File) (*Program, error) {
 	// The memory cache is keyed by the policy as written, so that a hit
 	// costs no group expansion.
 	memKey := fmt.Sprintf("%v\x00%q\x00%q", notify, p.Allow, p.Deny)
@@ -186,12 +161,14 @@ func (c *Compiler) compile(p Policy, notify bool, disk func() (*diskCache, error
 		c.remember(memKey, prog)
 		return prog, nil
 	}
-	dc, err := disk()
-	if err != nil {
-		c.stats.DiskError = err
+	var dc *diskCache
+	if dir != nil {
+		var err error
+		if dc, err = useDiskCache(dir); err != nil {
+			c.stats.DiskError = err
+		}
 	}
 	if dc != nil {
-		defer dc.close()
 		if prog, err := dc.load(key); err == nil {
 			c.stats.DiskHits++
 			c.stats.Last = FromDisk
@@ -254,8 +231,9 @@ func cacheKey(p Policy, notify bool) string {
 
 var tablesID = sync.OnceValue(func() string {
 	// Every item is written with its length (an unambiguous encoding) and
-	// without fmt: this runs once in every supervisor, and formatting the
-	// ~350 names with %q cost a few hundred microseconds.
+	// without fmt: this runs once in every supervisor, before its first
+	// run, and formatting the ~350 names with %q was a visible share of
+	// start-up (see BENCHMARKS.md).
 	h := sha256.New()
 	var buf []byte
 	num := func(v uint64) { buf = binary.AppendUvarint(buf, v) }

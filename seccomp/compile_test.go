@@ -44,7 +44,7 @@ func TestCompileDiffers(t *testing.T) {
 		t.Errorf("stats %+v, want 3 compiles or built-in filters", s)
 	}
 	t0 := time.Now()
-	if _, err := CompileUncached(Policy{}, true); err != nil {
+	if _, err := compileUncached(Policy{}, true); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("default filter: %d instructions (notify), %d (errno); uncached compile %v",
@@ -55,7 +55,7 @@ func TestCompileDiffers(t *testing.T) {
 }
 
 func TestCompileRejectsBadPolicy(t *testing.T) {
-	if _, err := Compile(Policy{Allow: []string{"nosuchcall"}}, true); err == nil {
+	if _, err := CompileDir(Policy{Allow: []string{"nosuchcall"}}, true, nil); err == nil {
 		t.Error("unknown syscall compiled")
 	}
 }
@@ -66,15 +66,15 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 			t.Errorf("decode(%d bytes) accepted", len(b))
 		}
 	}
-	if _, err := Install(&Program{Filter: make([]byte, 12)}); err == nil {
-		t.Error("Install accepted a truncated filter")
+	if _, _, err := ThreadArgs(&Program{Filter: make([]byte, 12)}); err == nil {
+		t.Error("ThreadArgs accepted a truncated filter")
 	}
 }
 
 // BenchmarkCompile is libseccomp's share: the default policy, no cache.
 func BenchmarkCompile(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		if _, err := CompileUncached(Policy{}, true); err != nil {
+		if _, err := compileUncached(Policy{}, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -84,14 +84,14 @@ func BenchmarkCompile(b *testing.B) {
 // the user's own pays: a fresh Compiler (empty memory cache) finding the
 // program on disk. (A shipped profile's is built in: BenchmarkCompileBuiltin.)
 func BenchmarkCompileDiskCache(b *testing.B) {
-	dir := b.TempDir() + "/cache"
-	if _, err := (&Compiler{Dir: dir}).Compile(uncommon, true); err != nil {
+	d := openPath(b, privateDir(b))
+	if _, err := (&Compiler{}).CompileDir(uncommon, true, d); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c := &Compiler{Dir: dir}
-		if _, err := c.Compile(uncommon, true); err != nil {
+		c := &Compiler{}
+		if _, err := c.CompileDir(uncommon, true, d); err != nil {
 			b.Fatal(err)
 		}
 		if s := c.Stats(); s.DiskHits != 1 {

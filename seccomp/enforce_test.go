@@ -355,7 +355,7 @@ func noSetID(t *testing.T, dir string) {
 
 func TestKillAction(t *testing.T) {
 	requireNotify(t)
-	prog, err := Compile(Policy{}, true)
+	prog, err := CompileDir(Policy{}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestKillAction(t *testing.T) {
 // TestStopWhileRunning: Stop returns at once although the jail is alive.
 func TestStopWhileRunning(t *testing.T) {
 	requireNotify(t)
-	prog, err := Compile(Policy{}, true)
+	prog, err := CompileDir(Policy{}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +413,7 @@ func childFlood() int {
 
 func TestFlood(t *testing.T) {
 	requireNotify(t)
-	prog, err := Compile(Policy{}, true)
+	prog, err := CompileDir(Policy{}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package seccomp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,14 +15,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // The behaviour tests re-execute the test binary as a jailed child: it sets
-// no_new_privs, Installs the program it reads from fd 3, sends the listener
-// over the socket at fd 4 (as stage 2 does), marks fds close-on-exec and then
-// does what childModes[mode] says. The test process runs the Monitor.
+// no_new_privs, loads the program it reads from fd 3 (installAllThreads),
+// sends the listener over the socket at fd 4 (as stage 2 does), marks fds
+// close-on-exec and then does what childModes[mode] says. The test process
+// runs the Monitor.
 
 const childEnv = "TOOLJAIL_SECCOMP_TEST_CHILD"
 
@@ -29,15 +32,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(childMain(mode))
 	}
-	// Keep the package-level Compile's disk cache out of the user's.
-	dir, err := os.MkdirTemp("", "tooljail-seccomp-cache-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	defaultCompiler = &Compiler{Dir: filepath.Join(dir, "seccomp")}
 	code := m.Run()
-	os.RemoveAll(dir)
 	if exeCopy.path != "" {
 		os.RemoveAll(filepath.Dir(exeCopy.path))
 	}
@@ -71,20 +66,20 @@ func childMain(mode string) int {
 		fmt.Fprintln(os.Stderr, "child: read program:", err)
 		return 2
 	}
-	// no_new_privs is a thread's: Install must run on the thread that
-	// set it.
+	// no_new_privs is a thread's: installAllThreads must run on the
+	// thread that set it.
 	runtime.LockOSThread()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "child: no_new_privs:", err)
 		return 2
 	}
-	l, err := Install(&prog)
+	l, err := installAllThreads(&prog)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
 	}
 	if l != nil {
-		if err := SendListener(4, l); err != nil {
+		if err := sendListener(4, l); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 2
 		}
@@ -96,6 +91,79 @@ func childMain(mode string) int {
 		return 2
 	}
 	return run()
+}
+
+// installAllThreads loads prog on every thread of the calling process, a
+// Go program, with the raw seccomp(2) call; the jail's stage 2 is a single
+// thread and loads ThreadArgs' program on itself (jail/stage2.c).
+// no_new_privs must already be set. When prog.Notify, it returns the
+// notification listener, which the caller hands to the test process
+// (sendListener) and closes before running on. From here on everything
+// the caller does must be allowed; in notify mode a denied call blocks
+// until the test's Monitor answers.
+func installAllThreads(prog *Program) (*os.File, error) {
+	insns, flags, err := ThreadArgs(prog)
+	if err != nil {
+		return nil, fmt.Errorf("install: %w", err)
+	}
+	// Every thread: TSYNC. TSYNC_ESRCH lets TSYNC and NEW_LISTENER share
+	// one call: a thread that cannot be synchronised gives ESRCH instead
+	// of its tid, which would be ambiguous with the listener fd.
+	flags |= unix.SECCOMP_FILTER_FLAG_TSYNC
+	if prog.Notify {
+		flags |= unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH
+	}
+	fprog := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(insns)
+	switch {
+	case errno == unix.ESRCH:
+		return nil, errors.New("install: a thread of this process could not be synchronised (it has a different seccomp filter or is exiting)")
+	case errno != 0:
+		return nil, fmt.Errorf("install (flags %#x): %w", flags, errno)
+	case !prog.Notify && r != 0:
+		return nil, fmt.Errorf("install: thread %d could not be synchronised to the filter", r)
+	case !prog.Notify:
+		return nil, nil
+	}
+	return os.NewFile(r, "seccomp-listener"), nil
+}
+
+// sendListener sends the listener over a connected AF_UNIX socket with
+// SCM_RIGHTS, under the filter: sendmsg only. The caller still closes its
+// own copy of l.
+func sendListener(sock int, l *os.File) error {
+	rights := unix.UnixRights(int(l.Fd()))
+	if err := unix.Sendmsg(sock, []byte{'L'}, rights, nil, 0); err != nil {
+		return fmt.Errorf("send listener: %w", err)
+	}
+	runtime.KeepAlive(l)
+	return nil
+}
+
+// recvListener receives a listener sent by sendListener, close-on-exec.
+func recvListener(sock int) (*os.File, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("receive listener: %w", err)
+	}
+	if n != 1 || buf[0] != 'L' {
+		return nil, errors.New("receive listener: the child closed the channel or sent something else")
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("receive listener: bad control message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("receive listener: want one fd: %v", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "seccomp-listener"), nil
 }
 
 // jailed is one child under a filter, seen from the test.
@@ -155,7 +223,7 @@ func startJailed(t testing.TB, prog *Program, mode string, o childOpts) *jailed 
 	childSock.Close()
 	defer unix.Close(sp[0])
 	if prog.Notify {
-		l, err := RecvListener(sp[0])
+		l, err := recvListener(sp[0])
 		if err != nil {
 			j.cmd.Wait()
 			t.Fatalf("%v; child stderr: %s", err, j.stderr.String())
@@ -168,7 +236,7 @@ func startJailed(t testing.TB, prog *Program, mode string, o childOpts) *jailed 
 		if o.onKill != nil {
 			onKill = func() { o.onKill(j.cmd) }
 		}
-		j.monitor = NewMonitor(l, o.action, onKill)
+		j.monitor = NewMonitor(l, MonitorOptions{Action: o.action, OnKill: onKill})
 	}
 	return j
 }

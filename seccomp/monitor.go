@@ -51,7 +51,7 @@ const maxViolationKinds = 256
 // each call (correct, only slower).
 const maxCallKeys = 4096
 
-// MonitorOptions configure a Monitor (NewMonitorWith).
+// MonitorOptions configure a Monitor (NewMonitor).
 type MonitorOptions struct {
 	// Action is what a denied call does to the run (ActionDeny if empty).
 	Action Action
@@ -67,6 +67,11 @@ type MonitorOptions struct {
 	// must not call Stop; it may be nil. 0 means no bound.
 	MaxViolations uint64
 	OnLimit       func()
+	// OnFail is called once, from the monitor's goroutine, when it stops
+	// serving before Stop (the error Err returns). A caller blocked in a
+	// denied call would wait for an answer until the listener is closed,
+	// so the run should be ended. It must not call Stop; it may be nil.
+	OnFail func(error)
 }
 
 // Monitor answers notifications from one jail.
@@ -130,19 +135,10 @@ const (
 // NewMonitor serves the listener in the background until Stop. Each
 // notification is recorded and answered at once: EPERM (ENOSYS for an
 // unnamed number), or, for a non-native architecture, the process is
-// killed. With ActionKill, onKill is called (once, synchronously, before
-// the first violation is answered; it must not call Stop) and the call
-// still fails with EPERM. onKill is also called, in any mode, when an arch
-// violation's process cannot be killed on its own. onKill may be nil.
-// NewMonitorWith also bounds the number of denied calls.
+// killed. With ActionKill, opts.OnKill is called first and the call still
+// fails with EPERM. The options are in force from the first notification.
 //
 // The Monitor owns listener and closes it in Stop.
-func NewMonitor(listener *os.File, action Action, onKill func()) *Monitor {
-	return NewMonitorWith(listener, MonitorOptions{Action: action, OnKill: onKill})
-}
-
-// NewMonitorWith is NewMonitor with every option, the bound on denied
-// calls among them. The options are in force from the first notification.
 //
 // A denied call blocks its caller until the monitor answers, so a flood
 // from one thread wakes the monitor once per call: a few ioctls and a
@@ -152,7 +148,7 @@ func NewMonitor(listener *os.File, action Action, onKill func()) *Monitor {
 // (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP): caller and monitor hand one CPU to
 // each other instead of waking each other across CPUs. Older kernels
 // refuse the flag and wake it as before; the answers are the same.
-func NewMonitorWith(listener *os.File, opts MonitorOptions) *Monitor {
+func NewMonitor(listener *os.File, opts MonitorOptions) *Monitor {
 	if opts.Action == "" {
 		opts.Action = ActionDeny
 	}
@@ -166,16 +162,12 @@ func NewMonitorWith(listener *os.File, opts MonitorOptions) *Monitor {
 	}
 	na, err := native()
 	if err != nil {
-		m.err = err
-		close(m.done)
-		return m
+		return m.failed(err)
 	}
 	m.native = na
 	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		m.err = fmt.Errorf("seccomp monitor: eventfd: %w", err)
-		close(m.done)
-		return m
+		return m.failed(fmt.Errorf("seccomp monitor: eventfd: %w", err))
 	}
 	m.wake = fd
 	go m.loop()
@@ -255,10 +247,24 @@ func (m *Monitor) loop() {
 	}
 }
 
+// failed is NewMonitor giving up before it serves anything. OnFail runs
+// in its own goroutine: NewMonitor's caller may hold the lock OnFail takes.
+func (m *Monitor) failed(err error) *Monitor {
+	m.err = err
+	close(m.done)
+	if m.opts.OnFail != nil {
+		go m.opts.OnFail(err)
+	}
+	return m
+}
+
 func (m *Monitor) fail(err error) {
 	m.mu.Lock()
 	m.err = err
 	m.mu.Unlock()
+	if m.opts.OnFail != nil {
+		m.opts.OnFail(err)
+	}
 }
 
 // ioctlPtr is an ioctl that may block (the runtime is told).

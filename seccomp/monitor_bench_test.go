@@ -79,7 +79,7 @@ func BenchmarkDeniedCall(b *testing.B) {
 	if s := Probe(); !s.Notify {
 		b.Skipf("no seccomp user notification here: %s", s.Reason)
 	}
-	prog, err := Compile(Policy{}, true)
+	prog, err := CompileDir(Policy{}, true, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func sumCounts(vs []Violation) uint64 {
 // checks). Total is the sum of the counts.
 func TestMonitorLimit(t *testing.T) {
 	requireNotify(t)
-	prog, err := Compile(Policy{}, true)
+	prog, err := CompileDir(Policy{}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestMonitorLimit(t *testing.T) {
 			made := make(chan struct{}) // m is set
 			j := startJailed(t, prog, "deny", childOpts{env: []string{"DENY_N=" + strconv.Itoa(c.per), "DENY_THREADS=" + strconv.Itoa(c.threads)},
 				newMonitor: func(l *os.File, _ *exec.Cmd) *Monitor {
-					m = NewMonitorWith(l, MonitorOptions{Action: ActionDeny, MaxViolations: c.limit, OnLimit: func() {
+					m = NewMonitor(l, MonitorOptions{Action: ActionDeny, MaxViolations: c.limit, OnLimit: func() {
 						<-made
 						fired.Add(1)
 						atFire.Store(m.Total())
@@ -90,14 +90,14 @@ func TestMonitorLimit(t *testing.T) {
 // flood ends a few calls past the bound.
 func TestMonitorLimitKills(t *testing.T) {
 	requireNotify(t)
-	prog, err := Compile(Policy{}, true)
+	prog, err := CompileDir(Policy{}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const limit = 1000
 	var fired atomic.Int32
 	j := startJailed(t, prog, "deny", childOpts{env: []string{"DENY_N=100000", "DENY_THREADS=3"}, newMonitor: func(l *os.File, cmd *exec.Cmd) *Monitor {
-		return NewMonitorWith(l, MonitorOptions{MaxViolations: limit, OnLimit: func() {
+		return NewMonitor(l, MonitorOptions{MaxViolations: limit, OnLimit: func() {
 			fired.Add(1)
 			cmd.Process.Kill()
 		}})
@@ -119,7 +119,7 @@ func TestMonitorLimitKills(t *testing.T) {
 // TestMonitorTotalLive: Total may be read while the monitor serves.
 func TestMonitorTotalLive(t *testing.T) {
 	requireNotify(t)
-	prog, err := Compile(Policy{}, true)
+	prog, err := CompileDir(Policy{}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

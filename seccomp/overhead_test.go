@@ -59,7 +59,7 @@ func childLoop() int {
 // ioctl measures a call whose arguments the filter checks (the whole
 // filter runs).
 func BenchmarkSyscallOverhead(b *testing.B) {
-	prog, err := Compile(Policy{}, true)
+	prog, err := CompileDir(Policy{}, true, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func childWorkloadGo() int {
 // mode and expects them to succeed with no violation at all.
 func TestWorkloads(t *testing.T) {
 	requireNotify(t)
-	prog, err := Compile(Policy{}, true)
+	prog, err := CompileDir(Policy{}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

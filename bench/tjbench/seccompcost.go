@@ -174,10 +174,10 @@ func (l *loopResult) cpuNs(key string) float64 { return nsPerCall(med(l.variant(
 // costs is the breakdown the report states. Each difference is paired
 // round by round (see paired); the percentages are of the median
 // no-filter loop outside, the filter in the jail's of the median
-// seccomp-off jail loop. On this shared machine a loop's time jumps
-// between levels from round to round (180 or 240 ns per getppid), so the
-// medians of two variants can land on different levels; the median of
-// the paired differences does not.
+// seccomp-off jail loop. On a shared machine a loop's time jumps between
+// levels from round to round (see BENCHMARKS.md), so the medians of two
+// variants can land on different levels; the median of the paired
+// differences does not.
 type costs struct {
 	Floor    paired // allow-all − no filter: the kernel's fixed cost of any filter
 	Above    paired // tooljail's filter − allow-all: what our program adds
