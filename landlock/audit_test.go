@@ -1,16 +1,9 @@
 package landlock
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestParseRecord covers the record shapes Landlock writes (captured on
@@ -88,107 +81,5 @@ func TestWatcherAggregatesAndBounds(t *testing.T) {
 	}
 	if stats.Unlisted != 11 || stats.KernelTotal != 300 {
 		t.Errorf("stats %+v, want 11 unlisted and kernel total 300", stats)
-	}
-}
-
-// setAuditEnabled switches the kernel's audit on or off and returns the
-// previous state (needs CAP_AUDIT_CONTROL).
-func setAuditEnabled(t *testing.T, on bool) (was bool) {
-	t.Helper()
-	c, err := dialAudit()
-	if err != nil {
-		t.Skipf("audit netlink: %v", err)
-	}
-	defer c.close()
-	st, err := c.status()
-	if err != nil {
-		t.Skipf("cannot read the audit status: %v", err)
-	}
-	if st.Enabled == 2 {
-		t.Skip("audit configuration is locked (enabled=2)")
-	}
-	payload := make([]byte, 32)
-	binary.NativeEndian.PutUint32(payload[0:4], 1) // AUDIT_STATUS_ENABLED
-	if on {
-		binary.NativeEndian.PutUint32(payload[4:8], 1)
-	}
-	if err := c.send(unix.AUDIT_SET, unix.NLM_F_ACK, payload); err != nil {
-		t.Skipf("AUDIT_SET: %v", err)
-	}
-	return st.Enabled == 1
-}
-
-// TestWatchDenials: as root, a restricted child runs bash, which is denied
-// a read, a write, a TCP connect and a signal; the watcher reports each with
-// its path and access, and nothing of an untracked sandbox. When the kernel
-// audit is off the test turns it on for its duration and restores it.
-func TestWatchDenials(t *testing.T) {
-	requireABI(t, 7)
-	if os.Geteuid() != 0 {
-		if _, err := WatchDenials(); !errors.Is(err, ErrNotObservable) {
-			t.Errorf("WatchDenials as uid %d: %v, want ErrNotObservable", os.Geteuid(), err)
-		}
-		t.Skip("the audit multicast needs root (CAP_AUDIT_READ)")
-	}
-	if was := setAuditEnabled(t, true); !was {
-		t.Log("kernel audit was disabled; enabled for this test")
-		t.Cleanup(func() { setAuditEnabled(t, false) })
-	}
-	w, err := WatchDenials()
-	if err != nil {
-		t.Fatalf("WatchDenials: %v", err)
-	}
-	tr := newTree(t)
-	port := listenTCP(t)
-	p := tr.policy()
-	p.RestrictTCP = true
-	script := fmt.Sprintf(`cat %s; echo x > %s; echo > /dev/tcp/127.0.0.1/%d; kill -0 %d; true`,
-		filepath.Join(tr.out, "secret"), filepath.Join(tr.ro, "f"), port, os.Getpid())
-
-	// The tracked run: Track before the command can run.
-	child, wait := startChild(t, scenario{Policy: p, Ops: []op{{Do: "sh", Path: script}}})
-	w.Track(child)
-	wait()
-	// An untracked sandbox at the same time: must not show up.
-	other, wait2 := startChild(t, scenario{Policy: p, Ops: []op{{Do: "sh", Path: "cat " + filepath.Join(tr.files, "other")}}})
-	_ = other
-	wait2()
-
-	denials, stats := w.StopStats()
-	t.Logf("denials %+v stats %+v", denials, stats)
-	if !stats.Synced {
-		t.Error("Stop did not see its sync marker")
-	}
-	want := []Denial{
-		{Kind: "fs", Path: filepath.Join(tr.out, "secret"), Access: []string{"read_file"}},
-		{Kind: "fs", Path: filepath.Join(tr.ro, "f"), Access: []string{"write_file"}},
-		{Kind: "net", Path: fmt.Sprintf("127.0.0.1:%d", port), Access: []string{"connect_tcp"}},
-		{Kind: "scope", Path: fmt.Sprintf("pid %d", os.Getpid()), Access: []string{"signal"}},
-	}
-	for _, wd := range want {
-		if !slices.ContainsFunc(denials, func(d Denial) bool {
-			return d.Kind == wd.Kind && strings.HasPrefix(d.Path, wd.Path) && slices.Equal(d.Access, wd.Access) && d.Pid > 0 && d.Count >= 1
-		}) {
-			t.Errorf("missing denial %+v", wd)
-		}
-	}
-	for _, d := range denials {
-		if strings.HasSuffix(d.Path, "files/other") {
-			t.Errorf("untracked run's denial reported: %+v", d)
-		}
-	}
-}
-
-// startChild starts a scenario child and returns its pid and a wait func.
-func startChild(t *testing.T, sc scenario) (int, func()) {
-	t.Helper()
-	cmd := childCmd(t, sc, nil)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd.Process.Pid, func() {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child: %v", err)
-		}
 	}
 }

@@ -1,11 +1,13 @@
-// Package landlock applies the jail's Landlock rules (path rights mirroring
-// the mounts, TCP port rules, IPC scoping) with go-landlock, says what was
-// really enforced on this kernel, and, where the host lets it, watches the
-// kernel's audit records for the denials of one run.
+// Package landlock compiles the jail's Landlock policy (path rights
+// mirroring the mounts, TCP port rules, IPC scoping) for the running
+// kernel, says what it really enforces there, and, where the host lets it,
+// watches the kernel's audit records for the denials of one run. The jail
+// applies the compiled Plan: its init (C) builds the ruleset, its stage 2
+// enters it right before exec.
 //
 // What a run gets depends on the kernel's Landlock ABI (see Probe):
 //
-//   - ABI 0: nothing. Restrict returns ErrNotEnforced; the jail must either
+//   - ABI 0: nothing. Compile returns ErrNotEnforced; the jail must either
 //     refuse the run or report Landlock as degraded.
 //   - ABI 1: the 13 basic filesystem rights. Linking or renaming a file
 //     across directories is always denied.
@@ -21,8 +23,8 @@
 //   - ABI 7: audit logging flags; denials of the executed command are logged
 //     (LOG_NEW_EXEC_ON) and those of the jail's own stage 2 are not
 //     (LOG_SAME_EXEC_OFF). See WatchDenials.
-//   - ABI 8: enforcement on all threads with one syscall (TSYNC) instead of
-//     psx signalling every thread. No new rights.
+//   - ABI 8: enforcement on all threads at once (TSYNC). Not used: stage 2,
+//     which enters the domain, has one thread. No new rights.
 //   - ABI 9: "resolve_unix": connecting to pathname unix sockets created
 //     outside the domain needs a ReadWrite rule on them.
 //   - ABI 10, 11: UDP rules and quiet flags (not used: Policy has no UDP
@@ -64,9 +66,9 @@ type Rule struct {
 // Policy is the whole Landlock request of a run.
 type Policy struct {
 	Rules []Rule `json:"rules"`
-	// MinABI is the lowest ABI Restrict accepts; below it Restrict fails
+	// MinABI is the lowest ABI Compile accepts; below it Compile fails
 	// closed with ErrBelowMinABI. 0 accepts any kernel, even one without
-	// Landlock (then Restrict returns ErrNotEnforced).
+	// Landlock (then Compile returns ErrNotEnforced).
 	MinABI int `json:"min_abi,omitempty"`
 	// RestrictTCP handles TCP bind and connect (ABI 4+): only the listed
 	// ports are allowed; empty lists deny all TCP binds/connects.
@@ -76,11 +78,10 @@ type Policy struct {
 }
 
 // ErrNotEnforced is returned (wrapped, with the reason and the fix) by
-// Restrict when the kernel has no usable Landlock and Policy.MinABI is 0.
-// Nothing was changed in the process; the jail reports Landlock as not
-// enforced.
+// Compile when the kernel has no usable Landlock and Policy.MinABI is 0;
+// the jail reports Landlock as not enforced.
 var ErrNotEnforced = errors.New("landlock not enforced")
 
-// ErrBelowMinABI is returned (wrapped) by Restrict when the kernel's ABI is
-// below Policy.MinABI. Nothing was changed in the process.
+// ErrBelowMinABI is returned (wrapped) by Compile when the kernel's ABI is
+// below Policy.MinABI.
 var ErrBelowMinABI = errors.New("landlock ABI below the required minimum")

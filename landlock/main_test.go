@@ -1,39 +1,47 @@
-package landlock
+package landlock_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/landlock"
+	"github.com/tooljail/tooljail/profiles"
 )
 
-// The tests restrict a re-executed copy of the test binary, never the test
-// process itself: TestMain runs the scenario passed in envScenario and exits.
-const envScenario = "TOOLJAIL_LANDLOCK_TEST_SCENARIO"
+// The behaviour tests run their scenarios where Landlock ships: in a real
+// jail (jail.Command), whose supervisor compiles the policy
+// (landlock.Compile), whose init builds the ruleset in the jail's mount
+// namespace and whose stage 2 enters it and execs the command. The command
+// is this test binary, bound read-only into the jail and re-executed with
+// envScenario naming the ops to do; TestMain runs them and prints each
+// result as JSON on stdout. A control run of the same Spec without Landlock
+// shows what the mounts alone allow, so that a denial is Landlock's.
+const envScenario = "TOOLJAIL_LANDLOCK_TEST_OPS"
 
-// scenario is what the child does: optionally start pinned threads, apply
-// the policy, then run ops and report each result.
-type scenario struct {
-	Policy     Policy `json:"policy"`
-	NoRestrict bool   `json:"no_restrict,omitempty"` // control run: ops without Landlock
-	Threads    int    `json:"threads,omitempty"`     // threads pinned before Restrict
-	Repeat     int    `json:"repeat,omitempty"`      // restrict this many times (cost measurement)
-	// ThreadOnly uses RestrictThread on the main thread (locked), where
-	// the ops run, instead of Restrict.
-	ThreadOnly bool `json:"thread_only,omitempty"`
-	Ops        []op `json:"ops"`
+// helperPath is where the test binary is bound in the jail.
+const helperPath = "/tooljail-test/landlock.test"
+
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(envScenario); raw != "" {
+		os.Exit(helperMain(raw))
+	}
+	jail.Init()
+	os.Exit(m.Run())
 }
 
+// op is one thing the jailed command does; runOp says how it went: "ok",
+// an errno name, or a few words.
 type op struct {
 	Do   string `json:"do"`
 	Path string `json:"path,omitempty"`
@@ -42,75 +50,20 @@ type op struct {
 	Pid  int    `json:"pid,omitempty"`
 }
 
-type childResult struct {
-	Enforced Enforced  `json:"enforced"`
-	Err      string    `json:"err,omitempty"`
-	Results  []string  `json:"results"`
-	Micros   []float64 `json:"micros,omitempty"`
-}
-
-func TestMain(m *testing.M) {
-	if sc := os.Getenv(envScenario); sc != "" {
-		os.Exit(childMain(sc))
-	}
-	os.Exit(m.Run())
-}
-
-func childMain(raw string) int {
-	var sc scenario
-	if err := json.Unmarshal([]byte(raw), &sc); err != nil {
-		fmt.Fprintln(os.Stderr, "bad scenario:", err)
+func helperMain(raw string) int {
+	var ops []op
+	if err := json.Unmarshal([]byte(raw), &ops); err != nil {
+		fmt.Fprintln(os.Stderr, "bad ops:", err)
 		return 2
 	}
-	var res childResult
-	if sc.ThreadOnly {
-		runtime.LockOSThread() // the ops below run on the restricted thread
+	results := make([]string, 0, len(ops))
+	for _, o := range ops {
+		results = append(results, runOp(o))
 	}
-	pinned := startPinnedThreads(sc.Threads)
-	restrict := Restrict
-	if sc.ThreadOnly {
-		restrict = RestrictThread
-	}
-	if !sc.NoRestrict {
-		for i := 0; i < max(sc.Repeat, 1); i++ {
-			t0 := time.Now()
-			en, err := restrict(sc.Policy)
-			res.Micros = append(res.Micros, float64(time.Since(t0).Nanoseconds())/1e3)
-			res.Enforced = en
-			if err != nil {
-				res.Err = err.Error()
-				break
-			}
-		}
-	}
-	for _, o := range sc.Ops {
-		res.Results = append(res.Results, runOp(o, pinned))
-	}
-	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+	if err := json.NewEncoder(os.Stdout).Encode(results); err != nil {
 		return 2
 	}
 	return 0
-}
-
-// startPinnedThreads starts n goroutines, each locked to its own OS thread,
-// that run the functions sent to them. They exist before Restrict, so they
-// prove that the restriction reached threads other than the caller's.
-func startPinnedThreads(n int) []chan func() {
-	var out []chan func()
-	for range n {
-		ch := make(chan func())
-		ready := make(chan struct{})
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-			close(ready)
-			for f := range ch {
-				f()
-			}
-		}()
-		<-ready
-		out = append(out, ch)
-	}
-	return out
 }
 
 func errName(err error) string {
@@ -124,7 +77,10 @@ func errName(err error) string {
 	return err.Error()
 }
 
-func runOp(o op, pinned []chan func()) string {
+// listeners keeps the sockets of "listen" ops open until the command exits.
+var listeners []int
+
+func runOp(o op) string {
 	switch o.Do {
 	case "read":
 		b, err := os.ReadFile(o.Path)
@@ -171,17 +127,28 @@ func runOp(o op, pinned []chan func()) string {
 		return errName(unix.Link(o.Path, o.To))
 	case "rename":
 		return errName(unix.Rename(o.Path, o.To))
-	case "connect", "bind":
+	case "connect", "bind", "listen":
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return errName(err)
 		}
-		defer unix.Close(fd)
 		sa := &unix.SockaddrInet4{Port: o.Port, Addr: [4]byte{127, 0, 0, 1}}
-		if o.Do == "bind" {
-			return errName(unix.Bind(fd, sa))
+		switch o.Do {
+		case "connect":
+			err = unix.Connect(fd, sa)
+		case "bind":
+			err = unix.Bind(fd, sa)
+		case "listen":
+			if err = unix.Bind(fd, sa); err == nil {
+				err = unix.Listen(fd, 8)
+			}
+			if err == nil {
+				listeners = append(listeners, fd)
+				return "ok"
+			}
 		}
-		return errName(unix.Connect(fd, sa))
+		unix.Close(fd)
+		return errName(err)
 	case "kill0":
 		return errName(unix.Kill(o.Pid, 0))
 	case "abstract":
@@ -209,104 +176,141 @@ func runOp(o op, pinned []chan func()) string {
 		}
 		return strings.TrimSpace(string(out))
 	case "watch":
-		w, err := WatchDenials()
+		w, err := landlock.WatchDenials()
 		if err != nil {
 			return err.Error()
 		}
 		w.Stop()
 		return "ok"
-	case "threads_read":
-		// every pinned thread opens the path; all must agree
-		results := make(chan string, len(pinned))
-		for _, ch := range pinned {
-			ch <- func() {
-				fd, err := unix.Open(o.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-				if err == nil {
-					unix.Close(fd)
-				}
-				results <- errName(err)
-			}
-		}
-		seen := map[string]int{}
-		for range pinned {
-			seen[<-results]++
-		}
-		if len(seen) != 1 {
-			return fmt.Sprintf("threads disagree: %v", seen)
-		}
-		for k := range seen {
-			return k
-		}
-		return "no threads"
 	}
 	return "unknown op " + o.Do
 }
 
-// run executes sc in a child of the test binary, as cred when not nil.
-func run(t testing.TB, sc scenario, cred *syscall.Credential) childResult {
-	t.Helper()
-	cmd := childCmd(t, sc, cred)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("child: %v\nstderr: %s", err, stderr.String())
+// hostUser is who the jail runs as on the host: for a root test, uid and
+// gid 65534 (Spec.HostUser; the jail never runs as root); otherwise the
+// test's own user, as for any supervisor that is not root.
+func hostUser() (uid, gid int, spec *jail.HostID) {
+	if os.Geteuid() == 0 {
+		return 65534, 65534, &jail.HostID{UID: 65534, GID: 65534}
 	}
-	var res childResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("child output %q: %v (stderr %s)", stdout.String(), err, stderr.String())
-	}
-	return res
+	return os.Geteuid(), os.Getegid(), nil
 }
 
-func childCmd(t testing.TB, sc scenario, cred *syscall.Credential) *exec.Cmd {
+// ownedDir makes a temporary directory that the jail's host user owns.
+func ownedDir(t testing.TB) string {
 	t.Helper()
-	raw, err := json.Marshal(sc)
+	dir, err := os.MkdirTemp("", "landlock-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("/proc/self/exe", "-test.run=^$")
-	cmd.Env = append(os.Environ(), envScenario+"="+string(raw))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	return cmd
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	uid, gid, _ := hostUser()
+	must(t, os.Chown(dir, uid, gid))
+	must(t, os.Chmod(dir, 0o755))
+	return dir
 }
 
-var nobody = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
-
-// identities are the users the behaviour tests run as.
-func identities(t *testing.T) map[string]*syscall.Credential {
-	if os.Geteuid() != 0 {
-		return map[string]*syscall.Credential{"self": nil}
-	}
-	return map[string]*syscall.Credential{"root": nil, "uid65534": nobody}
-}
-
-func requireABI(t *testing.T, abi int) Support {
+func must(t testing.TB, err error) {
 	t.Helper()
-	s := Probe()
-	if s.ABI < abi {
-		t.Skipf("needs Landlock ABI %d, kernel offers %d (%s)", abi, s.ABI, s.Reason)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jailSpec is the default profile's Spec for a run in workdir (bound
+// read-write, as the CLI binds the current directory) with mounts added
+// and the test binary bound in as the command. Seccomp and the cgroup caps
+// are off, so that only the mounts and Landlock can deny; Landlock is on
+// with the profile's settings (any ABI, TCP not handled).
+func jailSpec(t testing.TB, workdir string, mounts ...jail.Mount) *jail.Spec {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Spec(profiles.Request{Args: []string{helperPath}, Cwd: workdir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Seccomp = nil
+	s.Limits.Memory, s.Limits.CPUs, s.Limits.Pids = 0, 0, 0
+	s.Limits.Timeout = 2 * time.Minute
+	_, _, s.HostUser = hostUser()
+	s.Mounts = append(s.Mounts, mounts...)
+	s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: exe, Dest: helperPath, Exec: true})
+	if s.Landlock == nil {
+		t.Fatal("the default profile has Landlock off")
 	}
 	return s
 }
 
-// listenTCP listens on 127.0.0.1 with plain TCP and returns the port.
-func listenTCP(t *testing.T) int {
+// withoutLandlock is s for the control run.
+func withoutLandlock(s *jail.Spec) *jail.Spec {
+	c := *s
+	c.Landlock = nil
+	return &c
+}
+
+// runJailed runs ops in a jail built from s and returns the run's report
+// and each op's result. The run must get as far as the command's exit.
+func runJailed(t testing.TB, s *jail.Spec, ops ...op) (*jail.Result, []string) {
 	t.Helper()
-	var lc net.ListenConfig
-	lc.SetMultipathTCP(false)
-	l, err := lc.Listen(t.Context(), "tcp4", "127.0.0.1:0")
+	res, results, err := jailed(s, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
+	return res, results
+}
+
+// jailed is runJailed for a goroutine other than the test's.
+func jailed(s *jail.Spec, ops ...op) (*jail.Result, []string, error) {
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := *s
+	c.Env = append(append([]string(nil), s.Env...), envScenario+"="+string(raw))
+	cmd := jail.Command(&c)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	res, err := cmd.Run()
+	if err != nil {
+		return res, nil, fmt.Errorf("jail: %w", err)
+	}
+	if res.Status != jail.StatusExited || res.ExitCode != 0 {
+		return res, nil, fmt.Errorf("jailed run: status %s, exit %d, %s\nstderr: %s", res.Status, res.ExitCode, res.Reason, stderr.String())
+	}
+	var results []string
+	if err := json.Unmarshal(stdout.Bytes(), &results); err != nil || len(results) != len(ops) {
+		return res, nil, fmt.Errorf("jailed run output %q: %v (stderr %s)", stdout.String(), err, stderr.String())
+	}
+	return res, results, nil
+}
+
+// runBoth runs ops without Landlock (the control) and with it, and checks
+// that the control run had no Landlock and the other had.
+func runBoth(t *testing.T, s *jail.Spec, ops ...op) (control []string, res *jail.Result, restricted []string) {
+	t.Helper()
+	ctl, control := runJailed(t, withoutLandlock(s), ops...)
+	if ctl.Enforcement.LandlockABI != 0 {
+		t.Fatalf("control run enforced Landlock ABI %d", ctl.Enforcement.LandlockABI)
+	}
+	res, restricted = runJailed(t, s, ops...)
+	if res.Enforcement.LandlockABI == 0 {
+		t.Fatalf("Landlock not enforced: degraded %v", res.Enforcement.Degraded)
+	}
+	return control, res, restricted
+}
+
+func requireABI(t testing.TB, abi int) landlock.Support {
+	t.Helper()
+	s := landlock.Probe()
+	if s.ABI < abi {
+		t.Skipf("needs Landlock ABI %d, kernel offers %d (%s)", abi, s.ABI, s.Reason)
+	}
+	return s
 }

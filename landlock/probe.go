@@ -21,7 +21,7 @@ const erratumSignalScoping = 0x2
 
 // Support says what this kernel offers.
 type Support struct {
-	// ABI is the Landlock ABI Restrict will use: the kernel's, capped at
+	// ABI is the Landlock ABI Compile will use: the kernel's, capped at
 	// BestABI, and 5 for ABI 6+ kernels that lack the signal-scoping fix.
 	// 0 means Landlock cannot be used.
 	ABI int `json:"abi"`
@@ -32,9 +32,8 @@ type Support struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
-// Probe reports the kernel's Landlock ABI. It costs two syscalls and changes
-// nothing, so the supervisor calls it at preflight and stage 2 again in
-// Restrict.
+// Probe reports the kernel's Landlock ABI. It makes two syscalls and changes
+// nothing; the supervisor calls it at preflight and again in Compile.
 func Probe() Support {
 	v, err := ll.LandlockGetABIVersion()
 	if err != nil {
