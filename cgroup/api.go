@@ -21,15 +21,24 @@
 //   - cgroup v2 (kernel 5.7+ for CLONE_INTO_CGROUP, 5.14+ for cgroup.kill,
 //     5.19+ for memory.peak, 6.1+ for pids.peak): groups live below the
 //     supervisor's own cgroup, which must be writable (root, or a delegated
-//     systemd scope for other users). The supervisor moves itself into a leaf
-//     of its own the first time New runs, as the "no internal processes" rule
-//     requires. An OOM kills the whole group (memory.oom.group).
+//     systemd scope for other users). An OOM kills the whole group
+//     (memory.oom.group).
 //   - cgroup v1 and hybrid hosts: the v1 memory, cpu, cpuacct, pids and freezer
 //     hierarchies, below the supervisor's own cgroup in each; only root can
 //     write them. v1 has no memory.oom.group, so a watcher on the group's OOM
 //     event kills the rest of the group when the kernel kills one process.
 //     DirFD is -1: the caller forks the init from a thread that joined the
 //     group (JoinThread), or moves it in with AddProc before it runs.
+//
+// What it does to the calling process: on cgroup v2, unless the process
+// is in the root cgroup, the first New moves the whole process into a leaf
+// <own cgroup>/tooljail-<pid>-<start>-<ns>/supervisor and enables the
+// memory, cpu and pids controllers in its own cgroup, as the kernel's "no
+// internal processes" rule requires of a cgroup with sub-groups; it moves
+// back when its last group is deleted, where it can. A Go program that
+// embeds the package and must stay where it is runs the tooljail binary as
+// a child process instead (New's doc has the details). On v1 the process
+// never moves; only the thread that calls JoinThread does, for one fork.
 package cgroup
 
 import "errors"
@@ -50,8 +59,7 @@ const (
 	ModeNone Mode = "none"
 )
 
-// The controllers a cap needs; keys of Support.Controllers and
-// Group.Controllers.
+// The controllers a cap needs; keys of Support.Controllers.
 const (
 	Memory = "memory"
 	CPU    = "cpu"

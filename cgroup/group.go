@@ -5,34 +5,70 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
 )
 
 // Group is one run's cgroup.
 type Group struct {
-	mode        Mode
-	dir         string            // v2: the group directory
-	dirs        map[string]string // v1: hierarchy -> group directory
-	homes       map[string]string // v1: hierarchy -> the supervisor's own cgroup
-	fd          int               // v2: O_PATH fd of dir, else -1
-	controllers map[string]bool
-	res         Resources
-	oom         *oomWatcher // v1 only
+	b backend
 
 	mu      sync.Mutex
 	deleted bool
+}
+
+// backend is one group, on v1 (v1Group, v1.go) or on v2 (v2Group, v2.go):
+// what differs between the versions. detect (support.go) decides once
+// which version the host has and returns its host, v1Host or v2Host, whose
+// newGroup makes the group with its caps set; the v1 OOM watcher is in
+// v1_oom.go, the v2 owner directory and the supervisor's leaf in
+// v2_owner.go. Group adds only what both share.
+//
+// github.com/containerd/cgroups/v3 gives the host's mode (cgroups.Mode);
+// groups are written through cgroupfs directly. Its cgroup2.Manager is not
+// used: importing it links cilium/ebpf, protobuf, logrus and godbus into
+// every start-up, its kill fallback logs and waits on the group's
+// processes (it would reap the jail's init), and it has no owner
+// directory, supervisor leaf or EBUSY retry.
+type backend interface {
+	mode() Mode
+	// dirFD is an O_PATH fd of the group directory for CLONE_INTO_CGROUP,
+	// or -1 when the group cannot be entered that way.
+	dirFD() int
+	addProc(pid int) error
+	joinThread() (leave func() error, err error)
+	stats() Stats
+	kill() error
+	// remove removes the group's directories and, once they are gone,
+	// frees what the group held; on error it may be called again.
+	remove() error
 }
 
 // New creates the group for run id with caps r. Every nonzero cap is
 // applied or New fails with an error wrapping ErrUnavailable that says why
 // and what to do; use Support.Mask first to run with fewer caps. A zero
 // Resources still gives a group, for the CPU and memory figures.
+//
+// What New does to the calling process on cgroup v2: when the process is
+// not in the root cgroup, the first New (also one that then fails) moves
+// the whole process, every thread, from its cgroup <base> into a leaf
+// <base>/tooljail-<pid>-<start>-<ns>/supervisor, and enables the memory,
+// cpu and pids controllers available in <base>: a cgroup whose sub-groups
+// use controllers may hold no processes itself. The caller's caps on
+// <base> still apply (the leaf is below it), /proc/self/cgroup shows the
+// leaf, and processes it forks meanwhile start there. When the last group
+// is deleted (or that first New fails), the process moves back into
+// <base> and the controllers it enabled are disabled again, if <base>
+// then holds no other sub-group and no controller someone else enabled;
+// otherwise it stays in the leaf until it exits, and the next CleanupStale
+// in <base> after that removes the directories.
+// Running in a leaf cgroup already does not avoid the move: the groups are
+// made below the caller's own cgroup, which makes it an inner one. An
+// embedder that must not move runs the tooljail binary as a child process
+// (only that process moves), or runs in the root cgroup. On v1 nothing
+// moves: see JoinThread.
 func New(id string, r Resources) (*Group, error) {
 	if err := validRunID(id); err != nil {
 		return nil, err
@@ -40,14 +76,15 @@ func New(id string, r Resources) (*Group, error) {
 	if r.Memory < 0 || r.CPUs < 0 || r.Pids < 0 {
 		return nil, fmt.Errorf("cgroup: negative cap in %+v", r)
 	}
-	h, err := detect()
+	_, h, err := detect()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if h.layout == cgroups.Unified {
-		return newV2(h, id, r)
+	b, err := h.newGroup(id, r)
+	if err != nil {
+		return nil, err
 	}
-	return newV1(h, id, r)
+	return &Group{b: b}, nil
 }
 
 // needed lists the controllers the nonzero caps of r need.
@@ -78,67 +115,16 @@ func cpuQuota(cpus float64) int64 {
 }
 
 // Mode is the version this group lives in.
-func (g *Group) Mode() Mode { return g.mode }
-
-// Controllers says, for "memory", "cpu" and "pids", whether the group is in
-// that controller: true for every cap that was asked for (New fails
-// otherwise), and for the controllers that only give figures.
-func (g *Group) Controllers() map[string]bool {
-	m := make(map[string]bool, len(g.controllers))
-	for k, v := range g.controllers {
-		m[k] = v
-	}
-	return m
-}
-
-// Resources are the caps applied.
-func (g *Group) Resources() Resources { return g.res }
-
-// Path is the group directory (v1: in the memory hierarchy, or the first
-// one joined), for diagnostics.
-func (g *Group) Path() string {
-	if g.mode == ModeV2 {
-		return g.dir
-	}
-	if d, ok := g.dirs[Memory]; ok {
-		return d
-	}
-	return g.sortedDirs()[0]
-}
-
-func (g *Group) sortedDirs() []string {
-	var l []string
-	for _, d := range g.dirs {
-		l = append(l, d)
-	}
-	sort.Strings(l)
-	return l
-}
+func (g *Group) Mode() Mode { return g.b.mode() }
 
 // DirFD is an O_PATH fd of the group directory for CLONE_INTO_CGROUP
 // (SysProcAttr.UseCgroupFD/CgroupFD), or -1 when the group cannot be
 // entered that way (v1). The fd stays open until Delete.
-func (g *Group) DirFD() int { return g.fd }
+func (g *Group) DirFD() int { return g.b.dirFD() }
 
 // AddProc moves pid into the group (fallback when clone into it failed,
 // and always on v1). Call it while pid is still blocked, before it can fork.
-func (g *Group) AddProc(pid int) error {
-	if g.mode == ModeV2 {
-		return writeFile(g.dir, "cgroup.procs", strconv.Itoa(pid))
-	}
-	for _, c := range v1JoinOrder {
-		if d, ok := g.dirs[c]; ok {
-			if err := writeFile(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// v1JoinOrder is the order AddProc and JoinThread enter the v1
-// hierarchies: the freezer first, as the kill path relies on it.
-var v1JoinOrder = []string{"freezer", Memory, CPU, "cpuacct", Pids}
+func (g *Group) AddProc(pid int) error { return g.b.addProc(pid) }
 
 // JoinThread moves the calling OS thread, and only it, into the group (v1
 // only), so that a process the thread forks next starts in the group, as
@@ -148,95 +134,24 @@ var v1JoinOrder = []string{"freezer", Memory, CPU, "cpuacct", Pids}
 //
 // Why not AddProc: moving another process (writing its pid to
 // cgroup.procs or tasks) takes the kernel's global threadgroup lock for
-// writing, which waits for an RCU grace period: 5 to 150 ms per run on a
-// busy host. A thread that moves itself (writing "0" to tasks) needs no
-// such lock. While the thread is in the group it is counted there (pids,
-// cpuacct): one thread for the microseconds the fork takes.
+// writing, which waits for an RCU grace period. A thread that moves itself
+// (writing "0" to tasks) needs no such lock. While the thread is in the
+// group it is counted there (pids, cpuacct): one thread, for as long as
+// the fork takes.
 //
 // When leave fails, or JoinThread fails and still returns leave, the
 // thread is (partly) in the group: the caller must not fork from it or
 // unlock it (a locked thread ends with its goroutine), and must run
 // nothing else on it. When JoinThread fails without leave, the thread is
 // where it was.
-func (g *Group) JoinThread() (leave func() error, err error) {
-	if g.mode != ModeV1 {
-		return nil, fmt.Errorf("cgroup: JoinThread is for v1 groups; on v2 clone into the group with DirFD")
-	}
-	// Leaving needs write access to the home groups' tasks files, which a
-	// delegated v1 hierarchy may not give even where the run's group is
-	// writable: then do not join (the caller falls back to AddProc).
-	for _, c := range v1JoinOrder {
-		if _, ok := g.dirs[c]; !ok {
-			continue
-		}
-		home := g.homes[c]
-		if home == "" {
-			return nil, fmt.Errorf("cgroup: no home directory known for the %s hierarchy", c)
-		}
-		if err := unix.Faccessat(unix.AT_FDCWD, filepath.Join(home, "tasks"), unix.W_OK, unix.AT_EACCESS); err != nil {
-			return nil, fmt.Errorf("cgroup: cannot move back to %s: %w", home, err)
-		}
-	}
-	var moved []string
-	back := func() error {
-		var errs []error
-		for i := len(moved) - 1; i >= 0; i-- {
-			if err := writeFile(g.homes[moved[i]], "tasks", "0"); err != nil {
-				errs = append(errs, fmt.Errorf("move the supervisor thread back: %w", err))
-			}
-		}
-		return errors.Join(errs...)
-	}
-	for _, c := range v1JoinOrder {
-		d, ok := g.dirs[c]
-		if !ok {
-			continue
-		}
-		if err = writeFile(d, "tasks", "0"); err != nil {
-			if berr := back(); berr != nil {
-				return back, errors.Join(err, berr)
-			}
-			return nil, err
-		}
-		moved = append(moved, c)
-	}
-	return back, nil
-}
-
-// Procs lists the processes in the group.
-func (g *Group) Procs() ([]int, error) {
-	if g.mode == ModeV2 {
-		return readPids(g.dir)
-	}
-	return g.v1Procs()
-}
+func (g *Group) JoinThread() (leave func() error, err error) { return g.b.joinThread() }
 
 // Stats reads the figures. Call it before Delete.
-func (g *Group) Stats() Stats {
-	if g.mode == ModeV2 {
-		return statsV2(g.dir, g.res)
-	}
-	var extra int64
-	if g.oom != nil {
-		extra = g.oom.settle()
-	}
-	st := statsV1(g.dirs, g.res)
-	if st.OOMKills != nil {
-		v := *st.OOMKills + extra
-		st.OOMKills = &v
-	}
-	return st
-}
+func (g *Group) Stats() Stats { return g.b.stats() }
 
 // Kill kills every process in the group and waits (up to 2 s) until the
 // group is empty.
-func (g *Group) Kill() error {
-	if g.mode == ModeV2 {
-		return killV2(g.dir)
-	}
-	_, err := killV1(g.dirs)
-	return err
-}
+func (g *Group) Kill() error { return g.b.kill() }
 
 // Delete removes the group; call Kill first. It retries for a short while
 // when tasks are still leaving (EBUSY), and is safe to call twice.
@@ -246,28 +161,10 @@ func (g *Group) Delete() error {
 	if g.deleted {
 		return nil
 	}
-	if g.oom != nil {
-		g.oom.stop()
-	}
-	var errs []error
-	if g.mode == ModeV2 {
-		errs = append(errs, rmdirRetry(g.dir))
-	} else {
-		for _, d := range g.sortedDirs() {
-			errs = append(errs, rmdirRetry(d))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := g.b.remove(); err != nil {
 		return err
 	}
-	if g.fd >= 0 {
-		unix.Close(g.fd)
-		g.fd = -1
-	}
 	g.deleted = true
-	if g.mode == ModeV2 {
-		self.release()
-	}
 	return nil
 }
 

@@ -12,14 +12,13 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
 )
 
 func TestKillAndDeleteLeaveNothing(t *testing.T) {
 	requireCaps(t, Memory, CPU, Pids)
 	g := newGroup(t, "kill", Resources{Memory: 128 * mib, CPUs: 1, Pids: 64})
-	for c, on := range g.Controllers() {
+	for c, on := range joined(t, g) {
 		if !on {
 			t.Errorf("controller %s not joined", c)
 		}
@@ -30,7 +29,7 @@ func TestKillAndDeleteLeaveNothing(t *testing.T) {
 		p, _ := strconv.Atoi(f)
 		pids = append(pids, p)
 	}
-	in, err := g.Procs()
+	in, err := procs(g)
 	if err != nil || len(in) != 6 {
 		t.Fatalf("Procs = %v, %v; want the child and its 5 sleepers", in, err)
 	}
@@ -165,14 +164,16 @@ func TestConcurrentNewDelete(t *testing.T) {
 	// The v2 owner directory goes with the last group (it stays only when
 	// it holds the supervisor itself); v1 makes none.
 	if len(all) > 0 {
-		if h, _ := detect(); h.layout == cgroups.Unified {
+		_, h, _ := detect()
+		switch h := h.(type) {
+		case v2Host:
 			owner := filepath.Dir(all[0])
 			if exists(owner) && !exists(filepath.Join(owner, supervisorDir)) {
 				t.Errorf("owner dir %s left behind", owner)
 			}
-		} else {
+		case v1Host:
 			bases := map[string]bool{}
-			for _, b := range h.v1Base {
+			for _, b := range h.bases {
 				bases[b] = true
 			}
 			for _, d := range all {
@@ -198,16 +199,18 @@ func TestRunIDInUse(t *testing.T) {
 // path has directories in every hierarchy: its v2 owner directory, or its
 // v1 run directory in each base.
 func supervisorDirsEverywhere(t *testing.T, path string) []string {
-	h, err := detect()
+	_, h, err := detect()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.v2Base != "" {
-		return []string{filepath.Join(h.v2Base, filepath.Base(filepath.Dir(path)))}
-	}
 	var l []string
-	for _, b := range h.v1Base {
-		l = append(l, filepath.Join(b, filepath.Base(path)))
+	switch h := h.(type) {
+	case v2Host:
+		l = append(l, filepath.Join(h.base, filepath.Base(filepath.Dir(path))))
+	case v1Host:
+		for _, b := range h.bases {
+			l = append(l, filepath.Join(b, filepath.Base(path)))
+		}
 	}
 	return l
 }
@@ -256,8 +259,9 @@ func TestCleanupStaleConcurrent(t *testing.T) {
 // kills what runs there and removes the run and owner directories.
 func TestCleanupStaleNestedV1(t *testing.T) {
 	requireCaps(t, Memory, Pids)
-	h, err := detect()
-	if err != nil || h.layout == cgroups.Unified {
+	_, dh, err := detect()
+	h, v1 := dh.(v1Host)
+	if err != nil || !v1 {
 		t.Skip("v1 hosts only (v2 keeps the nested layout, covered by TestCleanupStale)")
 	}
 	own, err := procStartTime(os.Getpid())
@@ -266,7 +270,7 @@ func TestCleanupStaleNestedV1(t *testing.T) {
 	}
 	dead := ownerName(os.Getpid(), own+1, pidNS()) // our pid, another start: a dead supervisor
 	var owners, runs []string
-	for _, b := range h.v1Base {
+	for _, b := range h.bases {
 		o := filepath.Join(b, dead)
 		r := filepath.Join(o, runDirName("old"))
 		if err := os.MkdirAll(r, 0o755); err != nil && !os.IsExist(err) {
@@ -286,11 +290,11 @@ func TestCleanupStaleNestedV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	g := &Group{mode: ModeV1, dirs: map[string]string{}}
-	for c, b := range h.v1Base {
+	g := &v1Group{dirs: v1Dirs{}}
+	for c, b := range h.bases {
 		g.dirs[c] = filepath.Join(b, dead, runDirName("old"))
 	}
-	if err := g.AddProc(cmd.Process.Pid); err != nil {
+	if err := g.addProc(cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
 	if err := CleanupStale(); err != nil {

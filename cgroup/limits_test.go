@@ -92,13 +92,13 @@ func TestPidsCapRefusesForks(t *testing.T) {
 		t.Errorf("PidsPeak = %d, want 32", *st.PidsPeak)
 	}
 	// The paused children outlive their parent; Kill must get them all.
-	if p, _ := g.Procs(); len(p) == 0 {
+	if p, _ := procs(g); len(p) == 0 {
 		t.Fatalf("forked children vanished before Kill")
 	}
 	if err := g.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := g.Procs(); err != nil || len(p) != 0 {
+	if p, err := procs(g); err != nil || len(p) != 0 {
 		t.Fatalf("after Kill: procs %v, err %v", p, err)
 	}
 }
@@ -122,8 +122,16 @@ func TestCPUQuota(t *testing.T) {
 	if used < 400*time.Millisecond || used > 1300*time.Millisecond {
 		t.Fatalf("CPU used %v, want about 1s", used)
 	}
-	if st.CPUThrottledUs == nil || *st.CPUThrottledUs <= 0 {
-		t.Fatalf("CPUThrottledUs = %s, want > 0", fmtp(st.CPUThrottledUs))
+	if st.CPUThrottledUs == nil {
+		t.Fatal("CPUThrottledUs missing")
+	}
+	if *st.CPUThrottledUs <= 0 {
+		// Throttling needs the group to reach its quota in some 100 ms
+		// period; on a host too busy to give it half a CPU it never does.
+		if used < 900*time.Millisecond {
+			t.Skipf("host too busy: the group got %v of CPU in 2s and never reached its 0.5 CPU cap", used)
+		}
+		t.Fatalf("CPUThrottledUs = 0 after %v of CPU in 2s under a 0.5 CPU cap, want > 0", used)
 	}
 }
 

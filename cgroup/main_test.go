@@ -98,7 +98,7 @@ func runChild(mode string, args []string) {
 			fmt.Println("ERR", err)
 			os.Exit(6)
 		}
-		fmt.Println(g.Path(), c.Process.Pid)
+		fmt.Println(groupDirs(g)[0], c.Process.Pid)
 		time.Sleep(time.Hour)
 	case "unpriv":
 		s := Probe()
@@ -240,10 +240,47 @@ func newGroup(t *testing.T, id string, r Resources) *Group {
 
 // groupDirs are every directory of g (one on v2).
 func groupDirs(g *Group) []string {
-	if g.mode == ModeV2 {
-		return []string{g.dir}
+	switch b := g.b.(type) {
+	case *v2Group:
+		return []string{b.dir}
+	case *v1Group:
+		return b.dirs.sorted()
 	}
-	return g.sortedDirs()
+	return nil
+}
+
+// procs lists the processes in g, as Kill sees them.
+func procs(g *Group) ([]int, error) {
+	switch b := g.b.(type) {
+	case *v2Group:
+		return readPids(b.dir)
+	case *v1Group:
+		return b.dirs.procs()
+	}
+	return nil, fmt.Errorf("unknown group type %T", g.b)
+}
+
+// joined says, for "memory", "cpu" and "pids", whether g is in that
+// controller: v2 from the group's cgroup.controllers (what its parent
+// enabled for it), v1 from the hierarchies it has a directory in.
+func joined(t *testing.T, g *Group) map[string]bool {
+	t.Helper()
+	m := map[string]bool{}
+	switch b := g.b.(type) {
+	case *v2Group:
+		have, err := readString(b.dir, "cgroup.controllers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{Memory, CPU, Pids} {
+			m[c] = contains(strings.Fields(have), c)
+		}
+	case *v1Group:
+		for _, c := range []string{Memory, CPU, Pids} {
+			_, m[c] = b.dirs[c]
+		}
+	}
+	return m
 }
 
 func alive(pid int) bool {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -26,8 +27,8 @@ import (
 // v2 needs the owner directory: controllers are enabled per level and the
 // supervisor may have to move into it. v1 has neither rule, so its runs
 // sit directly in the base: an owner directory there would cost one mkdir
-// and one rmdir per hierarchy (ten system calls, about 0.2 ms) for every
-// CLI run, which makes one group.
+// and one rmdir per hierarchy (ten system calls) for every CLI run, which
+// makes one group.
 //
 // pid and starttime (field 22 of /proc/<pid>/stat) name the owner, so
 // CleanupStale can tell a dead supervisor's groups from a live one's even
@@ -37,6 +38,20 @@ const (
 	runPrefix     = "run-"
 	supervisorDir = "supervisor"
 )
+
+var (
+	selfNameOnce sync.Once
+	selfNameVal  string
+)
+
+// selfName is this process's owner name (ownerName of its pid).
+func selfName() string {
+	selfNameOnce.Do(func() {
+		start, _ := procStartTime(os.Getpid())
+		selfNameVal = ownerName(os.Getpid(), start, pidNS())
+	})
+	return selfNameVal
+}
 
 // ownerName is the per-supervisor directory name for pid started at start
 // in the pid namespace with inode ns. The namespace is part of the name

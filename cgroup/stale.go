@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,15 +18,12 @@ import (
 // supervisor's groups are never touched. Groups
 // this user may not remove are skipped silently.
 func CleanupStale() error {
-	h, err := detect()
+	_, h, err := detect()
 	if err != nil {
 		return nil // no cgroups, nothing to clean
 	}
 	live := map[string]bool{} // owner name -> alive, one /proc read per owner
-	if h.layout == cgroups.Unified {
-		return cleanupV2(h.v2Base, live)
-	}
-	return cleanupV1(h.v1Base, live)
+	return h.cleanupStale(live)
 }
 
 // staleDir is a directory a dead supervisor left in a base: its owner
@@ -83,69 +79,6 @@ func subdirs(dir string) []string {
 		}
 	}
 	return l
-}
-
-func cleanupV2(base string, live map[string]bool) error {
-	var errs []error
-	for _, o := range staleDirs(base, live) {
-		runs := []string{o.path}
-		if !o.run {
-			runs = nil
-			for _, name := range subdirs(o.path) {
-				runs = append(runs, filepath.Join(o.path, name))
-			}
-		}
-		for _, d := range runs {
-			if err := killV2(d); err != nil && !ignorable(err) {
-				errs = append(errs, err)
-				continue
-			}
-			errs = append(errs, quiet(rmdirRetry(d)))
-		}
-		if !o.run {
-			errs = append(errs, quiet(rmdirRetry(o.path)))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func cleanupV1(bases map[string]string, live map[string]bool) error {
-	// Gather each dead run's directories across hierarchies so the kill
-	// can freeze them first.
-	runs := map[string]map[string]string{} // owner/run -> hierarchy -> dir
-	var owners []string                    // owner directories, removed last
-	add := func(key, c, dir string) {
-		if runs[key] == nil {
-			runs[key] = map[string]string{}
-		}
-		runs[key][c] = dir
-	}
-	for c, base := range bases {
-		for _, o := range staleDirs(base, live) {
-			if o.run {
-				add(filepath.Base(o.path), c, o.path)
-				continue
-			}
-			for _, name := range subdirs(o.path) {
-				add(o.owner+"/"+name, c, filepath.Join(o.path, name))
-			}
-			owners = append(owners, o.path)
-		}
-	}
-	var errs []error
-	for _, dirs := range runs {
-		if _, err := killV1(dirs); err != nil && !ignorable(err) {
-			errs = append(errs, err)
-			continue
-		}
-		for _, d := range dirs {
-			errs = append(errs, quiet(rmdirRetry(d)))
-		}
-	}
-	for _, o := range owners {
-		errs = append(errs, quiet(rmdirRetry(o)))
-	}
-	return errors.Join(errs...)
 }
 
 // ignorable are the errors of a group another cleaner removed first, or of

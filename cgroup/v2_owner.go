@@ -13,27 +13,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var (
-	selfNameOnce sync.Once
-	selfNameVal  string
-)
-
-// selfName is this process's owner directory name.
-func selfName() string {
-	selfNameOnce.Do(func() {
-		start, _ := procStartTime(os.Getpid())
-		selfNameVal = ownerName(os.Getpid(), start, pidNS())
-	})
-	return selfNameVal
-}
-
 // owner is this supervisor's v2 tooljail-<pid>-<start>-<ns> directory,
 // shared by its live groups and removed with the last of them (v1 runs
 // have none: see the layout in paths.go).
 type owner struct {
-	mu   sync.Mutex
-	live int
-	// v2
+	mu        sync.Mutex
+	live      int
 	v2Dir     string
 	v2Base    string   // the cgroup the supervisor came from
 	v2Enabled []string // controllers enabled for the runs
@@ -44,20 +29,20 @@ type owner struct {
 var self owner
 
 // acquireV2 makes (once) the owner directory below the base, moves the
-// supervisor into a leaf when the base is not the root cgroup, and enables
-// the controllers for the runs.
-func (o *owner) acquireV2(h host) (string, []string, error) {
+// supervisor into a leaf when the base is not the root cgroup (what that
+// means for an embedder: see New), and enables the controllers for the runs.
+func (o *owner) acquireV2(h v2Host) (string, []string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.v2Dir != "" {
 		o.live++
 		return o.v2Dir, o.v2Enabled, nil
 	}
-	dir := filepath.Join(h.v2Base, selfName())
+	dir := filepath.Join(h.base, selfName())
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", nil, fmt.Errorf("%w: create %s: %v (%s)", ErrUnavailable, dir, err, fixDelegate)
 	}
-	if !h.v2Root && !o.movedSelf {
+	if !h.root && !o.movedSelf {
 		leaf := filepath.Join(dir, supervisorDir)
 		if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			unix.Rmdir(dir)
@@ -67,18 +52,18 @@ func (o *owner) acquireV2(h host) (string, []string, error) {
 		if err := writeFile(leaf, "cgroup.procs", strconv.Itoa(os.Getpid())); err != nil {
 			unix.Rmdir(leaf)
 			unix.Rmdir(dir)
-			return "", nil, fmt.Errorf("%w: move the supervisor out of %s: %v (%s)", ErrUnavailable, h.v2Base, err, fixDelegate)
+			return "", nil, fmt.Errorf("%w: move the supervisor out of %s: %v (%s)", ErrUnavailable, h.base, err, fixDelegate)
 		}
 		o.movedSelf = true
 	}
-	avail, _ := readString(h.v2Base, "cgroup.controllers")
+	avail, _ := readString(h.base, "cgroup.controllers")
 	var want []string
 	for _, c := range []string{Memory, CPU, Pids} {
 		if contains(strings.Fields(avail), c) {
 			want = append(want, c)
 		}
 	}
-	enabled, added, err := enableControllers(h.v2Base, want)
+	enabled, added, err := enableControllers(h.base, want)
 	if err == nil {
 		enabled, _, err = enableControllers(dir, enabled)
 	}
@@ -87,7 +72,7 @@ func (o *owner) acquireV2(h host) (string, []string, error) {
 		// New fails for any cap whose controller is missing.
 		enabled = nil
 	}
-	o.v2Dir, o.v2Base, o.v2Enabled, o.v2Added = dir, h.v2Base, enabled, added
+	o.v2Dir, o.v2Base, o.v2Enabled, o.v2Added = dir, h.base, enabled, added
 	o.live++
 	return dir, enabled, nil
 }

@@ -15,7 +15,7 @@ import (
 // cgroup.event_control, kills the rest of the group so a jail never runs
 // on half-killed.
 type oomWatcher struct {
-	dirs   map[string]string
+	dirs   v1Dirs
 	efd    *os.File
 	done   chan struct{}
 	closed atomic.Bool
@@ -25,8 +25,8 @@ type oomWatcher struct {
 	killed int64 // processes the watcher killed
 }
 
-func watchOOM(g *Group) (*oomWatcher, error) {
-	dir := g.dirs[Memory]
+func watchOOM(dirs v1Dirs) (*oomWatcher, error) {
+	dir := dirs[Memory]
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
@@ -44,7 +44,7 @@ func watchOOM(g *Group) (*oomWatcher, error) {
 		return nil, err
 	}
 	// A non-blocking fd goes to the runtime poller, so Close wakes the Read.
-	w := &oomWatcher{dirs: g.dirs, efd: os.NewFile(uintptr(efd), "oom-eventfd"), done: make(chan struct{})}
+	w := &oomWatcher{dirs: dirs, efd: os.NewFile(uintptr(efd), "oom-eventfd"), done: make(chan struct{})}
 	go w.loop()
 	return w, nil
 }
@@ -83,7 +83,7 @@ func (w *oomWatcher) settle() int64 {
 	defer w.mu.Unlock()
 	if k := w.oomKills(); k != nil && *k > w.seen {
 		w.seen = *k
-		n, _ := killV1(w.dirs)
+		n, _ := w.dirs.kill()
 		w.killed += int64(n)
 	}
 	return w.killed
