@@ -1,6 +1,6 @@
 // The jail's init in C: PID 1 of the jail, forked by the supervisor
-// without an exec. See init.c for what it does and initplan.go for the
-// Go side that compiles its plan.
+// without an exec. See init.c for what it does, initplan.go for the Go
+// side that compiles its plan and init_steps.h for its failure records.
 #ifndef TOOLJAIL_INIT_H
 #define TOOLJAIL_INIT_H
 
@@ -89,11 +89,11 @@ struct tj_landlock {
 // one per tmpfs mount and per masked directory.
 #define TJ_MAX_OWNED 4096
 
-// tj_init is everything the init does, compiled by the supervisor before
-// the fork: the init only makes system calls with it.
 // At most this many arena chunks; a bigger plan forks with all memory.
 #define TJ_KEEP_MAX 16
 
+// tj_init is everything the init does, compiled by the supervisor before
+// the fork: the init only makes system calls with it.
 struct tj_init {
 	unsigned long clone_flags;
 	int cgroup_fd; // >= 0: clone3 straight into this cgroup
@@ -105,6 +105,8 @@ struct tj_init {
 	struct tj_mount *mounts;
 	int nmounts;
 	struct tj_late *late; // shared with the supervisor
+	char *const *dev_nodes; // bound from the host: "/dev/null", ... (initplan.go's devNodes)
+	int ndev_nodes;
 	const char *etc_names[TJ_ETC_FILES];
 	const char *etc_data[TJ_ETC_FILES];
 	const char *hostname;
@@ -115,78 +117,6 @@ struct tj_init {
 	// when it leaves the supervisor's other memory out (tj_init_start).
 	uint64_t keep_lo[TJ_KEEP_MAX], keep_hi[TJ_KEEP_MAX];
 	int nkeep;
-};
-
-// The init's steps, for its failure records.
-enum {
-	TJ_I_SYNC = 1,   // waiting for the supervisor's id maps
-	TJ_I_FDS,        // descriptors into place
-	TJ_I_SETGROUPS,  // drop supplementary groups
-	TJ_I_SETID,      // become uid and gid 0 of the namespace (index: 0 gid, 1 uid)
-	TJ_I_RECVFDS,    // receive the sources' descriptors
-	TJ_I_PRIVATE,    // make mounts private
-	TJ_I_BASE,       // temporary root on base
-	TJ_I_PIVOT_TMP,  // pivot_root into the temporary root
-	TJ_I_OLDROOT,    // open /oldroot
-	TJ_I_MASKFILE,   // create /empty
-	TJ_I_ROOTFS,     // the jail's root tmpfs
-	TJ_I_PROC,       // /proc
-	TJ_I_DEV,        // /dev tmpfs
-	TJ_I_DEVNODE,    // open a host device node (path: its name)
-	TJ_I_DEVBIND,    // bind a device node
-	TJ_I_DEVLINK,    // /dev symlinks
-	TJ_I_DEVDIR,     // /dev/pts, /dev/shm directories
-	TJ_I_PTS,        // /dev/pts
-	TJ_I_SHM,        // /dev/shm
-	TJ_I_ETC,        // /etc files (path: the name)
-	TJ_I_DEST,       // a mount destination (path)
-	TJ_I_BIND,       // a bind
-	TJ_I_SYMLINK,    // recreating a symlink source
-	TJ_I_TMPFS,      // a tmpfs
-	TJ_I_MASK,       // a mask
-	TJ_I_OVER,       // a trusted file bound over itself (index: tj_late.over)
-	TJ_I_PROCRO,     // /proc knobs read-only or masked (path: the entry)
-	TJ_I_RDONLY,     // the jail root read-only
-	TJ_I_PIVOT,      // pivot_root into the jail root
-	TJ_I_DETACH,     // detach the host's root
-	TJ_I_HOSTNAME,   // sethostname
-	TJ_I_LOOPBACK,   // bring lo up
-	TJ_I_LL_CREATE,  // landlock_create_ruleset
-	TJ_I_LL_OPEN,    // open a rule's path (index: the rule)
-	TJ_I_LL_DIRONLY, // a directory-only rule on something else
-	TJ_I_LL_RULE,    // landlock_add_rule for a path
-	TJ_I_LL_PORT,    // landlock_add_rule for a port
-	TJ_I_STAGE2,     // fork stage 2
-	TJ_I_STAGE2_MAP, // stage 2's id maps (index: 0 setgroups, 1 uid_map, 2 gid_map)
-	TJ_I_WAIT,       // waiting for the command
-};
-
-// The system call a step failed in.
-enum {
-	TJ_OP_NONE = 0,
-	TJ_OP_OPEN,
-	TJ_OP_STAT,
-	TJ_OP_KIND, // exists, but is not a directory (index 1) or a file (0)
-	TJ_OP_OWN,  // would be created inside a bind of a host directory
-	TJ_OP_CREATE,
-	TJ_OP_MKDIR,
-	TJ_OP_WRITE,
-	TJ_OP_FSOPEN,
-	TJ_OP_FSCONFIG,
-	TJ_OP_FSMOUNT,
-	TJ_OP_MOVE_MOUNT,
-	TJ_OP_OPEN_TREE,
-	TJ_OP_SETATTR,
-	TJ_OP_STATX,
-	TJ_OP_READLINK,
-	TJ_OP_SYMLINK,
-	TJ_OP_SOCKET,
-	TJ_OP_IOCTL_GET,
-	TJ_OP_IOCTL_SET,
-	TJ_OP_TOO_MANY, // more tmpfs mounts than the init tracks
-	TJ_OP_CHDIR,
-	TJ_OP_MISSING, // a mask or a trusted file is not there
-	TJ_OP_CHANGED, // a trusted file is not the object the supervisor opened
 };
 
 // tj_init_start forks the init (it never returns there) and returns its

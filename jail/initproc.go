@@ -13,8 +13,8 @@ import (
 // initProc is the forked init, held by the pidfd its clone returned: a
 // signal can never reach a later process that reused the pid. The os
 // package would do the same with os.FindProcess, but checks first, once
-// per process, that pidfds work by cloning a throw-away child (0.1 ms of
-// a CLI run's CPU); the clone's own pidfd needs no check.
+// per process, that pidfds work by cloning a throw-away child; the clone's
+// own pidfd needs no check.
 type initProc struct {
 	pid int
 

@@ -6,7 +6,7 @@ import "os"
 // namespace) when this process is one, and never returns in that
 // case; otherwise it returns at once. Call it first thing in main, before
 // flags are parsed or goroutines started. The jail's init is not a
-// re-execution: the supervisor forks it (init.c).
+// re-execution: the supervisor forks it (init_fork.c).
 func Init() {
 	if len(os.Args) > 0 && os.Args[0] == argProbe {
 		probeChild()

@@ -1,9 +1,10 @@
 // Stage 2 runs in C, in a child the init clones, so that no second Go
 // runtime starts between the init and the command. The supervisor
 // prepares every value in Go (stage2.go); the child only makes system
-// calls, in the order bubblewrap and runc's nsexec use: wait for the id
-// maps, drop capabilities, working directory, rlimits, Landlock, seccomp
-// last, hand the listener to the supervisor, execve.
+// calls, in the order bubblewrap and runc's nsexec use (tj_child lists
+// them): wait for the id maps, drop capabilities, working directory,
+// rlimits, Landlock, seccomp last, hand the listener to the supervisor,
+// execve. A failure is a record whose step init_steps.h names.
 //
 // The child shares the init's memory (CLONE_VM, as posix_spawn does): the
 // kernel neither copies the page tables at the clone (the init's memory is
@@ -11,12 +12,11 @@
 // stack of its own, beside the init, so it must not touch malloc, stdio or
 // even errno (the thread-local errno is the init's): it makes raw system
 // calls (tj_sys) that return -errno, with every signal blocked until right
-// before the execve (the init has put the handlers back to default already).
-// Per-process state
-// (credentials, signal handlers, file descriptors, rlimits) is its own;
-// per-memory state is not: the huge page setting it makes for the command
-// is the init's too until execve, and the init restores its own then
-// (init.c).
+// before the execve (the init has put the handlers back to default
+// already). Per-process state (credentials, signal handlers, file
+// descriptors, rlimits) is its own; per-memory state is not: the huge page
+// setting it makes for the command is the init's too until execve, and
+// the init restores its own then (init_reap.c).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
@@ -149,120 +149,125 @@ static __attribute__((noreturn)) void tj_fail(const struct tj_stage2 *s, int ste
 	}
 }
 
-static int tj_child(void *arg) {
-	const struct tj_stage2 *s = arg;
+// tj_check fails step with the raw system call result r when it is an
+// error.
+static void tj_check(const struct tj_stage2 *s, int step, long r) {
+	if (r < 0) {
+		tj_fail(s, step, (int)-r, -1, 125);
+	}
+}
+
+// tj_wait_for_maps reads the init's byte: stage 2's id maps are written.
+static void tj_wait_for_maps(const struct tj_stage2 *s) {
 	char b;
 	long r;
-
-	// Signal handlers: the init's, back to default already (init.c).
 	while ((r = SYS3(SYS_read, s->sync_fd, &b, 1)) == -EINTR) {
 	}
 	if (r != 1) {
 		// The init failed to write the id maps, or died.
 		tj_fail(s, TJ_STEP_SYNC, r < 0 ? (int)-r : 0, -1, 125);
 	}
-	if ((r = SYS0(SYS_setsid)) < 0) {
-		// No controlling terminal: no TIOCSTI on the caller's tty.
-		tj_fail(s, TJ_STEP_SETSID, (int)-r, -1, 125);
-	}
-	if ((r = SYS2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) < 0) {
-		tj_fail(s, TJ_STEP_PDEATHSIG, (int)-r, -1, 125);
-	}
-	if (SYS0(SYS_getppid) != s->parent_pid) {
-		tj_fail(s, TJ_STEP_PDEATHSIG, 0, -1, 125); // the init is gone already
-	}
+}
 
-	// The nested user namespace gave this child every capability in it:
-	// empty the bounding set (up to the kernel's last capability, where
-	// PR_CAPBSET_DROP says EINVAL), set no_new_privs, clear the ambient,
-	// inheritable, permitted and effective sets.
+// tj_die_with_init makes the kernel kill stage 2 when the init dies, and
+// checks that the init was not gone already.
+static void tj_die_with_init(const struct tj_stage2 *s) {
+	tj_check(s, TJ_STEP_PDEATHSIG, SYS2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL));
+	if (SYS0(SYS_getppid) != s->parent_pid) {
+		tj_fail(s, TJ_STEP_PDEATHSIG, 0, -1, 125);
+	}
+}
+
+// tj_drop_capabilities drops every capability the nested user namespace
+// gave this child: it empties the bounding set (up to the kernel's last
+// capability, where PR_CAPBSET_DROP says EINVAL), sets no_new_privs,
+// clears the ambient, inheritable, permitted and effective sets.
+static void tj_drop_capabilities(const struct tj_stage2 *s) {
 	for (int c = 0; c < 64; c++) {
-		if ((r = SYS2(SYS_prctl, PR_CAPBSET_DROP, c)) < 0) {
-			if (r == -EINVAL && c > 0) {
-				break;
-			}
+		long r = SYS2(SYS_prctl, PR_CAPBSET_DROP, c);
+		if (r == -EINVAL && c > 0) {
+			break;
+		}
+		if (r < 0) {
 			tj_fail(s, TJ_STEP_CAPBSET, (int)-r, c, 125);
 		}
 	}
-	if ((r = SYS2(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1)) < 0) {
-		tj_fail(s, TJ_STEP_NNP, (int)-r, -1, 125);
-	}
-	if ((r = SYS2(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)) < 0) {
-		tj_fail(s, TJ_STEP_AMBIENT, (int)-r, -1, 125);
-	}
+	tj_check(s, TJ_STEP_NNP, SYS2(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1));
+	tj_check(s, TJ_STEP_AMBIENT, SYS2(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL));
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct data[2];
 	memset(data, 0, sizeof data);
-	if ((r = SYS2(SYS_capset, &hdr, data)) < 0) {
-		tj_fail(s, TJ_STEP_CAPSET, (int)-r, -1, 125);
-	}
+	tj_check(s, TJ_STEP_CAPSET, SYS2(SYS_capset, &hdr, data));
+}
 
-	// As the jail user without capabilities, as the command will be.
-	if ((r = SYS1(SYS_chdir, s->dir)) < 0) {
-		tj_fail(s, TJ_STEP_CHDIR, (int)-r, -1, 125);
-	}
+static void tj_set_rlimits(const struct tj_stage2 *s) {
 	for (int i = 0; i < s->nrlimits; i++) {
 		struct rlimit l = {s->rlimits[i].cur, s->rlimits[i].max};
-		if ((r = SYS4(SYS_prlimit64, 0, s->rlimits[i].resource, &l, NULL)) < 0) {
+		long r = SYS4(SYS_prlimit64, 0, s->rlimits[i].resource, &l, NULL);
+		if (r < 0) {
 			tj_fail(s, TJ_STEP_RLIMIT, (int)-r, i, 125);
 		}
 	}
-	// Per memory: the init's too, until execve gives the command its own.
-	if ((r = SYS2(SYS_prctl, PR_SET_THP_DISABLE, s->thp_disable)) < 0) {
-		tj_fail(s, TJ_STEP_THP, (int)-r, -1, 125);
-	}
-	if (s->landlock_fd >= 0 && (r = SYS2(SYS_landlock_restrict_self, s->landlock_fd, s->landlock_flags)) < 0) {
-		tj_fail(s, TJ_STEP_LANDLOCK, (int)-r, -1, 125);
-	}
+}
 
-	int listener = -1;
-	if (s->filter != NULL) {
-		// This thread only: the child has no other.
-		struct sock_fprog prog = {s->filter_len, s->filter};
-		r = SYS3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, s->seccomp_flags, &prog);
-		if (r < 0) {
-			tj_fail(s, TJ_STEP_SECCOMP, (int)-r, -1, 125);
-		}
-		if (s->notify) {
-			listener = (int)r;
-		}
+static void tj_restrict_landlock(const struct tj_stage2 *s) {
+	if (s->landlock_fd >= 0) {
+		tj_check(s, TJ_STEP_LANDLOCK, SYS2(SYS_landlock_restrict_self, s->landlock_fd, s->landlock_flags));
 	}
-	// Under the filter from here: sendmsg, recvmsg, close, close_range,
-	// rt_sigprocmask, write, exit_group and execve are in every allowlist
-	// (seccomp's required calls).
+}
+
+// tj_install_seccomp loads the filter, on this thread only (the child has
+// no other), and returns its listener, or -1 when the supervisor did not
+// ask for one.
+static int tj_install_seccomp(const struct tj_stage2 *s) {
+	if (s->filter == NULL) {
+		return -1;
+	}
+	struct sock_fprog prog = {s->filter_len, s->filter};
+	long r = SYS3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, s->seccomp_flags, &prog);
+	tj_check(s, TJ_STEP_SECCOMP, r);
+	return s->notify ? (int)r : -1;
+}
+
+// tj_send_ready tells the supervisor that the command is next, with the
+// seccomp listener (unless -1).
+static void tj_send_ready(const struct tj_stage2 *s, int listener) {
 	struct tj_record ready;
 	memset(&ready, 0, offsetof(struct tj_record, path) + 1);
 	ready.type = TJ_REC_READY;
-	if ((r = tj_send_record(s->sock, &ready, tj_record_size(&ready), listener)) < 0) {
-		tj_fail(s, TJ_STEP_READY, (int)-r, -1, 125); // the supervisor is gone
-	}
+	// An error: the supervisor is gone.
+	tj_check(s, TJ_STEP_READY, tj_send_record(s->sock, &ready, tj_record_size(&ready), listener));
 	if (listener >= 0) {
 		SYS1(SYS_close, listener);
 	}
-	if (s->wait_ack) {
-		char ack[256];
-		struct iovec iov = {ack, sizeof ack};
-		struct msghdr mh;
-		memset(&mh, 0, sizeof mh);
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		while ((r = SYS3(SYS_recvmsg, s->sock, &mh, 0)) == -EINTR) {
-		}
-		if (r <= 0) {
-			tj_fail(s, TJ_STEP_ACK, r < 0 ? (int)-r : 0, -1, 125);
-		}
+}
+
+// tj_wait_ack waits, when the supervisor asked for it, until it has
+// registered this child.
+static void tj_wait_ack(const struct tj_stage2 *s) {
+	if (!s->wait_ack) {
+		return;
 	}
-	// Only 0, 1 and 2 reach the command; status_fd closes at a successful
-	// execve, which tells the init.
-	if ((r = SYS3(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC)) < 0) {
-		tj_fail(s, TJ_STEP_FDS, (int)-r, -1, 125);
+	char ack[256];
+	struct iovec iov = {ack, sizeof ack};
+	struct msghdr mh;
+	memset(&mh, 0, sizeof mh);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	long r;
+	while ((r = SYS3(SYS_recvmsg, s->sock, &mh, 0)) == -EINTR) {
 	}
+	if (r <= 0) {
+		tj_fail(s, TJ_STEP_ACK, r < 0 ? (int)-r : 0, -1, 125);
+	}
+}
+
+// tj_exec execs the command like a shell: the first candidate that execs;
+// one that exists but may not be executed is reported only when none
+// execs (126), nothing found is 127. Every signal is unblocked first.
+static __attribute__((noreturn)) void tj_exec(const struct tj_stage2 *s) {
 	uint64_t none = 0;
 	SYS4(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
-
-	// Like a shell: the first candidate that execs; one that exists but
-	// may not be executed is reported only when none execs (126), nothing
-	// found is 127.
 	int denied = -1;
 	for (int i = 0; i < s->npaths; i++) {
 		int e = (int)-SYS3(SYS_execve, s->paths[i], s->argv, s->envp);
@@ -278,9 +283,37 @@ static int tj_child(void *arg) {
 		tj_fail(s, TJ_STEP_EXEC, e, i, 126);
 	}
 	if (denied >= 0) {
-		tj_fail(s, TJ_STEP_EXEC, EACCES, denied, 126);
+		tj_fail(s, TJ_STEP_EXEC_DENIED, EACCES, denied, 126);
 	}
-	tj_fail(s, TJ_STEP_EXEC, ENOENT, -1, 127);
+	tj_fail(s, TJ_STEP_EXEC_NOT_FOUND, ENOENT, -1, 127);
+}
+
+// tj_child is stage 2: each step makes its system calls and, when one
+// fails, sends its failure record and exits (tj_fail).
+static int tj_child(void *arg) {
+	const struct tj_stage2 *s = arg;
+	// Signal handlers: the init's, back to default already (init_reap.c).
+	tj_wait_for_maps(s);
+	// No controlling terminal: no TIOCSTI on the caller's tty.
+	tj_check(s, TJ_STEP_SETSID, SYS0(SYS_setsid));
+	tj_die_with_init(s);
+	tj_drop_capabilities(s);
+	// As the jail user without capabilities, as the command will be.
+	tj_check(s, TJ_STEP_CHDIR, SYS1(SYS_chdir, s->dir));
+	tj_set_rlimits(s);
+	// Per memory: the init's too, until execve gives the command its own.
+	tj_check(s, TJ_STEP_THP, SYS2(SYS_prctl, PR_SET_THP_DISABLE, s->thp_disable));
+	tj_restrict_landlock(s);
+	int listener = tj_install_seccomp(s);
+	// Under the filter from here: sendmsg, recvmsg, close, close_range,
+	// rt_sigprocmask, write, exit_group and execve are in every allowlist
+	// (seccomp's required calls).
+	tj_send_ready(s, listener);
+	tj_wait_ack(s);
+	// Only 0, 1 and 2 reach the command; status_fd closes at a successful
+	// execve, which tells the init.
+	tj_check(s, TJ_STEP_FDS, SYS3(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC));
+	tj_exec(s);
 }
 
 // The child's stack. It is never unmapped: the child runs on it until it

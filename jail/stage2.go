@@ -9,8 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,7 +24,7 @@ import (
 // huge page setting, Landlock, seccomp (last, so the filter needs to allow
 // only what remains), hands the listener to the supervisor, and execs. A
 // failure comes back as a record, which failure turns into the run's
-// error.
+// error with the texts of init_steps.h.
 
 // stage2Config is the part stage 2 applies before execve.
 type stage2Config struct {
@@ -70,11 +70,20 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 	}
 	s := &stage2{cfg: cfg}
 	c.clone_flags = C.ulong(unix.CLONE_NEWUSER | unix.CLONE_NEWNS)
-	c.dir = a.cstring(cfg.Dir)
-	c.argv = a.cstrings(cfg.Args)
-	c.envp = a.cstrings(cfg.Env)
 	s.paths = execCandidates(cfg.Args[0], cfg.Env, cfg.Dir)
-	c.paths = a.cstrings(s.paths)
+	var err error
+	if c.dir, err = a.cstring(cfg.Dir); err != nil {
+		return nil, err
+	}
+	if c.argv, err = a.cstrings(cfg.Args); err != nil {
+		return nil, err
+	}
+	if c.envp, err = a.cstrings(cfg.Env); err != nil {
+		return nil, err
+	}
+	if c.paths, err = a.cstrings(s.paths); err != nil {
+		return nil, err
+	}
 	c.npaths = C.int(len(s.paths))
 
 	add := func(name string, res int, cur, max uint64) {
@@ -111,76 +120,45 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 	return s, nil
 }
 
-// failure is the run's error for a child that failed at step.
-func (s *stage2) failure(step int, errno syscall.Errno, index, code int, isDir bool) *SetupError {
-	cfg := s.cfg
-	var err error
-	switch step {
-	case C.TJ_STEP_SYNC:
-		err = fmt.Errorf("stage 2: the init did not set up its user namespace (%v)", errOrEOF(errno))
-	case C.TJ_STEP_SETSID:
-		err = fmt.Errorf("stage 2: setsid: %w", errno)
-	case C.TJ_STEP_PDEATHSIG:
-		err = fmt.Errorf("stage 2: parent death signal: %v", errOrEOF(errno))
-	case C.TJ_STEP_CAPBSET:
-		err = fmt.Errorf("drop capability %d from the bounding set: %w", index, errno)
-	case C.TJ_STEP_NNP:
-		err = fmt.Errorf("set no_new_privs: %w", errno)
-	case C.TJ_STEP_AMBIENT:
-		err = fmt.Errorf("clear ambient capabilities: %w", errno)
-	case C.TJ_STEP_CAPSET:
-		err = fmt.Errorf("clear capabilities: %w", errno)
-	case C.TJ_STEP_CHDIR:
-		err = fmt.Errorf("working directory %s: %w", cfg.Dir, errno)
-	case C.TJ_STEP_RLIMIT:
-		name, v := "?", uint64(0)
-		if index >= 0 && index < len(s.rlimits) {
-			name, v = s.rlimits[index].name, s.rlimits[index].cur
-		}
-		err = fmt.Errorf("set %s limit to %d: %w (it cannot be raised above the caller's hard limit)", name, v, errno)
-	case C.TJ_STEP_THP:
-		err = fmt.Errorf("set PR_SET_THP_DISABLE to %d: %w", s.thp, errno)
-	case C.TJ_STEP_LANDLOCK:
-		err = fmt.Errorf("landlock: landlock restrict (ABI %d): %w", s.abi, errno)
-	case C.TJ_STEP_SECCOMP:
-		err = fmt.Errorf("seccomp: install (flags %#x): %w", s.seccompFlags, errno)
-	case C.TJ_STEP_READY, C.TJ_STEP_ACK:
-		err = fmt.Errorf("stage 2: the supervisor is gone (%v)", errOrEOF(errno))
-	case C.TJ_STEP_FDS:
-		err = fmt.Errorf("stage 2: mark descriptors close-on-exec: %w", errno)
-	case C.TJ_STEP_EXEC:
-		return &SetupError{Code: code, Err: s.execError(errno, index, isDir)}
-	default:
-		err = fmt.Errorf("stage 2 failed at step %d: %v", step, errOrEOF(errno))
+// failure is the run's error for a child that failed: the text of its
+// step in init_steps.h, with the command's words.
+func (s *stage2) failure(r record) *SetupError {
+	code := r.code
+	if code == 0 {
+		code = ExitSetup
 	}
-	return &SetupError{Code: code, Err: err}
+	text := stepText(stage2Steps, r.step, "stage 2 failed at step {step}: {errno}")
+	return &SetupError{Code: code, Err: describe(r, text, s.word)}
 }
 
-func errOrEOF(errno syscall.Errno) string {
-	if errno == 0 {
-		return "end of file"
-	}
-	return errno.Error()
-}
-
-// execError says why the command could not be executed: 127 nothing found,
-// 126 found but not executable. The init sees the command's files and
-// says whether the candidate at index is a directory.
-func (s *stage2) execError(errno syscall.Errno, index int, isDir bool) error {
-	name := s.cfg.Args[0]
-	if index < 0 || index >= len(s.paths) {
-		if strings.Contains(name, "/") {
-			return fmt.Errorf("%s: no such file in the jail", name)
+// word is what a placeholder of stage 2's texts stands for.
+func (s *stage2) word(r record, name string) (string, bool) {
+	switch name {
+	case "command":
+		return s.cfg.Args[0], true
+	case "lookup": // 1: the command is a name looked up in PATH
+		return cflag(!strings.Contains(s.cfg.Args[0], "/")), true
+	case "path_var":
+		return envPath(s.cfg.Env), true
+	case "workdir":
+		return s.cfg.Dir, true
+	case "rlimit", "rlimit_value":
+		l := rlimitSet{name: "?"}
+		if r.index >= 0 && r.index < len(s.rlimits) {
+			l = s.rlimits[r.index]
 		}
-		return fmt.Errorf("%s: command not found in the jail (PATH=%s)", name, envPath(s.cfg.Env))
-	}
-	if errno == unix.EACCES {
-		if isDir {
-			return fmt.Errorf("%s: is a directory", name)
+		if name == "rlimit" {
+			return l.name, true
 		}
-		return fmt.Errorf("%s: not executable: %w", name, errno)
+		return strconv.FormatUint(l.cur, 10), true
+	case "thp":
+		return strconv.Itoa(s.thp), true
+	case "abi":
+		return strconv.Itoa(s.abi), true
+	case "seccomp_flags":
+		return fmt.Sprintf("%#x", s.seccompFlags), true
 	}
-	return fmt.Errorf("%s: %w", name, errno)
+	return "", false
 }
 
 // execCandidates lists where the command is looked for, the way a shell

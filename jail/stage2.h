@@ -1,11 +1,13 @@
 // Stage 2 in C: the child the init forks to become the command. See
-// stage2.c for why it is C and initplan.go for the Go side that prepares it.
+// stage2.c for why it is C and stage2.go for the Go side that prepares it.
 #ifndef TOOLJAIL_STAGE2_H
 #define TOOLJAIL_STAGE2_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/filter.h>
+
+#include "init_steps.h"
 
 struct tj_rlimit {
 	int resource;
@@ -41,11 +43,11 @@ struct tj_stage2 {
 };
 
 // A record is what the init and stage 2 send the supervisor, one per
-// packet: a failure (the supervisor turns step, op, err, index and path
-// into the error text), stage 2's ready (with the seccomp listener as
+// packet: a failure (the supervisor turns it into the error text with
+// init_steps.h), stage 2's ready (with the seccomp listener as
 // SCM_RIGHTS) or the command's end. Only the used part of path is sent.
 enum {
-	TJ_REC_INIT_FAIL = 1, // the init failed at step (tj_init_step) before the command ran
+	TJ_REC_INIT_FAIL = 1, // the init failed at step (TJ_I_*) before the command ran
 	TJ_REC_STAGE2_FAIL,   // stage 2 failed at step (TJ_STEP_*)
 	TJ_REC_READY,         // stage 2 is about to execve
 	TJ_REC_EXIT,          // the command ended
@@ -54,32 +56,14 @@ enum {
 struct tj_record {
 	int32_t type;
 	int32_t step;
-	int32_t op;    // the system call within step (TJ_OP_*), for the init
-	int32_t err;   // errno
-	int32_t index; // the mount, rlimit, capability, rule or path the step was at
-	int32_t code;  // the exit code a failure means (125, 126, 127)
+	int32_t op;     // the system call or reason within step (TJ_OP_*), for the init
+	int32_t err;    // errno
+	int32_t index;  // the mount, rlimit, capability, rule or path the step was at
+	int32_t code;   // the exit code a failure means (125, 126, 127)
+	int32_t is_dir; // the command found at index is a directory; a mount destination must be one
 	int32_t exit_code, signal;
 	int64_t utime_us, stime_us, maxrss_kib;
 	char path[4096]; // the path the failure is about, NUL-terminated
-};
-
-enum {
-	TJ_STEP_SYNC = 1,
-	TJ_STEP_SETSID,
-	TJ_STEP_PDEATHSIG,
-	TJ_STEP_CAPBSET,
-	TJ_STEP_NNP,
-	TJ_STEP_AMBIENT,
-	TJ_STEP_CAPSET,
-	TJ_STEP_CHDIR,
-	TJ_STEP_RLIMIT,
-	TJ_STEP_THP,
-	TJ_STEP_LANDLOCK,
-	TJ_STEP_SECCOMP,
-	TJ_STEP_READY,
-	TJ_STEP_ACK,
-	TJ_STEP_FDS,
-	TJ_STEP_EXEC,
 };
 
 // tj_stage2_start clones the child, which shares the caller's memory until

@@ -1,0 +1,299 @@
+package jail
+
+/*
+#include "init.h"
+
+// The rows of init_steps.h, by number, for the supervisor.
+struct tj_phrase {
+	const char *name, *text;
+	int reason;
+};
+#define TJ_ROW_I(name, text) [TJ_I_##name] = {#name, text, 0},
+#define TJ_ROW_STEP(name, text) [TJ_STEP_##name] = {#name, text, 0},
+#define TJ_ROW_CALL(name, text) [TJ_OP_##name] = {#name, text, 0},
+#define TJ_ROW_REASON(name, text) [TJ_OP_##name] = {#name, text, 1},
+static const struct tj_phrase tj_init_phrases[TJ_I_COUNT] = {TJ_INIT_STEPS(TJ_ROW_I)};
+static const struct tj_phrase tj_op_phrases[TJ_OP_COUNT] = {TJ_CALLS(TJ_ROW_CALL) TJ_REASONS(TJ_ROW_REASON)};
+static const struct tj_phrase tj_stage2_phrases[TJ_STEP_COUNT] = {TJ_STAGE2_STEPS(TJ_ROW_STEP)};
+static const struct tj_phrase *tj_init_rows(void) { return tj_init_phrases; }
+static const struct tj_phrase *tj_op_rows(void) { return tj_op_phrases; }
+static const struct tj_phrase *tj_stage2_rows(void) { return tj_stage2_phrases; }
+*/
+import "C"
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"github.com/tooljail/tooljail/landlock"
+)
+
+// The init and stage 2 report a failure as a record: the step (what it
+// was doing), for the init the system call or reason within the step,
+// errno, an index into the plan and a path. init_steps.h phrases each
+// step; this file fills a phrase in with the record and the plan.
+
+// The kinds of failure records.
+const (
+	recInitFail   = C.TJ_REC_INIT_FAIL
+	recStage2Fail = C.TJ_REC_STAGE2_FAIL
+)
+
+// record is one packet of the init or stage 2 (struct tj_record).
+type record struct {
+	typ, step, op, err, index, code int
+	isDir                           bool
+	exitCode, signal                int
+	rusage                          rusage
+	path                            string
+}
+
+// rusage is what the init's children (the command and every orphan the init
+// reaped) used, from getrusage(RUSAGE_CHILDREN).
+type rusage struct {
+	UserUsec   int64
+	SystemUsec int64
+	MaxRSSKiB  int64
+}
+
+const recordHeader = C.sizeof_struct_tj_record - C.sizeof_char*4096
+
+func parseRecord(b []byte) (record, bool) {
+	if len(b) < int(recordHeader) {
+		return record{}, false
+	}
+	var c C.struct_tj_record
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&c)), unsafe.Sizeof(c)), b)
+	r := record{
+		typ: int(c._type), step: int(c.step), op: int(c.op), err: int(c.err), index: int(c.index), code: int(c.code),
+		isDir:    c.is_dir != 0,
+		exitCode: int(c.exit_code), signal: int(c.signal),
+		rusage: rusage{UserUsec: int64(c.utime_us), SystemUsec: int64(c.stime_us), MaxRSSKiB: int64(c.maxrss_kib)},
+	}
+	p := b[recordHeader:]
+	if i := strings.IndexByte(string(p), 0); i >= 0 {
+		p = p[:i]
+	}
+	r.path = string(p)
+	return r, true
+}
+
+// phrase is one row of init_steps.h.
+type phrase struct {
+	name, text string
+	reason     bool // an op that is no system call: its text replaces the step's
+}
+
+func phrases(rows *C.struct_tj_phrase, n int) []phrase {
+	out := make([]phrase, n)
+	for i, r := range unsafe.Slice(rows, n) {
+		if r.name != nil {
+			out[i] = phrase{C.GoString(r.name), C.GoString(r.text), r.reason != 0}
+		}
+	}
+	return out
+}
+
+// The rows of init_steps.h, by step or op number.
+var (
+	initSteps   = phrases(C.tj_init_rows(), C.TJ_I_COUNT)
+	initOps     = phrases(C.tj_op_rows(), C.TJ_OP_COUNT)
+	stage2Steps = phrases(C.tj_stage2_rows(), C.TJ_STEP_COUNT)
+)
+
+// stepText is the text of step, or unknown for a step init_steps.h does
+// not have.
+func stepText(steps []phrase, step int, unknown string) string {
+	if step > 0 && step < len(steps) {
+		return steps[step].text
+	}
+	return unknown
+}
+
+// failure turns a failure record into the run's error.
+func (ip *initPlan) failure(r record) *SetupError {
+	if r.typ == recStage2Fail {
+		return ip.stage2.failure(r)
+	}
+	return &SetupError{Code: ExitSetup, Err: ip.initError(r)}
+}
+
+// initError says what failed in the init, in the words of the plan.
+func (ip *initPlan) initError(r record) error {
+	text := stepText(initSteps, r.step, "the jail's init failed at step {step}: {cause}")
+	if r.op > 0 && r.op < len(initOps) && initOps[r.op].reason {
+		text = initOps[r.op].text
+	}
+	return describe(r, text, ip.word)
+}
+
+// word is what a placeholder of the init's texts stands for.
+func (ip *initPlan) word(r record, name string) (string, bool) {
+	switch name {
+	case "source", "dest":
+		m := Mount{Dest: r.path}
+		if r.index >= 0 && r.index < len(ip.mounts) {
+			m = ip.mounts[r.index]
+		}
+		if name == "source" {
+			return m.Source, true
+		}
+		return m.Dest, true
+	case "base_name":
+		return path.Base(r.path), true
+	case "hostname":
+		return strconv.Quote(r.path), true
+	case "trusted":
+		if r.index >= 0 && r.index < len(ip.over) && !ip.over[r.index].ReadOnly {
+			return "a directory holding a file tooljail trusts", true
+		}
+		return "a file tooljail trusts", true
+	case "access":
+		access := landlock.Access("?")
+		if ip.ll != nil && r.index >= 0 && r.index < len(ip.ll.Paths) {
+			access = ip.ll.Paths[r.index].Access
+		}
+		return string(access), true
+	case "port":
+		port := -1
+		if ip.ll != nil && r.index >= 0 && r.index < len(ip.ll.Ports) {
+			port = int(ip.ll.Ports[r.index].Port)
+		}
+		return strconv.Itoa(port), true
+	case "abi":
+		return strconv.Itoa(ip.stage2.abi), true
+	}
+	return "", false
+}
+
+// describe fills text in for record r: with the record's own values, then
+// with words, the plan's.
+func describe(r record, text string, words func(r record, name string) (string, bool)) error {
+	errno := syscall.Errno(r.err)
+	value := func(name string) (string, bool) {
+		switch name {
+		case "path":
+			return r.path, true
+		case "index":
+			return strconv.Itoa(r.index), true
+		case "step":
+			return strconv.Itoa(r.step), true
+		case "is_dir":
+			return cflag(r.isDir), true
+		case "errno":
+			return errnoText(errno), true
+		case "cause":
+			if r.op > 0 && r.op < len(initOps) && !initOps[r.op].reason {
+				return initOps[r.op].text + ": " + errnoText(errno), true
+			}
+			return errnoText(errno), true
+		}
+		return words(r, name)
+	}
+	return &recordError{text: fill(text, value), errno: errno}
+}
+
+// errnoText is the errno as the error says it; 0 is a read that found the
+// other end gone.
+func errnoText(errno syscall.Errno) string {
+	if errno == 0 {
+		return "end of file"
+	}
+	return errno.Error()
+}
+
+// cflag is a condition as a choice's number.
+func cflag(v bool) string {
+	if v {
+		return "1"
+	}
+	return "0"
+}
+
+// recordError is a failure record in words; it wraps the record's errno.
+type recordError struct {
+	text  string
+	errno syscall.Errno
+}
+
+func (e *recordError) Error() string { return e.text }
+
+func (e *recordError) Unwrap() error {
+	if e.errno == 0 {
+		return nil
+	}
+	return e.errno
+}
+
+// fill expands the placeholders of a text of init_steps.h: {name} is
+// value(name), and {name:a|b|...} the choice that value(name) picks (0:
+// a), itself a text. A placeholder value does not know stays as it is.
+func fill(text string, value func(name string) (string, bool)) string {
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(text, '{')
+		end := closing(text, open)
+		if open < 0 || end < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		b.WriteString(text[:open])
+		name, alts, choice := strings.Cut(text[open+1:end], ":")
+		v, ok := value(name)
+		switch {
+		case !ok:
+			v = text[open : end+1]
+		case choice:
+			cs := choices(alts)
+			if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(cs) {
+				v = fill(cs[n], value)
+			} else {
+				v = "?"
+			}
+		}
+		b.WriteString(v)
+		text = text[end+1:]
+	}
+}
+
+// closing is the index of the brace that closes the one at open, or -1.
+func closing(s string, open int) int {
+	if open < 0 {
+		return -1
+	}
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// choices splits "a|b{x}|c" at the bars outside braces.
+func choices(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		case '|':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}

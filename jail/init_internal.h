@@ -1,0 +1,80 @@
+// What the init's C files share among themselves (init.c, init_mounts.c,
+// init_net.c, init_landlock.c, init_reap.c, init_fork.c); nothing outside
+// the init includes it.
+#ifndef TOOLJAIL_INIT_INTERNAL_H
+#define TOOLJAIL_INIT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "init.h"
+
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#endif
+
+// tj_builder is the init's state while it sets the jail up.
+struct tj_builder {
+	const struct tj_init *p;
+	struct tj_stage2 *stage2; // the init's copy of the plan's, completed by the steps
+	int sock;      // the supervisor socket: the plan's descriptor, 3 once in place
+	int oldroot;   // O_PATH of the host's root (/oldroot)
+	int newroot;   // O_PATH of the jail's root tmpfs
+	int emptyfile; // an empty read-only file, bound over masked files
+	uint64_t owned[TJ_MAX_OWNED];
+	int nowned;
+	int fds[TJ_MAX_SOURCES]; // the sources' descriptors, as received
+	int nfds;
+	pid_t command; // stage 2, which becomes the command
+	struct tj_record rec; // the failure, once one happened
+};
+
+// Every step below returns 0, or -1 with its failure recorded by
+// tj_failed (none when the supervisor is gone: there is no one to tell).
+
+// init.c: the steps in order, and the failure record.
+__attribute__((noreturn)) void tj_init_main(const struct tj_init *p);
+int tj_failed(struct tj_builder *b, int step, int op, int err, int index, const char *path);
+__attribute__((noreturn)) void tj_die(struct tj_builder *b);
+// tj_utoa writes v in base (up to 16) into buf, NUL-terminated.
+void tj_utoa(char *buf, size_t n, uint64_t v, int base);
+
+// init_mounts.c: the jail's filesystem, in the order init.c builds it.
+int tj_temporary_root(struct tj_builder *b);
+int tj_jail_root(struct tj_builder *b);
+int tj_proc(struct tj_builder *b);
+int tj_proc_knobs(struct tj_builder *b);
+int tj_dev(struct tj_builder *b);
+int tj_etc(struct tj_builder *b);
+int tj_mounts(struct tj_builder *b);
+int tj_overbinds(struct tj_builder *b);
+int tj_masks(struct tj_builder *b);
+int tj_enter_root(struct tj_builder *b);
+
+// init_net.c: the jail's host name and network.
+int tj_hostname(struct tj_builder *b);
+int tj_loopback(struct tj_builder *b);
+
+// init_landlock.c: the Landlock ruleset, for stage 2.
+int tj_landlock(struct tj_builder *b);
+
+// init_reap.c: stage 2, then the init's life as PID 1.
+void tj_default_handlers(void);
+int tj_start_stage2(struct tj_builder *b);
+__attribute__((noreturn)) void tj_reap(struct tj_builder *b);
+
+#endif

@@ -1,0 +1,272 @@
+// The init's last steps: start stage 2 (stage2.c), which becomes the
+// command, then live as the jail's PID 1: reap every orphan and forward
+// signals until the command ends, report its status and exit, which makes
+// the kernel kill whatever else is left in the PID namespace.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "init_internal.h"
+
+// The kernel's struct sigaction, for raw rt_sigaction.
+struct tj_ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+// tj_default_handlers puts back the default action of every signal that
+// has a handler: Go's handlers would run Go code in this process. Ignored
+// signals stay ignored, as at an execve, except SIGCHLD: the init reaps.
+// Stage 2 inherits the result.
+void tj_default_handlers(void) {
+	for (int sig = 1; sig <= 64; sig++) {
+		struct tj_ksigaction old, dfl;
+		if (sig == SIGKILL || sig == SIGSTOP) {
+			continue;
+		}
+		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) {
+			continue;
+		}
+		if (old.handler == (void *)SIG_DFL || (old.handler == (void *)SIG_IGN && sig != SIGCHLD)) {
+			continue;
+		}
+		memset(&dfl, 0, sizeof dfl);
+		dfl.handler = (void *)SIG_DFL;
+		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+	}
+	// The alternate signal stack is the Go runtime's, in memory the fork
+	// may have left out.
+	stack_t ss;
+	memset(&ss, 0, sizeof ss);
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+}
+
+static int tj_write_file(const char *path, const char *data) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		return -1;
+	}
+	size_t n = strlen(data);
+	ssize_t w;
+	do {
+		w = write(fd, data, n);
+	} while (w < 0 && errno == EINTR);
+	int e = errno;
+	close(fd);
+	if (w >= 0 && (size_t)w != n) {
+		e = EIO;
+	}
+	errno = e;
+	return w == (ssize_t)n ? 0 : -1;
+}
+
+// tj_stage2_maps writes the id maps of stage 2 (pid): the nested namespace
+// maps the jail user (1000) to the init's uid 0, so files the command
+// writes belong to the invoking host user. It returns 0, or the failed
+// file's index (0 setgroups, 1 uid_map, 2 gid_map) + 1.
+static int tj_stage2_maps(long pid) {
+	char dir[32] = "/proc/", num[24], path[48];
+	tj_utoa(num, sizeof num, (uint64_t)pid, 10);
+	strcat(dir, num);
+	static const char *const files[] = {"/setgroups", "/uid_map", "/gid_map"};
+	static const char *const data[] = {"deny", "1000 0 1\n", "1000 0 1\n"};
+	for (int i = 0; i < 3; i++) {
+		strcpy(path, dir);
+		strcat(path, files[i]);
+		if (tj_write_file(path, data[i]) < 0) {
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+// tj_stage2_copy completes the init's copy of stage 2's plan: the seccomp
+// filter from the late part, the supervisor socket. The Landlock ruleset
+// is there already (tj_landlock).
+static struct tj_stage2 *tj_stage2_copy(struct tj_builder *b) {
+	struct tj_stage2 *s = b->stage2;
+	const struct tj_late *l = b->p->late;
+	if (l->filter_len > 0) {
+		s->filter = l->filter;
+		s->filter_len = l->filter_len;
+		s->seccomp_flags = l->seccomp_flags;
+		s->notify = l->notify;
+	}
+	s->sock = b->sock;
+	return s;
+}
+
+// tj_pass_failure hands a failure record of stage 2 on to the supervisor.
+// execve says EACCES for a directory too: the init sees the command's
+// files, so it can tell which.
+static void tj_pass_failure(struct tj_builder *b, struct tj_record *r) {
+	const struct tj_stage2 *s = b->stage2;
+	r->path[sizeof r->path - 1] = 0;
+	r->is_dir = 0;
+	if (r->step == TJ_STEP_EXEC_DENIED && r->index >= 0 && r->index < s->npaths) {
+		struct stat st;
+		r->is_dir = stat(s->paths[r->index], &st) == 0 && S_ISDIR(st.st_mode);
+	}
+	tj_send_record(b->sock, r, tj_record_size(r), -1);
+}
+
+// tj_start_stage2 forks stage 2, writes its id maps and waits until it has
+// exec'd the command or failed; a failure goes on to the supervisor, and
+// the reaper reports stage 2's end after it.
+int tj_start_stage2(struct tj_builder *b) {
+	struct tj_stage2 *s = tj_stage2_copy(b);
+	int sync[2], status[2];
+	if (pipe2(sync, O_CLOEXEC) < 0) {
+		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, errno, -1, NULL);
+	}
+	if (pipe2(status, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(sync[0]);
+		close(sync[1]);
+		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, e, -1, NULL);
+	}
+	s->sync_fd = sync[0];
+	s->status_fd = status[1];
+	s->parent_pid = getpid();
+	// Stage 2 shares this memory, and with it the "not dumpable" flag,
+	// which makes the kernel give a process's /proc files to root of the
+	// user namespace its memory was made in: the host's, as the init is a
+	// fork of the supervisor. The init could not write stage 2's id maps.
+	// So the memory is dumpable until they are written: nothing in the
+	// jail runs yet, and stage 2's execve decides again for the command.
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	// Stage 2 sets the command's huge page setting on the shared memory
+	// before its execve; the init's comes back once it has exec'd or failed.
+	int own_thp = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	long pid = tj_stage2_start(s);
+	close(sync[0]);
+	close(status[1]);
+	if (pid < 0) {
+		close(sync[1]);
+		close(status[0]);
+		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, (int)-pid, -1, NULL);
+	}
+	int failed = tj_stage2_maps(pid), e = errno, r = 0;
+	// Not dumpable again before stage 2 may go on to the command.
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (failed != 0) {
+		r = tj_failed(b, TJ_I_STAGE2_MAP, TJ_OP_WRITE, e, failed - 1, NULL);
+	} else {
+		ssize_t w;
+		do {
+			w = write(sync[1], "", 1);
+		} while (w < 0 && errno == EINTR);
+		if (w != 1) {
+			r = tj_failed(b, TJ_I_STAGE2, TJ_OP_WRITE, w < 0 ? errno : EIO, -1, NULL);
+		}
+	}
+	close(sync[1]);
+	if (r < 0) {
+		close(status[0]);
+		kill((pid_t)pid, SIGKILL);
+		waitpid((pid_t)pid, NULL, __WALL);
+		return -1;
+	}
+	struct tj_record rec;
+	ssize_t n;
+	do {
+		n = read(status[0], &rec, sizeof rec);
+	} while (n < 0 && errno == EINTR);
+	close(status[0]);
+	if (own_thp >= 0 && prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != own_thp) {
+		prctl(PR_SET_THP_DISABLE, own_thp, 0, 0, 0);
+	}
+	if (n > (ssize_t)offsetof(struct tj_record, path)) {
+		tj_pass_failure(b, &rec); // stage 2 failed, and exits
+	}
+	if (s->landlock_fd >= 0) {
+		close(s->landlock_fd);
+	}
+	b->command = (pid_t)pid;
+	return 0;
+}
+
+// tj_report sends the command's end: how it ended and what it and every
+// orphan reaped used.
+static __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
+	struct tj_record r;
+	memset(&r, 0, offsetof(struct tj_record, path) + 1);
+	r.type = TJ_REC_EXIT;
+	if (WIFEXITED(ws)) {
+		r.exit_code = WEXITSTATUS(ws);
+	} else if (WIFSIGNALED(ws)) {
+		r.signal = WTERMSIG(ws);
+		r.exit_code = 128 + r.signal;
+	}
+	struct rusage ru;
+	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+		r.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+		r.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+		r.maxrss_kib = ru.ru_maxrss;
+	}
+	tj_send_record(b->sock, &r, tj_record_size(&r), -1);
+	_exit(0);
+}
+
+// tj_reap waits for every child until the command ends, forwarding the
+// signals a terminal would send to its process group, then reports and
+// exits.
+void tj_reap(struct tj_builder *b) {
+	pid_t pid = b->command;
+	sigset_t set;
+	sigemptyset(&set);
+	static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) {
+		sigaddset(&set, fwd[i]);
+	}
+	sigaddset(&set, SIGCHLD);
+	for (;;) {
+		int sig = sigwaitinfo(&set, NULL);
+		if (sig < 0) {
+			if (errno == EINTR) {
+				continue;
+			}
+			tj_failed(b, TJ_I_WAIT, TJ_OP_NONE, errno, -1, NULL);
+			tj_die(b);
+		}
+		if (sig != SIGCHLD) {
+			// To the command's process group, as a terminal would; to the
+			// command itself too only when it has left that group, or it
+			// would get the signal twice.
+			kill(-pid, sig);
+			if (getpgid(pid) != pid) {
+				kill(pid, sig);
+			}
+			continue;
+		}
+		for (;;) {
+			int ws;
+			pid_t got = waitpid(-1, &ws, WNOHANG | __WALL);
+			if (got < 0 && errno == EINTR) {
+				continue;
+			}
+			if (got < 0 && errno != ECHILD) {
+				tj_failed(b, TJ_I_WAIT, TJ_OP_NONE, errno, -1, NULL);
+				tj_die(b);
+			}
+			if (got <= 0) {
+				break; // no more to reap for now
+			}
+			if (got == pid) {
+				tj_report(b, ws);
+			}
+			// else an orphan
+		}
+	}
+}
