@@ -332,7 +332,8 @@ func TestCgroupForkBomb(t *testing.T) {
 // margin, not a timing benchmark. In the VM guests only the throttling is
 // checked: under software emulation on a busy host the guest's timers fire
 // late, the quota overruns and its CPU clock disagrees with its wall clock
-// (2.5 s of CPU in a 2 s loop was seen), so amounts mean nothing there.
+// (more CPU than wall time was seen: BENCHMARKS.md), so amounts mean
+// nothing there.
 func TestCgroupCPU(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		u.needCgroup(t)

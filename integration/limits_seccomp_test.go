@@ -102,8 +102,8 @@ func TestSeccompInitProtectedNotLifted(t *testing.T) {
 // orphans for it to reap. prlimit64 fails, the init keeps no CPU limit,
 // and the run ends with the command's own status, not setup_error. The
 // stream is too short to burn a second of the init's CPU (without the
-// filter, a 2-core VM took about 220 s of orphans to get the init killed),
-// so the init's limit itself is what the test checks.
+// filter, getting the init killed takes far longer than a test may run:
+// see BENCHMARKS.md), so the init's limit itself is what the test checks.
 func TestSeccompInitCPULimit(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		if !u.check.enforced("seccomp") {

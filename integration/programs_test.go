@@ -255,7 +255,7 @@ func BenchmarkSyscallLoop(b *testing.B) {
 		jailArgs = append(jailArgs, "--allow-degraded", d)
 	}
 	jailArgs = append(jailArgs, "--", filepath.Join(w, "tjsys"), "loop", "getppid", n)
-	// The jail's own start-up (~30 ms) is measured apart and subtracted.
+	// The jail's own start-up is measured apart and subtracted.
 	empty := append([]string(nil), jailArgs...)
 	empty[len(empty)-1] = "0"
 	var host, jail, startup time.Duration

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -111,7 +110,7 @@ func (c *Cmd) Start() error {
 	c.res.Command = c.Spec.Args
 	c.res.Workdir = c.Spec.Dir
 	c.res.Profile = c.Spec.Profile
-	c.res.Limits = reportLimits(&c.Spec.Limits)
+	c.res.Limits = c.Spec.Limits.Report()
 	p, err := c.Spec.plan(probeHost())
 	if err != nil {
 		settleOutputs(c.Outputs)
@@ -138,352 +137,6 @@ func (c *Cmd) fail(e *SetupError) error {
 	c.setupErr = e
 	c.finishSetupError()
 	return e
-}
-
-func (c *Cmd) start() error {
-	s, p := c.Spec, c.plan
-	// The audit socket for Landlock denials opens, and the host side is
-	// prepared (see hostside.go), while the cgroup is made; both are
-	// joined before the init's plan is compiled, and on every early
-	// return, so that cleanup closes what they opened.
-	type watched struct {
-		w   *landlock.Watcher
-		err error
-	}
-	var watch chan watched
-	if p.landlock != nil {
-		watch = make(chan watched, 1)
-		go func() {
-			w, err := landlock.WatchDenials()
-			watch <- watched{w, err}
-		}()
-	}
-	joinWatcher := func() {
-		if watch == nil {
-			return
-		}
-		r := <-watch
-		watch = nil
-		if r.err != nil {
-			c.res.Enforcement.LandlockDenials = r.err.Error()
-			return
-		}
-		c.watcher = r.w
-		c.res.Enforcement.LandlockDenials = "reported"
-	}
-	defer joinWatcher()
-	hs := &hostSide{root: os.Geteuid() == 0}
-	prepared := make(chan error, 1)
-	go func() { prepared <- hs.prepare(c, p) }()
-	joinPrepared := func() error {
-		if prepared == nil {
-			return nil
-		}
-		err := <-prepared
-		prepared = nil
-		return err
-	}
-	// One deferred call, in this order: what prepare opens after an early
-	// return must be closed too.
-	defer func() {
-		joinPrepared()
-		hs.close()
-	}()
-
-	if err := c.openGroup(); err != nil {
-		return err
-	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socketpair: %w", err)
-	}
-	c.sock = fds[0]
-	// The kernel stamps each message with the sender's pid in our PID
-	// namespace: how the Landlock watcher learns stage 2's host pid.
-	if err := unix.SetsockoptInt(c.sock, unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		unix.Close(fds[1])
-		return fmt.Errorf("socket credentials: %w", err)
-	}
-	child := os.NewFile(uintptr(fds[1]), "jail-socket")
-	defer child.Close()
-
-	stdin, err := c.stdinFile()
-	if err != nil {
-		return err
-	}
-	defer stdin.Close()
-	budget := &outputBudget{remaining: -1}
-	if s.Limits.OutputLimit > 0 {
-		budget.remaining = s.Limits.OutputLimit
-	}
-	var outW [2]*os.File
-	for i, dst := range []io.Writer{c.Stdout, c.Stderr} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		defer w.Close()
-		outW[i] = w
-		c.relays[i] = newRelay(r, dst, budget, c.CaptureOutput)
-	}
-	// The init waits on this pipe until the supervisor has written its id
-	// maps and opened the host paths; if the supervisor gives up first,
-	// the pipe's end ends the init.
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer syncR.Close()
-	defer syncW.Close()
-
-	if err := joinPrepared(); err != nil {
-		return err
-	}
-	joinWatcher()
-	cgroupFD := -1
-	if c.group != nil {
-		cgroupFD = c.group.DirFD()
-	}
-	ip, err := newInitPlan(s, p, initFiles{
-		stdin: int(stdin.Fd()), stdout: int(outW[0].Fd()), stderr: int(outW[1].Fd()),
-		sock: int(child.Fd()), sync: int(syncR.Fd()),
-	}, cgroupFD, &stage2Config{
-		Args:    s.Args,
-		Env:     s.Env,
-		Dir:     s.Dir,
-		NoFile:  s.Limits.NoFile,
-		FSize:   s.Limits.FSize,
-		CPUTime: int64((s.Limits.CPUTime + time.Second - 1) / time.Second),
-		WaitAck: c.watcher != nil,
-		// The supervisor's own setting: startInit turns it off only around
-		// the fork.
-		NoHugePages: thpDisabled(),
-	})
-	if err != nil {
-		return err
-	}
-	// The init has a copy of the plan from the fork on.
-	defer ip.free()
-	c.initPlan = ip
-	if err := c.startInit(ip); err != nil {
-		return err
-	}
-	syncR.Close()
-	if err := writeIDMaps(c.proc.pid, hs.id); err != nil {
-		return err
-	}
-	if !hs.root {
-		// In the init's mount namespace, where it may clone what it gets.
-		if err := hs.resolveIn(c, fmt.Sprintf("/proc/%d/root", c.proc.pid)); err != nil {
-			return err
-		}
-	}
-	if err := hs.finish(c); err != nil {
-		return err
-	}
-	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
-	c.res.Enforcement.Idmapped = hs.idmapped
-	fdList, err := ip.fillLate(hs.sources, hs.over, hs.prog)
-	if err != nil {
-		return err
-	}
-	if err := sendFDs(c.sock, fdList); err != nil {
-		return err
-	}
-	// Nothing in the jail has run yet: the init is in its cgroup and waits
-	// for this byte.
-	if _, err := syncW.Write([]byte{0}); err != nil {
-		return fmt.Errorf("start the jail's init: %w", err)
-	}
-	c.msgDone = make(chan struct{})
-	go c.readMessages()
-	if s.Limits.Timeout > 0 {
-		c.timer = time.AfterFunc(s.Limits.Timeout, func() {
-			c.kill(StatusTimeout, fmt.Sprintf("wall-clock limit %s reached; the whole process tree was killed", s.Limits.Timeout))
-		})
-	}
-	if c.ctx.Done() != nil {
-		go func() {
-			select {
-			case <-c.ctx.Done():
-				c.kill(StatusSignaled, "the run was cancelled by the caller: "+c.ctx.Err().Error())
-			case <-c.msgDone:
-			}
-		}()
-	}
-	return nil
-}
-
-// writeIDMaps maps uid and gid 0 of the init's user namespace to the
-// jail's host identity: the supervisor's own, or for a root supervisor an
-// unprivileged one (Spec.HostUser). Unprivileged user namespaces must deny
-// setgroups; real root keeps it, for the init to drop its supplementary
-// groups.
-func writeIDMaps(pid int, id HostID) error {
-	files := [][2]string{{"uid_map", fmt.Sprintf("0 %d 1\n", id.UID)}}
-	if os.Geteuid() != 0 {
-		files = append(files, [2]string{"setgroups", "deny"})
-	}
-	files = append(files, [2]string{"gid_map", fmt.Sprintf("0 %d 1\n", id.GID)})
-	for _, f := range files {
-		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, f[0]), []byte(f[1]), 0); err != nil {
-			return fmt.Errorf("write the jail's %s: %w (are unprivileged user namespaces allowed? see `tooljail check`)", f[0], err)
-		}
-	}
-	return nil
-}
-
-// openGroup creates the run's cgroup: for the caps, and for accounting
-// where the host allows a group without caps.
-func (c *Cmd) openGroup() error {
-	r := c.plan.resources
-	capped := r.Memory > 0 || r.CPUs > 0 || r.Pids > 0
-	if !capped && probeHost().Cgroup.Mode == cgroup.ModeNone {
-		return nil
-	}
-	// Groups of dead supervisors are no business of this run: clean them
-	// up alongside it (cleanup waits for it before the run ends).
-	c.staleDone = make(chan struct{})
-	go func() {
-		defer close(c.staleDone)
-		cgroup.CleanupStale()
-	}()
-	g, err := cgroup.New(c.res.ID, r)
-	if err != nil {
-		if capped {
-			// Preflight said the caps could be set; they cannot: fail
-			// closed rather than run without them.
-			return fmt.Errorf("create the run's cgroup: %w", err)
-		}
-		return nil
-	}
-	c.group = g
-	c.plan.enf.Cgroup = string(g.Mode())
-	c.res.Enforcement = c.plan.enf
-	return nil
-}
-
-// noHugePagesForChildren turns transparent huge pages off for this process
-// while the init is forked, and returns what turns them back on. The init
-// inherits the setting: it is charged to the run's memory cap, and with
-// huge pages "always" (Debian's default) every page it writes in its copy
-// of the supervisor's memory could become a 2 MiB one. Stage 2 sets the
-// supervisor's own setting for the command. The flag is per process, so a
-// concurrent Start may fork its init with huge pages on: that costs
-// memory, nothing else.
-func noHugePagesForChildren() (restore func()) {
-	if thpDisabled() {
-		return func() {}
-	}
-	if unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0) != nil {
-		return func() {}
-	}
-	return func() { unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0) }
-}
-
-// thpDisabled says whether this process has PR_SET_THP_DISABLE set (an
-// error, on kernels without it, counts as not set).
-func thpDisabled() bool {
-	v, err := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0)
-	return err == nil && v != 0
-}
-
-// startInit forks the init from a goroutine locked to its OS thread until
-// the init exits: the kernel sends the init's parent death signal when the
-// forking thread ends, not the process.
-func (c *Cmd) startInit(ip *initPlan) error {
-	type started struct {
-		proc *initProc
-		err  error
-	}
-	startCh := make(chan started, 1)
-	c.waitCh = make(chan initEnd, 1)
-	intoGroup := ip.c.cgroup_fd >= 0
-	joined := false
-	go func() {
-		runtime.LockOSThread()
-		// v1: this thread joins the group and forks the init there (see
-		// cgroup.Group.JoinThread); when it cannot, AddProc below.
-		var leave func() error
-		if c.group != nil && !intoGroup {
-			var err error
-			if leave, err = c.group.JoinThread(); err != nil {
-				if leave != nil {
-					// Stuck in the group: this thread forks nothing
-					// and ends with this goroutine (it stays locked).
-					startCh <- started{err: err}
-					return
-				}
-				// Not joined: AddProc below.
-			}
-		}
-		restoreTHP := noHugePagesForChildren()
-		proc, err := ip.forkInit()
-		if err != nil && intoGroup {
-			// Clone into the cgroup can be refused (clone3 blocked by an
-			// outer seccomp profile, a v1 host): AddProc below.
-			intoGroup = false
-			ip.c.cgroup_fd = -1
-			proc, err = ip.forkInit()
-		}
-		restoreTHP()
-		if leave != nil {
-			if lerr := leave(); lerr != nil {
-				// This thread is stuck in the run's group: end the init,
-				// and the thread with this goroutine (it stays locked).
-				if err == nil {
-					proc.kill()
-					proc.wait()
-				}
-				startCh <- started{err: errors.Join(err, lerr)}
-				return
-			}
-			joined = err == nil
-		}
-		startCh <- started{proc, err}
-		if err != nil {
-			return
-		}
-		c.waitCh <- proc.wait()
-	}()
-	st := <-startCh
-	if st.err != nil {
-		return fmt.Errorf("start the jail's init: %w (are unprivileged user namespaces allowed? see `tooljail check`)", st.err)
-	}
-	c.proc = st.proc
-	if c.group != nil && !intoGroup && !joined {
-		if err := c.group.AddProc(c.proc.pid); err != nil {
-			return fmt.Errorf("move the jail into its cgroup: %w", err)
-		}
-	}
-	return nil
-}
-
-// stdinFile gives the init its stdin: /dev/null, or a pipe fed from Stdin.
-func (c *Cmd) stdinFile() (*os.File, error) {
-	if c.Stdin == nil {
-		return os.Open(os.DevNull)
-	}
-	if f, ok := c.Stdin.(*os.File); ok && isDevNull(f) {
-		return os.Open(os.DevNull)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		io.Copy(w, c.Stdin)
-		w.Close()
-	}()
-	return r, nil
-}
-
-func isDevNull(f *os.File) bool {
-	var st, null unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil || unix.Stat(os.DevNull, &null) != nil {
-		return false
-	}
-	return st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == null.Rdev
 }
 
 // readMessages handles what the init and stage 2 send until both are gone.
@@ -523,14 +176,18 @@ func (c *Cmd) readMessages() {
 				if c.Spec.OnViolation == ViolationKill {
 					action = seccomp.ActionKill
 				}
-				opts := seccomp.MonitorOptions{Action: action, OnKill: func() { c.kill(StatusViolation, "") }}
+				opts := seccomp.MonitorOptions{Action: action, OnKill: func() { c.kill(StatusViolation, "") },
+					// A denied call would wait for an answer that never comes.
+					OnFail: func(err error) {
+						c.kill(StatusSignaled, fmt.Sprintf("killed by tooljail: the seccomp monitor failed (%v); denied calls could no longer be answered", err))
+					}}
 				if n := c.Spec.Limits.MaxViolations; n > 0 {
 					opts.MaxViolations = uint64(n)
 					opts.OnLimit = func() {
 						c.kill(StatusViolation, fmt.Sprintf("more than %d denied system calls (--max-violations %d): the run was killed", n, n))
 					}
 				}
-				c.monitor = seccomp.NewMonitorWith(files[0], opts)
+				c.monitor = seccomp.NewMonitor(files[0], opts)
 				files = files[1:]
 			}
 			if c.watcher != nil {
@@ -654,20 +311,12 @@ func (c *Cmd) finishSetupError() {
 	c.res.WallTimeMs = ms(time.Since(c.started))
 }
 
-// finish decides the status and fills the Result.
+// finish fills the Result with what the run measured, and its verdict
+// (decide, in status.go).
 func (c *Cmd) finish(end initEnd, wall time.Duration, violations []seccomp.Violation, denials []landlock.Denial, st cgroup.Stats) {
 	r := c.res
 	r.WallTimeMs = ms(wall)
-	for _, v := range violations {
-		r.Violations = append(r.Violations, Violation{
-			Kind: v.Kind, Syscall: v.Syscall, Args: v.Args, Pid: v.Pid, JailPid: v.JailPid, Count: v.Count, Action: v.Action,
-		})
-	}
-	for _, d := range denials {
-		r.Violations = append(r.Violations, Violation{
-			Kind: "landlock", Path: d.Path, Access: d.Access, Pid: d.Pid, Count: d.Count, Action: "denied",
-		})
-	}
+	r.Violations = append(r.Violations, reportViolations(violations, denials)...)
 	if c.ready && c.initPlan != nil && c.initPlan.enforced != nil {
 		ll := c.initPlan.enforced
 		r.Enforcement.LandlockABI = ll.ABI
@@ -681,7 +330,33 @@ func (c *Cmd) finish(end initEnd, wall time.Duration, violations []seccomp.Viola
 		r.MaxRSSBytes = int64p(e.rusage.MaxRSSKiB * 1024)
 	}
 	c.applyCgroupStats(st)
+	d := decide(c.outcome(end, st))
+	r.Status, r.ExitCode, r.Signal, r.Reason = d.status, d.exitCode, d.signal, d.reason
+	if d.status == StatusSetupError && c.setupErr == nil {
+		c.setupErr = &SetupError{Code: ExitSetup, Err: errors.New(d.reason)}
+	}
+}
 
+// reportViolations is the report's list: the seccomp monitor's, then the
+// Landlock denials.
+func reportViolations(violations []seccomp.Violation, denials []landlock.Denial) []Violation {
+	var out []Violation
+	for _, v := range violations {
+		out = append(out, Violation{
+			Kind: v.Kind, Syscall: v.Syscall, Args: v.Args, Pid: v.Pid, JailPid: v.JailPid, Count: v.Count, Action: v.Action,
+		})
+	}
+	for _, d := range denials {
+		out = append(out, Violation{
+			Kind: "landlock", Path: d.Path, Access: d.Access, Pid: d.Pid, Count: d.Count, Action: "denied",
+		})
+	}
+	return out
+}
+
+// outcome gathers what decides the status, as Wait learned it.
+func (c *Cmd) outcome(end initEnd, st cgroup.Stats) outcome {
+	r := c.res
 	o := outcome{
 		setupErr:  c.setupErr,
 		initFail:  c.initFail,
@@ -699,8 +374,7 @@ func (c *Cmd) finish(end initEnd, wall time.Duration, violations []seccomp.Viola
 	if o.oom {
 		o.oomReason = c.oomReason(st)
 	}
-	for i := range r.Violations {
-		v := &r.Violations[i]
+	for _, v := range r.Violations {
 		if o.firstSyscall == "" && v.Kind == "syscall" {
 			o.firstSyscall = v.Syscall
 		}
@@ -708,107 +382,7 @@ func (c *Cmd) finish(end initEnd, wall time.Duration, violations []seccomp.Viola
 			o.arch, o.archCall = true, v.Syscall
 		}
 	}
-	d := decide(o)
-	r.Status, r.ExitCode, r.Signal, r.Reason = d.status, d.exitCode, d.signal, d.reason
-	if d.status == StatusSetupError && c.setupErr == nil {
-		c.setupErr = &SetupError{Code: ExitSetup, Err: errors.New(d.reason)}
-	}
-}
-
-// exitFacts is the command's end as the init saw it.
-type exitFacts struct {
-	code   int            // as a shell reports it: the status, or 128+signal
-	signal syscall.Signal // 0 when it exited
-}
-
-// outcome is everything that decides a run's status, as Wait learned it.
-type outcome struct {
-	setupErr  *SetupError // the command never ran
-	initFail  *SetupError // the init failed after the command started
-	started   bool        // stage 2 got as far as its execve
-	exit      *exitFacts  // nil: no exit record came
-	killedFor Status      // why the supervisor killed the run before the exit record, or ""
-	killNote  string
-	oom       bool
-	oomReason string
-	// arch: the monitor saw a non-native (x32, i386) call and killed its
-	// caller (archCall names it). Without notification nobody sees such a
-	// call: the filter kills the caller with SIGSYS, which the exit record
-	// cannot tell from a SIGSYS sent by a process, so it is no violation.
-	arch         bool
-	archCall     string
-	firstSyscall string // the first denied call recorded, for a kill's reason
-	init         initEnd
-	limits       *Limits
-	truncated    bool // output over the limit was dropped
-}
-
-// verdict is a run's status, exit code, signal and reason.
-type verdict struct {
-	status   Status
-	exitCode int
-	signal   string
-	reason   string
-}
-
-// decide turns what happened into the report's verdict. The order is the
-// order of evidence: a setup error means the command never ran; a kill by
-// the supervisor that came before the exit record explains that exit; then
-// what the kernel did (a non-native call, the OOM killer); then the exit
-// record itself. A run whose command started is never a setup error.
-func decide(o outcome) verdict {
-	sigsys := 128 + int(syscall.SIGSYS)
-	commandKilled := o.exit != nil && (o.exit.signal == syscall.SIGKILL || o.exit.signal == syscall.SIGSYS)
-	var v verdict
-	switch {
-	case o.setupErr != nil:
-		v = verdict{StatusSetupError, o.setupErr.Code, "", o.setupErr.Error()}
-	case o.killedFor == StatusTimeout:
-		v = verdict{StatusTimeout, ExitTimeout, "", o.killNote}
-	case o.killedFor == StatusViolation:
-		v = verdict{StatusViolation, sigsys, "SIGSYS", "killed for a denied system call (--on-violation kill)"}
-		if o.killNote != "" {
-			v.reason = o.killNote
-		} else if o.firstSyscall != "" {
-			v.reason = fmt.Sprintf("killed for a denied system call: %s (--on-violation kill)", o.firstSyscall)
-		}
-	case o.arch && commandKilled:
-		v = verdict{StatusViolation, sigsys, "SIGSYS", "killed for a non-native system call (x32 or i386 entry point)"}
-		if o.archCall != "" {
-			v.reason = fmt.Sprintf("killed for a non-native system call: %s (x32 or i386 entry point)", o.archCall)
-		}
-	case o.oom && (o.exit == nil || o.exit.signal == syscall.SIGKILL):
-		v = verdict{StatusMemoryLimit, 128 + int(syscall.SIGKILL), "SIGKILL", o.oomReason}
-	case o.exit != nil && o.exit.signal != 0:
-		v = verdict{StatusSignaled, o.exit.code, unix.SignalName(o.exit.signal), signalReason(o.exit.signal, o.limits)}
-		if o.killedFor == StatusSignaled {
-			v.reason = o.killNote
-		}
-	case o.exit != nil:
-		v = verdict{StatusExited, o.exit.code, "", ""}
-		if o.truncated {
-			v.reason = fmt.Sprintf("output over the limit of %d bytes was dropped", o.limits.OutputLimit)
-		}
-	case o.killedFor == StatusSignaled:
-		v = verdict{StatusSignaled, 128 + int(syscall.SIGKILL), "SIGKILL", o.killNote}
-	case o.started:
-		v = verdict{StatusAborted, ExitSetup, "", ""}
-		what := "ended (" + o.init.desc + ")"
-		if o.initFail != nil {
-			what = "failed: " + o.initFail.Error()
-		}
-		if o.init.signal != 0 {
-			v.exitCode, v.signal = 128+int(o.init.signal), unix.SignalName(o.init.signal)
-			what = "was killed by " + v.signal
-		}
-		v.reason = "the jail's init " + what + " after the command started; the command may have run and changed files, and its exit status is unknown"
-	default:
-		v = verdict{StatusSetupError, ExitSetup, "", fmt.Sprintf("the jail's init ended without a status (%s)", o.init.desc)}
-		if o.initFail != nil {
-			v.reason = o.initFail.Error()
-		}
-	}
-	return v
+	return o
 }
 
 func (c *Cmd) applyCgroupStats(st cgroup.Stats) {
@@ -845,32 +419,4 @@ func (c *Cmd) oomReason(st cgroup.Stats) string {
 		plural = ""
 	}
 	return reason + fmt.Sprintf("; %d process%s killed by the OOM killer; the whole jail was stopped", n, plural)
-}
-
-func signalReason(sig unix.Signal, l *Limits) string {
-	switch sig {
-	case unix.SIGXCPU:
-		return fmt.Sprintf("CPU time limit %s reached (SIGXCPU)", l.CPUTime)
-	case unix.SIGXFSZ:
-		return fmt.Sprintf("file size limit %s reached (SIGXFSZ)", units.FormatSize(l.FSize))
-	case unix.SIGSYS:
-		// Only the monitor sees a non-native call (an "arch" violation);
-		// without it the filter's kill and a sent SIGSYS look the same.
-		return "killed by SIGSYS: a system call the filter kills (a non-native x32 or i386 entry), or a SIGSYS sent to it"
-	}
-	return "the command was killed by " + unix.SignalName(sig)
-}
-
-func reportLimits(l *Limits) ReportLimits {
-	return ReportLimits{
-		MemoryBytes:      l.Memory,
-		CPUs:             l.CPUs,
-		Pids:             l.Pids,
-		TimeoutMs:        ms(l.Timeout),
-		CPUTimeMs:        ms(l.CPUTime),
-		NoFile:           l.NoFile,
-		FSizeBytes:       l.FSize,
-		OutputLimitBytes: l.OutputLimit,
-		MaxViolations:    l.MaxViolations,
-	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestDecide(t *testing.T) {
@@ -81,5 +83,118 @@ func TestKillAfterExitRecord(t *testing.T) {
 	c.kill(StatusViolation, "")
 	if c.killedFor != StatusViolation {
 		t.Fatalf("violation kill after the exit record: killedFor %q", c.killedFor)
+	}
+}
+
+// TestDecideEveryCombination runs decide on every combination of what can
+// happen to a run and checks the rules the report promises, whichever
+// branch decides.
+func TestDecideEveryCombination(t *testing.T) {
+	limits := &Limits{OutputLimit: 100}
+	setup := &SetupError{Code: 127, Err: errors.New("command not found")}
+	initFail := &SetupError{Code: ExitSetup, Err: errors.New("reap: EINTR")}
+	exits := []*exitFacts{nil, {code: 0}, {code: 3}}
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSYS, syscall.SIGTERM, syscall.SIGXCPU} {
+		exits = append(exits, &exitFacts{code: 128 + int(sig), signal: sig})
+	}
+	kills := []struct {
+		why  Status
+		note string
+	}{{"", ""}, {StatusTimeout, "wall-clock limit 1s reached"}, {StatusViolation, ""}, {StatusViolation, "more than 3 denied system calls"}, {StatusSignaled, "cancelled"}}
+	n := 0
+	for _, se := range []*SetupError{nil, setup} {
+		for _, inf := range []*SetupError{nil, initFail} {
+			for _, started := range []bool{false, true} {
+				for _, exit := range exits {
+					if exit != nil && !started {
+						continue // an exit record comes only after stage 2's ready one
+					}
+					for _, k := range kills {
+						for _, bits := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} {
+							oom, arch, truncated, initKilled := bits&1 != 0, bits&2 != 0, bits&4 != 0, bits&8 != 0
+							o := outcome{setupErr: se, initFail: inf, started: started, exit: exit, killedFor: k.why, killNote: k.note,
+								oom: oom, oomReason: "memory limit 1 MiB reached", arch: arch, archCall: "x32:getpid",
+								firstSyscall: "keyctl", limits: limits, truncated: truncated, init: initEnd{desc: "exit status 125"}}
+							if initKilled {
+								o.init = initEnd{desc: "signal: SIGKILL", signal: syscall.SIGKILL}
+							}
+							n++
+							checkVerdict(t, o, decide(o))
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d combinations", n)
+	}
+}
+
+func checkVerdict(t *testing.T, o outcome, v verdict) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf("%+v (exit %+v) -> %+v: "+format, append([]any{o, o.exit, v}, args...)...)
+	}
+	switch v.status {
+	case StatusExited, StatusSignaled, StatusTimeout, StatusMemoryLimit, StatusViolation, StatusSetupError, StatusAborted:
+	default:
+		fail("unknown status")
+	}
+	if v.exitCode < 0 || v.exitCode > 255 {
+		fail("exit code out of range")
+	}
+	if v.signal != "" && v.exitCode != 128+int(unix.SignalNum(v.signal)) {
+		fail("signal %s does not match exit code %d", v.signal, v.exitCode)
+	}
+	if v.status != StatusExited && v.reason == "" {
+		fail("no reason")
+	}
+	// A setup error means the command never ran, and is reported as such.
+	if o.setupErr != nil {
+		if v.status != StatusSetupError || v.exitCode != o.setupErr.Code {
+			fail("a setup error is not reported as one")
+		}
+		return
+	}
+	if o.started && v.status == StatusSetupError {
+		fail("a run whose command started is a setup error")
+	}
+	// The supervisor's own kill, made before the exit record, explains it.
+	switch o.killedFor {
+	case StatusTimeout:
+		if v.status != StatusTimeout || v.exitCode != ExitTimeout {
+			fail("a timeout kill is not a timeout")
+		}
+		return
+	case StatusViolation:
+		if v.status != StatusViolation || v.signal != "SIGSYS" {
+			fail("a violation kill is not a violation")
+		}
+		if o.killNote != "" && v.reason != o.killNote {
+			fail("the kill's note is lost")
+		}
+		return
+	}
+	if e := o.exit; e != nil && e.signal == 0 {
+		if v.status != StatusExited || v.exitCode != e.code {
+			fail("an exit is not reported as it happened")
+		}
+	}
+	if v.status == StatusExited && (o.exit == nil || o.exit.signal != 0) {
+		fail("exited without an exit")
+	}
+	if v.status == StatusMemoryLimit && !o.oom {
+		fail("memory_limit without an OOM kill")
+	}
+	if v.status == StatusViolation && !(o.arch && o.exit != nil) {
+		fail("a violation nobody saw")
+	}
+	if v.status == StatusAborted && (!o.started || o.exit != nil) {
+		fail("aborted, but the command's end is known or it never started")
+	}
+	if o.exit == nil && o.started && !o.oom && o.killedFor == "" && v.status != StatusAborted {
+		fail("the command started and its end is unknown, yet the status claims one")
 	}
 }

@@ -219,11 +219,68 @@ func TestOutputOpen(t *testing.T) {
 }
 
 // The report says Landlock restricts pathname sockets exactly from the ABI
-// that handles resolve_unix.
+// that handles resolve_unix, and not in a read-only bind that a writable
+// mount's rule reaches.
 func TestUnixSockets(t *testing.T) {
 	for abi, want := range map[int]string{0: "not restricted", 7: "not restricted", 8: "not restricted", 9: "landlock", 10: "landlock"} {
-		if got := unixSockets(abi); !strings.HasPrefix(got, want) {
+		if got := unixSockets(abi, nil); !strings.HasPrefix(got, want) {
 			t.Errorf("unixSockets(%d) = %q, want %q...", abi, got, want)
 		}
+	}
+	ro := Mount{Kind: MountBind, Source: "/srv/data", Dest: "/tmp/data"}
+	for _, c := range []struct {
+		name   string
+		mounts []Mount
+		want   string
+	}{
+		{"ro bind alone", []Mount{{Kind: MountBind, Source: "/srv/data", Dest: "/data"}}, "landlock"},
+		{"ro bind in a tmpfs", []Mount{{Kind: MountTmpfs, Dest: "/tmp", Writable: true}, ro}, "not restricted in /tmp/data"},
+		{"ro bind in the workdir", []Mount{{Kind: MountBind, Source: "/w", Dest: "/tmp", Writable: true}, ro}, "not restricted in /tmp/data"},
+		{"ro bind beside a tmpfs", []Mount{{Kind: MountTmpfs, Dest: "/tm", Writable: true}, ro}, "landlock"},
+		{"ro bind in a read-only bind", []Mount{{Kind: MountBind, Source: "/x", Dest: "/tmp"}, ro}, "landlock"},
+	} {
+		if got := unixSockets(9, c.mounts); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: %q, want %q...", c.name, got, c.want)
+		}
+	}
+}
+
+// The seccomp cache directory is made with makeDirs: each missing
+// component created 0700 in the parent it opened, never through a symlink
+// a run could have planted.
+func TestMakeDirs(t *testing.T) {
+	base := t.TempDir()
+	o, err := makeDirs(filepath.Join(base, "a/b/c"), 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	for _, d := range []string{"a", "a/b", "a/b/c"} {
+		st, err := os.Lstat(filepath.Join(base, d))
+		if err != nil || !st.IsDir() || st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: %v %v, want a directory only its owner can enter", d, st.Mode(), err)
+		}
+	}
+	if o, err = makeDirs(filepath.Join(base, "a/b/c"), 0o700); err != nil {
+		t.Fatalf("existing: %v", err)
+	}
+	o.Close()
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := makeDirs(filepath.Join(base, "link/cache"), 0o700); err == nil {
+		o.Close()
+		t.Error("made a directory through a planted symlink")
+	}
+	if _, err := os.Lstat(filepath.Join(elsewhere, "cache")); err == nil {
+		t.Error("a directory was created where the symlink points")
+	}
+	if err := os.WriteFile(filepath.Join(base, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := makeDirs(filepath.Join(base, "file"), 0o700); err == nil {
+		o.Close()
+		t.Error("a file was taken for the directory")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/landlock"
@@ -21,6 +22,9 @@ type plan struct {
 	notify    bool
 	compile   bool // a seccomp filter is to be compiled (compileSeccomp)
 	resources cgroup.Resources
+	// stage2 is what stage 2 applies before execve; launch adds what only
+	// the running supervisor knows (WaitAck, NoHugePages).
+	stage2 stage2Config
 }
 
 // compileSeccomp compiles the seccomp filter the plan calls for, or takes
@@ -83,6 +87,14 @@ func (s *Spec) plan(h Host) (*plan, error) {
 		},
 	}
 	p.mounts = planMounts(s)
+	p.stage2 = stage2Config{
+		Args:    s.Args,
+		Env:     s.Env,
+		Dir:     s.Dir,
+		NoFile:  s.Limits.NoFile,
+		FSize:   s.Limits.FSize,
+		CPUTime: int64((s.Limits.CPUTime + time.Second - 1) / time.Second), // RLIMIT_CPU counts whole seconds
+	}
 
 	var missing []string
 	degrade := func(layer, why, fix string) {
@@ -110,7 +122,7 @@ func (s *Spec) plan(h Host) (*plan, error) {
 		}
 	}
 
-	p.enf.UnixSockets = unixSockets(p.enf.LandlockABI)
+	p.enf.UnixSockets = unixSockets(p.enf.LandlockABI, p.mounts)
 
 	if s.Seccomp != nil {
 		switch {
@@ -208,12 +220,32 @@ const resolvConf = "/etc/resolv.conf"
 // Landlock ABI 9 handles it (resolve_unix, which only ReadWrite rules
 // grant); below that nothing in the jail can, short of checking every
 // connect and sendmsg in the supervisor, which the seccomp filter cannot
-// tell apart from inet ones.
-func unixSockets(landlockABI int) string {
-	if landlockABI >= 9 {
-		return "landlock"
+// tell apart from inet ones. Even then a read-only bind inside a writable
+// mount is not covered: Landlock rules apply to everything beneath their
+// path, across mount points, so the writable mount's rule grants it.
+func unixSockets(landlockABI int, mounts []Mount) string {
+	if landlockABI < 9 {
+		return "not restricted: pathname sockets inside binds can be connected (needs Landlock ABI 9; bind no directory that holds a host service's socket)"
 	}
-	return "not restricted: pathname sockets inside binds can be connected (needs Landlock ABI 9; bind no directory that holds a host service's socket)"
+	if ro, rw, ok := roBindInWritable(mounts); ok {
+		return fmt.Sprintf("not restricted in %s: it is a read-only bind inside the writable %s, whose Landlock rule reaches it (bind it elsewhere, outside writable mounts)", ro, rw)
+	}
+	return "landlock"
+}
+
+// roBindInWritable finds a read-only bind below a writable mount.
+func roBindInWritable(mounts []Mount) (ro, rw string, ok bool) {
+	for _, m := range mounts {
+		if m.Kind != MountBind || m.Writable {
+			continue
+		}
+		for _, w := range mounts {
+			if w.Writable && w.Kind != MountMask && strings.HasPrefix(m.Dest, w.Dest+"/") {
+				return m.Dest, w.Dest, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 func orDefault(s, def string) string {

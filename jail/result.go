@@ -152,7 +152,7 @@ type Violation struct {
 	Action  string   `json:"action"` // "denied" or "killed"
 }
 
-// ReportLimits are the limits that applied, in report units.
+// ReportLimits are the limits that applied, in report units: Limits.Report.
 type ReportLimits struct {
 	MemoryBytes      int64   `json:"memory_bytes,omitempty"`
 	CPUs             float64 `json:"cpus,omitempty"`

@@ -14,9 +14,11 @@
 package jail
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,22 +96,68 @@ const (
 )
 
 // Limits are the resource caps of a run. Zero means "no limit" for every
-// field except NoFile (0 keeps the inherited limit).
+// field except NoFile (0 keeps the inherited limit). This is the one
+// definition of the limits: the report's form (ReportLimits, also the JSON
+// form of a Spec), the cgroup caps (cgroup.Resources, in Spec.plan) and
+// the profile keys (profiles' [limits]) are derived from it.
 type Limits struct {
-	Memory      int64         `json:"memory_bytes,omitempty"` // cgroup memory.max (swap 0)
-	CPUs        float64       `json:"cpus,omitempty"`         // cgroup cpu.max, in CPUs
-	Pids        int64         `json:"pids,omitempty"`         // cgroup pids.max
-	Timeout     time.Duration `json:"-"`                      // wall clock; the whole tree is killed
-	CPUTime     time.Duration `json:"-"`                      // RLIMIT_CPU
-	NoFile      uint64        `json:"nofile,omitempty"`       // RLIMIT_NOFILE
-	FSize       int64         `json:"fsize_bytes,omitempty"`  // RLIMIT_FSIZE
-	OutputLimit int64         `json:"output_limit_bytes,omitempty"`
+	Memory      int64         // cgroup memory.max (swap 0)
+	CPUs        float64       // cgroup cpu.max, in CPUs
+	Pids        int64         // cgroup pids.max
+	Timeout     time.Duration // wall clock; the whole tree is killed
+	CPUTime     time.Duration // RLIMIT_CPU
+	NoFile      uint64        // RLIMIT_NOFILE
+	FSize       int64         // RLIMIT_FSIZE
+	OutputLimit int64         // stdout and stderr together, relayed by the supervisor
 	// MaxViolations bounds the system calls the seccomp layer denies in
 	// one run (OnViolation "deny"; counted where denied calls are seen,
 	// that is with seccomp user notification): after this many, the next
 	// denied call kills the whole run, with status violation. 0: no bound.
 	// With "kill" the first denied call ends the run anyway.
-	MaxViolations int `json:"max_violations,omitempty"`
+	MaxViolations int
+}
+
+// Report is l in the report's units, as the report's "limits" shows it.
+func (l Limits) Report() ReportLimits {
+	return ReportLimits{
+		MemoryBytes:      l.Memory,
+		CPUs:             l.CPUs,
+		Pids:             l.Pids,
+		TimeoutMs:        ms(l.Timeout),
+		CPUTimeMs:        ms(l.CPUTime),
+		NoFile:           l.NoFile,
+		FSizeBytes:       l.FSize,
+		OutputLimitBytes: l.OutputLimit,
+		MaxViolations:    l.MaxViolations,
+	}
+}
+
+// MarshalJSON writes l in the report's form: a Spec's limits and a
+// report's read the same.
+func (l Limits) MarshalJSON() ([]byte, error) { return json.Marshal(l.Report()) }
+
+// UnmarshalJSON reads the report's form. core_bytes must be 0: the jail
+// never allows core dumps.
+func (l *Limits) UnmarshalJSON(b []byte) error {
+	var r ReportLimits
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	if r.CoreBytes != 0 {
+		return fmt.Errorf("limits: core_bytes %d: the jail never writes core dumps (0 is the only value)", r.CoreBytes)
+	}
+	*l = Limits{
+		Memory:        r.MemoryBytes,
+		CPUs:          r.CPUs,
+		Pids:          r.Pids,
+		Timeout:       time.Duration(r.TimeoutMs) * time.Millisecond,
+		CPUTime:       time.Duration(r.CPUTimeMs) * time.Millisecond,
+		NoFile:        r.NoFile,
+		FSize:         r.FSizeBytes,
+		OutputLimit:   r.OutputLimitBytes,
+		MaxViolations: r.MaxViolations,
+	}
+	return nil
 }
 
 // LandlockSpec asks for Landlock path rules mirroring the mounts.
@@ -146,6 +194,16 @@ const (
 
 // KnownLayers lists the names AllowDegraded accepts.
 var KnownLayers = []string{LayerLandlock, LayerSeccomp, LayerSeccompNotify, LayerCgroup, LayerMemory, LayerCPU, LayerPids}
+
+// CheckLayer says why name is not a layer AllowDegraded accepts, or nil.
+// Profiles and the CLI check names with it, so that every caller refuses
+// the same names with the same words.
+func CheckLayer(name string) error {
+	if slices.Contains(KnownLayers, name) {
+		return nil
+	}
+	return fmt.Errorf("unknown layer %q (known: %s)", name, strings.Join(KnownLayers, ", "))
+}
 
 // Spec is everything a run needs, validated once. Build it with profiles or
 // by hand; the jail applies it without adding policy of its own.
@@ -232,8 +290,8 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("on-violation %q: want %q or %q", s.OnViolation, ViolationDeny, ViolationKill)
 	}
 	for _, l := range s.AllowDegraded {
-		if !isKnownLayer(l) {
-			return fmt.Errorf("allow-degraded: unknown layer %q (known: %s)", l, strings.Join(KnownLayers, ", "))
+		if err := CheckLayer(l); err != nil {
+			return fmt.Errorf("allow-degraded: %w", err)
 		}
 	}
 	for _, e := range s.Env {
@@ -293,15 +351,6 @@ func (m Mount) validate() error {
 		return fmt.Errorf("mount %s: unknown kind %q", m.Dest, m.Kind)
 	}
 	return nil
-}
-
-func isKnownLayer(l string) bool {
-	for _, k := range KnownLayers {
-		if k == l {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Spec) degradedAllowed(layer string) bool {

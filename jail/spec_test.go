@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -209,5 +210,31 @@ func TestRelayBudget(t *testing.T) {
 	}
 	if s.Text == nil || !strings.HasPrefix(*s.Text, "aaaaaaaabb\n[tooljail: 9998 bytes") || !strings.HasSuffix(*s.Text, strings.Repeat("b", tailKeep)) {
 		t.Fatalf("captured text lacks head or tail: %.80q", *s.Text)
+	}
+}
+
+// A Spec's limits travel in the report's form, and come back unchanged.
+func TestLimitsJSON(t *testing.T) {
+	l := Limits{Memory: 1 << 30, CPUs: 1.5, Pids: 64, Timeout: 90 * time.Second, CPUTime: 2 * time.Second,
+		NoFile: 1024, FSize: 1 << 20, OutputLimit: 4096, MaxViolations: 7}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(l.Report())
+	if string(b) != string(want) {
+		t.Errorf("Limits JSON %s, want the report's form %s", b, want)
+	}
+	for _, key := range []string{`"memory_bytes":1073741824`, `"timeout_ms":90000`, `"cpu_time_ms":2000`, `"core_bytes":0`, `"max_violations":7`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("Limits JSON %s: no %s", b, key)
+		}
+	}
+	var back Limits
+	if err := json.Unmarshal(b, &back); err != nil || back != l {
+		t.Errorf("round trip: %+v, %v; want %+v", back, err, l)
+	}
+	if err := json.Unmarshal([]byte(`{"core_bytes":1}`), &back); err == nil {
+		t.Error("core_bytes 1 accepted")
 	}
 }

@@ -85,7 +85,8 @@ func (e lineError) Unwrap() error { return e.err }
 
 // document is the shape of one profile file. It differs from Profile in
 // `extends` (resolved away by Load) and in [limits], whose values may be
-// written as strings or as TOML numbers.
+// written as strings or as TOML numbers. Its keys are those of limitKeys:
+// decodeDocument reads a file through documentType, which has them.
 type document struct {
 	Extends       *string    `toml:"extends"`
 	Description   *string    `toml:"description"`
@@ -99,51 +100,76 @@ type document struct {
 	Landlock      Landlock   `toml:"landlock"`
 }
 
-// rawLimits receives [limits] values of any TOML type; limitText turns them
-// into the text Limits keeps.
-type rawLimits struct {
-	Memory        any `toml:"memory"`
-	CPUs          any `toml:"cpus"`
-	Pids          any `toml:"pids"`
-	Timeout       any `toml:"timeout"`
-	CPUTime       any `toml:"cpu_time"`
-	NoFile        any `toml:"nofile"`
-	FSize         any `toml:"fsize"`
-	OutputLimit   any `toml:"output_limit"`
-	MaxViolations any `toml:"max_violations"`
+// rawLimits holds the place of [limits] in document; documentType puts
+// rawLimitsType there.
+type rawLimits struct{}
+
+var rawLimitsType = limitsStruct(func(k limitKey) string { return `toml:"` + k.key + `"` })
+
+// documentType is document with [limits] as rawLimitsType, one `any`
+// field per limitKeys entry: decoded strictly, go-toml takes a string or
+// a number for each key and refuses any other key, with its position, as
+// it does in every table.
+var documentType = func() reflect.Type {
+	t := reflect.TypeOf(document{})
+	fields := make([]reflect.StructField, t.NumField())
+	for i := range fields {
+		fields[i] = t.Field(i)
+		if fields[i].Type == reflect.TypeOf(rawLimits{}) {
+			fields[i].Type = rawLimitsType
+		}
+	}
+	return reflect.StructOf(fields)
+}()
+
+// decodeDocument decodes data strictly into a document and the [limits]
+// values, indexed like limitKeys (nil where unset).
+func decodeDocument(data []byte) (doc document, limits []any, err error) {
+	raw := reflect.New(documentType).Elem()
+	err = toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(raw.Addr().Interface())
+	var missing *toml.StrictMissingError
+	if err != nil && !errors.As(err, &missing) {
+		// A type error names the Go struct that holds the key, here an
+		// anonymous one: decoding into document gives the same error
+		// naming profiles.document. Its [limits] has no fields, so it
+		// finds no error that documentType did not.
+		if e := toml.Unmarshal(data, &document{}); e != nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return document{}, nil, err
+	}
+	dv := reflect.ValueOf(&doc).Elem()
+	for i := 0; i < dv.NumField(); i++ {
+		f := raw.Field(i)
+		if f.Type() != rawLimitsType {
+			dv.Field(i).Set(f)
+			continue
+		}
+		for j := range limitKeys {
+			limits = append(limits, f.Field(j).Interface())
+		}
+	}
+	return doc, limits, nil
 }
 
 // decode parses one profile file strictly. file names it in errors. The
 // returned extends is nil when the file has no `extends` key.
 func decode(file string, data []byte) (p *Profile, extends *string, err error) {
-	var doc document
-	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
+	doc, limits, err := decodeDocument(data)
+	if err != nil {
 		return nil, nil, decodeError(file, err)
 	}
 	p = &Profile{
 		Description:   doc.Description,
 		AllowDegraded: doc.AllowDegraded,
 		Filesystem:    doc.Filesystem,
+		Limits:        Limits{},
 		Network:       doc.Network,
 		Env:           doc.Env,
 		Seccomp:       doc.Seccomp,
 		Landlock:      doc.Landlock,
-	}
-	limits := []struct {
-		key string
-		raw any
-		dst **string
-	}{
-		{"memory", doc.Limits.Memory, &p.Limits.Memory},
-		{"cpus", doc.Limits.CPUs, &p.Limits.CPUs},
-		{"pids", doc.Limits.Pids, &p.Limits.Pids},
-		{"timeout", doc.Limits.Timeout, &p.Limits.Timeout},
-		{"cpu_time", doc.Limits.CPUTime, &p.Limits.CPUTime},
-		{"nofile", doc.Limits.NoFile, &p.Limits.NoFile},
-		{"fsize", doc.Limits.FSize, &p.Limits.FSize},
-		{"output_limit", doc.Limits.OutputLimit, &p.Limits.OutputLimit},
-		{"max_violations", doc.Limits.MaxViolations, &p.Limits.MaxViolations},
 	}
 	switch v := doc.HostUser.(type) {
 	case nil:
@@ -155,15 +181,15 @@ func decode(file string, data []byte) (p *Profile, extends *string, err error) {
 	default:
 		return nil, nil, positioned(file, data, "host_user", fmt.Sprintf("want a string (a user name or UID:GID) or a UID, got %T", v))
 	}
-	for _, l := range limits {
-		if l.raw == nil {
+	for i, k := range limitKeys {
+		if limits[i] == nil {
 			continue
 		}
-		text, err := limitText(l.raw)
+		text, err := limitText(limits[i])
 		if err != nil {
-			return nil, nil, positioned(file, data, "limits."+l.key, err.Error())
+			return nil, nil, positioned(file, data, "limits."+k.key, err.Error())
 		}
-		*l.dst = &text
+		p.Limits[k.key] = text
 	}
 	if doc.Extends != nil && *doc.Extends == "" {
 		return nil, nil, positioned(file, data, "extends", `empty; name a shipped profile ("default") or a file`)
@@ -221,7 +247,7 @@ func suggest(key string) string {
 	if i := strings.LastIndex(key, "."); i >= 0 {
 		parent, name = key[:i], key[i+1:]
 	}
-	known := keysOf(reflect.TypeOf(document{}), parent)
+	known := keysOf(documentType, parent)
 	best, bestDist := "", 3 // more than two edits away is not a typo
 	for _, k := range known {
 		if d := editdist.Distance(name, k); d < bestDist {

@@ -310,8 +310,8 @@ func (r ref) parent(extends string) (ref, error) {
 	return ref{id: filepath.Clean(p), display: display}, nil
 }
 
-// unsetKeys lists the dotted keys of nil scalar pointers below v. The
-// description is optional.
+// unsetKeys lists the dotted keys of nil scalar pointers below v, and of
+// the limits missing from [limits]. The description is optional.
 func unsetKeys(v reflect.Value, prefix string) []string {
 	var out []string
 	t := v.Type()
@@ -328,6 +328,10 @@ func unsetKeys(v reflect.Value, prefix string) []string {
 			}
 		case reflect.Struct:
 			out = append(out, unsetKeys(f, prefix+key+".")...)
+		case reflect.Map:
+			if l, ok := f.Interface().(Limits); ok {
+				out = append(out, l.unset(prefix+key+".")...)
+			}
 		}
 	}
 	return out

@@ -213,7 +213,7 @@ connect_tcp = [443]
 	if !reflect.DeepEqual(p.Filesystem.System, base.Filesystem.System) || *p.Filesystem.Workdir != true {
 		t.Errorf("inherited filesystem scalars/lists changed: %+v", p.Filesystem)
 	}
-	if *p.Limits.Memory != "1G" || *p.Limits.Pids != "300" || *p.Limits.CPUs != "0.5" || *p.Limits.FSize != "1048576" || *p.Limits.Timeout != "10m" {
+	if p.Limits["memory"] != "1G" || p.Limits["pids"] != "300" || p.Limits["cpus"] != "0.5" || p.Limits["fsize"] != "1048576" || p.Limits["timeout"] != "10m" {
 		t.Errorf("limits = %+v", p.Limits)
 	}
 	if p.Env.Set["LANG"] != "en_US.UTF-8" || p.Env.Set["FOO"] != "bar" || p.Env.Set["TERM"] != "dumb" || !strings.HasPrefix(p.Env.Set["PATH"], "/usr/local/sbin") {
@@ -237,7 +237,7 @@ func TestExtendsChainOfFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *p.Limits.Memory != "128M" || *p.Limits.Pids != "32" || *p.Seccomp.OnViolation != "kill" || *p.Limits.Timeout != "2m" {
+	if p.Limits["memory"] != "128M" || p.Limits["pids"] != "32" || *p.Seccomp.OnViolation != "kill" || p.Limits["timeout"] != "2m" {
 		t.Errorf("chain child <- base <- strict <- default not applied: %+v", p.Limits)
 	}
 	if !reflect.DeepEqual(p.Filesystem.Ro, []string{"/opt/a", "/opt/b"}) {

@@ -3,6 +3,7 @@ package profiles
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strconv"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -15,7 +16,7 @@ type shown struct {
 	AllowDegraded []string      `toml:"allow_degraded" comment:"layers the run may go without where this host cannot enforce them (default: fail closed)"`
 	HostUser      *string       `toml:"host_user,omitempty" comment:"host user a jail started by root runs as: NAME, UID or UID:GID, never root; \"\" lets the jail choose (the workdir's owner unless that is root, else 524287:524287); a caller other than root can only name itself"`
 	Filesystem    shownFS       `toml:"filesystem"`
-	Limits        shownLimits   `toml:"limits" comment:"sizes: 64K 512M 1G; durations: 500ms 10s 5m; 0 or \"unlimited\" lifts a limit"`
+	Limits        any           `toml:"limits" comment:"sizes: 64K 512M 1G; durations: 500ms 10s 5m; 0 or \"unlimited\" lifts a limit"`
 	Network       shownNetwork  `toml:"network"`
 	Env           shownEnv      `toml:"env"`
 	Seccomp       shownSeccomp  `toml:"seccomp"`
@@ -31,18 +32,6 @@ type shownFS struct {
 	Mask     []string `toml:"mask" comment:"paths hidden inside the jail"`
 	Workdir  *bool    `toml:"workdir,omitempty" comment:"bind the working directory read-write and start there"`
 	HomeSize *string  `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox)"`
-}
-
-type shownLimits struct {
-	Memory        any `toml:"memory,omitempty"`
-	CPUs          any `toml:"cpus,omitempty"`
-	Pids          any `toml:"pids,omitempty"`
-	Timeout       any `toml:"timeout,omitempty" comment:"wall clock; the whole process tree is killed"`
-	CPUTime       any `toml:"cpu_time,omitempty"`
-	NoFile        any `toml:"nofile,omitempty" comment:"open files; 0 keeps the inherited limit"`
-	FSize         any `toml:"fsize,omitempty" comment:"largest file the command may write"`
-	OutputLimit   any `toml:"output_limit,omitempty" comment:"cap on relayed stdout+stderr"`
-	MaxViolations any `toml:"max_violations,omitempty" comment:"denied system calls after which the next one kills the whole run (status violation); 0 = no limit"`
 }
 
 type shownNetwork struct {
@@ -82,12 +71,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 			Tmpfs: nonNil(p.Filesystem.Tmpfs), Mask: nonNil(p.Filesystem.Mask),
 			Workdir: p.Filesystem.Workdir, HomeSize: p.Filesystem.HomeSize,
 		},
-		Limits: shownLimits{
-			Memory: text(p.Limits.Memory), CPUs: text(p.Limits.CPUs), Pids: count(p.Limits.Pids),
-			Timeout: text(p.Limits.Timeout), CPUTime: text(p.Limits.CPUTime), NoFile: count(p.Limits.NoFile),
-			FSize: text(p.Limits.FSize), OutputLimit: text(p.Limits.OutputLimit),
-			MaxViolations: count(p.Limits.MaxViolations),
-		},
+		Limits:  p.Limits.shown(),
 		Network: shownNetwork{Mode: p.Network.Mode},
 		Env:     shownEnv{Set: p.Env.Set, Pass: nonNil(p.Env.Pass)},
 		Seccomp: shownSeccomp{
@@ -120,22 +104,30 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// text keeps a limit as a TOML string (nil stays unset).
-func text(v *string) any {
-	if v == nil {
-		return nil
+// shown is the value Marshal prints as [limits]: a struct of one
+// field per limitKeys entry, in that order, each with its comment. A
+// count that is a plain whole number is a TOML integer, every other value
+// a string.
+func (l Limits) shown() any {
+	v := reflect.New(shownLimitsType).Elem()
+	for i, k := range limitKeys {
+		text, ok := l[k.key]
+		if !ok {
+			continue
+		}
+		var value any = text
+		if n, err := strconv.ParseInt(text, 10, 64); k.integer && err == nil && strconv.FormatInt(n, 10) == text {
+			value = n
+		}
+		v.Field(i).Set(reflect.ValueOf(value))
 	}
-	return *v
+	return v.Interface()
 }
 
-// count writes a whole-number limit as a TOML integer, anything else (such
-// as "unlimited") as a string.
-func count(v *string) any {
-	if v == nil {
-		return nil
+var shownLimitsType = limitsStruct(func(k limitKey) string {
+	tag := `toml:"` + k.key + `,omitempty"`
+	if k.comment != "" {
+		tag += ` comment:` + strconv.Quote(k.comment)
 	}
-	if n, err := strconv.ParseInt(*v, 10, 64); err == nil && strconv.FormatInt(n, 10) == *v {
-		return n
-	}
-	return *v
-}
+	return tag
+})

@@ -52,7 +52,7 @@ func TestMaxViolationsKey(t *testing.T) {
 	}
 	// The flag's way in.
 	p := mustLoad(t, "default")
-	if err := p.SetLimit("max_violations", "3"); err != nil || *p.Limits.MaxViolations != "3" {
+	if err := p.SetLimit("max_violations", "3"); err != nil || p.Limits["max_violations"] != "3" {
 		t.Errorf("SetLimit: %v", err)
 	}
 	if err := p.SetLimit("max_violations", "x"); err == nil || !strings.Contains(err.Error(), "limits.max_violations") {

@@ -18,10 +18,11 @@ import (
 )
 
 // Profile is one profile, as decoded or as resolved along its `extends`
-// chain. Scalars are pointers so that a child overrides only what it sets;
-// after Load every scalar is set. The CLI overlays its flags by appending to
-// the lists and assigning the pointers (or with SetLimit, AddEnv,
-// AddAllowDegraded and SetHostUser, which also check the value).
+// chain. Scalars are pointers, and each limit an entry of the Limits map,
+// so that a child overrides only what it sets; after Load every scalar and
+// every limit is set. The CLI overlays its flags by appending to the lists
+// and assigning the pointers (or with SetLimit, AddEnv, AddAllowDegraded
+// and SetHostUser, which also check the value).
 type Profile struct {
 	// Name is the shipped name, or the file path as given to Load.
 	Name string `toml:"-"`
@@ -87,24 +88,6 @@ type Filesystem struct {
 	Workdir *bool `toml:"workdir"`
 	// HomeSize is the size of the private HOME tmpfs.
 	HomeSize *string `toml:"home_size"`
-}
-
-// Limits is the [limits] table. Values are kept as text (a TOML integer or
-// float is converted to its decimal text) and parsed with internal/units
-// when the Spec is built: sizes "512M", durations "10m", CPUs "0.5", counts
-// "256"; "0" or "unlimited" lifts a limit.
-type Limits struct {
-	Memory      *string `toml:"memory"`
-	CPUs        *string `toml:"cpus"`
-	Pids        *string `toml:"pids"`
-	Timeout     *string `toml:"timeout"`
-	CPUTime     *string `toml:"cpu_time"`
-	NoFile      *string `toml:"nofile"`
-	FSize       *string `toml:"fsize"`
-	OutputLimit *string `toml:"output_limit"`
-	// MaxViolations is a count: after this many denied system calls the
-	// run is killed (status violation); "0" or "unlimited" never.
-	MaxViolations *string `toml:"max_violations"`
 }
 
 // Network is the [network] table.

@@ -215,46 +215,20 @@ func environment(e Env, environ []string) []string {
 	return out
 }
 
-// SetLimit sets one [limits] key ("memory", "cpus", "pids", "timeout",
-// "cpu_time", "nofile", "fsize", "output_limit", "max_violations") after
-// checking the value.
-// The error names the key and quotes the value.
+// SetLimit sets one [limits] key (see limitKeys: "memory", "timeout", ...)
+// after checking the value. The error names the key and quotes the value.
 func (p *Profile) SetLimit(key, value string) error {
-	dst := p.Limits.field(key)
-	if dst == nil {
-		return fmt.Errorf("unknown limit %q (known: %s)", key, strings.Join(keysOf(reflect.TypeOf(Limits{}), ""), ", "))
+	k := lookupLimit(key)
+	if k == nil {
+		return fmt.Errorf("unknown limit %q (known: %s)", key, limitNames())
 	}
-	var check Limits
-	*check.field(key) = &value
-	if _, err := check.parse(); err != nil {
+	if err := k.check(value); err != nil {
 		return err
 	}
-	*dst = &value
-	return nil
-}
-
-// field returns the Limits field of a TOML key, nil for an unknown key.
-func (l *Limits) field(key string) **string {
-	switch key {
-	case "memory":
-		return &l.Memory
-	case "cpus":
-		return &l.CPUs
-	case "pids":
-		return &l.Pids
-	case "timeout":
-		return &l.Timeout
-	case "cpu_time":
-		return &l.CPUTime
-	case "nofile":
-		return &l.NoFile
-	case "fsize":
-		return &l.FSize
-	case "output_limit":
-		return &l.OutputLimit
-	case "max_violations":
-		return &l.MaxViolations
+	if p.Limits == nil {
+		p.Limits = Limits{}
 	}
+	p.Limits[key] = value
 	return nil
 }
 
@@ -282,8 +256,8 @@ func (p *Profile) AddEnv(kv string) error {
 func (p *Profile) AddAllowDegraded(list string) error {
 	for _, l := range strings.Split(list, ",") {
 		l = strings.TrimSpace(l)
-		if !isKnownLayer(l) {
-			return fmt.Errorf("allow-degraded: unknown layer %q (known: %s)", l, strings.Join(jail.KnownLayers, ", "))
+		if err := jail.CheckLayer(l); err != nil {
+			return fmt.Errorf("allow-degraded: %w", err)
 		}
 		p.AllowDegraded = append(p.AllowDegraded, l)
 	}

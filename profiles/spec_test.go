@@ -373,7 +373,7 @@ func TestSpecLimitsAndLayers(t *testing.T) {
 	}
 	// Set directly (bypassing SetLimit), Spec catches it.
 	v := "lots"
-	p.Limits.Memory = &v
+	p.Limits["memory"] = v
 	if _, err := p.Spec(Request{Args: []string{"true"}, Cwd: "/"}); err == nil || !strings.Contains(err.Error(), `limits.memory: invalid size "lots"`) {
 		t.Errorf("Spec with bad memory: %v", err)
 	}

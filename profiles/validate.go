@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -31,8 +30,8 @@ const DefaultTmpfsSize = "64M"
 // validates again after the CLI's overlay.
 func (p *Profile) Validate() error {
 	for _, l := range p.AllowDegraded {
-		if !isKnownLayer(l) {
-			return keyErr("allow_degraded", "unknown layer %q (known: %s)", l, strings.Join(jail.KnownLayers, ", "))
+		if err := jail.CheckLayer(l); err != nil {
+			return &KeyError{Key: "allow_degraded", Err: err}
 		}
 	}
 	if p.HostUser != nil {
@@ -124,15 +123,6 @@ func (p *Profile) Validate() error {
 	return nil
 }
 
-func isKnownLayer(l string) bool {
-	for _, k := range jail.KnownLayers {
-		if k == l {
-			return true
-		}
-	}
-	return false
-}
-
 // checkEtcEntry accepts a relative path below /etc: "ssl/certs".
 func checkEtcEntry(e string) error {
 	if e == "" || filepath.IsAbs(e) || filepath.Clean(e) != e || e == "." || e == ".." || strings.HasPrefix(e, "../") {
@@ -180,46 +170,4 @@ func checkEnvName(k string) error {
 		return fmt.Errorf("HOME cannot be set or passed: the jail sets it to its private home")
 	}
 	return nil
-}
-
-// parse converts the limits that are set; unset ones stay zero.
-func (l *Limits) parse() (jail.Limits, error) {
-	var out jail.Limits
-	var err error
-	field := func(key string, v *string, parse func(string) error) {
-		if err != nil || v == nil {
-			return
-		}
-		if e := parse(*v); e != nil {
-			err = &KeyError{Key: "limits." + key, Err: e}
-		}
-	}
-	field("memory", l.Memory, func(s string) (e error) { out.Memory, e = units.ParseSize(s); return })
-	field("cpus", l.CPUs, func(s string) (e error) { out.CPUs, e = units.ParseCPUs(s); return })
-	field("pids", l.Pids, func(s string) (e error) { out.Pids, e = units.ParseCount(s); return })
-	field("timeout", l.Timeout, func(s string) (e error) { out.Timeout, e = units.ParseDuration(s); return })
-	field("cpu_time", l.CPUTime, func(s string) (e error) {
-		out.CPUTime, e = units.ParseDuration(s)
-		// RLIMIT_CPU counts whole seconds: a shorter limit cannot be honoured.
-		if e == nil && out.CPUTime > 0 && out.CPUTime.Seconds() < 1 {
-			e = fmt.Errorf("%q: below 1s; the CPU-time limit counts whole seconds", s)
-		}
-		return
-	})
-	field("nofile", l.NoFile, func(s string) error {
-		n, e := units.ParseCount(s)
-		out.NoFile = uint64(n)
-		return e
-	})
-	field("fsize", l.FSize, func(s string) (e error) { out.FSize, e = units.ParseSize(s); return })
-	field("output_limit", l.OutputLimit, func(s string) (e error) { out.OutputLimit, e = units.ParseSize(s); return })
-	field("max_violations", l.MaxViolations, func(s string) error {
-		n, e := units.ParseCount(s)
-		if e == nil && n > math.MaxInt32 {
-			e = fmt.Errorf("invalid count %q: too large (at most %d), or 0/unlimited for no limit", s, math.MaxInt32)
-		}
-		out.MaxViolations = int(n)
-		return e
-	})
-	return out, err
 }
