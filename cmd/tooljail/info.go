@@ -19,15 +19,33 @@ const checkUsage = `Usage: tooljail check [--json]
 Prints, for this host and user, each layer tooljail enforces, with the reason
 and the fix when it cannot. Exits 1 when the default profile cannot be
 enforced here.
+
+Flags:
 `
 
-func checkCommand(args []string, stdout, stderr io.Writer) int {
+// checkReport is what `tooljail check --json` prints.
+type checkReport struct {
+	Layers         []jail.Layer `json:"layers"`
+	DefaultProfile struct {
+		Enforceable bool   `json:"enforceable"`
+		Reason      string `json:"reason,omitempty"`
+	} `json:"default_profile"`
+}
+
+func newCheckFlagSet(asJSON *bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
+	fs.BoolVar(asJSON, "json", false, "print the result as JSON")
+	return fs
+}
+
+func checkCommand(args []string, stdout, stderr io.Writer) int {
+	var asJSON bool
+	fs := newCheckFlagSet(&asJSON)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, checkUsage)
+			printFlags(stdout, fs)
 			return 0
 		}
 		return fail(stderr, "%v; see 'tooljail check --help'", err)
@@ -44,14 +62,8 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	} else if _, err := spec.Preflight(); err != nil {
 		defaultOK, defaultErr = false, err.Error()
 	}
-	if *asJSON {
-		out := struct {
-			Layers         []jail.Layer `json:"layers"`
-			DefaultProfile struct {
-				Enforceable bool   `json:"enforceable"`
-				Reason      string `json:"reason,omitempty"`
-			} `json:"default_profile"`
-		}{Layers: layers}
+	if asJSON {
+		out := checkReport{Layers: layers}
 		out.DefaultProfile.Enforceable, out.DefaultProfile.Reason = defaultOK, defaultErr
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)

@@ -176,7 +176,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Func("mask", "hide `PATH` inside the jail behind an empty file or directory (repeatable)", list(&f.mask,
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Mask = []string{v}; return nil })))
 	fs.Var(&f.workdir, "workdir", "bind `DIR` read-write and start there (default: the current directory; /, system and top-level directories and home directories are refused)")
-	fs.BoolVar(&f.noWorkdir, "no-workdir", false, "no workdir bind; start in /tmp")
+	fs.BoolVar(&f.noWorkdir, "no-workdir", false, "no workdir bind; start in /tmp, or in HOME when the profile has no /tmp")
 	fs.Func("memory", "memory cap `SIZE` (cgroup; swap 0)", limit("memory"))
 	fs.Func("cpus", "CPU cap in `CPUS` (cgroup), e.g. 0.5", limit("cpus"))
 	fs.Func("pids", "cap on processes and threads `N` (cgroup)", limit("pids"))
@@ -186,8 +186,8 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Func("fsize", "largest file the command may write, `SIZE` (RLIMIT_FSIZE)", limit("fsize"))
 	fs.Func("output-limit", "cap `SIZE` on relayed stdout+stderr; the rest is counted and dropped", limit("output_limit"))
 	fs.Func("max-violations", "after `N` denied system calls the next one kills the whole run (status violation); 0 for no limit", limit("max_violations"))
-	fs.Var(&f.net, "net", "`none` (own namespace, loopback only) or host (trusted tools only)")
-	fs.Var(&f.onViolation, "on-violation", "`deny` (EPERM, the run goes on) or kill (the run is killed)")
+	fs.Var(&f.net, "net", "`MODE`: none (own namespace, loopback only) or host (trusted tools only)")
+	fs.Var(&f.onViolation, "on-violation", "`ACTION`: deny (EPERM, the run goes on) or kill (the run is killed)")
 	fs.Var(&f.hostUser, "host-user", fmt.Sprintf("when tooljail runs as root, the host `USER` the jail runs as: a name, UID or UID:GID, never root (default: the profile's host_user, else the workdir's owner unless that is root, else %d:%d); other callers can only name themselves",
 		jail.DefaultHostUser.UID, jail.DefaultHostUser.GID))
 	fs.Func("env", "set `K=V` in the command's environment (repeatable)", list(&f.env,
@@ -209,7 +209,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	// only reads (files, system calls), so an early exit leaves nothing.
 	go jail.ProbeHost()
 	// So is the first signal.Notify: it hands each signal to a locked
-	// thread the runtime starts for it, about 0.25 ms.
+	// thread the runtime starts for it.
 	sigs := make(chan os.Signal, 4)
 	notified := make(chan struct{})
 	go func() {
@@ -227,9 +227,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	f, spec, cwd, err := parseRun(args, unix.Getwd, os.Environ())
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, runUsage)
-		fs := newRunFlagSet(&runFlags{})
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
+		printFlags(stdout, newRunFlagSet(&runFlags{}))
 		return 0
 	}
 	if err != nil {
