@@ -142,6 +142,7 @@ func (c *Cmd) fail(e *SetupError) error {
 // readMessages handles what the init and stage 2 send until both are gone.
 func (c *Cmd) readMessages() {
 	defer close(c.msgDone)
+	var monitorErr error
 	for {
 		pk, err := recvPacket(c.sock)
 		files := pk.files
@@ -177,10 +178,7 @@ func (c *Cmd) readMessages() {
 					action = seccomp.ActionKill
 				}
 				opts := seccomp.MonitorOptions{Action: action, OnKill: func() { c.kill(StatusViolation, "") },
-					// A denied call would wait for an answer that never comes.
-					OnFail: func(err error) {
-						c.kill(StatusSignaled, fmt.Sprintf("killed by tooljail: the seccomp monitor failed (%v); denied calls could no longer be answered", err))
-					}}
+					OnFail: func(err error) { c.kill(StatusAborted, monitorFailed(err)) }}
 				if n := c.Spec.Limits.MaxViolations; n > 0 {
 					opts.MaxViolations = uint64(n)
 					opts.OnLimit = func() {
@@ -189,6 +187,9 @@ func (c *Cmd) readMessages() {
 				}
 				c.monitor = seccomp.NewMonitor(files[0], opts)
 				files = files[1:]
+				if err := c.monitor.Err(); err != nil {
+					monitorErr = err // killed below, without c.mu
+				}
 			}
 			if c.watcher != nil {
 				c.watcher.Track(pk.pid)
@@ -202,7 +203,17 @@ func (c *Cmd) readMessages() {
 		for _, f := range files {
 			f.Close()
 		}
+		if monitorErr != nil {
+			c.kill(StatusAborted, monitorFailed(monitorErr))
+			monitorErr = nil
+		}
 	}
+}
+
+// monitorFailed is the reason of a run killed because its seccomp monitor
+// stopped: a denied call would wait for an answer that never comes.
+func monitorFailed(err error) string {
+	return fmt.Sprintf("killed by tooljail: its seccomp monitor failed (%v), so denied system calls could no longer be answered; the command may have run and changed files", err)
 }
 
 // kill ends the whole run: the init dies, the kernel kills the rest of the

@@ -45,6 +45,8 @@ func TestDecide(t *testing.T) {
 		{"cancelled, no exit record", outcome{started: true, killedFor: StatusSignaled, killNote: "cancelled"}, StatusSignaled, 137, "SIGKILL", "cancelled"},
 		// The init killed after the command started (prlimit on PID 1,
 		// an administrator's kill): the command ran.
+		{"monitor failed", outcome{started: true, killedFor: StatusAborted, killNote: "its seccomp monitor failed", exit: killedBy(syscall.SIGKILL)}, StatusAborted, ExitSetup, "", "monitor failed"},
+		{"monitor failed, then a timeout", outcome{started: true, killedFor: StatusAborted, killNote: "its seccomp monitor failed"}, StatusAborted, ExitSetup, "", "monitor failed"},
 		{"init killed after start", outcome{started: true, init: initEnd{desc: "signal: SIGXCPU", signal: syscall.SIGXCPU}}, StatusAborted, 128 + int(syscall.SIGXCPU), "SIGXCPU", "may have run"},
 		{"init failed after start", outcome{started: true, initFail: initFail, init: initEnd{desc: "exit status 125"}}, StatusAborted, ExitSetup, "", "reap: EINTR"},
 		{"init ended before start", outcome{init: initEnd{desc: "exit status 125"}}, StatusSetupError, ExitSetup, "", "without a status"},
@@ -100,7 +102,7 @@ func TestDecideEveryCombination(t *testing.T) {
 	kills := []struct {
 		why  Status
 		note string
-	}{{"", ""}, {StatusTimeout, "wall-clock limit 1s reached"}, {StatusViolation, ""}, {StatusViolation, "more than 3 denied system calls"}, {StatusSignaled, "cancelled"}}
+	}{{"", ""}, {StatusTimeout, "wall-clock limit 1s reached"}, {StatusViolation, ""}, {StatusViolation, "more than 3 denied system calls"}, {StatusSignaled, "cancelled"}, {StatusAborted, "its seccomp monitor failed"}}
 	n := 0
 	for _, se := range []*SetupError{nil, setup} {
 		for _, inf := range []*SetupError{nil, initFail} {
@@ -163,6 +165,11 @@ func checkVerdict(t *testing.T, o outcome, v verdict) {
 	}
 	// The supervisor's own kill, made before the exit record, explains it.
 	switch o.killedFor {
+	case StatusAborted:
+		if v.status != StatusAborted || v.exitCode != ExitSetup || v.reason != o.killNote {
+			fail("tooljail's own failure is not reported as aborted")
+		}
+		return
 	case StatusTimeout:
 		if v.status != StatusTimeout || v.exitCode != ExitTimeout {
 			fail("a timeout kill is not a timeout")

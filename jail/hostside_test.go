@@ -236,6 +236,7 @@ func TestUnixSockets(t *testing.T) {
 		{"ro bind alone", []Mount{{Kind: MountBind, Source: "/srv/data", Dest: "/data"}}, "landlock"},
 		{"ro bind in a tmpfs", []Mount{{Kind: MountTmpfs, Dest: "/tmp", Writable: true}, ro}, "not restricted in /tmp/data"},
 		{"ro bind in the workdir", []Mount{{Kind: MountBind, Source: "/w", Dest: "/tmp", Writable: true}, ro}, "not restricted in /tmp/data"},
+		{"ro bind over a tmpfs", []Mount{{Kind: MountTmpfs, Dest: "/tmp/data", Writable: true}, ro}, "not restricted in /tmp/data"},
 		{"ro bind beside a tmpfs", []Mount{{Kind: MountTmpfs, Dest: "/tm", Writable: true}, ro}, "landlock"},
 		{"ro bind in a read-only bind", []Mount{{Kind: MountBind, Source: "/x", Dest: "/tmp"}, ro}, "landlock"},
 	} {

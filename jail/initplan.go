@@ -297,7 +297,7 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 	if p.landlock != nil {
 		lp, en, err := landlock.Compile(*p.landlock)
 		if err != nil {
-			return fmt.Errorf("landlock: %w", err)
+			return err // each of Compile's errors begins with "landlock"
 		}
 		ip.ll, ip.enforced = &lp, &en
 		if c.landlock, err = ip.clandlock(&lp); err != nil {

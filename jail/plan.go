@@ -233,14 +233,14 @@ func unixSockets(landlockABI int, mounts []Mount) string {
 	return "landlock"
 }
 
-// roBindInWritable finds a read-only bind below a writable mount.
+// roBindInWritable finds a read-only bind below (or on) a writable mount.
 func roBindInWritable(mounts []Mount) (ro, rw string, ok bool) {
 	for _, m := range mounts {
 		if m.Kind != MountBind || m.Writable {
 			continue
 		}
 		for _, w := range mounts {
-			if w.Writable && w.Kind != MountMask && strings.HasPrefix(m.Dest, w.Dest+"/") {
+			if w.Writable && w.Kind != MountMask && (m.Dest == w.Dest || strings.HasPrefix(m.Dest, w.Dest+"/")) {
 				return m.Dest, w.Dest, true
 			}
 		}

@@ -123,13 +123,19 @@ func (l Limits) Report() ReportLimits {
 		MemoryBytes:      l.Memory,
 		CPUs:             l.CPUs,
 		Pids:             l.Pids,
-		TimeoutMs:        ms(l.Timeout),
-		CPUTimeMs:        ms(l.CPUTime),
+		TimeoutMs:        msCeil(l.Timeout),
+		CPUTimeMs:        msCeil(l.CPUTime),
 		NoFile:           l.NoFile,
 		FSizeBytes:       l.FSize,
 		OutputLimitBytes: l.OutputLimit,
 		MaxViolations:    l.MaxViolations,
 	}
+}
+
+// msCeil rounds d up to whole milliseconds: a limit below 1 ms must not
+// read back as 0, which is no limit.
+func msCeil(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // MarshalJSON writes l in the report's form: a Spec's limits and a

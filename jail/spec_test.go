@@ -234,6 +234,10 @@ func TestLimitsJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back != l {
 		t.Errorf("round trip: %+v, %v; want %+v", back, err, l)
 	}
+	b, _ = json.Marshal(Limits{Timeout: time.Microsecond, CPUTime: 1500*time.Millisecond + time.Microsecond})
+	if err := json.Unmarshal(b, &back); err != nil || back.Timeout != time.Millisecond || back.CPUTime != 1501*time.Millisecond {
+		t.Errorf("sub-millisecond limits %s read back as %+v, %v; want them rounded up, never to 0", b, back, err)
+	}
 	if err := json.Unmarshal([]byte(`{"core_bytes":1}`), &back); err == nil {
 		t.Error("core_bytes 1 accepted")
 	}

@@ -57,6 +57,9 @@ func decide(o outcome) verdict {
 	switch {
 	case o.setupErr != nil:
 		v = verdict{StatusSetupError, o.setupErr.Code, "", o.setupErr.Error()}
+	case o.killedFor == StatusAborted:
+		// tooljail itself could not go on (its seccomp monitor failed).
+		v = verdict{StatusAborted, ExitSetup, "", o.killNote}
 	case o.killedFor == StatusTimeout:
 		v = verdict{StatusTimeout, ExitTimeout, "", o.killNote}
 	case o.killedFor == StatusViolation:

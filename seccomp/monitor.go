@@ -71,6 +71,8 @@ type MonitorOptions struct {
 	// serving before Stop (the error Err returns). A caller blocked in a
 	// denied call would wait for an answer until the listener is closed,
 	// so the run should be ended. It must not call Stop; it may be nil.
+	// When NewMonitor cannot start serving at all, it is not called: Err
+	// says so as soon as NewMonitor returns.
 	OnFail func(error)
 }
 
@@ -247,14 +249,11 @@ func (m *Monitor) loop() {
 	}
 }
 
-// failed is NewMonitor giving up before it serves anything. OnFail runs
-// in its own goroutine: NewMonitor's caller may hold the lock OnFail takes.
+// failed is NewMonitor giving up before it serves anything; its caller
+// learns it from Err (OnFail might take a lock that caller holds).
 func (m *Monitor) failed(err error) *Monitor {
 	m.err = err
 	close(m.done)
-	if m.opts.OnFail != nil {
-		go m.opts.OnFail(err)
-	}
 	return m
 }
 
