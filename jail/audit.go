@@ -24,6 +24,18 @@ type auditLine struct {
 	ExitCode   int       `json:"exit_code"`
 	DurationMs int64     `json:"duration_ms"`
 	Violations int       `json:"violations"`
+	// Of a served run: who asked for it, and the id the request gave.
+	Peer      *Peer  `json:"peer,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// Peer is the client of a served run, as the kernel identified its
+// connection (SO_PEERCRED), and the id its request carried.
+type Peer struct {
+	UID       int    `json:"uid"`
+	GID       int    `json:"gid"`
+	PID       int    `json:"pid"`
+	RequestID string `json:"-"`
 }
 
 // AppendAudit appends one JSON line for r to f, an audit log opened for
@@ -31,7 +43,11 @@ type auditLine struct {
 // looked up after the run). The line goes out in a single write(2) on the
 // O_APPEND descriptor under an exclusive flock, so concurrent runs never
 // interleave within a line. The caller closes f.
-func AppendAudit(f *os.File, r *Result) error {
+func AppendAudit(f *os.File, r *Result) error { return AppendAuditPeer(f, r, nil) }
+
+// AppendAuditPeer is AppendAudit for a served run: the line also names the
+// client (peer) and its request id. A nil peer is AppendAudit.
+func AppendAuditPeer(f *os.File, r *Result, peer *Peer) error {
 	fd := int(f.Fd())
 	// Without O_APPEND a concurrent writer's line could be overwritten.
 	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
@@ -41,7 +57,7 @@ func AppendAudit(f *os.File, r *Result) error {
 	if flags&unix.O_APPEND == 0 {
 		return fmt.Errorf("%s: not opened for appending; open the audit log with O_APPEND (jail.Output.Append)", f.Name())
 	}
-	b, err := auditRecord(r, os.Getuid())
+	b, err := auditRecord(r, os.Getuid(), peer)
 	if err != nil {
 		return err
 	}
@@ -68,14 +84,17 @@ func AppendAudit(f *os.File, r *Result) error {
 }
 
 // auditRecord is the audit line for r, newline included, for a caller
-// with uid.
-func auditRecord(r *Result, uid int) ([]byte, error) {
+// with uid, and of a served run the client's peer.
+func auditRecord(r *Result, uid int, peer *Peer) ([]byte, error) {
 	l := auditLine{
 		Time: r.StartedAt, ID: r.ID, UID: uid, Command: r.Command, Workdir: r.Workdir,
 		Profile: r.Profile, Status: r.Status, ExitCode: r.ExitCode, DurationMs: r.WallTimeMs,
 	}
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		l.User = u.Username
+	}
+	if peer != nil {
+		l.Peer, l.RequestID = peer, peer.RequestID
 	}
 	for _, v := range r.Violations {
 		l.Violations += v.Count

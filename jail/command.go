@@ -255,6 +255,15 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	return c.proc.signal(s)
 }
 
+// Cancel kills the whole run, as the context does, and has it reported as
+// status cancelled (exit code 137, SIGKILL) with reason: a server calls it
+// when the client that asked for the run went away. Like the other kills
+// of the supervisor it counts only before the command's exit: a command
+// that had already ended is reported as it ended. Call it after Start.
+func (c *Cmd) Cancel(reason string) {
+	c.kill(StatusCancelled, reason)
+}
+
 // Wait waits for the run to end, cleans up, and returns its Result. The
 // error is non-nil only when the command never ran (status setup_error).
 func (c *Cmd) Wait() (*Result, error) {

@@ -45,6 +45,9 @@ func TestDecide(t *testing.T) {
 		{"cancelled, no exit record", outcome{started: true, killedFor: StatusSignaled, killNote: "cancelled"}, StatusSignaled, 137, "SIGKILL", "cancelled"},
 		// The init killed after the command started (prlimit on PID 1,
 		// an administrator's kill): the command ran.
+		{"cancelled by the client", outcome{started: true, killedFor: StatusCancelled, killNote: "client went away", exit: killedBy(syscall.SIGKILL)}, StatusCancelled, 137, "SIGKILL", "client went away"},
+		{"cancelled, no exit record yet", outcome{started: true, killedFor: StatusCancelled, killNote: "client went away"}, StatusCancelled, 137, "SIGKILL", "client went away"},
+		{"cancelled before an OOM kill's record", outcome{started: true, killedFor: StatusCancelled, killNote: "client went away", oom: true, oomReason: "memory", exit: killedBy(syscall.SIGKILL)}, StatusCancelled, 137, "SIGKILL", "client went away"},
 		{"monitor failed", outcome{started: true, killedFor: StatusAborted, killNote: "its seccomp monitor failed", exit: killedBy(syscall.SIGKILL)}, StatusAborted, ExitSetup, "", "monitor failed"},
 		{"monitor failed, then a timeout", outcome{started: true, killedFor: StatusAborted, killNote: "its seccomp monitor failed"}, StatusAborted, ExitSetup, "", "monitor failed"},
 		{"init killed after start", outcome{started: true, init: initEnd{desc: "signal: SIGXCPU", signal: syscall.SIGXCPU}}, StatusAborted, 128 + int(syscall.SIGXCPU), "SIGXCPU", "may have run"},
@@ -102,7 +105,7 @@ func TestDecideEveryCombination(t *testing.T) {
 	kills := []struct {
 		why  Status
 		note string
-	}{{"", ""}, {StatusTimeout, "wall-clock limit 1s reached"}, {StatusViolation, ""}, {StatusViolation, "more than 3 denied system calls"}, {StatusSignaled, "cancelled"}, {StatusAborted, "its seccomp monitor failed"}}
+	}{{"", ""}, {StatusTimeout, "wall-clock limit 1s reached"}, {StatusViolation, ""}, {StatusViolation, "more than 3 denied system calls"}, {StatusSignaled, "cancelled"}, {StatusCancelled, "client went away"}, {StatusAborted, "its seccomp monitor failed"}}
 	n := 0
 	for _, se := range []*SetupError{nil, setup} {
 		for _, inf := range []*SetupError{nil, initFail} {
@@ -140,7 +143,7 @@ func checkVerdict(t *testing.T, o outcome, v verdict) {
 		t.Errorf("%+v (exit %+v) -> %+v: "+format, append([]any{o, o.exit, v}, args...)...)
 	}
 	switch v.status {
-	case StatusExited, StatusSignaled, StatusTimeout, StatusMemoryLimit, StatusViolation, StatusSetupError, StatusAborted:
+	case StatusExited, StatusSignaled, StatusTimeout, StatusMemoryLimit, StatusViolation, StatusSetupError, StatusAborted, StatusCancelled:
 	default:
 		fail("unknown status")
 	}
@@ -175,6 +178,11 @@ func checkVerdict(t *testing.T, o outcome, v verdict) {
 			fail("a timeout kill is not a timeout")
 		}
 		return
+	case StatusCancelled:
+		if v.status != StatusCancelled || v.exitCode != 137 || v.signal != "SIGKILL" || v.reason != o.killNote {
+			fail("a cancel is not reported as cancelled")
+		}
+		return
 	case StatusViolation:
 		if v.status != StatusViolation || v.signal != "SIGSYS" {
 			fail("a violation kill is not a violation")
@@ -197,6 +205,9 @@ func checkVerdict(t *testing.T, o outcome, v verdict) {
 	}
 	if v.status == StatusViolation && !(o.arch && o.exit != nil) {
 		fail("a violation nobody saw")
+	}
+	if v.status == StatusCancelled {
+		fail("cancelled, but nobody cancelled the run")
 	}
 	if v.status == StatusAborted && (!o.started || o.exit != nil) {
 		fail("aborted, but the command's end is known or it never started")

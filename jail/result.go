@@ -28,6 +28,9 @@ const (
 	// The command started, but the jail ended under it (its init died or
 	// failed): the command may have run and changed files.
 	StatusAborted Status = "aborted"
+	// The caller cancelled the run with Cmd.Cancel (a served run whose
+	// client went away): the whole tree was killed.
+	StatusCancelled Status = "cancelled"
 )
 
 // Exit codes of tooljail itself.

@@ -62,6 +62,8 @@ func decide(o outcome) verdict {
 		v = verdict{StatusAborted, ExitSetup, "", o.killNote}
 	case o.killedFor == StatusTimeout:
 		v = verdict{StatusTimeout, ExitTimeout, "", o.killNote}
+	case o.killedFor == StatusCancelled:
+		v = verdict{StatusCancelled, 128 + int(syscall.SIGKILL), "SIGKILL", o.killNote}
 	case o.killedFor == StatusViolation:
 		v = verdict{StatusViolation, sigsys, "SIGSYS", "killed for a denied system call (--on-violation kill)"}
 		if o.killNote != "" {

@@ -168,3 +168,51 @@ func limitsStruct(tag func(limitKey) string) reflect.Type {
 	}
 	return reflect.StructOf(fields)
 }
+
+// CompareLimit compares two values of the limit key, parsed as the profile
+// parses them: -1 when a is tighter than b, 0 when they are the same limit,
+// 1 when a is looser. 0 ("unlimited") is looser than any cap. A server
+// uses it to let a request only tighten its profile's limits.
+func CompareLimit(key, a, b string) (int, error) {
+	k := lookupLimit(key)
+	if k == nil {
+		return 0, fmt.Errorf("unknown limit %q (known: %s)", key, limitNames())
+	}
+	var la, lb jail.Limits
+	if err := k.set(&la, a); err != nil {
+		return 0, &KeyError{Key: "limits." + key, Err: err}
+	}
+	if err := k.set(&lb, b); err != nil {
+		return 0, &KeyError{Key: "limits." + key, Err: err}
+	}
+	// A key sets one field: the only one that can differ from zero.
+	va, vb := reflect.ValueOf(la), reflect.ValueOf(lb)
+	for i := 0; i < va.NumField(); i++ {
+		x, y := limitNumber(va.Field(i)), limitNumber(vb.Field(i))
+		if x == y {
+			continue
+		}
+		switch {
+		case x == 0: // unlimited
+			return 1, nil
+		case y == 0, x < y:
+			return -1, nil
+		}
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// limitNumber is a jail.Limits field as a number (durations in
+// nanoseconds).
+func limitNumber(v reflect.Value) float64 {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int64:
+		return float64(v.Int())
+	case reflect.Uint64:
+		return float64(v.Uint())
+	case reflect.Float64:
+		return v.Float()
+	}
+	panic(fmt.Sprintf("profiles: limit field of kind %s", v.Kind()))
+}

@@ -163,3 +163,40 @@ func TestLimitsUnknownKey(t *testing.T) {
 		t.Errorf("SetLimit on a profile without limits: %v, %v", err, p.Limits)
 	}
 }
+
+func TestCompareLimit(t *testing.T) {
+	for _, c := range []struct {
+		key, a, b string
+		want      int
+	}{
+		{"memory", "256M", "512M", -1},
+		{"memory", "512MiB", "512M", 0},
+		{"memory", "1G", "512M", 1},
+		{"memory", "0", "512M", 1},
+		{"memory", "unlimited", "512M", 1},
+		{"memory", "512M", "unlimited", -1},
+		{"memory", "0", "unlimited", 0},
+		{"timeout", "10s", "10m", -1},
+		{"timeout", "11m", "10m", 1},
+		{"cpus", "0.5", "1", -1},
+		{"cpus", "2", "1", 1},
+		{"pids", "64", "256", -1},
+		{"pids", "300", "256", 1},
+		{"cpu_time", "5s", "1m", -1},
+		{"nofile", "0", "1024", 1},
+		{"fsize", "1M", "1G", -1},
+		{"output_limit", "32M", "16M", 1},
+		{"max_violations", "10", "0", -1},
+	} {
+		got, err := CompareLimit(c.key, c.a, c.b)
+		if err != nil || got != c.want {
+			t.Errorf("CompareLimit(%s, %s, %s) = %d, %v; want %d", c.key, c.a, c.b, got, err, c.want)
+		}
+	}
+	if _, err := CompareLimit("memory", "lots", "1G"); err == nil || !strings.Contains(err.Error(), "limits.memory") {
+		t.Errorf("a bad value: %v", err)
+	}
+	if _, err := CompareLimit("disk", "1", "1"); err == nil {
+		t.Error("an unknown key compared")
+	}
+}

@@ -75,13 +75,14 @@ func help(t *testing.T, args ...string) string {
 }
 
 func TestDocsListEveryFlag(t *testing.T) {
-	cli := readDoc(t, "cli.md")
 	for _, sub := range []struct {
 		name string
 		fs   *flag.FlagSet
+		doc  string // the page that documents the flags
 	}{
-		{"run", newRunFlagSet(&runFlags{})},
-		{"check", newCheckFlagSet(new(bool))},
+		{"run", newRunFlagSet(&runFlags{}), "cli.md"},
+		{"check", newCheckFlagSet(new(bool)), "cli.md"},
+		{"serve", newServeFlagSet(&serveFlags{}), "serve.md"},
 	} {
 		flags := helpFlags(help(t, sub.name))
 		n := 0
@@ -89,10 +90,10 @@ func TestDocsListEveryFlag(t *testing.T) {
 		if len(flags) != n {
 			t.Errorf("%s --help lists %d flags %q, the flag set has %d", sub.name, len(flags), flags, n)
 		}
-		doc := section(t, cli, "## `tooljail "+sub.name+"`")
+		doc := section(t, readDoc(t, sub.doc), "## `tooljail "+sub.name+"`")
 		for _, f := range flags {
 			if !regexp.MustCompile("`" + regexp.QuoteMeta(f) + "[ `=]").MatchString(doc) {
-				t.Errorf("docs/cli.md, tooljail %s: flag %s is not documented (as `%s ...`)", sub.name, f, f)
+				t.Errorf("docs/%s, tooljail %s: flag %s is not documented (as `%s ...`)", sub.doc, sub.name, f, f)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ a seccomp allowlist, rlimits and cgroup caps, and a JSON report of the run.
 
 Usage:
   tooljail run [flags] -- CMD [ARG...]   run CMD in a jail
+  tooljail serve [flags]                 serve jailed runs to clients on a unix socket
   tooljail check [--json]                what this host can enforce, and how to fix what it cannot
   tooljail profile list                  shipped profiles
   tooljail profile show NAME|FILE        a profile, resolved, as TOML
@@ -39,6 +40,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return runCommand(args[1:], stdout, stderr)
+	case "serve":
+		return serveCommand(args[1:], stdout, stderr)
 	case "check":
 		return checkCommand(args[1:], stdout, stderr)
 	case "profile":

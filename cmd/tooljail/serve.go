@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tooljail/tooljail/serve"
+)
+
+const serveUsage = `Usage: tooljail serve [--socket PATH] [--profile NAME|FILE]... [--audit-log FILE]
+
+Serves jailed runs on a unix socket: a client sends one JSON request line per
+connection and gets the run's report, exactly what 'tooljail run --json'
+prints (docs/serve.md has the protocol). Each call builds its jail from one of
+the served profiles, as 'tooljail run' does; a request may only tighten that
+profile's limits. Only this user (and root) can connect: the socket is mode
+0600 in a directory nobody else can write.
+
+SIGTERM or SIGINT drains the server: no new calls, running calls end or hit
+their timeout (the longest timeout of the served profiles), then it exits 0.
+A socket nobody listens on is replaced; one a live server holds is an error
+(exit 125).
+
+Flags:
+`
+
+// serveFlags are the parsed `serve` flags.
+type serveFlags struct {
+	socket   scalar
+	profiles []string
+	auditLog scalar
+}
+
+func newServeFlagSet(f *serveFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&f.socket, "socket", "listen on `PATH` (default $XDG_RUNTIME_DIR/tooljail.sock, else /run/tooljail.sock for root, else /tmp/tooljail-$UID/sock)")
+	fs.Func("profile", "serve this profile, a shipped `NAME` or a TOML FILE; repeatable, the first is the default (default \"default\")", func(v string) error {
+		if v == "" {
+			return errors.New("empty profile name")
+		}
+		f.profiles = append(f.profiles, v)
+		return nil
+	})
+	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run, with the client's uid, gid and pid, to `FILE` (also TOOLJAIL_AUDIT_LOG)")
+	return fs
+}
+
+func serveCommand(args []string, stdout, stderr io.Writer) int {
+	var f serveFlags
+	fs := newServeFlagSet(&f)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, serveUsage)
+			printFlags(stdout, fs)
+			return 0
+		}
+		return fail(stderr, "%v; see 'tooljail serve --help'", err)
+	}
+	if fs.NArg() > 0 {
+		return fail(stderr, "serve takes no arguments (got %q); see 'tooljail serve --help'", fs.Args())
+	}
+	audit := f.auditLog.value
+	if audit == "" {
+		audit = os.Getenv("TOOLJAIL_AUDIT_LOG")
+	}
+	srv := &serve.Server{
+		Profiles: f.profiles,
+		AuditLog: audit,
+		ErrorLog: log.New(stderr, "tooljail serve: ", 0),
+	}
+	if err := srv.Load(); err != nil {
+		return fail(stderr, "%v", err)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	l, err := serve.Listen(f.socket.value)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	select {
+	case err := <-served:
+		return fail(stderr, "%v", err)
+	case <-sigs:
+	}
+	ctx := context.Background()
+	if grace := srv.LongestTimeout(); grace > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, grace)
+		defer cancel()
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		fmt.Fprintf(stderr, "tooljail serve: the grace period ended; the runs left were cancelled\n")
+	}
+	<-served
+	return 0
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tooljail/tooljail/serve"
+)
+
+func TestServeBadInput(t *testing.T) {
+	for name, args := range map[string][]string{
+		"unknown flag":    {"serve", "--warm", "2"},
+		"argument":        {"serve", "extra"},
+		"unknown profile": {"serve", "--profile", "no-such-profile"},
+		"socket twice":    {"serve", "--socket", "/tmp/a", "--socket", "/tmp/b"},
+		"empty profile":   {"serve", "--profile", ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := dispatch(args, &stdout, &stderr)
+		if code != 125 || strings.Count(stderr.String(), "\n") != 1 || !strings.HasPrefix(stderr.String(), "tooljail: ") {
+			t.Errorf("%s: exit %d, stderr %q", name, code, stderr.String())
+		}
+	}
+}
+
+// TestServeLiveSocket: a second server on a live socket exits 125 with one
+// line that says so, and leaves the first one serving.
+func TestServeLiveSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sock")
+	l, err := serve.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var stdout, stderr bytes.Buffer
+	code := dispatch([]string{"serve", "--socket", path}, &stdout, &stderr)
+	want := "tooljail: a server is already listening on " + path
+	if code != 125 || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want 125 and %q", code, stderr.String(), want)
+	}
+}
+
+// TestServeSignalDrains serves a run, then SIGTERM: the running call ends
+// on its own, the server exits 0 and removes its socket.
+func TestServeSignalDrains(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sock")
+	audit := filepath.Join(dir, "audit.log")
+	args := []string{"serve", "--socket", path, "--audit-log", audit}
+	if os.Geteuid() != 0 {
+		// cgroup v1 has no delegation: a user's server serves a profile
+		// that runs without the caps there.
+		p := filepath.Join(dir, "user.toml")
+		os.WriteFile(p, []byte("extends = \"default\"\nallow_degraded = [\"cgroup\"]\n"), 0o644)
+		args = append(args, "--profile", p)
+	}
+	var stdout, stderr bytes.Buffer
+	exited := make(chan int, 1)
+	go func() { exited <- dispatch(args, &stdout, &stderr) }()
+	var c *serve.Client
+	for deadline := time.Now().Add(10 * time.Second); c == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no server: %s", stderr.String())
+		}
+		c, _ = serve.Dial(path)
+	}
+	res := make(chan error, 1)
+	running := make(chan struct{})
+	var once sync.Once
+	c.OnStream = func(string, []byte) { once.Do(func() { close(running) }) }
+	go func() {
+		r, err := c.Run(context.Background(), serve.Request{Argv: []string{"/bin/sh", "-c", "echo started; sleep 0.5; echo done"}})
+		if err == nil && (r.Stdout.Text == nil || *r.Stdout.Text != "started\ndone\n") {
+			err = fmt.Errorf("the drained run (profile %s): %s: %s", r.Profile, r.Status, r.Reason)
+		}
+		res <- err
+	}()
+	select {
+	case <-running:
+	case err := <-res:
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		<-exited
+		t.Fatalf("the run ended before it started: %v", err)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Errorf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not exit after SIGTERM")
+	}
+	if err := <-res; err != nil {
+		t.Errorf("the running call: %v", err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("the socket is left: %v", err)
+	}
+	if b, _ := os.ReadFile(audit); !bytes.Contains(b, []byte(`"status":"exited"`)) {
+		t.Errorf("audit log: %s", b)
+	}
+}

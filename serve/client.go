@@ -1,0 +1,114 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/tooljail/tooljail/jail"
+)
+
+// Client calls a server. It holds no connection: each call dials its own,
+// so a Client may be used by many goroutines at once.
+type Client struct {
+	// Path is the server's socket.
+	Path string
+	// OnStream, when set, asks for the output as it comes (Request.Stream)
+	// and gets each chunk, "stdout" or "stderr", in order of arrival. The
+	// report holds the captured output either way.
+	OnStream func(stream string, data []byte)
+}
+
+// Dial returns a Client of the server at path ("" for ClientPath:
+// TOOLJAIL_SERVER, else DefaultPath), after checking that a server
+// answers there.
+func Dial(path string) (*Client, error) {
+	if path == "" {
+		path = ClientPath()
+	}
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("tooljail server at %s: %w; start one with 'tooljail serve --socket %s'", path, err, path)
+	}
+	conn.Close()
+	return &Client{Path: path}, nil
+}
+
+// Run sends req and returns the run's Result. A request the server
+// refused is an *Error (code 125). Cancelling ctx closes the connection,
+// and the server cancels the run.
+func (c *Client) Run(ctx context.Context, req Request) (*jail.Result, error) {
+	raw, err := c.RunRaw(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var r jail.Result
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("tooljail server at %s: bad report: %w", c.Path, err)
+	}
+	return &r, nil
+}
+
+// RunRaw is Run that returns the report as the server sent it: one line
+// of JSON, exactly the fields `tooljail run --json` prints, without the
+// newline.
+func (c *Client) RunRaw(ctx context.Context, req Request) ([]byte, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Path)
+	if err != nil {
+		return nil, fmt.Errorf("tooljail server at %s: %w", c.Path, err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	req.Stream = c.OnStream != nil
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return nil, c.connErr(ctx, err)
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return nil, c.connErr(ctx, err)
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		var head struct {
+			Stream string          `json:"stream"`
+			Data   []byte          `json:"data"`
+			Error  *Error          `json:"error"`
+			Schema json.RawMessage `json:"schema"`
+		}
+		if err := json.Unmarshal(line, &head); err != nil {
+			return nil, fmt.Errorf("tooljail server at %s: bad line: %w", c.Path, err)
+		}
+		switch {
+		case head.Error != nil:
+			return nil, head.Error
+		case head.Stream != "" && head.Schema == nil:
+			if c.OnStream != nil {
+				c.OnStream(head.Stream, head.Data)
+			}
+		default:
+			return line, nil
+		}
+	}
+}
+
+func (c *Client) connErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("tooljail server at %s: the connection ended before the report: %w", c.Path, err)
+}

@@ -1,0 +1,186 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/profiles"
+)
+
+// MaxRequest is the longest request line a server reads.
+const MaxRequest = 64 << 20
+
+// Request is one call: the request line of the protocol (docs/serve.md).
+type Request struct {
+	// ID is the client's own name for the call; only the audit log shows it.
+	ID   string   `json:"id,omitempty"`
+	Argv []string `json:"argv"`
+	// Workdir is an absolute host directory, bound read-write at the same
+	// path and used as the working directory; "" means none (--no-workdir).
+	Workdir string `json:"workdir,omitempty"`
+	// Env is added over the profile's env.set, as --env is.
+	Env map[string]string `json:"env,omitempty"`
+	// Stdin is the command's standard input (base64 on the wire); nil is
+	// /dev/null.
+	Stdin []byte `json:"stdin,omitempty"`
+	// Profile names one of the server's profiles; "" is its first.
+	Profile string `json:"profile,omitempty"`
+	// Limits tighten the profile's [limits], key by key, with the values
+	// a profile takes ("256M", "10s", "0.5").
+	Limits map[string]string `json:"limits,omitempty"`
+	// Network may only be "none" or the profile's own mode.
+	Network string `json:"network,omitempty"`
+	// Stream asks for stdout and stderr chunks as they come.
+	Stream bool `json:"stream,omitempty"`
+}
+
+// Error is the protocol's error line: a request refused before any run.
+type Error struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// refuse is the error of a refused request: exit code 125, one line.
+func refuse(format string, args ...any) *Error {
+	msg := fmt.Sprintf(format, args...)
+	msg = strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(msg)
+	return &Error{Code: jail.ExitSetup, Message: msg}
+}
+
+// decodeRequest reads one request line strictly: an unknown field, a
+// value of the wrong type or anything after the object is an error.
+// Limit values may be JSON strings or numbers.
+func decodeRequest(line []byte) (*Request, error) {
+	var w struct {
+		Request
+		Limits map[string]json.RawMessage `json:"limits,omitempty"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return nil, refuse("malformed request: %v; send one JSON object on one line (see docs/serve.md)", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, refuse("malformed request: data after the JSON object; send one object per connection")
+	}
+	r := w.Request
+	if w.Limits != nil {
+		r.Limits = map[string]string{}
+		for k, raw := range w.Limits {
+			v, err := limitText(raw)
+			if err != nil {
+				return nil, refuse("limits.%s: %v", k, err)
+			}
+			r.Limits[k] = v
+		}
+	}
+	return &r, nil
+}
+
+// limitText is a limit value as its text: a JSON string, or a number as
+// written.
+func limitText(raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&n); err == nil {
+		return n.String(), nil
+	}
+	return "", fmt.Errorf("%s: want a string (\"256M\", \"10s\") or a number", raw)
+}
+
+// spec checks r against the profile p and builds the jail.Spec of the
+// call. p is not changed: the call's limits and env go into a copy.
+func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
+	if len(r.Argv) == 0 || r.Argv[0] == "" {
+		return nil, refuse("argv: empty; give the command and its arguments, [\"cmd\", \"arg\", ...]")
+	}
+	for i, a := range r.Argv {
+		if strings.ContainsRune(a, 0) {
+			return nil, refuse("argv[%d]: contains a NUL byte", i)
+		}
+	}
+	if r.Workdir != "" && !filepath.IsAbs(r.Workdir) {
+		return nil, refuse("workdir %q: must be an absolute host path", r.Workdir)
+	}
+	c := *p
+	c.Limits = maps.Clone(p.Limits)
+	c.Env.Set = maps.Clone(p.Env.Set)
+	for _, key := range sortedKeys(r.Limits) {
+		if err := tighten(&c, key, r.Limits[key]); err != nil {
+			return nil, err
+		}
+	}
+	switch r.Network {
+	case "", *p.Network.Mode:
+	case string(jail.NetNone):
+		none := string(jail.NetNone)
+		c.Network.Mode = &none
+	default:
+		return nil, refuse("network %q: a request may only ask for \"none\" or the profile's own mode (%s)", r.Network, *p.Network.Mode)
+	}
+	for _, k := range sortedKeys(r.Env) {
+		if k == "" || strings.Contains(k, "=") {
+			return nil, refuse("env: name %q: want a variable name without '='", k)
+		}
+		if err := c.AddEnv(k + "=" + r.Env[k]); err != nil {
+			return nil, refuse("%v", err)
+		}
+	}
+	workdir := r.Workdir != ""
+	c.Filesystem.Workdir = &workdir
+	cwd := r.Workdir
+	if !workdir {
+		// Relative binds of a profile would be taken against it.
+		cwd = "/"
+	}
+	// No Environ: a call never sees the server's environment.
+	s, err := c.Spec(profiles.Request{Args: r.Argv, Cwd: cwd})
+	if err != nil {
+		return nil, refuse("%v", err)
+	}
+	return s, nil
+}
+
+// tighten sets limit key of p to value if it is no looser than p's own.
+func tighten(p *profiles.Profile, key, value string) error {
+	own := p.Limits[key]
+	cmp, err := profiles.CompareLimit(key, value, own)
+	if err != nil {
+		var ke *profiles.KeyError
+		if errors.As(err, &ke) {
+			return refuse("%v", err)
+		}
+		return refuse("limits.%s: %v", key, err)
+	}
+	if cmp > 0 {
+		return refuse("limits.%s: %s is looser than the profile's %s", key, value, own)
+	}
+	if err := p.SetLimit(key, value); err != nil {
+		return refuse("limits.%s: %v", key, err)
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,457 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tooljail/tooljail/jail"
+)
+
+func TestReport(t *testing.T) {
+	ts := start(t)
+	ctx := context.Background()
+	raw, err := ts.client().RunRaw(ctx, Request{ID: "call-1", Argv: []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("\n")) {
+		t.Error("the report is more than one line")
+	}
+	var r jail.Result
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Schema != jail.Schema || r.Status != jail.StatusExited || r.ExitCode != 3 || r.Profile != ts.Profiles[0] {
+		t.Errorf("report: %s", raw)
+	}
+	if text(r.Stdout) != "out\n" || text(r.Stderr) != "err\n" {
+		t.Errorf("output %q, %q", text(r.Stdout), text(r.Stderr))
+	}
+	// The same bytes as json.Marshal of the Result: what run --json
+	// prints, compact.
+	again, _ := json.Marshal(&r)
+	if !bytes.Equal(again, raw) {
+		t.Errorf("report is not the Result's JSON:\n%s\n%s", raw, again)
+	}
+	a := ts.auditLines(t)
+	if len(a) != 1 || a[0]["request_id"] != "call-1" || a[0]["status"] != "exited" || a[0]["id"] != r.ID {
+		t.Fatalf("audit: %v", a)
+	}
+	peer, _ := a[0]["peer"].(map[string]any)
+	if peer["uid"] != float64(os.Getuid()) || peer["gid"] != float64(os.Getgid()) || peer["pid"] != float64(os.Getpid()) {
+		t.Errorf("audit peer %v, want uid %d gid %d pid %d", peer, os.Getuid(), os.Getgid(), os.Getpid())
+	}
+}
+
+func TestSetupErrorIsAReport(t *testing.T) {
+	ts := start(t)
+	r := run(t, ts.client(), Request{Argv: []string{"/no/such/command"}})
+	if r.Status != jail.StatusSetupError || r.ExitCode != jail.ExitNotFound {
+		t.Errorf("status %s, exit %d: %s", r.Status, r.ExitCode, r.Reason)
+	}
+}
+
+func TestStdinEnvWorkdir(t *testing.T) {
+	ts := start(t)
+	c := ts.client()
+	r := run(t, c, Request{Argv: []string{"/bin/cat"}, Stdin: []byte("from\x00stdin")})
+	if text(r.Stdout) != "from\x00stdin" {
+		t.Errorf("stdin: %q", text(r.Stdout))
+	}
+	r = run(t, c, Request{Argv: []string{"/bin/cat"}})
+	if text(r.Stdout) != "" || r.ExitCode != 0 {
+		t.Errorf("no stdin: %q, %d", text(r.Stdout), r.ExitCode)
+	}
+	r = run(t, c, Request{Argv: []string{"/bin/sh", "-c", `echo "$GREETING $HOME"; pwd`}, Env: map[string]string{"GREETING": "hi"}})
+	if got := text(r.Stdout); got != "hi /home/sandbox\n/tmp\n" {
+		t.Errorf("env and no workdir: %q", got)
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777) // writable by the jail's host user when root
+	r = run(t, c, Request{Argv: []string{"/bin/sh", "-c", "pwd; echo x > made"}, Workdir: dir})
+	if got := text(r.Stdout); got != dir+"\n" || r.ExitCode != 0 {
+		t.Errorf("workdir: %q, exit %d: %s", got, r.ExitCode, r.Reason)
+	}
+	if _, err := os.Stat(dir + "/made"); err != nil {
+		t.Errorf("the workdir is not bound read-write: %v", err)
+	}
+	if _, err := c.Run(context.Background(), Request{Argv: []string{"/bin/true"}, Workdir: "rel"}); err == nil {
+		t.Error("a relative workdir was taken")
+	}
+}
+
+func TestStreamOrder(t *testing.T) {
+	ts := start(t)
+	var mu sync.Mutex
+	var got []string
+	c := ts.client()
+	c.OnStream = func(name string, data []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range strings.Fields(string(data)) {
+			got = append(got, name+":"+l)
+		}
+	}
+	r := run(t, c, Request{Argv: []string{"/bin/sh", "-c", "echo 1; sleep 0.1; echo 2 >&2; sleep 0.1; echo 3; sleep 0.1; echo 4 >&2"}})
+	want := "stdout:1 stderr:2 stdout:3 stderr:4"
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("stream %q, want %q", s, want)
+	}
+	if text(r.Stdout) != "1\n3\n" || text(r.Stderr) != "2\n4\n" {
+		t.Errorf("the report's texts: %q, %q", text(r.Stdout), text(r.Stderr))
+	}
+}
+
+func TestLimits(t *testing.T) {
+	ts := start(t)
+	c := ts.client()
+	for _, tc := range []struct {
+		limits  map[string]string
+		network string
+		refused string // "" when accepted
+	}{
+		{limits: map[string]string{"memory": "256M", "timeout": "10s", "cpus": "0.5", "pids": "64", "cpu_time": "5s", "nofile": "256", "fsize": "1M", "output_limit": "1M", "max_violations": "10"}},
+		{limits: map[string]string{"memory": "512M"}},
+		{network: "none"},
+		{limits: map[string]string{"memory": "2G"}, refused: "limits.memory: 2G is looser than the profile's 512M"},
+		{limits: map[string]string{"memory": "0"}, refused: "limits.memory: 0 is looser than the profile's 512M"},
+		{limits: map[string]string{"timeout": "unlimited"}, refused: "limits.timeout: unlimited is looser"},
+		{limits: map[string]string{"pids": "1000"}, refused: "limits.pids: 1000 is looser than the profile's 256"},
+		{limits: map[string]string{"max_violations": "0"}, refused: "limits.max_violations: 0 is looser"},
+		{limits: map[string]string{"memory": "lots"}, refused: "limits.memory"},
+		{limits: map[string]string{"disk": "1G"}, refused: "limits.disk: unknown limit"},
+		{network: "host", refused: `network "host"`},
+	} {
+		name := fmt.Sprint(tc.limits, tc.network)
+		r, err := c.Run(context.Background(), Request{Argv: []string{"/bin/true"}, Limits: tc.limits, Network: tc.network})
+		var e *Error
+		switch {
+		case tc.refused == "" && err != nil:
+			t.Errorf("%s: refused: %v", name, err)
+		case tc.refused == "" && r.ExitCode != 0:
+			t.Errorf("%s: exit %d: %s", name, r.ExitCode, r.Reason)
+		case tc.refused != "" && !errors.As(err, &e):
+			t.Errorf("%s: not refused: %v", name, err)
+		case tc.refused != "" && (e.Code != 125 || !strings.Contains(e.Message, tc.refused)):
+			t.Errorf("%s: error %d %q, want one with %q", name, e.Code, e.Message, tc.refused)
+		}
+	}
+	r := run(t, c, Request{Argv: []string{"/bin/true"}, Limits: map[string]string{"memory": "256M", "timeout": "10s"}})
+	if r.Limits.MemoryBytes != 256<<20 || r.Limits.TimeoutMs != 10000 {
+		t.Errorf("applied limits: %+v", r.Limits)
+	}
+	// Numbers are accepted as limit values on the wire.
+	lines := ts.call(t, `{"argv":["/bin/true"],"limits":{"pids":64}}`+"\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"pids":64`) {
+		t.Errorf("a numeric limit: %q", lines)
+	}
+	r = run(t, c, Request{Argv: []string{"/bin/sleep", "5"}, Limits: map[string]string{"timeout": "200ms"}})
+	if r.Status != jail.StatusTimeout {
+		t.Errorf("a tighter timeout did not apply: %s %s", r.Status, r.Reason)
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	ts := start(t, "strict", "default")
+	strict, dflt := ts.Profiles[0], ts.Profiles[1]
+	c := ts.client()
+	if r := run(t, c, Request{Argv: []string{"/bin/true"}}); r.Profile != strict {
+		t.Errorf("default profile %q, want the first served, %s", r.Profile, strict)
+	}
+	if r := run(t, c, Request{Argv: []string{"/bin/true"}, Profile: dflt}); r.Profile != dflt {
+		t.Errorf("profile %q, want %s", r.Profile, dflt)
+	}
+	_, err := c.Run(context.Background(), Request{Argv: []string{"/bin/true"}, Profile: "network"})
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(e.Message, `profile "network": not served here (served: `+strict+", "+dflt+")") {
+		t.Errorf("unknown profile: %v", err)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	ts := start(t)
+	for _, tc := range []struct{ line, want string }{
+		{"{not json\n", "malformed request"},
+		{`{"argv":["/bin/true"],"bogus":1}` + "\n", `unknown field "bogus"`},
+		{`{"argv":["/bin/true"]} {"argv":["/bin/true"]}` + "\n", "data after the JSON object"},
+		{`{"argv":[]}` + "\n", "argv: empty"},
+		{`{"argv":["/bin/true"],"stdin":"!!"}` + "\n", "malformed request"},
+		{`{"argv":["/bin/true"],"limits":{"memory":[1]}}` + "\n", "limits.memory"},
+		{`{"argv":["/bin/true"],"env":{"A=B":"c"}}` + "\n", "env"},
+		{`{"argv":["/bin/true"]}`, "did not end with a newline"},
+	} {
+		lines := ts.call(t, tc.line)
+		var e struct{ Error *Error }
+		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &e) != nil || e.Error == nil ||
+			e.Error.Code != 125 || !strings.Contains(e.Error.Message, tc.want) {
+			t.Errorf("%q: answer %q, want one error line with %q", tc.line, lines, tc.want)
+		}
+	}
+	// The server still serves.
+	if r := run(t, ts.client(), Request{Argv: []string{"/bin/true"}}); r.ExitCode != 0 {
+		t.Errorf("after bad requests: %+v", r)
+	}
+}
+
+func TestRequestTooLong(t *testing.T) {
+	ts := start(t)
+	line := `{"argv":["/bin/echo","` + strings.Repeat("x", MaxRequest) + `"]}` + "\n"
+	conn, err := net.Dial("unix", ts.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go conn.Write([]byte(line)) // fails once the server has closed
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b, _ := io.ReadAll(conn)
+	if !strings.Contains(string(b), `"code":125`) || !strings.Contains(string(b), "longer than 64 MiB") {
+		t.Errorf("answer %q", b)
+	}
+}
+
+// TestClientGoneCancelsRun closes the connection of a running call: the
+// run is killed at once, nothing of it is left, and the audit log says
+// cancelled.
+func TestClientGoneCancelsRun(t *testing.T) {
+	ts := start(t)
+	conn, err := net.Dial("unix", ts.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprint(time.Now().UnixNano())
+	conn.Write([]byte(`{"id":"gone","argv":["/bin/sh","-c","echo started; exec /bin/sleep 30 ` + marker + `"],"stream":true}` + "\n"))
+	buf := make([]byte, 4096)
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := conn.Read(buf); err != nil || !strings.Contains(string(buf[:n]), `"stream":"stdout"`) {
+		t.Fatalf("first line: %q, %v", buf[:n], err)
+	}
+	closed := time.Now()
+	conn.Close()
+	var line map[string]any
+	for time.Since(closed) < 10*time.Second {
+		if a := ts.auditLines(t); len(a) == 1 {
+			line = a[0]
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if line == nil {
+		t.Fatal("no audit line 10s after the client went away")
+	}
+	if line["status"] != "cancelled" || line["exit_code"] != float64(137) || line["request_id"] != "gone" {
+		t.Errorf("audit line %v, want status cancelled, exit 137", line)
+	}
+	if d := time.Since(closed); d > 5*time.Second {
+		t.Errorf("the run ended %v after the client went away", d)
+	}
+	if pids := processesWith(marker); len(pids) > 0 {
+		t.Errorf("processes left: %v", pids)
+	}
+}
+
+// TestStuckReaderCancelled: a client that asks for the stream and does not
+// read it gets its run cancelled after the write timeout, and the server
+// goes on serving others meanwhile.
+func TestStuckReaderCancelled(t *testing.T) {
+	ts := startWith(t, func(s *Server) { s.WriteTimeout = 300 * time.Millisecond })
+	conn, err := net.Dial("unix", ts.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.UnixConn).SetReadBuffer(4096)
+	conn.Write([]byte(`{"id":"stuck","argv":["/bin/sh","-c","while :; do echo 0123456789abcdef0123456789abcdef; done"],"stream":true}` + "\n"))
+	if r := run(t, ts.client(), Request{Argv: []string{"/bin/true"}}); r.ExitCode != 0 {
+		t.Errorf("another client while one is stuck: %+v", r)
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, a := range ts.auditLines(t) {
+			if a["request_id"] == "stuck" {
+				if a["status"] != "cancelled" {
+					t.Errorf("audit %v, want cancelled", a)
+				}
+				return
+			}
+		}
+	}
+	t.Fatal("the stuck client's run was not cancelled")
+}
+
+// processesWith lists the pids whose command line contains s.
+func processesWith(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func TestContextCancelClosesCall(t *testing.T) {
+	ts := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := ts.client().Run(ctx, Request{Argv: []string{"/bin/sleep", "30"}})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run after its context ended: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if a := ts.auditLines(t); len(a) == 1 {
+			if a[0]["status"] != "cancelled" {
+				t.Errorf("audit %v", a[0])
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the run did not end after the client cancelled")
+}
+
+func TestConcurrentClients(t *testing.T) {
+	ts := start(t)
+	c := ts.client()
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := c.Run(context.Background(), Request{Argv: []string{"/bin/sh", "-c", "sleep 0.2; echo $0", fmt.Sprint(i)}})
+			switch {
+			case err != nil:
+				errs <- err
+			case text(r.Stdout) != fmt.Sprintf("%d\n", i) || r.ExitCode != 0:
+				errs <- fmt.Errorf("call %d: %q, exit %d: %s", i, text(r.Stdout), r.ExitCode, r.Reason)
+			}
+		}()
+	}
+	// A client that connects and says nothing holds up nobody.
+	idle, err := net.Dial("unix", ts.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if a := ts.auditLines(t); len(a) != n {
+		t.Errorf("%d audit lines, want %d", len(a), n)
+	}
+}
+
+func TestShutdownDrains(t *testing.T) {
+	ts := start(t)
+	c := ts.client()
+	res := make(chan *jail.Result, 1)
+	go func() {
+		r, err := c.Run(context.Background(), Request{Argv: []string{"/bin/sh", "-c", "sleep 0.5; echo done"}})
+		if err != nil {
+			t.Error(err)
+		}
+		res <- r
+	}()
+	waitRuns(t, ts.Server, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := ts.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if r := <-res; r == nil || text(r.Stdout) != "done\n" || r.Status != jail.StatusExited {
+		t.Errorf("the running call did not finish: %+v", r)
+	}
+	if _, err := os.Stat(ts.path); !os.IsNotExist(err) {
+		t.Errorf("socket left after Shutdown: %v", err)
+	}
+	if _, err := net.Dial("unix", ts.path); err == nil {
+		t.Error("a new connection after Shutdown")
+	}
+}
+
+func TestShutdownGraceEnds(t *testing.T) {
+	ts := start(t)
+	c := ts.client()
+	res := make(chan *jail.Result, 1)
+	go func() {
+		r, _ := c.Run(context.Background(), Request{Argv: []string{"/bin/sleep", "30"}})
+		res <- r
+	}()
+	waitRuns(t, ts.Server, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if err := ts.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("Shutdown took %v", d)
+	}
+	if r := <-res; r == nil || r.Status != jail.StatusCancelled || !strings.Contains(r.Reason, "server shut down") {
+		t.Errorf("the run left at the end of the grace period: %+v", r)
+	}
+}
+
+// waitRuns waits until s has n runs going.
+func waitRuns(t *testing.T, s *Server, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		got := len(s.runs)
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+	}
+	t.Fatalf("no %d runs", n)
+}
+
+func ExampleClient_Run() {
+	// A server, as `tooljail serve` runs it, on a socket of its own, with
+	// a profile that runs without cgroup caps where the host cannot
+	// enforce them (cgroup v1 and not root).
+	dir, _ := os.MkdirTemp("", "tooljail-example")
+	defer os.RemoveAll(dir)
+	os.WriteFile(dir+"/agent.toml", []byte(`extends = "default"
+allow_degraded = ["cgroup"]
+`), 0o644)
+	l, err := Listen(dir + "/sock")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := &Server{Profiles: []string{dir + "/agent.toml"}}
+	go srv.Serve(l)
+	defer srv.Shutdown(context.Background())
+
+	c, err := Dial(dir + "/sock")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := c.Run(context.Background(), Request{
+		Argv:   []string{"/bin/sh", "-c", "echo hello from $(hostname)"},
+		Limits: map[string]string{"memory": "64M", "timeout": "10s"},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(r.Status, r.ExitCode, *r.Stdout.Text)
+	// Output: exited 0 hello from tooljail
+}

@@ -1,0 +1,481 @@
+// Package serve is tooljail's server: a long-lived supervisor that runs
+// jails for clients on a unix socket (`tooljail serve`), and the Go client
+// of its protocol. One connection carries one call: the client writes a
+// request line, the server answers with optional stream lines and then
+// the run's report (exactly what `tooljail run --json` prints) or an
+// error line; docs/serve.md has the protocol.
+//
+// Each call builds its jail from the named profile as `tooljail run`
+// does; there is no pool of jails built ahead of time yet.
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/internal/units"
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/profiles"
+)
+
+// Timeouts of a connection: a client gets this long to send its request,
+// and each write to it may take this long (Server.WriteTimeout), so that
+// one slow or stuck client holds up only its own call.
+const (
+	RequestTimeout = 30 * time.Second
+	WriteTimeout   = 30 * time.Second
+)
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("serve: server closed")
+
+// Reasons of a cancelled run.
+const (
+	reasonClientGone = "client went away"
+	reasonShutdown   = "the server shut down before the run ended"
+)
+
+// Server serves jailed runs on a listener. Set the fields, then Serve; a
+// Server is not copied after first use.
+type Server struct {
+	// Profiles are the profiles served, shipped names or files, loaded
+	// when Serve starts; a request names one by the same string. The first
+	// is the default; none means "default".
+	Profiles []string
+	// AuditLog is a file that gets one JSON line per run (jail.AppendAudit,
+	// with the client's uid, gid and pid, and its request id); "" for none.
+	// It is opened for appending when Serve starts.
+	AuditLog string
+	// WriteTimeout bounds each write to a client; 0 means WriteTimeout. A
+	// client that does not read its stream for this long gets its run
+	// cancelled.
+	WriteTimeout time.Duration
+	// ErrorLog gets what the server cannot tell a client (a failed audit
+	// write); nil discards it.
+	ErrorLog *log.Logger
+
+	loadOnce sync.Once
+	loadErr  error
+	profiles map[string]*profiles.Profile
+	first    string
+	audit    *os.File
+	auditMu  sync.Mutex
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	runs      map[*jail.Cmd]struct{}
+	closing   bool
+	forced    bool           // Shutdown's grace period ended: runs are cancelled
+	calls     sync.WaitGroup // runs in progress
+}
+
+// Load loads the profiles and opens the audit log; Serve does it when it
+// has not been done. A caller loads first to fail before it touches the
+// socket.
+func (s *Server) Load() error {
+	s.loadOnce.Do(func() {
+		names := s.Profiles
+		if len(names) == 0 {
+			names = []string{"default"}
+		}
+		s.profiles = map[string]*profiles.Profile{}
+		for _, n := range names {
+			if _, dup := s.profiles[n]; dup {
+				continue
+			}
+			p, err := profiles.Load(n)
+			if err != nil {
+				s.loadErr = err
+				return
+			}
+			s.profiles[n] = p
+		}
+		s.first = names[0]
+		if s.AuditLog != "" {
+			f, err := os.OpenFile(s.AuditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			if err != nil {
+				s.loadErr = fmt.Errorf("audit log: %w", err)
+				return
+			}
+			s.audit = f
+		}
+	})
+	return s.loadErr
+}
+
+// Serve accepts connections on l and serves each in its own goroutine. It
+// returns ErrServerClosed after Shutdown, or the error that ended it (a
+// profile that does not load, a failed Accept); l is closed either way.
+func (s *Server) Serve(l net.Listener) error {
+	defer l.Close()
+	if err := s.Load(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	if s.listeners == nil {
+		s.listeners = map[net.Listener]struct{}{}
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+	// The cgroups a killed server left behind go now, not at the first
+	// call: a host that restarts its server finds it clean.
+	cgroup.CleanupStale()
+	var backoff time.Duration
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if s.shuttingDown() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+				// Out of descriptors for a moment: wait, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		go s.serveConn(conn)
+	}
+}
+
+// LongestTimeout is the longest wall-clock limit of the served profiles,
+// the grace period that lets every run end on its own at Shutdown; 0 when
+// one of them has none. Call it after Load.
+func (s *Server) LongestTimeout() time.Duration {
+	var longest time.Duration
+	for _, p := range s.profiles {
+		d, err := units.ParseDuration(p.Limits["timeout"])
+		if err != nil || d == 0 {
+			return 0
+		}
+		longest = max(longest, d)
+	}
+	return longest
+}
+
+func (s *Server) shuttingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// Shutdown stops the server: it closes the listeners, refuses the requests
+// that come after, and waits for the runs in progress to end. When ctx
+// ends first, the runs left are cancelled (status cancelled) and Shutdown
+// returns ctx's error once they have ended. The audit log is closed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.calls.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.mu.Lock()
+		s.forced = true
+		for cmd := range s.runs {
+			cmd.Cancel(reasonShutdown)
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	s.auditMu.Lock()
+	if s.audit != nil {
+		s.audit.Close()
+		s.audit = nil
+	}
+	s.auditMu.Unlock()
+	return err
+}
+
+// serveConn serves the one call of conn.
+func (s *Server) serveConn(conn net.Conn) {
+	defer conn.Close()
+	peer := peerOf(conn)
+	out := &connWriter{conn: conn, timeout: s.WriteTimeout}
+	if out.timeout == 0 {
+		out.timeout = WriteTimeout
+	}
+	conn.SetReadDeadline(time.Now().Add(RequestTimeout))
+	br := bufio.NewReaderSize(&io.LimitedReader{R: conn, N: MaxRequest + 1}, 64<<10)
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		// A long request: read on, up to the limit.
+		buf := append([]byte(nil), line...)
+		var rest []byte
+		rest, err = br.ReadBytes('\n')
+		line = append(buf, rest...)
+	}
+	switch {
+	case len(line) > MaxRequest:
+		out.writeError(refuse("request line longer than %d MiB; send large input as a file in the workdir", MaxRequest>>20))
+		return
+	case err != nil:
+		if len(line) > 0 {
+			out.writeError(refuse("the request line did not end with a newline before %v", err))
+		}
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	if s.shuttingDown() {
+		out.writeError(refuse("the server is shutting down; retry with a new server"))
+		return
+	}
+	req, rerr := decodeRequest(line)
+	var spec *jail.Spec
+	if rerr == nil {
+		spec, rerr = s.spec(req)
+	}
+	if rerr != nil {
+		var e *Error
+		if !errors.As(rerr, &e) {
+			e = refuse("%v", rerr)
+		}
+		out.writeError(e)
+		return
+	}
+	peer.RequestID = req.ID
+	s.run(conn, br, out, req, spec, peer)
+}
+
+// spec picks the request's profile and builds the Spec.
+func (s *Server) spec(r *Request) (*jail.Spec, error) {
+	name := r.Profile
+	if name == "" {
+		name = s.first
+	}
+	p, ok := s.profiles[name]
+	if !ok {
+		return nil, refuse("profile %q: not served here (served: %s); ask for one of those, or start the server with --profile %s", name, s.servedNames(), name)
+	}
+	return spec(p, r)
+}
+
+func (s *Server) servedNames() string {
+	names := s.Profiles
+	if len(names) == 0 {
+		names = []string{"default"}
+	}
+	var b bytes.Buffer
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+// run runs the call and writes its report. While it runs, the connection
+// is read: its end means the client went away, and the run is cancelled.
+func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, spec *jail.Spec, peer *jail.Peer) {
+	cmd := jail.Command(spec)
+	cmd.CaptureOutput = true
+	if req.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(req.Stdin)
+	}
+	if req.Stream {
+		cmd.Stdout = &streamWriter{out: out, name: "stdout", cancel: cmd.Cancel}
+		cmd.Stderr = &streamWriter{out: out, name: "stderr", cancel: cmd.Cancel}
+	}
+	if !s.track() {
+		out.writeError(refuse("the server is shutting down; retry with a new server"))
+		return
+	}
+	defer s.untrack(cmd)
+	var watch sync.WaitGroup
+	ended := make(chan struct{})
+	if cmd.Start() == nil {
+		s.started(cmd)
+		watch.Add(1)
+		go func() {
+			defer watch.Done()
+			// Nothing more is expected from the client: any end of its
+			// side, EOF or error, is the client gone.
+			io.Copy(io.Discard, br)
+			select {
+			case <-ended:
+			default:
+				cmd.Cancel(reasonClientGone)
+			}
+		}()
+	}
+	res, _ := cmd.Wait()
+	close(ended)
+	s.writeAudit(res, peer)
+	if res != nil {
+		out.writeReport(res)
+	}
+	// Closing ends the watcher's read.
+	conn.Close()
+	watch.Wait()
+}
+
+// track counts a call that is about to run, unless the server is
+// shutting down.
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.calls.Add(1)
+	return true
+}
+
+// started registers a started run for Shutdown to cancel, or cancels it
+// at once when Shutdown's grace period has already ended.
+func (s *Server) started(cmd *jail.Cmd) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.forced {
+		cmd.Cancel(reasonShutdown)
+		return
+	}
+	if s.runs == nil {
+		s.runs = map[*jail.Cmd]struct{}{}
+	}
+	s.runs[cmd] = struct{}{}
+}
+
+func (s *Server) untrack(cmd *jail.Cmd) {
+	s.mu.Lock()
+	delete(s.runs, cmd)
+	s.mu.Unlock()
+	s.calls.Done()
+}
+
+func (s *Server) writeAudit(r *jail.Result, peer *jail.Peer) {
+	if r == nil {
+		return
+	}
+	s.auditMu.Lock()
+	defer s.auditMu.Unlock()
+	if s.audit == nil {
+		return
+	}
+	if err := jail.AppendAuditPeer(s.audit, r, peer); err != nil && s.ErrorLog != nil {
+		s.ErrorLog.Printf("audit log: %v", err)
+	}
+}
+
+// peerOf is the client's identity as the kernel recorded it when it
+// connected (SO_PEERCRED); -1s when it cannot be had.
+func peerOf(conn net.Conn) *jail.Peer {
+	p := &jail.Peer{UID: -1, GID: -1, PID: -1}
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return p
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return p
+	}
+	raw.Control(func(fd uintptr) {
+		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			p.UID, p.GID, p.PID = int(cred.Uid), int(cred.Gid), int(cred.Pid)
+		}
+	})
+	return p
+}
+
+// connWriter writes lines to the connection, one at a time (the stream
+// relays and the final line share it), each write under its timeout. The
+// first failed write is kept: nothing more is sent after it.
+type connWriter struct {
+	conn    net.Conn
+	timeout time.Duration
+	mu      sync.Mutex
+	err     error
+}
+
+func (w *connWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+	n, err := w.conn.Write(p)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// writeLine writes v as one compact JSON line.
+func (w *connWriter) writeLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func (w *connWriter) writeError(e *Error) {
+	w.writeLine(struct {
+		Error *Error `json:"error"`
+	}{e})
+}
+
+func (w *connWriter) writeReport(r *jail.Result) { w.writeLine(r) }
+
+// streamWriter sends a command's output as stream lines. A client that
+// does not take them gets its run cancelled, rather than holding up the
+// command (Server.WriteTimeout); the output is still
+// counted and captured.
+type streamWriter struct {
+	out    *connWriter
+	name   string
+	cancel func(reason string)
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	if err := w.out.writeLine(streamLine{Stream: w.name, Data: p}); err != nil {
+		w.cancel(reasonClientGone)
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// streamLine is one stream line of the protocol.
+type streamLine struct {
+	Stream string `json:"stream"`
+	Data   []byte `json:"data"`
+}
