@@ -24,7 +24,7 @@ func TestEveryScalarFlagOnce(t *testing.T) {
 	valid := map[string]string{
 		"profile": "default", "workdir": "/w", "host-user": "1000", "report": "r.json", "audit-log": "a.log",
 		"net": "none", "on-violation": "deny", "memory": "1G", "cpus": "1", "pids": "10", "timeout": "1s",
-		"cpu-time": "1s", "nofile": "10", "fsize": "1M", "output-limit": "1M", "max-violations": "10",
+		"cpu-time": "1s", "nofile": "10", "fsize": "1M", "output-limit": "1M", "max-violations": "10", "server": "/s",
 	}
 	fs := newRunFlagSet(&runFlags{})
 	fs.VisitAll(func(fl *flag.Flag) {

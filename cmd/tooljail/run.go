@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/serve"
 )
 
 const runUsage = `Usage: tooljail run [flags] -- CMD [ARG...]
@@ -60,6 +63,7 @@ type runFlags struct {
 	json          bool
 	auditLog      scalar
 	quiet         bool
+	server        scalar
 }
 
 // scalar is a flag that takes one value. Given twice it is an error rather
@@ -160,6 +164,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	f.workdir.check = nonEmpty("a directory, or --no-workdir for none")
 	f.report.check = nonEmpty("a file path, or - for stderr")
 	f.auditLog.check = nonEmpty("a file path")
+	f.server.check = nonEmpty("the socket of a tooljail serve")
 	f.net.check = asProfile(func(p *profiles.Profile, v string) error { p.Network.Mode = &v; return nil })
 	f.onViolation.check = asProfile(func(p *profiles.Profile, v string) error { p.Seccomp.OnViolation = &v; return nil })
 	f.hostUser.check = func(v string) error {
@@ -199,12 +204,20 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Var(&f.report, "report", "write the JSON report to `FILE` (- for stderr); opened before the run: a regular file, no symlink, outside the run's read-write binds")
 	fs.BoolVar(&f.json, "json", false, "capture stdout/stderr into the report and print only the report on stdout")
 	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run to `FILE` (also TOOLJAIL_AUDIT_LOG); opened as --report is")
+	fs.Var(&f.server, "server", "send the run to the `SOCKET` of a tooljail serve (also TOOLJAIL_SERVER) instead of jailing it here; the server's profile decides what --ro, --rw, --tmpfs, --mask, --on-violation, --host-user, --allow-degraded and --audit-log would, so they are refused")
 	fs.BoolVar(&f.quiet, "quiet", false, "no summary line on stderr")
 	fs.BoolVar(&f.quiet, "q", false, "same as --quiet")
 	return fs
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
+	// A run for a server jails nothing here (the kernel's view of the
+	// current directory, as below).
+	if sr, err := parseServed(args, unix.Getwd, os.Environ()); err != nil {
+		return fail(stderr, "%v", err)
+	} else if sr != nil {
+		return sr.run(os.Stdin, stdout, stderr)
+	}
 	// The host probe does not depend on the profile: overlap the two. It
 	// only reads (files, system calls), so an early exit leaves nothing.
 	go jail.ProbeHost()
@@ -283,12 +296,14 @@ func parseRun(args []string, getwd func() (string, error), environ []string) (*r
 		}
 		return nil, nil, "", lineError("%v; see 'tooljail run --help'", err)
 	}
-	command := fs.Args()
-	if len(command) == 0 {
-		return nil, nil, "", errors.New("no command given: tooljail run [flags] -- CMD [ARG...]")
+	if serverOf(&f, environ) != "" {
+		// runCommand sends these to the server (parseServed): nothing of
+		// them may run here.
+		return nil, nil, "", errors.New("a run for a server (--server, TOOLJAIL_SERVER) is not jailed here")
 	}
-	if command[0] == "" {
-		return nil, nil, "", errors.New("empty command name after --: give the program to run, a path or a name looked up in PATH")
+	command, err := commandOf(fs.Args())
+	if err != nil {
+		return nil, nil, "", err
 	}
 	cwd, err := getwd()
 	if err != nil {
@@ -299,6 +314,17 @@ func parseRun(args []string, getwd func() (string, error), environ []string) (*r
 		return nil, nil, "", lineError("%v", err)
 	}
 	return &f, spec, cwd, nil
+}
+
+// commandOf checks the command that follows the flags.
+func commandOf(command []string) ([]string, error) {
+	if len(command) == 0 {
+		return nil, errors.New("no command given: tooljail run [flags] -- CMD [ARG...]")
+	}
+	if command[0] == "" {
+		return nil, errors.New("empty command name after --: give the program to run, a path or a name looked up in PATH")
+	}
+	return command, nil
 }
 
 // lineError is an error of one line: a newline that a value brought into
@@ -609,3 +635,250 @@ func summary(r *jail.Result) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }
+
+// serverOf is the socket a run is sent to: --server, else TOOLJAIL_SERVER
+// from environ; "" for a run jailed here.
+func serverOf(f *runFlags, environ []string) string {
+	if f.server.set {
+		return f.server.value
+	}
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "TOOLJAIL_SERVER="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// notServed are the flags a served run cannot honour, in the order they
+// are checked, with why: the server builds the jail from its own profile,
+// and keeps its own audit log.
+var notServed = []struct {
+	flag string
+	set  func(f *runFlags) bool
+	why  string
+}{
+	{"--ro", func(f *runFlags) bool { return len(f.ro) > 0 }, "binds come from the server's profile"},
+	{"--rw", func(f *runFlags) bool { return len(f.rw) > 0 }, "binds come from the server's profile"},
+	{"--tmpfs", func(f *runFlags) bool { return len(f.tmpfs) > 0 }, "mounts come from the server's profile"},
+	{"--mask", func(f *runFlags) bool { return len(f.mask) > 0 }, "masks come from the server's profile"},
+	{"--on-violation", func(f *runFlags) bool { return f.onViolation.set }, "the server's profile sets seccomp.on_violation"},
+	{"--host-user", func(f *runFlags) bool { return f.hostUser.set }, "the server decides the host user"},
+	{"--allow-degraded", func(f *runFlags) bool { return len(f.allowDegraded) > 0 }, "the server's profile sets allow_degraded"},
+	{"--audit-log", func(f *runFlags) bool { return f.auditLog.set }, "the server keeps the audit log (tooljail serve --audit-log)"},
+}
+
+// servedFlagError is the error for the first flag in f that a served run
+// cannot honour, or nil.
+func servedFlagError(f *runFlags) error {
+	for _, n := range notServed {
+		if n.set(f) {
+			return fmt.Errorf("%s cannot be used with a server (--server, TOOLJAIL_SERVER): %s; serve a profile that has it (tooljail serve --profile FILE), or run without a server", n.flag, n.why)
+		}
+	}
+	return nil
+}
+
+// servedRun is a run sent to a `tooljail serve`.
+type servedRun struct {
+	flags  *runFlags
+	socket string
+	req    serve.Request
+	report string // the --report file (absolute), "" for none, "-" for stderr
+}
+
+// parseServed parses the arguments of `run` for a server: nil when the run
+// is not for one (or the flags do not parse: parseRun says why). getwd
+// gives the current directory, environ is the caller's environment.
+func parseServed(args []string, getwd func() (string, error), environ []string) (*servedRun, error) {
+	var f runFlags
+	fs := newRunFlagSet(&f)
+	if fs.Parse(args) != nil {
+		return nil, nil
+	}
+	socket := serverOf(&f, environ)
+	if socket == "" {
+		return nil, nil
+	}
+	if err := servedFlagError(&f); err != nil {
+		return nil, err
+	}
+	command, err := commandOf(fs.Args())
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := getwd()
+	if err != nil {
+		return nil, lineError("current directory: %v; run tooljail from a directory that exists", err)
+	}
+	sr := &servedRun{flags: &f, socket: socket}
+	sr.req = serve.Request{Argv: command, Profile: f.profile.value, Network: f.net.value}
+	switch {
+	case f.noWorkdir && f.workdir.set:
+		return nil, errors.New("--workdir and --no-workdir contradict each other")
+	case f.noWorkdir:
+	case f.workdir.set:
+		sr.req.Workdir = absFrom(cwd, f.workdir.value)
+	default:
+		sr.req.Workdir = cwd
+	}
+	if len(f.limits) > 0 {
+		sr.req.Limits = map[string]string{}
+		for _, l := range f.limits {
+			sr.req.Limits[l[0]] = l[1]
+		}
+	}
+	sr.req.Env = servedEnv(f.env, f.passEnv, environ)
+	switch p := f.report.value; {
+	case p == "" || p == "-":
+		sr.report = p
+	default:
+		sr.report = absFrom(cwd, p)
+		// The command could have planted a link there (see Output).
+		if w := sr.req.Workdir; w != "" && (sr.report == w || strings.HasPrefix(sr.report, strings.TrimSuffix(w, "/")+"/")) {
+			return nil, fmt.Errorf("--report %s: inside the run's workdir %s, where the command could replace it; write the report outside it", p, w)
+		}
+	}
+	return sr, nil
+}
+
+// servedEnv is the request's env: --env, then the --pass-env names set in
+// environ (later entries win, as in a profile's env.set then env.pass).
+func servedEnv(set, pass, environ []string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range set {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for _, k := range pass {
+		for _, kv := range environ {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				env[k] = v
+			}
+		}
+	}
+	if len(env) == 0 {
+		return nil
+	}
+	return env
+}
+
+// run sends the run and writes what `tooljail run` would: the output as
+// it comes (the report when --json), the report, the summary line; and
+// returns the exit code. A signal cancels the run on the server (the
+// protocol has no way to forward it) and exits 128+N.
+func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
+	in, err := readStdin(stdin)
+	if err != nil {
+		return fail(stderr, "read stdin to send it to the server: %v", err)
+	}
+	sr.req.Stdin = in
+	var outs runOutputs
+	if sr.report != "" && sr.report != "-" {
+		f, err := openReport(sr.report)
+		if err != nil {
+			return fail(stderr, "--report %s: %v", sr.report, err)
+		}
+		defer f.Close()
+		outs.report = &jail.Output{Path: sr.report, Perm: 0o644, File: f}
+	}
+	c := &serve.Client{Path: sr.socket}
+	if !sr.flags.json {
+		c.OnStream = func(stream string, data []byte) {
+			if stream == "stdout" {
+				stdout.Write(data)
+			} else {
+				stderr.Write(data)
+			}
+		}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got os.Signal
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case got = <-sigs:
+			cancel()
+		case <-done:
+		}
+	}()
+	r, err := c.Run(ctx, sr.req)
+	if ctx.Err() != nil && got != nil {
+		sig := got.(syscall.Signal)
+		fmt.Fprintf(stderr, "tooljail: %s: the run was cancelled on the server\n", unix.SignalName(sig))
+		return 128 + int(sig)
+	}
+	var refused *serve.Error
+	switch {
+	case errors.As(err, &refused):
+		fail(stderr, "%s", refused.Message)
+		return refused.Code
+	case isDialError(err):
+		return fail(stderr, "%v; start one with 'tooljail serve --socket %s', or run without --server and TOOLJAIL_SERVER", err, sr.socket)
+	case err != nil:
+		return fail(stderr, "%v", err)
+	}
+	if !sr.flags.json {
+		// As a run jailed here: the output went out as it came; the
+		// report holds only its counts.
+		r.Stdout.Text, r.Stderr.Text = nil, nil
+	}
+	var runErr error
+	if r.Status == jail.StatusSetupError || r.Status == jail.StatusAborted {
+		runErr = errors.New(r.Reason)
+	}
+	return sr.flags.finish(r, runErr, outs, stdout, stderr)
+}
+
+// isDialError says whether err is a failure to connect to the server
+// (rather than a connection that ended before the report).
+func isDialError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// readStdin reads all of stdin for the request; a terminal, or no stdin
+// at all, is none (nil).
+func readStdin(f *os.File) ([]byte, error) {
+	if f == nil {
+		return nil, nil
+	}
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(f)
+	if errors.Is(err, unix.EBADF) || errors.Is(err, os.ErrClosed) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// openReport opens the --report file of a served run before the run, as
+// jail.Output does for a run jailed here: never through a symlink, only a
+// regular file, not truncated until the report is written.
+func openReport(p string) (*os.File, error) {
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		if err == nil {
+			err = errors.New("not a regular file")
+		}
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), p), nil
+}

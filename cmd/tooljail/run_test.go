@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/serve"
 )
 
 // A flag that takes one value may be given once; repeatable flags add up.
@@ -24,6 +27,7 @@ func TestScalarFlagsOnce(t *testing.T) {
 		"memory": {"1000", "2000"}, "cpus": {"1", "2"}, "pids": {"1000", "2000"}, "timeout": {"1s", "2s"},
 		"cpu-time": {"1s", "2s"}, "nofile": {"1000", "2000"}, "fsize": {"1000", "2000"},
 		"output-limit": {"1000", "2000"}, "max-violations": {"1000", "2000"},
+		"server": {"/a", "/b"},
 	} {
 		var f runFlags
 		fs := newRunFlagSet(&f)
@@ -254,5 +258,201 @@ func TestFinishSkipsUnopenedOutputs(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("files written: %v", ents)
+	}
+}
+
+// A served run refuses, by name, each flag the server's profile decides;
+// the flags it can honour become the request.
+func TestServedFlags(t *testing.T) {
+	getwd := func() (string, error) { return "/work/dir", nil }
+	for _, c := range []struct {
+		args []string
+		want string // in the error
+	}{
+		{[]string{"--ro", "/a"}, "--ro cannot be used with a server"},
+		{[]string{"--rw", "/a"}, "--rw cannot be used with a server"},
+		{[]string{"--tmpfs", "/a"}, "--tmpfs cannot be used with a server"},
+		{[]string{"--mask", "/a"}, "--mask cannot be used with a server"},
+		{[]string{"--on-violation", "kill"}, "--on-violation cannot be used with a server"},
+		{[]string{"--host-user", "1000"}, "--host-user cannot be used with a server"},
+		{[]string{"--allow-degraded", "cgroup"}, "--allow-degraded cannot be used with a server"},
+		{[]string{"--audit-log", "/a.log"}, "--audit-log cannot be used with a server"},
+		{[]string{"--workdir", "/w", "--no-workdir"}, "contradict"},
+		{[]string{"--report", "out/r.json"}, "inside the run's workdir"},
+		{[]string{"--workdir", "/w", "--report", "/w/r.json"}, "inside the run's workdir"},
+	} {
+		args := append(append([]string{"--server", "/s"}, c.args...), "--", "true")
+		sr, err := parseServed(args, getwd, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v, want one line with %q", args, err, c.want)
+		}
+		if sr != nil {
+			t.Errorf("%q: a run despite the error", args)
+		}
+	}
+
+	sr, err := parseServed([]string{"--server", "/s", "--profile", "strict", "--workdir", "sub", "--memory", "256M",
+		"--timeout", "5s", "--net", "none", "--env", "A=1", "--env", "B=2", "--pass-env", "B", "--pass-env", "UNSET",
+		"--report", "/elsewhere/r.json", "--json", "-q", "--", "cmd", "arg"}, getwd, []string{"B=from-caller", "C=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := serve.Request{
+		Argv: []string{"cmd", "arg"}, Profile: "strict", Workdir: "/work/dir/sub", Network: "none",
+		Limits: map[string]string{"memory": "256M", "timeout": "5s"},
+		Env:    map[string]string{"A": "1", "B": "from-caller"},
+	}
+	if !reflect.DeepEqual(sr.req, want) || sr.socket != "/s" || sr.report != "/elsewhere/r.json" || !sr.flags.json || !sr.flags.quiet {
+		t.Errorf("request %+v (socket %q, report %q), want %+v", sr.req, sr.socket, sr.report, want)
+	}
+	// Defaults: the current directory is the workdir; --no-workdir: none.
+	for _, c := range []struct {
+		flags   []string
+		workdir string
+	}{{nil, "/work/dir"}, {[]string{"--no-workdir"}, ""}} {
+		sr, err := parseServed(append(append([]string{"--server", "/s"}, c.flags...), "--", "true"), getwd, nil)
+		if err != nil || sr.req.Workdir != c.workdir || sr.req.Env != nil || sr.req.Limits != nil {
+			t.Errorf("%q: %+v %v, want workdir %q and nothing else", c.flags, sr, err, c.workdir)
+		}
+	}
+}
+
+// --server wins over TOOLJAIL_SERVER; an empty TOOLJAIL_SERVER is none; a
+// run for a server is never jailed here.
+func TestServerOf(t *testing.T) {
+	getwd := func() (string, error) { return "/w", nil }
+	for _, c := range []struct {
+		args    []string
+		environ []string
+		want    string
+	}{
+		{[]string{"--", "true"}, nil, ""},
+		{[]string{"--", "true"}, []string{"TOOLJAIL_SERVER="}, ""},
+		{[]string{"--", "true"}, []string{"TOOLJAIL_SERVER=/env"}, "/env"},
+		{[]string{"--server", "/flag", "--", "true"}, []string{"TOOLJAIL_SERVER=/env"}, "/flag"},
+	} {
+		sr, err := parseServed(c.args, getwd, c.environ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if sr != nil {
+			got = sr.socket
+		}
+		if got != c.want {
+			t.Errorf("%q %q: server %q, want %q", c.args, c.environ, got, c.want)
+		}
+		if c.want != "" {
+			if _, _, _, err := parseRun(c.args, getwd, c.environ); err == nil {
+				t.Errorf("%q %q: parseRun would jail a run meant for a server", c.args, c.environ)
+			}
+		}
+	}
+	// Flags that do not parse are parseRun's to report.
+	if sr, err := parseServed([]string{"--server", "/s", "--bogus", "--", "true"}, getwd, nil); sr != nil || err != nil {
+		t.Errorf("bad flags: %+v %v, want nil, nil", sr, err)
+	}
+}
+
+// fakeServer answers one call on a socket in a temporary directory with
+// the lines given, after recording the request.
+func fakeServer(t *testing.T, lines ...string) (string, <-chan serve.Request) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	reqs := make(chan serve.Request, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		line, _ := bufio.NewReader(c).ReadBytes('\n')
+		var q serve.Request
+		json.Unmarshal(line, &q)
+		reqs <- q
+		for _, l := range lines {
+			c.Write([]byte(l + "\n"))
+		}
+	}()
+	return sock, reqs
+}
+
+// A served run writes what a run jailed here would: the streamed output,
+// the report (--json, --report), the summary line, the report's exit code;
+// a refused request is its one line and code.
+func TestServedRun(t *testing.T) {
+	report := func(status string, code int, extra string) string {
+		return fmt.Sprintf(`{"schema":"tooljail.report/v1","status":%q,"exit_code":%d,"reason":"r","stdout":{"bytes":4,"truncated":false,"text":"out\n"},"stderr":{"bytes":0,"truncated":false,"text":""},"violations":[]%s}`, status, code, extra)
+	}
+	out64 := `{"stream":"stdout","data":"b3V0Cg=="}`
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	for _, c := range []struct {
+		name       string
+		flags      []string
+		lines      []string
+		code       int
+		stdout     string
+		stderr     string // a substring
+		jsonStatus string // --json: the status printed
+	}{
+		{"exited", nil, []string{out64, report("exited", 3, "")}, 3, "out\n", "", ""},
+		{"timeout summary", nil, []string{report("timeout", 124, "")}, 124, "", "tooljail: timeout: r", ""},
+		{"quiet", []string{"-q"}, []string{report("timeout", 124, "")}, 124, "", "", ""},
+		{"setup error", []string{"-q"}, []string{report("setup_error", 127, "")}, 127, "", "tooljail: r\n", ""},
+		{"json", []string{"--json"}, []string{report("exited", 0, "")}, 0, "", "", "exited"},
+		{"refused", nil, []string{`{"error":{"code":125,"message":"limits.memory: 2G is looser than the profile's 512M"}}`}, 125, "",
+			"tooljail: limits.memory: 2G is looser than the profile's 512M\n", ""},
+		{"no final line", nil, nil, 125, "", "the connection ended before the report", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sock, reqs := fakeServer(t, c.lines...)
+			sr, err := parseServed(append(append([]string{"--server", sock, "--no-workdir"}, c.flags...), "--", "cmd"), func() (string, error) { return "/", nil }, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := sr.run(stdin, &stdout, &stderr)
+			q := <-reqs
+			if !reflect.DeepEqual(q.Argv, []string{"cmd"}) || q.Stdin != nil || q.Stream != (c.jsonStatus == "") {
+				t.Errorf("request %+v", q)
+			}
+			if code != c.code || !strings.Contains(stderr.String(), c.stderr) || (c.stderr == "" && stderr.Len() > 0) {
+				t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr.String(), c.code, c.stderr)
+			}
+			if c.jsonStatus == "" {
+				if stdout.String() != c.stdout {
+					t.Errorf("stdout %q, want %q", stdout.String(), c.stdout)
+				}
+				return
+			}
+			var r struct {
+				Status string `json:"status"`
+				Stdout struct {
+					Text *string `json:"text"`
+				} `json:"stdout"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || r.Status != c.jsonStatus || r.Stdout.Text == nil || *r.Stdout.Text != "out\n" {
+				t.Errorf("--json printed %q (%v)", stdout.String(), err)
+			}
+		})
+	}
+	// No server there: one line that says how to start one.
+	sock := filepath.Join(t.TempDir(), "nosock")
+	sr, err := parseServed([]string{"--server", sock, "--no-workdir", "--", "cmd"}, func() (string, error) { return "/", nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := sr.run(stdin, &stdout, &stderr); code != 125 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "tooljail serve --socket "+sock) {
+		t.Errorf("no server: exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -1,0 +1,554 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// `tooljail serve`, black-box: a real server started as each suite user,
+// driven over its socket with the raw protocol (serve_harness_test.go).
+// A served run keeps every promise of `tooljail run`; the server refuses
+// what it must; it cleans up after its runs, its clients and itself.
+
+// hostUIDOf is the host uid a served run's command runs as (the report's
+// enforcement.host_uid).
+func hostUIDOf(t *testing.T, r *reply) int {
+	t.Helper()
+	var v struct {
+		Enforcement struct {
+			HostUID *int `json:"host_uid"`
+		} `json:"enforcement"`
+	}
+	if err := json.Unmarshal(r.reportRaw, &v); err != nil || v.Enforcement.HostUID == nil {
+		t.Fatalf("no enforcement.host_uid in the report (%v)\n%s", err, r)
+	}
+	return *v.Enforcement.HostUID
+}
+
+// What a served run sees and can do: the host's private directories are
+// absent, / is read-only and the workdir writable, only lo, uid 1000
+// inside (and never root on the host), a denied call named in the
+// violations, stdin and env as sent (never the server's environment), and
+// stdout/stderr streamed while the command runs.
+func TestServeContainment(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		helper := filepath.Join(w, "tjhelper")
+
+		t.Run("filesystem", func(t *testing.T) {
+			absent := []string{"/root", "/var", "/run", "/etc/shadow"}
+			if ents, err := os.ReadDir("/home"); err == nil {
+				for _, e := range ents {
+					if e.Name() != "sandbox" {
+						absent = append(absent, "/home/"+e.Name())
+					}
+				}
+			}
+			argv := []string{helper}
+			for _, p := range absent {
+				argv = append(argv, "stat", p, ";")
+			}
+			argv = append(argv, "write", filepath.Join(w, "written"), "3", ";", "write", "/written", "3", ";",
+				"mountro", "/", ";", "stat", "/usr/bin")
+			r := s.call(t, req{Argv: argv, Workdir: w})
+			lines := r.ok(t, len(absent)+4)
+			for i, p := range absent {
+				if _, err := os.Lstat(p); err == nil && lines[i] != "errno ENOENT" {
+					t.Errorf("host path %s inside a served run: %s, want errno ENOENT", p, lines[i])
+				}
+			}
+			rest := lines[len(absent):]
+			if rest[0] != "ok" {
+				t.Errorf("writing in the workdir: %s, want ok", rest[0])
+			}
+			if fi, err := os.Stat(filepath.Join(w, "written")); err != nil || fi.Size() != 3 {
+				t.Errorf("the file written in the workdir is not on the host: %v", err)
+			}
+			if !failed(rest[1]) {
+				t.Errorf("writing /written: %s, want a failure (/ is read-only)", rest[1])
+			}
+			if rest[2] != `value "ro"` {
+				t.Errorf("the mount of / is %s, want read-only", rest[2])
+			}
+			if !strings.HasPrefix(rest[3], "value ") {
+				t.Errorf("positive control: stat /usr/bin: %s", rest[3])
+			}
+			if r.report.Workdir != w {
+				t.Errorf("report workdir %q, want %q", r.report.Workdir, w)
+			}
+		})
+
+		t.Run("network", func(t *testing.T) {
+			r := s.call(t, req{Argv: []string{helper, "netifs", ";", "loopback"}, Workdir: w})
+			lines := r.ok(t, 2)
+			var ifs []struct {
+				Name string `json:"name"`
+				Up   bool   `json:"up"`
+			}
+			r.value(t, 0, &ifs)
+			if len(ifs) != 1 || ifs[0].Name != "lo" || !ifs[0].Up {
+				t.Errorf("interfaces %+v, want only lo, up", ifs)
+			}
+			if lines[1] != "ok" {
+				t.Errorf("loopback inside a served run: %s", lines[1])
+			}
+			if !r.report.Enforcement.Namespaces["net"] {
+				t.Errorf("the report says no network namespace\n%s", r)
+			}
+		})
+
+		t.Run("uid", func(t *testing.T) {
+			r := s.call(t, req{Argv: []string{helper, "ids"}, Workdir: w})
+			r.ok(t, 1)
+			var ids struct{ UID, EUID, GID, EGID int }
+			r.value(t, 0, &ids)
+			if ids.UID != 1000 || ids.EUID != 1000 || ids.GID != 1000 || ids.EGID != 1000 {
+				t.Errorf("identity inside %+v, want uid/gid 1000", ids)
+			}
+			want := u.uid
+			if u.uid == 0 {
+				want = 524287 // the workdir is root's: the jail chooses a uid that owns nothing
+				if u.dirUID != 0 {
+					want = u.dirUID
+				}
+			}
+			if got := hostUIDOf(t, r); got != want {
+				t.Errorf("enforcement.host_uid = %d, want %d", got, want)
+			}
+		})
+
+		t.Run("violation", func(t *testing.T) {
+			if !u.check.enforced("seccomp") {
+				t.Skipf("seccomp is not enforced for %s here", u.name)
+			}
+			r := s.call(t, req{Argv: []string{helper, "prlimit", "1", "CPU", "1", "1", ";", "exit", "3"}, Workdir: w})
+			if r.report == nil || r.report.Status != "exited" || r.report.ExitCode != 3 {
+				t.Fatalf("want status exited, exit 3\n%s", r)
+			}
+			if l := r.outLines(); len(l) != 1 || l[0] != "errno EPERM" {
+				t.Errorf("prlimit(1, RLIMIT_CPU): %q, want errno EPERM", l)
+			}
+			if !u.check.enforced("seccomp-notify") {
+				return
+			}
+			var pr ptReport
+			if err := json.Unmarshal(r.reportRaw, &pr); err != nil {
+				t.Fatal(err)
+			}
+			if v := pr.find("prlimit64"); v == nil || v.Kind != "syscall" || v.Action != "denied" || v.Count != 1 {
+				t.Errorf("violations %+v, want prlimit64 denied once", pr.Violations)
+			}
+		})
+
+		t.Run("stdin-env", func(t *testing.T) {
+			in := strings.Repeat("line of stdin\n", 5000)
+			r := s.call(t, req{Argv: []string{"/bin/cat"}, Stdin: b64(in)})
+			if r.report == nil || r.report.ExitCode != 0 || r.stdout() != in {
+				t.Fatalf("stdin did not come back through cat: %d bytes of %d\n%s", len(r.stdout()), len(in), trunc(r.String()))
+			}
+			r = s.call(t, req{Argv: []string{helper, "stdin", ";", "env"}, Workdir: w, Env: map[string]string{"TJ_SENT": "yes"}})
+			r.ok(t, 2)
+			var st struct {
+				Fd0   string `json:"fd0"`
+				Bytes int    `json:"bytes"`
+			}
+			r.value(t, 0, &st)
+			if st.Fd0 != "/dev/null" || st.Bytes != 0 {
+				t.Errorf("without stdin in the request: %+v, want /dev/null and 0 bytes", st)
+			}
+			var env []string
+			r.value(t, 1, &env)
+			joined := "\n" + strings.Join(env, "\n") + "\n"
+			if !strings.Contains(joined, "\nTJ_SENT=yes\n") {
+				t.Errorf("the request's env is missing: %q", env)
+			}
+			if strings.Contains(joined, "TJ_SERVE_SECRET") {
+				t.Errorf("the server's own environment reached the run: %q", env)
+			}
+		})
+
+		t.Run("stream", func(t *testing.T) {
+			r := s.call(t, req{Argv: []string{"/bin/sh", "-c", "echo one; echo two >&2; sleep 1; echo three"}, Stream: true})
+			if r.report == nil || r.report.ExitCode != 0 {
+				t.Fatalf("want a report, exit 0\n%s", r)
+			}
+			got := map[string]string{}
+			for _, sl := range r.streams {
+				got[sl.Stream] += string(sl.Data)
+			}
+			if got["stdout"] != "one\nthree\n" || got["stderr"] != "two\n" {
+				t.Errorf("streamed stdout %q, stderr %q; want %q and %q", got["stdout"], got["stderr"], "one\nthree\n", "two\n")
+			}
+			if r.stdout() != "one\nthree\n" || r.report.Stderr.Text == nil || *r.report.Stderr.Text != "two\n" {
+				t.Errorf("the report's text differs from the stream\n%s", r)
+			}
+			// The first chunk comes while the command sleeps, not with the report.
+			if gap := r.final.Sub(r.firstStream); gap < 500*time.Millisecond {
+				t.Errorf("the first chunk came %s before the report: not streamed while the command ran", gap)
+			}
+		})
+	})
+}
+
+// A served run leaves nothing: its background process is gone once the
+// report is in, and the next call sees neither its /tmp files nor its
+// processes.
+func TestServeFreshJail(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		sleepArgs, mark := sleepMark()
+		file := "/tmp/" + marker("tmpfile")
+		r := s.call(t, req{Argv: []string{"/bin/sh", "-c", fmt.Sprintf("sleep %s & echo x > %s; cat %s", sleepArgs, file, file)}, Workdir: w})
+		if r.report == nil || r.report.ExitCode != 0 || r.stdout() != "x\n" {
+			t.Fatalf("want exit 0 and the file read back (positive control)\n%s", r)
+		}
+		hostUID := hostUIDOf(t, r)
+		requireGone(t, mark)
+		if left := procsOf(hostUID, mark); len(left) > 0 {
+			t.Errorf("processes of the jail's host uid %d left: %v", hostUID, left)
+		}
+		r = s.call(t, req{Argv: []string{filepath.Join(w, "tjhelper"), "stat", file, ";", "ps"}, Workdir: w})
+		lines := r.ok(t, 2)
+		if lines[0] != "errno ENOENT" {
+			t.Errorf("the second call sees the first's %s: %s", file, lines[0])
+		}
+		var procs []proc
+		r.value(t, 1, &procs)
+		for _, p := range procs {
+			if strings.Contains(p.Cmdline, "sleep") {
+				t.Errorf("the second call sees the first's process: %+v", p)
+			}
+		}
+	})
+}
+
+func TestServeTimeout(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		orphan := marker("sorphan")
+		tmo := 2 * time.Second * slow
+		start := time.Now()
+		r := s.call(t, req{Argv: []string{filepath.Join(w, "tjhelper"), "spawn", orphan, ";", "sleep", "60s"}, Workdir: w,
+			Limits: map[string]any{"timeout": tmo.String()}})
+		took := time.Since(start)
+		if r.report == nil || r.report.Status != "timeout" || r.report.ExitCode != 124 {
+			t.Fatalf("want status timeout, exit_code 124\n%s", r)
+		}
+		if took < tmo || took > 8*tmo {
+			t.Errorf("the run took %s with a %s timeout", took, tmo)
+		}
+		if r.report.Limits.TimeoutMs != tmo.Milliseconds() {
+			t.Errorf("limits.timeout_ms %d, want %d", r.report.Limits.TimeoutMs, tmo.Milliseconds())
+		}
+		requireGone(t, orphan)
+	})
+}
+
+func TestServeMemoryCap(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		u.needCgroup(t)
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		r := s.call(t, req{Argv: []string{filepath.Join(w, "tjhelper"), "alloc", "1073741824"}, Workdir: w,
+			Limits: map[string]any{"memory": "64M"}})
+		if r.report == nil || r.report.Status != "memory_limit" || r.report.ExitCode != 137 {
+			t.Fatalf("want status memory_limit, exit_code 137\n%s", r)
+		}
+		if r.report.Limits.MemoryBytes != 64*mib {
+			t.Errorf("limits.memory_bytes %d, want %d", r.report.Limits.MemoryBytes, 64*mib)
+		}
+	})
+}
+
+// Requests the server must refuse with one error line, code 125, before
+// any run; a tighter limit is taken (positive control).
+func TestServeRefusals(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		mark := marker("refused")
+		argv := []string{"/bin/echo", mark}
+		for _, c := range []struct {
+			name string
+			line string
+			want []string
+		}{
+			{"looser memory", `{"argv":["/bin/echo","` + mark + `"],"limits":{"memory":"2G"}}`, []string{"memory", "2G"}},
+			{"unlimited timeout", `{"argv":["/bin/echo","` + mark + `"],"limits":{"timeout":"0"}}`, []string{"timeout"}},
+			{"looser pids", `{"argv":["/bin/echo","` + mark + `"],"limits":{"pids":100000}}`, []string{"pids"}},
+			{"unknown profile", `{"argv":["/bin/echo","` + mark + `"],"profile":"nosuch-profile"}`, []string{"nosuch-profile"}},
+			{"network host", `{"argv":["/bin/echo","` + mark + `"],"network":"host"}`, []string{"network"}},
+			{"garbage", "this is not JSON", nil},
+			{"empty argv", `{"argv":[]}`, []string{"argv"}},
+			{"no argv", `{"id":"x"}`, []string{"argv"}},
+			{"relative workdir", `{"argv":["/bin/echo","` + mark + `"],"workdir":"rel/dir"}`, []string{"workdir"}},
+		} {
+			t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
+				r, err := s.try(u, []byte(c.line+"\n"))
+				if err != nil {
+					t.Fatalf("%v\n%s", err, r)
+				}
+				r.refused(t, c.want...)
+			})
+		}
+		// Nothing of the refused requests ran.
+		if b, _ := os.ReadFile(s.audit); strings.Contains(string(b), mark) {
+			t.Errorf("a refused request ran: %s", b)
+		}
+		r := s.call(t, req{Argv: argv, Limits: map[string]any{"memory": "256M", "timeout": "20s", "pids": 64, "cpu_time": "30s"}, Network: "none"})
+		if r.report == nil || r.report.ExitCode != 0 || r.stdout() != mark+"\n" {
+			t.Fatalf("a tighter request was not run\n%s", r)
+		}
+		l := r.report.Limits
+		if l.MemoryBytes != 256*mib || l.TimeoutMs != 20000 || l.Pids != 64 || l.CPUTimeMs != 30000 {
+			t.Errorf("limits %+v, want memory 256M, timeout 20s, pids 64, cpu_time 30s", l)
+		}
+	})
+}
+
+// Only the server's user reaches its socket: uid 65534 connecting to
+// root's server, and another unprivileged uid connecting to uid 65534's,
+// get EACCES (the socket is 0600 in a 0700 directory). Root passes any
+// file permission, so root is not refused by uid 65534's server: that
+// direction does not apply.
+func TestServeOtherUIDRefused(t *testing.T) {
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+	if len(users) < 2 {
+		t.Skip("needs root and uid 65534")
+	}
+	root, nobody := users[0], users[1]
+	other := &user{name: "uid4243", uid: 4243, gid: 4243, cred: &syscall.Credential{Uid: 4243, Gid: 4243, Groups: []uint32{}}}
+	t.Parallel()
+	for _, c := range []struct{ server, client *user }{{root, nobody}, {nobody, other}} {
+		t.Run(c.server.name+"-server", func(t *testing.T) {
+			t.Parallel()
+			s := c.server.startServer(t, "")
+			if fi, err := os.Lstat(s.sock); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("the socket: %v %v, want mode 0600", fi, err)
+			}
+			conn, err := dialAs(c.client, s.sock)
+			if conn != nil {
+				conn.Close()
+			}
+			if !errors.Is(err, unix.EACCES) {
+				t.Errorf("a client of another uid connecting: %v, want EACCES", err)
+			}
+			// Positive control: the server's own user is served.
+			if r := s.call(t, req{Argv: []string{"/bin/true"}}); r.report == nil || r.report.ExitCode != 0 {
+				t.Errorf("the server's own user is not served\n%s", r)
+			}
+		})
+	}
+}
+
+// 50 clients at once: each gets its own report; one sending garbage gets
+// an error line; one that disconnects mid-run has its run cancelled (the
+// audit log says so) and nothing of it left.
+func TestServeConcurrent(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		sleepArgs, gone := sleepMark()
+		const n = 50
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				switch i {
+				case 0:
+					r, err := s.try(u, []byte("{\"argv\": [garbage\n"))
+					if err != nil {
+						t.Errorf("garbage client: %v", err)
+						return
+					}
+					if r.errCode != 125 || r.report != nil || len(r.lines) != 1 {
+						t.Errorf("garbage client: want one error line, code 125\n%s", r)
+					}
+				case 1:
+					c, err := dialAs(u, s.sock)
+					if err != nil {
+						t.Errorf("disconnecting client: %v", err)
+						return
+					}
+					line, _ := json.Marshal(req{Argv: []string{"/bin/sh", "-c", "echo started; exec sleep " + sleepArgs}, Stream: true})
+					c.Write(append(line, '\n'))
+					buf := make([]byte, 1)
+					c.SetReadDeadline(time.Now().Add(time.Minute * slow))
+					if _, err := c.Read(buf); err != nil {
+						t.Errorf("disconnecting client: no stream line: %v", err)
+					}
+					c.Close()
+				default:
+					mark := fmt.Sprintf("%s-%d", marker("conc"), i)
+					q := req{Argv: []string{"/bin/echo", mark}}
+					if i%2 == 0 {
+						q.Workdir = w
+					}
+					r, err := s.try(u, mustJSON(t, q))
+					if err != nil {
+						t.Errorf("client %d: %v\n%s", i, err, r)
+						return
+					}
+					if r.report == nil || r.report.ExitCode != 0 || r.stdout() != mark+"\n" {
+						t.Errorf("client %d: want its own output %q\n%s", i, mark, r)
+					}
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		a := s.auditFor(t, gone)
+		if a.Status != "cancelled" {
+			t.Errorf("the disconnected client's run: audit status %q, want cancelled", a.Status)
+		}
+		requireGone(t, gone)
+	})
+}
+
+// SIGTERM drains: the running call ends with its report, new connections
+// fail (or are refused with an error line), the socket file goes, exit 0.
+func TestServeSigterm(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		p := s.start(t, req{Argv: []string{"/bin/sh", "-c", "echo started; sleep 2; echo done"}})
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		time.Sleep(300 * time.Millisecond)
+		if r, err := s.try(u, mustJSON(t, req{Argv: []string{"/bin/true"}})); err == nil && r.errMsg == "" {
+			t.Errorf("a new call while draining was served\n%s", r)
+		} else if err == nil {
+			r.refused(t)
+		}
+		r, err := p.finish()
+		if err != nil {
+			t.Fatalf("the running call: %v\n%s\nserver log:\n%s", err, r, s.log())
+		}
+		if r.report == nil || r.report.Status != "exited" || r.stdout() != "started\ndone\n" {
+			t.Errorf("the running call did not finish with its report\n%s", r)
+		}
+		s.requireExit(t, 0)
+		if _, err := os.Lstat(s.sock); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the socket %s is still there after SIGTERM (%v)", s.sock, err)
+		}
+	})
+}
+
+// SIGKILL of the server: its runs die with it; the next server on the same
+// socket replaces the stale socket file and removes the dead server's
+// cgroups; it serves.
+func TestServeSigkill(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		dir := u.serverDir(t)
+		s := u.startServer(t, dir)
+		sleepArgs, mark := sleepMark()
+		p := s.start(t, req{Argv: []string{"/bin/sh", "-c", "echo started; exec sleep " + sleepArgs}})
+		s.cmd.Process.Kill()
+		<-s.exited
+		if r, err := p.finish(); err == nil {
+			t.Errorf("the call of a killed server got a final line\n%s", r)
+		}
+		requireGone(t, mark)
+		if fi, err := os.Lstat(s.sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			t.Fatalf("no stale socket file after SIGKILL (%v): nothing for the next server to replace", err)
+		}
+		next := u.startServer(t, dir)
+		r := next.call(t, req{Argv: []string{"/bin/echo", "again"}})
+		if r.report == nil || r.stdout() != "again\n" {
+			t.Fatalf("the next server does not serve\n%s", r)
+		}
+		s.checkedLeftovers = true
+		if s.rc.dir != "" {
+			// A delegated cgroup of its own (the VM guests), which the
+			// next server, in another one, cannot clean: what is left
+			// must hold no process, so the delegating manager can remove
+			// it (release checks that it can).
+			for _, d := range s.rc.leftovers(s.cmd.Process.Pid) {
+				if p, _ := os.ReadFile(filepath.Join(d, "cgroup.procs")); len(bytes.TrimSpace(p)) > 0 {
+					t.Errorf("processes left in %s: %s", d, p)
+				}
+			}
+			s.rc.release()
+			return
+		}
+		// The suite's leftover check on the dead server: nothing of it is
+		// left once the next one has served a call.
+		s.rc.check(t, s.cmd.Process.Pid)
+	})
+}
+
+// `tooljail run --server` (and TOOLJAIL_SERVER): the run goes to the
+// server, with the exit codes and outputs of a run jailed here; flags the
+// server's profile decides are refused by name.
+func TestServeRunCLI(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		helper := filepath.Join(w, "tjhelper")
+		out := u.dir(t)
+		rep := filepath.Join(out, "report.json")
+		in := filepath.Join(out, "stdin")
+		if err := os.WriteFile(in, []byte("to the command\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(in, u.dirUID, u.dirGID); err != nil {
+			t.Fatal(err)
+		}
+
+		// The command's exit code, its output streamed, the report written.
+		o := u.exec(t, run{args: []string{"run", "--server", s.sock, "--workdir", w, "--report", rep, "--", helper, "ids", ";", "stderr", "3", ";", "exit", "3"}})
+		var r report
+		b, err := os.ReadFile(rep)
+		if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
+		if o.code != 3 || err != nil || r.Status != "exited" || r.ExitCode != 3 || r.Workdir != w {
+			t.Fatalf("want exit 3 and a report (%v)\n%s\nreport: %s", err, o, b)
+		}
+		if !strings.Contains(o.stdout, `"uid":1000`) || o.stderr != "abc" {
+			t.Errorf("stdout %q, stderr %q: want the command's own", o.stdout, o.stderr)
+		}
+		if r.Stdout.Text != nil || r.Stdout.Bytes != int64(len(o.stdout)) {
+			t.Errorf("report stdout %+v, want counts only (%d bytes)", r.Stdout, len(o.stdout))
+		}
+
+		// --json through TOOLJAIL_SERVER, stdin sent.
+		f, err := os.Open(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		o = u.exec(t, run{args: []string{"run", "--no-workdir", "--json", "--", "/bin/cat"}, env: []string{"TOOLJAIL_SERVER=" + s.sock}, stdin: f})
+		r = report{}
+		if err := json.Unmarshal([]byte(o.stdout), &r); o.code != 0 || err != nil || r.Stdout.Text == nil || *r.Stdout.Text != "to the command\n" {
+			t.Errorf("--json with stdin: %v\n%s", err, o)
+		}
+
+		// A limit hit: the exit code and the summary line.
+		o = u.exec(t, run{args: []string{"run", "--server", s.sock, "--no-workdir", "--timeout", "1s", "--", "/bin/sleep", "30"}})
+		if o.code != 124 || !strings.Contains(o.stderr, "tooljail: timeout") {
+			t.Errorf("want exit 124 and the summary line\n%s", o)
+		}
+
+		// Refused: a flag the server decides, a looser limit, no server.
+		oneLineError(t, u.exec(t, run{args: []string{"run", "--server", s.sock, "--ro", "/etc", "--", "/bin/true"}}), "--ro")
+		oneLineError(t, u.exec(t, run{args: []string{"run", "--server", s.sock, "--no-workdir", "--memory", "2G", "--", "/bin/true"}}), "memory", "looser")
+		oneLineError(t, u.exec(t, run{args: []string{"run", "--server", filepath.Join(out, "nosock"), "--no-workdir", "--", "/bin/true"}}), "nosock", "tooljail serve")
+	})
+}
