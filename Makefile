@@ -10,7 +10,7 @@ GOFILES   := $(shell find . \( -name '*.go' -o -name '*.c' -o -name '*.h' \) -no
 export TOOLJAIL := $(CURDIR)/$(BIN)
 export TJHELPER := $(CURDIR)/$(HELPER)
 
-.PHONY: all build deps test unit fuzz integration vm demo bench clean fmt vet
+.PHONY: all build deps test unit fuzz integration python vm demo bench clean fmt vet
 
 all: build
 build: $(BIN)
@@ -52,6 +52,11 @@ fuzz:
 integration: $(BIN) $(HELPER)
 	$(GO) test -count=1 -timeout 15m ./integration/
 
+# The Python client (python/): its unittest suite, through the CLI and a real
+# `tooljail serve` it starts.
+python: $(BIN)
+	cd python && TOOLJAIL_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s tests
+
 # The integration suite, static, for the VMs.
 bin/integration.test: $(wildcard integration/*.go) $(wildcard integration/tjhelper/*.go)
 	CGO_ENABLED=0 $(GO) test -c -o $@ ./integration
@@ -62,7 +67,7 @@ vm: $(BIN) $(HELPER) bin/integration.test
 	./integration/vm/deps.sh
 	VM_PARALLEL=$${VM_PARALLEL:-1} ./integration/vm/run-matrix.sh bin/integration.test
 
-test: deps vet unit integration vm
+test: deps vet unit integration python vm
 
 # The README's first command: build, then run one jailed command and show its report.
 demo: $(BIN)

@@ -8,6 +8,8 @@ need=()
 for pkg in gcc libc6-dev libseccomp-dev pkg-config util-linux; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
+# The Python client's tests (make python): any python3 on PATH will do.
+command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   echo "deps: installing ${need[*]}"
   sudo_cmd=""

@@ -1,0 +1,159 @@
+"""The pure decisions: argument checks, each transport's spelling, the
+transport choice, and what a report means to the caller."""
+
+import base64
+import pathlib
+import unittest
+
+import support  # noqa: F401  (puts the source tree on sys.path)
+from tooljail import _call
+
+
+def make(args=("true",), **kw):
+    return _call.make_call(list(args) if isinstance(args, tuple) else args, getcwd=lambda: "/w", **kw)
+
+
+class MakeCallTest(unittest.TestCase):
+    def test_argv(self):
+        cases = [
+            (["echo", "hi"], {}, ["echo", "hi"]),
+            (("echo", b"hi"), {}, ["echo", "hi"]),
+            ([pathlib.Path("/bin/echo")], {}, ["/bin/echo"]),
+            ("echo $HOME", {"shell": True}, ["/bin/sh", "-c", "echo $HOME"]),
+            (["echo $0", "x"], {"shell": True}, ["/bin/sh", "-c", "echo $0", "x"]),
+        ]
+        for args, kw, want in cases:
+            with self.subTest(args=args):
+                self.assertEqual(_call.make_call(args, getcwd=lambda: "/w", **kw).argv, want)
+
+    def test_bad_argv(self):
+        cases = [
+            ("ls -l", TypeError, "list of strings"),
+            (b"ls", TypeError, "list of strings"),
+            (None, TypeError, "list of strings"),
+            ([], ValueError, "empty"),
+            (["ls", 1], TypeError, r"args\[1\]"),
+            (["ls", "a\0b"], ValueError, "NUL"),
+            ([b"\xff"], ValueError, "UTF-8"),
+        ]
+        for args, exc, msg in cases:
+            with self.subTest(args=args):
+                with self.assertRaisesRegex(exc, msg):
+                    _call.make_call(args, getcwd=lambda: "/w")
+
+    def test_workdir(self):
+        self.assertEqual(make().workdir, "/w")
+        self.assertEqual(make(cwd="/a/b/../c").workdir, "/a/c")
+        self.assertEqual(make(cwd=pathlib.Path("/p")).workdir, "/p")
+
+    def test_limits(self):
+        cases = [
+            ({"memory": 1 << 20}, {"memory": "1048576"}),
+            ({"memory": "256M"}, {"memory": "256M"}),
+            ({"cpus": 0.5, "pids": 16}, {"cpus": "0.5", "pids": "16"}),
+            ({"cpus": 2}, {"cpus": "2"}),
+            ({"timeout": 1.5}, {"timeout": "1500ms"}),
+            ({"timeout": 0.0001}, {"timeout": "1ms"}),
+            ({"timeout": 0}, {"timeout": "1ms"}),
+            ({"timeout": 3}, {"timeout": "3000ms"}),
+        ]
+        for kw, want in cases:
+            with self.subTest(kw=kw):
+                self.assertEqual(make(**kw).limits, want)
+
+    def test_bad_limits(self):
+        cases = [
+            ({"memory": True}, TypeError),
+            ({"memory": 1.5}, TypeError),
+            ({"pids": -1}, ValueError),
+            ({"cpus": float("nan")}, ValueError),
+            ({"memory": " "}, ValueError),
+            ({"timeout": "10s"}, TypeError),
+            ({"timeout": float("inf")}, ValueError),
+            ({"profile": ""}, TypeError),
+            ({"network": 0}, TypeError),
+            ({"env": {"A=B": "x"}}, ValueError),
+            ({"env": {"A": None}}, TypeError),
+        ]
+        for kw, exc in cases:
+            with self.subTest(kw=kw):
+                with self.assertRaises(exc):
+                    make(**kw)
+
+
+class SpellingTest(unittest.TestCase):
+    def test_cli_argv(self):
+        call = make(["cat", "-"], profile="strict", memory="64M", cpus=0.5, pids=8, timeout=2,
+                    network="none", env={"A": "1", "B": "x=y"}, cwd="/proj")
+        self.assertEqual(_call.cli_argv("/bin/tj", call), [
+            "/bin/tj", "run", "--json", "--quiet", "--profile", "strict",
+            "--memory", "64M", "--cpus", "0.5", "--pids", "8", "--timeout", "2000ms",
+            "--net", "none", "--workdir", "/proj", "--env", "A=1", "--env", "B=x=y",
+            "--", "cat", "-"])
+        self.assertEqual(_call.cli_argv("tj", make(["true"])),
+                         ["tj", "run", "--json", "--quiet", "--workdir", "/w", "--", "true"])
+
+    def test_server_request(self):
+        self.assertEqual(_call.server_request(make(["true"])),
+                         {"argv": ["true"], "workdir": "/w", "stream": True})
+        call = make(["cat"], stdin=b"\x00\xff", profile="default", memory=1024, timeout=1,
+                    network="none", env={"K": "V"})
+        self.assertEqual(_call.server_request(call), {
+            "argv": ["cat"], "workdir": "/w", "stream": True, "env": {"K": "V"},
+            "stdin": base64.b64encode(b"\x00\xff").decode(), "profile": "default",
+            "limits": {"memory": "1024", "timeout": "1000ms"}, "network": "none"})
+
+
+class TransportChoiceTest(unittest.TestCase):
+    def test_default_socket(self):
+        cases = [
+            ({"XDG_RUNTIME_DIR": "/run/user/7"}, 7, "/run/user/7/tooljail.sock"),
+            ({"XDG_RUNTIME_DIR": "/run/user/0"}, 0, "/run/user/0/tooljail.sock"),
+            ({}, 0, "/run/tooljail.sock"),
+            ({"XDG_RUNTIME_DIR": ""}, 1000, "/tmp/tooljail-1000/sock"),
+        ]
+        for env, uid, want in cases:
+            with self.subTest(env=env, uid=uid):
+                self.assertEqual(_call.default_socket(env, uid), want)
+
+    def test_choose(self):
+        which = {"tooljail": "/usr/bin/tooljail"}.get
+        nowhere = {}.get
+        cases = [
+            ("/s", {"TOOLJAIL_SERVER": "/e"}, set(), which, ("server", "/s")),
+            (None, {"TOOLJAIL_SERVER": "/e"}, set(), which, ("server", "/e")),
+            (None, {}, {"/run/tooljail.sock"}, which, ("server", "/run/tooljail.sock")),
+            (None, {}, set(), which, ("cli", "/usr/bin/tooljail")),
+            (None, {"TOOLJAIL_BIN": "/b/tj"}, set(), which, ("cli", "/b/tj")),
+            (None, {"TOOLJAIL_BIN": "/b/tj", "TOOLJAIL_SERVER": ""}, set(), nowhere, ("cli", "/b/tj")),
+        ]
+        for sock, env, existing, wh, want in cases:
+            with self.subTest(socket=sock, env=env, existing=existing):
+                self.assertEqual(_call.choose_transport(sock, env, 0, existing.__contains__, wh), want)
+        with self.assertRaisesRegex(LookupError, "TOOLJAIL_BIN"):
+            _call.choose_transport(None, {}, 0, set().__contains__, nowhere)
+
+
+class OutcomeTest(unittest.TestCase):
+    def test_outcome(self):
+        cases = [
+            ({"status": "exited", "exit_code": 0}, ("returncode", 0)),
+            ({"status": "exited", "exit_code": 3}, ("returncode", 3)),
+            ({"status": "signaled", "exit_code": 143, "signal": "SIGTERM"}, ("returncode", -15)),
+            ({"status": "signaled", "exit_code": 137}, ("returncode", -9)),
+            ({"status": "signaled", "exit_code": 200, "signal": "SIGNOPE"}, ("returncode", -72)),
+            ({"status": "memory_limit", "exit_code": 137}, ("returncode", -9)),
+            ({"status": "violation", "exit_code": 159}, ("returncode", -31)),
+            ({"status": "timeout", "exit_code": 124}, ("timeout", None)),
+            ({"status": "setup_error", "exit_code": 126, "reason": "x"}, ("returncode", 126)),
+            ({"status": "setup_error", "exit_code": 127, "reason": "x"}, ("returncode", 127)),
+            ({"status": "setup_error", "exit_code": 125, "reason": "no cgroup"}, ("error", "no cgroup")),
+            ({"status": "cancelled", "exit_code": 125}, ("error", "the jail ended with status 'cancelled' (exit 125)")),
+        ]
+        for report, want in cases:
+            with self.subTest(report=report):
+                self.assertEqual(_call.outcome(report), want)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,205 @@
+"""The client's side of the wire protocol against scripted servers and CLIs
+that misbehave: every failure is a clear exception, never a hang."""
+
+import base64
+import json
+import os
+import socket
+import stat
+import threading
+import time
+import unittest
+
+import support
+import tooljail
+from tooljail import _transport
+
+REPORT = {"schema": "tooljail.report/v1", "status": "exited", "exit_code": 0,
+          "stdout": {"bytes": 3, "truncated": False, "text": "\ufffd\x00\ufffd"},
+          "stderr": {"bytes": 0, "truncated": False, "text": ""}}
+
+
+def line(obj):
+    return json.dumps(obj).encode() + b"\n"
+
+
+class FakeServer:
+    """Answers each connection with handler(conn, request_bytes)."""
+
+    def __init__(self, directory, handler):
+        self.path = os.path.join(directory, "fake-%d.sock" % id(self))
+        self.requests = []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        self.sock.listen(8)
+        self.handler = handler
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = conn.recv(1 << 16)
+                    if not chunk:
+                        break
+                    data += chunk
+                self.requests.append(json.loads(data) if data else None)
+                try:
+                    self.handler(conn)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+        os.unlink(self.path)
+
+
+class ProtocolTest(unittest.TestCase):
+    def setUp(self):
+        self.scratch = support.Scratch()
+        self.addCleanup(self.scratch.close)
+        self.margin = _transport.MARGIN_SECONDS
+        _transport.MARGIN_SECONDS = 0.5
+        self.addCleanup(setattr, _transport, "MARGIN_SECONDS", self.margin)
+
+    def serve(self, handler):
+        srv = FakeServer(self.scratch.dir, handler)
+        self.addCleanup(srv.close)
+        return srv
+
+    def test_stream_then_report(self):
+        def handler(conn):
+            conn.sendall(line({"stream": "stdout", "data": base64.b64encode(b"\xff\x00").decode()}))
+            conn.sendall(line({"stream": "stderr", "data": base64.b64encode(b"e").decode()}))
+            conn.sendall(line({"stream": "stdout", "data": base64.b64encode(b"\xfe").decode()}))
+            conn.sendall(json.dumps(REPORT, separators=(",", ":")).encode() + b"\n")
+        srv = self.serve(handler)
+        r = tooljail.run(["x"], capture_output=True, input=b"in", socket=srv.path, env={"A": "1"},
+                         timeout=5, memory="1M")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"\xff\x00\xfe", b"e"))
+        req = srv.requests[0]
+        self.assertEqual(req["argv"], ["x"])
+        self.assertEqual(req["workdir"], os.getcwd())
+        self.assertEqual(base64.b64decode(req["stdin"]), b"in")
+        self.assertEqual(req["env"], {"A": "1"})
+        self.assertEqual(req["limits"], {"memory": "1M", "timeout": "5000ms"})
+        self.assertIs(req["stream"], True)
+        # stderr=STDOUT keeps the order of arrival.
+        r = tooljail.run(["x"], stdout=tooljail.PIPE, stderr=tooljail.STDOUT, socket=srv.path)
+        self.assertEqual(r.stdout, b"\xff\x00e\xfe")
+
+    def test_truncated_takes_report_text(self):
+        report = dict(REPORT, stdout={"bytes": 99, "truncated": True, "text": "head[marker]tail"})
+
+        def handler(conn):
+            conn.sendall(line({"stream": "stdout", "data": base64.b64encode(b"head").decode()}))
+            conn.sendall(line(report))
+        srv = self.serve(handler)
+        r = tooljail.run(["x"], capture_output=True, socket=srv.path)
+        self.assertEqual(r.stdout, b"head[marker]tail")
+
+    def test_error_line(self):
+        srv = self.serve(lambda c: c.sendall(line({"error": {"code": 125, "message": "profile \"p\" is not served"}})))
+        with self.assertRaises(tooljail.JailError) as cm:
+            tooljail.run(["x"], profile="p", socket=srv.path)
+        self.assertEqual((str(cm.exception), cm.exception.code, cm.exception.report),
+                         ('profile "p" is not served', 125, None))
+
+    def test_setup_error_report(self):
+        report = dict(REPORT, status="setup_error", exit_code=125, reason="cgroup: no memory controller")
+        srv = self.serve(lambda c: c.sendall(line(report)))
+        with self.assertRaises(tooljail.JailError) as cm:
+            tooljail.run(["x"], socket=srv.path)
+        self.assertEqual(str(cm.exception), "cgroup: no memory controller")
+        self.assertEqual(cm.exception.report.status, "setup_error")
+
+    def test_broken_servers(self):
+        cases = [
+            ("closes", lambda c: None, "closed the connection"),
+            ("half a line", lambda c: c.sendall(b'{"status": "exi'), "closed the connection"),
+            ("garbage", lambda c: c.sendall(b"hello\n"), "not JSON"),
+            ("not an object", lambda c: c.sendall(b"[1]\n"), "not an object"),
+            ("unknown object", lambda c: c.sendall(b'{"what": 1}\n'), "neither"),
+        ]
+        for name, handler, msg in cases:
+            with self.subTest(name):
+                srv = self.serve(handler)
+                with self.assertRaisesRegex(tooljail.JailError, msg):
+                    tooljail.run(["x"], socket=srv.path, timeout=5)
+
+    def test_server_not_there(self):
+        start = time.monotonic()
+        for path in (os.path.join(self.scratch.dir, "nothing"), "/no/such/dir/sock"):
+            with self.subTest(path):
+                with self.assertRaisesRegex(tooljail.JailError, "cannot reach the tooljail server at " + path):
+                    tooljail.run(["true"], socket=path)
+        # A socket file nobody listens on (a dead server's).
+        dead = os.path.join(self.scratch.dir, "dead.sock")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(dead)
+        s.close()
+        os.environ["TOOLJAIL_SERVER"] = dead
+        try:
+            with self.assertRaisesRegex(tooljail.JailError, "refused"):
+                tooljail.run(["true"])
+        finally:
+            del os.environ["TOOLJAIL_SERVER"]
+        self.assertLess(time.monotonic() - start, 5)
+
+    def test_silent_server(self):
+        # Accepts, reads, never answers: the caller gets TimeoutExpired after
+        # its timeout plus the margin, with no report.
+        stop = threading.Event()
+        self.addCleanup(stop.set)
+        srv = self.serve(lambda c: stop.wait(30))
+        start = time.monotonic()
+        with self.assertRaises(tooljail.TimeoutExpired) as cm:
+            tooljail.run(["x"], socket=srv.path, timeout=0.2, capture_output=True)
+        self.assertLess(time.monotonic() - start, 3)
+        self.assertIsNone(cm.exception.report)
+        self.assertIn("client stopped waiting", str(cm.exception))
+
+    def test_stuck_cli(self):
+        cli = os.path.join(self.scratch.dir, "stuck-tooljail")
+        with open(cli, "w") as f:
+            f.write("#!/bin/sh\nexec sleep 30\n")
+        os.chmod(cli, stat.S_IRWXU)
+        saved = os.environ.get("TOOLJAIL_BIN")
+        os.environ["TOOLJAIL_BIN"] = cli
+        try:
+            start = time.monotonic()
+            with self.assertRaises(tooljail.TimeoutExpired):
+                tooljail.run(["x"], timeout=0.2)
+            self.assertLess(time.monotonic() - start, 3)
+        finally:
+            if saved is None:
+                del os.environ["TOOLJAIL_BIN"]
+            else:
+                os.environ["TOOLJAIL_BIN"] = saved
+
+    def test_cli_without_report(self):
+        cli = os.path.join(self.scratch.dir, "bad-tooljail")
+        with open(cli, "w") as f:
+            f.write("#!/bin/sh\necho 'tooljail: something went wrong; do this' >&2\nexit 2\n")
+        os.chmod(cli, stat.S_IRWXU)
+        saved = os.environ.get("TOOLJAIL_BIN")
+        os.environ["TOOLJAIL_BIN"] = cli
+        try:
+            with self.assertRaises(tooljail.JailError) as cm:
+                tooljail.run(["x"])
+            self.assertEqual((str(cm.exception), cm.exception.code), ("something went wrong; do this", 2))
+        finally:
+            if saved is None:
+                del os.environ["TOOLJAIL_BIN"]
+            else:
+                os.environ["TOOLJAIL_BIN"] = saved
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,300 @@
+"""tooljail.run against the real binary: the same cases through the CLI and
+through a real `tooljail serve`, then both compared on the same calls."""
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import support
+import tooljail
+
+BIG = 16 << 20  # the default profile's output limit: all of it comes back
+PY = "/usr/bin/python3"
+
+
+class RunCases:
+    """Every run() parameter; a subclass says which transport (self.kw)."""
+
+    def run_(self, args, **kw):
+        return tooljail.run(args, **dict(self.kw, **kw))
+
+    def test_bytes_and_text(self):
+        r = self.run_(["/bin/sh", "-c", "echo hi; echo err >&2; exit 3"], capture_output=True)
+        self.assertIsInstance(r, subprocess.CompletedProcess)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (3, b"hi\n", b"err\n"))
+        self.assertEqual(r.report.status, "exited")
+        self.assertEqual(r.report.raw["exit_code"], 3)
+        r = self.run_(["/bin/sh", "-c", "printf 'a\\r\\nb\\n'"], capture_output=True, text=True)
+        self.assertEqual(r.stdout, "a\nb\n")
+        r = self.run_(["/bin/sh", "-c", "printf '\\303\\251t\\303\\251'"], capture_output=True, encoding="utf-8")
+        self.assertEqual(r.stdout, "été")
+        r = self.run_(["/bin/sh", "-c", "printf x"], stdout=tooljail.PIPE, errors="strict")
+        self.assertEqual((r.stdout, r.stderr), ("x", None))
+
+    def test_input(self):
+        self.assertEqual(self.run_(["cat"], input=b"\x00abc\n", capture_output=True).stdout, b"\x00abc\n")
+        self.assertEqual(self.run_(["cat"], input="héllo", text=True, capture_output=True).stdout, "héllo")
+        # No input: /dev/null, never this process's stdin.
+        self.assertEqual(self.run_(["cat"], capture_output=True).stdout, b"")
+        with self.assertRaisesRegex(TypeError, "text=True"):
+            self.run_(["cat"], input="str without text")
+
+    def test_large_output_and_input(self):
+        r = self.run_(["/bin/sh", "-c", "yes | head -c %d" % BIG], stdout=tooljail.PIPE)
+        self.assertEqual(len(r.stdout), BIG)
+        self.assertEqual(r.stdout, b"y\n" * (BIG // 2))
+        self.assertFalse(r.report.stdout.truncated)
+        data = os.urandom(1 << 20).hex().encode()[:BIG] * 8  # 16 MiB of text
+        r = self.run_(["cat"], input=data, stdout=tooljail.PIPE)
+        self.assertEqual(r.stdout, data)
+
+    def test_destinations(self):
+        with tempfile.TemporaryFile() as f:
+            self.run_(["/bin/sh", "-c", "echo out; echo err >&2"], stdout=f, stderr=tooljail.STDOUT)
+            f.seek(0)
+            self.assertEqual(sorted(f.read().splitlines()), [b"err", b"out"])
+        r = self.run_(["/bin/sh", "-c", "echo out; echo err >&2"], stdout=tooljail.DEVNULL, stderr=tooljail.PIPE)
+        self.assertEqual((r.stdout, r.stderr), (None, b"err\n"))
+        r = self.run_(["/bin/sh", "-c", "echo out; echo err >&2"], stdout=tooljail.PIPE, stderr=tooljail.STDOUT)
+        self.assertEqual(sorted(r.stdout.splitlines()), [b"err", b"out"])
+        self.assertIsNone(r.stderr)
+        with tempfile.TemporaryFile() as f:
+            self.run_(["echo", "fd"], stdout=f.fileno())
+            f.seek(0)
+            self.assertEqual(f.read(), b"fd\n")
+        buf = io.BytesIO()
+        self.run_(["echo", "bytesio"], stdout=buf)
+        self.assertEqual(buf.getvalue(), b"bytesio\n")
+        # Inherited: this process's sys.stdout/sys.stderr.
+        out, err = io.TextIOWrapper(io.BytesIO()), io.StringIO()
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = out, err
+        try:
+            r = self.run_(["/bin/sh", "-c", "echo inherited; echo e >&2"])
+        finally:
+            sys.stdout, sys.stderr = saved
+        self.assertEqual((r.stdout, r.stderr), (None, None))
+        out.flush()
+        self.assertEqual(out.buffer.getvalue(), b"inherited\n")
+        self.assertEqual(err.getvalue(), "e\n")
+        with self.assertRaisesRegex(ValueError, "capture_output"):
+            self.run_(["true"], capture_output=True, stdout=tooljail.PIPE)
+
+    def test_check(self):
+        self.assertEqual(self.run_(["true"], check=True).returncode, 0)
+        with self.assertRaises(subprocess.CalledProcessError) as cm:
+            self.run_(["/bin/sh", "-c", "echo o; echo e >&2; exit 4"], check=True, capture_output=True)
+        e = cm.exception
+        self.assertIsInstance(e, tooljail.CalledProcessError)
+        self.assertEqual((e.returncode, e.output, e.stderr), (4, b"o\n", b"e\n"))
+        self.assertEqual(e.report.status, "exited")
+        self.assertEqual(tooljail.check_output(["echo", "x"], **self.kw), b"x\n")
+        self.assertEqual(tooljail.check_output(["echo", "x"], text=True, **self.kw), "x\n")
+        self.assertEqual(tooljail.check_call(["true"], **self.kw), 0)
+        self.assertEqual(tooljail.call(["/bin/sh", "-c", "exit 5"], **self.kw), 5)
+        with self.assertRaises(tooljail.CalledProcessError):
+            tooljail.check_call(["false"], **self.kw)
+        with self.assertRaises(ValueError):
+            tooljail.check_output(["true"], stdout=None, **self.kw)
+
+    def test_timeout(self):
+        start = time.monotonic()
+        with self.assertRaises(subprocess.TimeoutExpired) as cm:
+            self.run_(["/bin/sh", "-c", "echo part; exec sleep 30"], timeout=1, capture_output=True)
+        self.assertLess(time.monotonic() - start, 10)
+        e = cm.exception
+        self.assertIsInstance(e, tooljail.TimeoutExpired)
+        self.assertEqual((e.timeout, e.output, e.stderr), (1, b"part\n", b""))
+        self.assertEqual(e.report.status, "timeout")
+        self.assertEqual(e.report.limits.timeout_ms, 1000)
+        with self.assertRaises(tooljail.TimeoutExpired) as cm:
+            self.run_(["/bin/sh", "-c", "echo part; exec sleep 30"], timeout=0.5, capture_output=True, text=True)
+        self.assertEqual(cm.exception.output, b"part\n")  # bytes, as subprocess's
+        # A timeout that is not reached changes nothing.
+        self.assertEqual(self.run_(["true"], timeout=30).report.limits.timeout_ms, 30000)
+
+    def test_signal(self):
+        r = self.run_(["/bin/sh", "-c", "kill -TERM $$"])
+        self.assertEqual(r.returncode, -signal.SIGTERM)
+        self.assertEqual(r.report.status, "signaled")
+        self.assertEqual(r.report.signal, "SIGTERM")
+
+    def test_cannot_execute(self):
+        r = self.run_(["/no/such/program"], capture_output=True)
+        self.assertEqual((r.returncode, r.report.status), (127, "setup_error"))
+        self.assertIn("/no/such/program", r.report.reason)
+        r = self.run_(["/etc"])
+        self.assertEqual(r.returncode, 126)
+        with self.assertRaises(tooljail.CalledProcessError):
+            self.run_(["/no/such/program"], check=True)
+
+    def test_cwd_and_env(self):
+        sub = os.path.join(os.getcwd(), "sub")
+        os.makedirs(sub, exist_ok=True)
+        self.assertEqual(self.run_(["pwd"], capture_output=True, text=True).stdout, os.getcwd() + "\n")
+        self.assertEqual(self.run_(["pwd"], cwd=sub, capture_output=True, text=True).stdout, sub + "\n")
+        self.run_(["/bin/sh", "-c", "echo made > f"], cwd=sub, check=True)
+        with open(os.path.join(sub, "f")) as f:
+            self.assertEqual(f.read(), "made\n")
+        r = self.run_(["/bin/sh", "-c", 'echo "$FOO|$HOME|$SECRET"'], env={"FOO": "bar baz"},
+                      capture_output=True, text=True)
+        foo, home, secret = r.stdout.rstrip("\n").split("|")
+        self.assertEqual(foo, "bar baz")
+        self.assertTrue(home)  # the profile's environment is kept
+        self.assertEqual(secret, "")  # this process's is not passed
+        with self.assertRaises(tooljail.JailError) as cm:
+            self.run_(["true"], cwd="/")
+        self.assertIn("workdir", str(cm.exception))
+        self.assertEqual(cm.exception.code, 125)
+
+    def test_limits(self):
+        r = self.run_(["true"], memory="64M", cpus=0.5, pids=32, network="none")
+        self.assertEqual(r.report.limits.memory_bytes, 64 << 20)
+        self.assertEqual(r.report.limits.cpus, 0.5)
+        self.assertEqual(r.report.limits.pids, 32)
+        self.assertTrue(r.report.enforcement.namespaces.net)
+        self.assertEqual(self.run_(["true"], memory=64 << 20).report.limits.memory_bytes, 64 << 20)
+
+    @unittest.skipUnless(os.getuid() == 0 and os.path.exists(PY), "memory cap as root, with %s" % PY)
+    def test_memory_limit(self):
+        r = self.run_([PY, "-c", "b = bytearray(256 << 20)"], memory="64M", capture_output=True)
+        if not r.report.enforcement.caps.memory:
+            self.skipTest("the memory cap is not enforced on this host")
+        self.assertEqual((r.report.status, r.returncode), ("memory_limit", -signal.SIGKILL))
+
+    def test_bad_input(self):
+        with self.assertRaisesRegex(TypeError, "list of strings"):
+            self.run_("echo hi")
+        with self.assertRaises(ValueError):
+            self.run_([])
+        with self.assertRaises(tooljail.JailError) as cm:
+            self.run_(["true"], profile="no-such-profile")
+        self.assertIn("no-such-profile", str(cm.exception))
+        self.assertEqual(cm.exception.code, 125)
+        with self.assertRaisesRegex(TypeError, "file object"):
+            self.run_(["true"], stdout="out.txt")
+
+    def test_shell(self):
+        r = self.run_("echo $((6*7))", shell=True, capture_output=True, text=True)
+        self.assertEqual(r.stdout, "42\n")
+
+
+def setUpModule():
+    global scratch
+    scratch = support.Scratch()
+
+
+def tearDownModule():
+    scratch.close()
+
+
+@support.need_binary
+class CLITest(RunCases, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.kw = scratch.kw
+
+    def test_profile(self):
+        if support.ROOT:
+            self.assertEqual(tooljail.run(["true"], profile="default").report.profile, "default")
+            self.assertEqual(tooljail.run(["true"], profile="strict").report.profile, "strict")
+        else:
+            self.assertEqual(self.run_(["true"]).report.profile, scratch.profile)
+
+    def test_invalid_utf8_replaced(self):
+        # The CLI's report carries text: each invalid byte becomes U+FFFD.
+        r = self.run_(["/bin/sh", "-c", "printf 'a\\377b'"], capture_output=True)
+        self.assertEqual(r.stdout, "a\ufffdb".encode())
+
+    def test_cli_missing(self):
+        saved = os.environ.get("TOOLJAIL_BIN")
+        os.environ["TOOLJAIL_BIN"] = "/no/such/tooljail"
+        try:
+            with self.assertRaisesRegex(tooljail.JailError, "TOOLJAIL_BIN"):
+                self.run_(["true"])
+        finally:
+            if saved is None:
+                del os.environ["TOOLJAIL_BIN"]
+            else:
+                os.environ["TOOLJAIL_BIN"] = saved
+
+
+class ServerMixin:
+    @classmethod
+    def setUpClass(cls):
+        if not support.serve_supported():
+            raise unittest.SkipTest("this tooljail has no serve subcommand")
+        served = [] if scratch.profile is None else ["--profile", scratch.profile]
+        cls.server = support.Server(scratch.config, *served)
+        cls.kw = {"socket": cls.server.socket}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+
+@support.need_binary
+class ServerTest(ServerMixin, RunCases, unittest.TestCase):
+    def test_found_by_environment(self):
+        os.environ["TOOLJAIL_SERVER"] = self.server.socket
+        try:
+            self.assertEqual(tooljail.run(["echo", "env"], capture_output=True).stdout, b"env\n")
+        finally:
+            del os.environ["TOOLJAIL_SERVER"]
+        default = os.path.join(scratch.dir, "tooljail.sock")  # XDG_RUNTIME_DIR is scratch.dir
+        os.symlink(self.server.socket, default)
+        try:
+            self.assertEqual(tooljail.run(["echo", "default"], capture_output=True).stdout, b"default\n")
+        finally:
+            os.unlink(default)
+
+    def test_binary_output_exact(self):
+        # Streamed chunks are the command's bytes, invalid UTF-8 included.
+        r = self.run_(["/bin/sh", "-c", "printf '\\377\\000\\376'"], capture_output=True)
+        self.assertEqual(r.stdout, b"\xff\x00\xfe")
+        r = self.run_(["/bin/sh", "-c", "printf '\\351t\\351'"], capture_output=True, encoding="latin-1")
+        self.assertEqual(r.stdout, "été")
+
+    def test_looser_limit_refused(self):
+        with self.assertRaises(tooljail.JailError) as cm:
+            self.run_(["true"], memory="64G")
+        self.assertIn("memory", str(cm.exception))
+        self.assertEqual(cm.exception.code, 125)
+
+
+# Each case: (args, run() keywords); compared on status, returncode, stdout, stderr.
+SAME_CASES = [
+    (["/bin/sh", "-c", "echo out; echo err >&2; exit 7"], {}),
+    (["cat"], {"input": b"stdin bytes\n"}),
+    (["/bin/sh", "-c", "kill -KILL $$"], {}),
+    (["/bin/sh", "-c", "echo $V"], {"env": {"V": "value"}}),
+    (["/no/such/program"], {}),
+    (["/bin/sh", "-c", "yes | head -c %d" % BIG], {}),
+    (["/bin/sh", "-c", "echo before; exec sleep 30"], {"timeout": 1}),
+    (["/bin/sh", "-c", "printf 'h\\351'"], {"text": True, "errors": "replace"}),
+]
+
+
+@support.need_binary
+class SameResultsTest(ServerMixin, unittest.TestCase):
+    def outcome(self, args, kw, **transport):
+        try:
+            r = tooljail.run(args, capture_output=True, **dict(kw, **transport))
+        except tooljail.TimeoutExpired as e:
+            return ("timeout", e.report.status, e.output, e.stderr)
+        return (r.report.status, r.returncode, r.stdout, r.stderr)
+
+    def test_same_results(self):
+        for args, kw in SAME_CASES:
+            with self.subTest(args=args, kw=kw):
+                self.assertEqual(self.outcome(args, kw, **scratch.kw),
+                                 self.outcome(args, kw, socket=self.server.socket))
+
+
+if __name__ == "__main__":
+    unittest.main()

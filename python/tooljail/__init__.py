@@ -1,0 +1,22 @@
+"""tooljail: run commands in a tooljail jail with subprocess's API.
+
+    import tooljail
+    r = tooljail.run(["make", "test"], capture_output=True, text=True, timeout=60)
+    r.returncode, r.stdout, r.report.status, r.report.get("memory_peak_bytes")
+
+It talks to a `tooljail serve` server when there is one (socket=, the
+TOOLJAIL_SERVER variable, or the default socket), and otherwise runs the
+tooljail CLI (TOOLJAIL_BIN, or tooljail on PATH) with --json. Standard library
+only. See python/README.md.
+"""
+
+from ._errors import CalledProcessError, CompletedProcess, JailError, TimeoutExpired
+from ._patch import patch_subprocess
+from ._report import Report
+from ._run import DEVNULL, PIPE, STDOUT, call, check_call, check_output, run
+
+__all__ = [
+    "run", "call", "check_call", "check_output", "patch_subprocess",
+    "CompletedProcess", "CalledProcessError", "TimeoutExpired", "JailError", "Report",
+    "PIPE", "STDOUT", "DEVNULL",
+]

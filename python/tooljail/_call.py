@@ -1,0 +1,224 @@
+"""What one call asks for, and how each transport spells it. Pure functions:
+no I/O here, so the decisions are table-tested (tests/test_call.py)."""
+
+import base64
+import math
+import os
+import signal
+
+# The jail's exit codes for a command that could not be started (DESIGN.md 3).
+CANNOT_EXECUTE = 126
+NOT_FOUND = 127
+SETUP_FAILED = 125
+
+
+class Call:
+    """One run, checked: argv, workdir, env, stdin bytes and the jail's options."""
+
+    __slots__ = ("argv", "workdir", "env", "stdin", "profile", "limits", "network", "timeout")
+
+    def __init__(self, argv, workdir, env, stdin, profile, limits, network, timeout):
+        self.argv = argv
+        self.workdir = workdir
+        self.env = env
+        self.stdin = stdin
+        self.profile = profile
+        self.limits = limits
+        self.network = network
+        self.timeout = timeout
+
+
+def make_call(args, *, shell=False, cwd=None, env=None, stdin=None, profile=None,
+              memory=None, cpus=None, pids=None, network=None, timeout=None, getcwd=os.getcwd):
+    """Checks the caller's arguments and returns a Call; raises TypeError or
+    ValueError with what to pass instead."""
+    argv = _argv(args, shell)
+    workdir = os.path.abspath(_path("cwd", cwd) if cwd is not None else getcwd())
+    limits = {}
+    for name, value in (("memory", memory), ("cpus", cpus), ("pids", pids)):
+        if value is not None:
+            limits[name] = _limit(name, value)
+    if timeout is not None:
+        limits["timeout"] = duration(timeout)
+    return Call(
+        argv=argv,
+        workdir=workdir,
+        env=_env(env),
+        stdin=stdin,
+        profile=_name("profile", profile),
+        limits=limits,
+        network=_name("network", network),
+        timeout=timeout,
+    )
+
+
+def _argv(args, shell):
+    if shell:
+        # As subprocess does on POSIX: a string is the shell's script.
+        if isinstance(args, (str, bytes, os.PathLike)):
+            args = ["/bin/sh", "-c", args]
+        else:
+            args = ["/bin/sh", "-c"] + list(args)
+    elif isinstance(args, (str, bytes)):
+        raise TypeError(
+            "args must be a list of strings, not %s %r: pass [program, arg, ...], "
+            "or shell=True to run a shell command line" % (type(args).__name__, args)
+        )
+    elif isinstance(args, os.PathLike):
+        args = [args]
+    if not isinstance(args, (list, tuple)):
+        raise TypeError("args must be a list of strings, not %s" % type(args).__name__)
+    if not args:
+        raise ValueError("args is empty: name the program to run")
+    return [_path("args[%d]" % i, a) for i, a in enumerate(args)]
+
+
+def _path(what, value):
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError("%s must be a string, bytes or path, not %s" % (what, type(value).__name__))
+    text = os.fsdecode(value)
+    if "\0" in text:
+        raise ValueError("%s contains a NUL byte" % what)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("%s is not valid UTF-8 (the jail's protocol carries text): %r" % (what, value)) from None
+    return text
+
+
+def _env(env):
+    if env is None:
+        return {}
+    out = {}
+    for key, value in dict(env).items():
+        k, v = _path("env key", key), _path("env[%r]" % key, value)
+        if not k or "=" in k:
+            raise ValueError("env key %r: a variable name is non-empty and has no '='" % k)
+        out[k] = v
+    return out
+
+
+def _name(what, value):
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise TypeError("%s must be a non-empty string, not %r" % (what, value))
+    return value
+
+
+def _limit(name, value):
+    """A limit as profiles spell it: a string as is, an int as a plain number
+    (bytes for memory), a float for cpus."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise TypeError("%s must be a string like the profile's or a number, not %r" % (name, value))
+    if isinstance(value, float) and name != "cpus":
+        raise TypeError("%s must be an integer or a string, not %r" % (name, value))
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("%s is empty" % name)
+        return value
+    if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
+        raise ValueError("%s must be >= 0, not %r" % (name, value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def duration(seconds):
+    """subprocess's timeout (seconds) as a Go duration, rounded up to whole
+    milliseconds and at least 1ms: the jail reads 0 as no limit."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError("timeout must be a number of seconds, not %r" % (seconds,))
+    if not math.isfinite(seconds):
+        raise ValueError("timeout must be finite, not %r" % (seconds,))
+    return "%dms" % max(1, math.ceil(seconds * 1000))
+
+
+def cli_argv(binary, call):
+    """The CLI's command line for a call: the report on stdout, nothing else."""
+    argv = [binary, "run", "--json", "--quiet"]
+    if call.profile is not None:
+        argv += ["--profile", call.profile]
+    for name in ("memory", "cpus", "pids", "timeout"):
+        if name in call.limits:
+            argv += ["--" + name, call.limits[name]]
+    if call.network is not None:
+        argv += ["--net", call.network]
+    argv += ["--workdir", call.workdir]
+    for key, value in call.env.items():
+        argv += ["--env", "%s=%s" % (key, value)]
+    return argv + ["--"] + call.argv
+
+
+def server_request(call):
+    """The request object of the wire protocol. Output is always streamed: the
+    chunks are the command's exact bytes, in the order they came."""
+    req = {"argv": call.argv, "workdir": call.workdir, "stream": True}
+    if call.env:
+        req["env"] = call.env
+    if call.stdin is not None:
+        req["stdin"] = base64.b64encode(call.stdin).decode("ascii")
+    if call.profile is not None:
+        req["profile"] = call.profile
+    if call.limits:
+        req["limits"] = dict(call.limits)
+    if call.network is not None:
+        req["network"] = call.network
+    return req
+
+
+def default_socket(environ, uid):
+    """The server's default socket path (the protocol's rule)."""
+    runtime = environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(runtime, "tooljail.sock")
+    if uid == 0:
+        return "/run/tooljail.sock"
+    return "/tmp/tooljail-%d/sock" % uid
+
+
+def choose_transport(socket, environ, uid, exists, which):
+    """("server", path) or ("cli", binary): an explicit socket, then
+    TOOLJAIL_SERVER, then the default socket if it exists, then the CLI
+    (TOOLJAIL_BIN or tooljail on PATH). LookupError when there is neither."""
+    if socket is not None:
+        return "server", os.fspath(socket)
+    if environ.get("TOOLJAIL_SERVER"):
+        return "server", environ["TOOLJAIL_SERVER"]
+    path = default_socket(environ, uid)
+    if exists(path):
+        return "server", path
+    binary = environ.get("TOOLJAIL_BIN") or which("tooljail")
+    if not binary:
+        raise LookupError(
+            "no tooljail server (no socket at %s, TOOLJAIL_SERVER unset) and no tooljail "
+            "binary (TOOLJAIL_BIN unset, none on PATH): install tooljail, set TOOLJAIL_BIN, "
+            "or start `tooljail serve`" % path
+        )
+    return "cli", binary
+
+
+def outcome(report):
+    """What a report means to the caller: ("returncode", N), ("timeout", None)
+    or ("error", reason).
+
+    A command that could not be executed (126) or was not found (127) is a
+    returncode, as a shell gives it: the command was the problem, not the jail.
+    A signal is a negative returncode, as subprocess gives it.
+    """
+    status = report.get("status")
+    code = report.get("exit_code")
+    if status == "timeout":
+        return "timeout", None
+    if status == "setup_error" and code in (CANNOT_EXECUTE, NOT_FOUND):
+        return "returncode", code
+    if status in ("exited",) and isinstance(code, int):
+        return "returncode", code
+    if status in ("signaled", "memory_limit", "violation") and isinstance(code, int):
+        name = report.get("signal")
+        if name:
+            try:
+                return "returncode", -signal.Signals[name].value
+            except KeyError:
+                pass
+        return "returncode", -(code - 128) if code > 128 else code
+    reason = report.get("reason") or "the jail ended with status %r (exit %r)" % (status, code)
+    return "error", reason

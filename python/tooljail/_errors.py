@@ -1,0 +1,82 @@
+"""Result and exception types: subprocess's own, with the jail's report attached.
+
+They subclass subprocess's classes so that code written for subprocess
+(``except subprocess.CalledProcessError``, ``except subprocess.TimeoutExpired``)
+keeps working unchanged when it switches to tooljail.
+"""
+
+import subprocess
+
+
+
+class CompletedProcess(subprocess.CompletedProcess):
+    """subprocess.CompletedProcess plus ``report``, the jail's report."""
+
+    def __init__(self, args, returncode, stdout=None, stderr=None, report=None):
+        super().__init__(args, returncode, stdout, stderr)
+        self.report = report
+
+    def __repr__(self):
+        return super().__repr__()[:-1] + ", status=%r)" % (
+            self.report.status if self.report is not None else None
+        )
+
+    def check_returncode(self):
+        if self.returncode:
+            raise CalledProcessError(
+                self.returncode, self.args, self.stdout, self.stderr, self.report
+            )
+
+
+class CalledProcessError(subprocess.CalledProcessError):
+    """Raised by check=True for a non-zero exit; ``report`` says why."""
+
+    def __init__(self, returncode, cmd, output=None, stderr=None, report=None):
+        super().__init__(returncode, cmd, output, stderr)
+        self.report = report
+
+    def __str__(self):
+        text = super().__str__()
+        reason = self.report.get("reason") if self.report is not None else None
+        return "%s (%s)" % (text, reason) if reason else text
+
+
+class TimeoutExpired(subprocess.TimeoutExpired):
+    """The jail's wall-clock limit ended the run (its whole process tree was
+    killed), or no answer came within the client's safety margin after it.
+
+    ``output``/``stderr`` hold what the command wrote before it was killed
+    (bytes, even with text=True, as subprocess gives them);
+    ``report`` is the jail's report, or None when the client gave up waiting.
+    """
+
+    def __init__(self, cmd, timeout, output=None, stderr=None, report=None):
+        super().__init__(cmd, timeout, output, stderr)
+        self.report = report
+
+    def __str__(self):
+        text = super().__str__()
+        if self.report is None:
+            return text + " (no report: the client stopped waiting for the jail)"
+        return text
+
+
+class JailError(subprocess.SubprocessError):
+    """tooljail could not run the command (its exit code 125): a bad profile or
+    limit, a refused workdir, a layer this host cannot enforce, a server that
+    refused the request or cannot be reached.
+
+    ``code`` is the exit code tooljail gave (125 unless the CLI said otherwise),
+    ``report`` the report when there is one (None for a refused request).
+    """
+
+    def __init__(self, message, cmd=None, code=125, report=None):
+        super().__init__(message)
+        self.message = message
+        self.cmd = cmd
+        self.code = code
+        self.report = report
+
+    def __str__(self):
+        return self.message
+

@@ -1,0 +1,135 @@
+"""The two ways to a jail: a `tooljail serve` socket, or the CLI with --json.
+Both return the report dict and pass the command's output to on_output(stream,
+bytes): the server as the chunks come, the CLI from the report's text at the end."""
+
+import base64
+import json
+import socket as _socket
+import subprocess
+import time
+
+from ._call import SETUP_FAILED, cli_argv, server_request
+from ._errors import JailError
+
+# How long past the jail's own timeout the client waits for the report before
+# it gives up: the jail kills the tree at the timeout and reports at once, so
+# only a stuck server or CLI ever uses this margin.
+MARGIN_SECONDS = 5.0
+CONNECT_SECONDS = 5.0
+
+
+class GaveUp(Exception):
+    """No report within the timeout plus the margin."""
+
+
+def _client_timeout(call):
+    if call.timeout is None:
+        return None
+    return max(call.timeout, 0) + MARGIN_SECONDS
+
+
+def run_cli(binary, call, on_output):
+    argv = cli_argv(binary, call)
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if call.stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as e:
+        raise JailError(
+            "cannot start the tooljail CLI %s: %s; set TOOLJAIL_BIN to the tooljail binary"
+            % (binary, e), cmd=call.argv
+        ) from None
+    try:
+        out, err = proc.communicate(call.stdin, timeout=_client_timeout(call))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise GaveUp() from None
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    try:
+        report = json.loads(out)
+        if not isinstance(report, dict) or "status" not in report:
+            raise ValueError("not a report")
+    except ValueError:
+        # Refused before a run (bad flag, unknown profile, refused workdir):
+        # the CLI says why on stderr and prints no report.
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        message = lines[-1] if lines else "tooljail exited %d without a report" % proc.returncode
+        if message.startswith("tooljail: "):
+            message = message[len("tooljail: "):]
+        raise JailError(message, cmd=call.argv, code=proc.returncode or SETUP_FAILED) from None
+    for stream in ("stdout", "stderr"):
+        text = (report.get(stream) or {}).get("text")
+        if text:
+            on_output(stream, text.encode("utf-8"))
+    return report
+
+
+def run_server(path, call, on_output):
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    reader = None
+    try:
+        sock.settimeout(CONNECT_SECONDS)
+        try:
+            sock.connect(path)
+        except OSError as e:
+            raise JailError(
+                "cannot reach the tooljail server at %s: %s; start it with "
+                "`tooljail serve --socket %s`, or pass another socket (socket=, TOOLJAIL_SERVER)"
+                % (path, e.strerror or e, path), cmd=call.argv
+            ) from None
+        limit = _client_timeout(call)
+        deadline = None if limit is None else time.monotonic() + limit
+        line = json.dumps(server_request(call), separators=(",", ":")).encode("utf-8") + b"\n"
+        try:
+            sock.settimeout(limit)
+            sock.sendall(line)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server refused early; its error line says why
+        except _socket.timeout:
+            raise GaveUp() from None
+        reader = sock.makefile("rb")
+        while True:
+            if deadline is not None:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            else:
+                sock.settimeout(None)
+            try:
+                raw = reader.readline()
+            except _socket.timeout:
+                raise GaveUp() from None
+            except OSError as e:
+                raise JailError("reading from the tooljail server at %s: %s" % (path, e), cmd=call.argv) from None
+            if not raw.endswith(b"\n"):
+                raise JailError(
+                    "the tooljail server at %s closed the connection before its report "
+                    "(did it stop or crash? see its log)" % path, cmd=call.argv
+                )
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                raise JailError("the tooljail server at %s sent a line that is not JSON: %.200r"
+                                % (path, raw), cmd=call.argv) from None
+            if not isinstance(msg, dict):
+                raise JailError("the tooljail server at %s sent %.200r, not an object" % (path, raw), cmd=call.argv)
+            if "stream" in msg:
+                on_output(msg["stream"], base64.b64decode(msg.get("data", "")))
+            elif "error" in msg:
+                err = msg["error"] or {}
+                raise JailError(str(err.get("message", "the server refused the request")),
+                                cmd=call.argv, code=err.get("code", SETUP_FAILED))
+            elif "status" in msg:
+                return msg
+            else:
+                raise JailError("the tooljail server at %s sent %.200r: neither output, an error "
+                                "nor a report" % (path, raw), cmd=call.argv)
+    finally:
+        if reader is not None:
+            reader.close()
+        sock.close()
