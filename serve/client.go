@@ -64,6 +64,9 @@ func (c *Client) RunRaw(ctx context.Context, req Request) ([]byte, error) {
 		return nil, fmt.Errorf("tooljail server at %s: %w", c.Path, err)
 	}
 	defer conn.Close()
+	if err := checkServer(conn, os.Geteuid()); err != nil {
+		return nil, fmt.Errorf("tooljail server at %s: %w", c.Path, err)
+	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	req.Stream = c.OnStream != nil
@@ -111,4 +114,24 @@ func (c *Client) connErr(ctx context.Context, err error) error {
 		return err
 	}
 	return fmt.Errorf("tooljail server at %s: the connection ended before the report: %w", c.Path, err)
+}
+
+// checkServer refuses a server that runs as neither this user nor root:
+// anybody can put a socket at a path in /tmp before the real server
+// starts, and would then receive the command, its environment and its
+// input, and answer with a made-up report.
+func checkServer(conn net.Conn, uid int) error {
+	return serverProblem(peerOf(conn).UID, uid)
+}
+
+// serverProblem says why a client of uid must not use a server running as
+// peer (-1: unknown), or nil.
+func serverProblem(peer, uid int) error {
+	if peer < 0 {
+		return errors.New("cannot tell who runs the server (no SO_PEERCRED); refusing to send it the command")
+	}
+	if peer != uid && peer != 0 {
+		return fmt.Errorf("the socket is served by uid %d, neither this user (%d) nor root: it is not your server; refusing to send it the command", peer, uid)
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -76,6 +77,7 @@ type Server struct {
 	auditMu  sync.Mutex
 
 	mu        sync.Mutex
+	hidden    hiddenSet // what no jail may see: the sockets, the audit log
 	listeners map[net.Listener]struct{}
 	runs      map[*jail.Cmd]struct{}
 	closing   bool
@@ -130,6 +132,13 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		return ErrServerClosed
 	}
+	if s.hidden == nil {
+		s.hidden = hiddenSet{}
+	}
+	if err := s.hideLocked(l); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	if s.listeners == nil {
 		s.listeners = map[net.Listener]struct{}{}
 	}
@@ -179,6 +188,21 @@ func (s *Server) LongestTimeout() time.Duration {
 	return longest
 }
 
+// hideLocked records l's socket and the audit log in s.hidden.
+func (s *Server) hideLocked(l net.Listener) error {
+	if a, ok := l.Addr().(*net.UnixAddr); ok && a.Name != "" && a.Name[0] != '@' {
+		if err := s.hidden.add(a.Name, "socket"); err != nil {
+			return err
+		}
+	}
+	if s.AuditLog != "" {
+		if err := s.hidden.add(s.AuditLog, "audit log"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *Server) shuttingDown() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -226,6 +250,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // serveConn serves the one call of conn.
 func (s *Server) serveConn(conn net.Conn) {
 	defer conn.Close()
+	defer func() {
+		// A bug in one call must not end the others' runs.
+		if v := recover(); v != nil {
+			if s.ErrorLog != nil {
+				s.ErrorLog.Printf("panic serving a call: %v\n%s", v, debug.Stack())
+			}
+		}
+	}()
 	peer := peerOf(conn)
 	out := &connWriter{conn: conn, timeout: s.WriteTimeout}
 	if out.timeout == 0 {
@@ -260,6 +292,11 @@ func (s *Server) serveConn(conn net.Conn) {
 	var spec *jail.Spec
 	if rerr == nil {
 		spec, rerr = s.spec(req)
+	}
+	if rerr == nil {
+		s.mu.Lock()
+		rerr = s.hidden.check(spec)
+		s.mu.Unlock()
 	}
 	if rerr != nil {
 		var e *Error

@@ -98,8 +98,11 @@ func dirProblem(dir string, fi os.FileInfo, uid int) error {
 	if int(st.Uid) != uid {
 		return fmt.Errorf("socket directory %s: owned by uid %d, not by this server's uid %d; use a directory of your own (--socket)", dir, st.Uid, uid)
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("socket directory %s: mode %04o lets others write to it (they could replace the socket); chmod go-w it or pass --socket", dir, fi.Mode().Perm())
+	// Private, not only unwritable: another user who can reach the socket
+	// between bind(2) and its chmod could connect, and one who can write
+	// the directory could replace it.
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("socket directory %s: mode %04o lets other users in; it must be private to the server's user (chmod 700 it) or pass --socket with a path in a private directory", dir, fi.Mode().Perm())
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func TestListenModes(t *testing.T) {
 }
 
 func TestListenLiveRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sock")
+	path := filepath.Join(privateDir(t), "sock")
 	l, err := Listen(path)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestListenLiveRefused(t *testing.T) {
 }
 
 func TestListenStaleReplaced(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sock")
+	path := filepath.Join(privateDir(t), "sock")
 	// A socket file nobody listens on, as a killed server leaves it.
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -71,7 +71,7 @@ func TestListenStaleReplaced(t *testing.T) {
 }
 
 func TestListenRefusesNonSocket(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sock")
+	path := filepath.Join(privateDir(t), "sock")
 	os.WriteFile(path, []byte("data"), 0o600)
 	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Fatalf("Listen over a regular file: %v", err)
@@ -98,9 +98,10 @@ func TestDirProblem(t *testing.T) {
 		want string // "" for none
 	}{
 		{mk("private", 0o700), uid, ""},
-		{mk("shared-read", 0o755), uid, ""},
-		{mk("group-writable", 0o770), uid, "lets others write"},
-		{mk("sticky", 0o1777), uid, "lets others write"},
+		{mk("shared-read", 0o755), uid, "lets other users in"},
+		{mk("group-enter", 0o710), uid, "lets other users in"},
+		{mk("group-writable", 0o770), uid, "lets other users in"},
+		{mk("sticky", 0o1777), uid, "lets other users in"},
 		{mk("other-owner", 0o700), uid + 1, "owned by uid"},
 		{link, uid, "not a directory"},
 	} {
@@ -132,4 +133,15 @@ func TestDefaultPath(t *testing.T) {
 	if p := ClientPath(); p != "/elsewhere/sock" {
 		t.Errorf("ClientPath with TOOLJAIL_SERVER: %s", p)
 	}
+}
+
+// privateDir is a temporary directory only its owner can enter, as a
+// socket's directory must be.
+func privateDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	if err := os.Chmod(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

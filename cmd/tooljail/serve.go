@@ -93,11 +93,20 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "%v", err)
 	case <-sigs:
 	}
-	ctx := context.Background()
+	// A second signal ends the grace period: the runs left are cancelled.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if grace := srv.LongestTimeout(); grace > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, grace)
-		defer cancel()
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, grace)
+		defer stop()
 	}
 	if err := srv.Shutdown(ctx); err != nil {
 		fmt.Fprintf(stderr, "tooljail serve: the grace period ended; the runs left were cancelled\n")

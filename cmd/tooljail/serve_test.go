@@ -34,7 +34,7 @@ func TestServeBadInput(t *testing.T) {
 // TestServeLiveSocket: a second server on a live socket exits 125 with one
 // line that says so, and leaves the first one serving.
 func TestServeLiveSocket(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sock")
+	path := filepath.Join(privateDir(t), "sock")
 	l, err := serve.Listen(path)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestServeLiveSocket(t *testing.T) {
 // TestServeSignalDrains serves a run, then SIGTERM: the running call ends
 // on its own, the server exits 0 and removes its socket.
 func TestServeSignalDrains(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateDir(t)
 	path := filepath.Join(dir, "sock")
 	audit := filepath.Join(dir, "audit.log")
 	args := []string{"serve", "--socket", path, "--audit-log", audit}
@@ -108,4 +108,15 @@ func TestServeSignalDrains(t *testing.T) {
 	if b, _ := os.ReadFile(audit); !bytes.Contains(b, []byte(`"status":"exited"`)) {
 		t.Errorf("audit log: %s", b)
 	}
+}
+
+// privateDir is a temporary directory only its owner can enter, as a
+// socket's directory must be.
+func privateDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	if err := os.Chmod(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -4,8 +4,12 @@ that misbehave: every failure is a clear exception, never a hang."""
 import base64
 import json
 import os
+import shutil
 import socket
 import stat
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -151,6 +155,33 @@ class ProtocolTest(unittest.TestCase):
         finally:
             del os.environ["TOOLJAIL_SERVER"]
         self.assertLess(time.monotonic() - start, 5)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv for a server of another uid")
+    def test_foreign_server_refused(self):
+        # A socket served by neither this user nor root (anybody can create
+        # /tmp/tooljail-$UID first) gets nothing: not the command, not its env.
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o777)
+        path = os.path.join(d, "sock")
+        got = os.path.join(d, "got")
+        code = ("import socket,sys\n"
+                "s=socket.socket(socket.AF_UNIX);s.bind(sys.argv[1]);s.listen(1)\n"
+                "c,_=s.accept();c.settimeout(3)\n"
+                "try:\n data=c.recv(65536)\nexcept Exception:\n data=b''\n"
+                "open(sys.argv[2],'wb').write(data)\n")
+        p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              sys.executable, "-c", code, path, got])
+        self.addCleanup(p.kill)
+        deadline = time.monotonic() + 5
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.chmod(path, 0o777)
+        with self.assertRaisesRegex(tooljail.JailError, "served by uid 65534, neither this user"):
+            tooljail.run(["echo", "secret"], socket=path, env={"API_KEY": "sk-secret"})
+        p.wait(timeout=10)
+        with open(got, "rb") as f:
+            self.assertEqual(f.read(), b"", "the command was sent to a foreign server")
 
     def test_silent_server(self):
         # Accepts, reads, never answers: the caller gets TimeoutExpired after

@@ -4,7 +4,9 @@ bytes): the server as the chunks come, the CLI from the report's text at the end
 
 import base64
 import json
+import os
 import socket as _socket
+import struct
 import subprocess
 import time
 
@@ -71,6 +73,23 @@ def run_cli(binary, call, on_output):
     return report
 
 
+def _check_server(sock, path, call):
+    """Refuse a server that runs as neither this user nor root: anybody can put a
+    socket at a path in /tmp first, and would then get the command, its env and
+    input, and answer with a made-up report."""
+    try:
+        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", cred)
+    except OSError as e:
+        raise JailError("cannot tell who runs the server at %s (%s); refusing to send it the command"
+                        % (path, e.strerror or e), cmd=call.argv) from None
+    own = os.geteuid()
+    if uid not in (own, 0):
+        raise JailError("the socket %s is served by uid %d, neither this user (%d) nor root: it is "
+                        "not your server; refusing to send it the command" % (path, uid, own),
+                        cmd=call.argv)
+
+
 def run_server(path, call, on_output):
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     reader = None
@@ -84,6 +103,7 @@ def run_server(path, call, on_output):
                 "`tooljail serve --socket %s`, or pass another socket (socket=, TOOLJAIL_SERVER)"
                 % (path, e.strerror or e, path), cmd=call.argv
             ) from None
+        _check_server(sock, path, call)
         limit = _client_timeout(call)
         deadline = None if limit is None else time.monotonic() + limit
         line = json.dumps(server_request(call), separators=(",", ":")).encode("utf-8") + b"\n"

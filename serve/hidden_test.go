@@ -1,0 +1,62 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// No call may bind a directory that holds the server's socket or its
+// audit log: the command could ask the server for a looser run, or read
+// and replace the log.
+func TestSocketAndAuditLogHidden(t *testing.T) {
+	ts := start(t)
+	c := ts.client()
+	for _, dir := range []string{filepath.Dir(ts.path), filepath.Dir(ts.audit)} {
+		os.Chmod(dir, 0o700)
+		_, err := c.Run(context.Background(), Request{Argv: []string{"/bin/true"}, Workdir: dir})
+		var e *Error
+		if !errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, "would show the server's") {
+			t.Errorf("workdir %s: %v, want a refusal naming the socket or the audit log", dir, err)
+		}
+	}
+	other := t.TempDir()
+	os.Chmod(other, 0o777)
+	if r := run(t, c, Request{Argv: []string{"/bin/true"}, Workdir: other}); r.ExitCode != 0 {
+		t.Errorf("an unrelated workdir: exit %d: %s", r.ExitCode, r.Reason)
+	}
+}
+
+// A client sends its command only to a server of its own user or root.
+func TestClientChecksServer(t *testing.T) {
+	l, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			defer c.Close()
+		}
+	}()
+	conn, err := net.Dial("unix", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := checkServer(conn, os.Geteuid()); err != nil {
+		t.Errorf("own server refused: %v", err)
+	}
+	for _, c := range []struct {
+		peer, uid int
+		ok        bool
+	}{{1000, 1000, true}, {0, 1000, true}, {0, 0, true}, {1001, 1000, false}, {1000, 0, false}, {-1, 1000, false}} {
+		if err := serverProblem(c.peer, c.uid); (err == nil) != c.ok {
+			t.Errorf("server uid %d, client uid %d: %v", c.peer, c.uid, err)
+		}
+	}
+}
