@@ -103,24 +103,6 @@ void tj_init_main(const struct tj_init *p) {
 	tj_reap(&b);
 }
 
-// tj_failed records a failure and returns -1, for the caller to return.
-int tj_failed(struct tj_builder *b, int step, int op, int err, int index, const char *path) {
-	b->rec.type = TJ_REC_INIT_FAIL;
-	b->rec.step = step;
-	b->rec.op = op;
-	b->rec.err = err;
-	b->rec.index = index;
-	b->rec.code = 125;
-	b->rec.is_dir = 0;
-	b->rec.path[0] = 0;
-	if (path != NULL) {
-		size_t n = strnlen(path, sizeof b->rec.path - 1);
-		memcpy(b->rec.path, path, n);
-		b->rec.path[n] = 0;
-	}
-	return -1;
-}
-
 // tj_die sends the failure, if one was recorded, and exits.
 void tj_die(struct tj_builder *b) {
 	if (b->rec.type != 0) {

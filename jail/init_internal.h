@@ -1,5 +1,5 @@
 // What the init's C files share among themselves (init.c, init_mounts.c,
-// init_net.c, init_landlock.c, init_reap.c, init_fork.c); nothing outside
+// init_net.c, init_landlock.c, init_reap.c, init_fork.c, init_fail.c); nothing outside
 // the init includes it.
 #ifndef TOOLJAIL_INIT_INTERNAL_H
 #define TOOLJAIL_INIT_INTERNAL_H
@@ -46,7 +46,8 @@ struct tj_builder {
 // Every step below returns 0, or -1 with its failure recorded by
 // tj_failed (none when the supervisor is gone: there is no one to tell).
 
-// init.c: the steps in order, and the failure record.
+// init.c: the steps in order, and the failure record (tj_failed is in
+// init_fail.c).
 __attribute__((noreturn)) void tj_init_main(const struct tj_init *p);
 int tj_failed(struct tj_builder *b, int step, int op, int err, int index, const char *path);
 __attribute__((noreturn)) void tj_die(struct tj_builder *b);

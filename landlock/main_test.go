@@ -3,17 +3,14 @@ package landlock_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/tooljail/tooljail/internal/landlockops"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/profiles"
@@ -40,15 +37,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// op is one thing the jailed command does; runOp says how it went: "ok",
-// an errno name, or a few words.
-type op struct {
-	Do   string `json:"do"`
-	Path string `json:"path,omitempty"`
-	To   string `json:"to,omitempty"`
-	Port int    `json:"port,omitempty"`
-	Pid  int    `json:"pid,omitempty"`
-}
+// op is one thing the jailed command does (landlockops.Run).
+type op = landlockops.Op
 
 func helperMain(raw string) int {
 	var ops []op
@@ -66,106 +56,10 @@ func helperMain(raw string) int {
 	return 0
 }
 
-func errName(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return unix.ErrnoName(errno)
-	}
-	return err.Error()
-}
-
-// listeners keeps the sockets of "listen" ops open until the command exits.
-var listeners []int
-
+// runOp does o: the shared operations, and those only a jailed command
+// tries.
 func runOp(o op) string {
 	switch o.Do {
-	case "read":
-		b, err := os.ReadFile(o.Path)
-		if err == nil && len(b) == 0 {
-			return "empty"
-		}
-		return errName(err)
-	case "write":
-		fd, err := unix.Open(o.Path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			_, err = unix.Write(fd, []byte("x"))
-			unix.Close(fd)
-		}
-		return errName(err)
-	case "create":
-		fd, err := unix.Open(o.Path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
-		if err == nil {
-			unix.Close(fd)
-		}
-		return errName(err)
-	case "truncate":
-		return errName(unix.Truncate(o.Path, 0))
-	case "mkdir":
-		return errName(unix.Mkdir(o.Path, 0o755))
-	case "unlink":
-		return errName(unix.Unlink(o.Path))
-	case "readdir":
-		_, err := os.ReadDir(o.Path)
-		return errName(err)
-	case "exec":
-		pid, err := syscall.ForkExec(o.Path, []string{o.Path}, &syscall.ProcAttr{})
-		if err != nil {
-			return errName(err)
-		}
-		var ws syscall.WaitStatus
-		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
-			return errName(err)
-		}
-		if ws.ExitStatus() != 0 {
-			return fmt.Sprintf("exit %d", ws.ExitStatus())
-		}
-		return "ok"
-	case "link":
-		return errName(unix.Link(o.Path, o.To))
-	case "rename":
-		return errName(unix.Rename(o.Path, o.To))
-	case "connect", "bind", "listen":
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return errName(err)
-		}
-		sa := &unix.SockaddrInet4{Port: o.Port, Addr: [4]byte{127, 0, 0, 1}}
-		switch o.Do {
-		case "connect":
-			err = unix.Connect(fd, sa)
-		case "bind":
-			err = unix.Bind(fd, sa)
-		case "listen":
-			if err = unix.Bind(fd, sa); err == nil {
-				err = unix.Listen(fd, 8)
-			}
-			if err == nil {
-				listeners = append(listeners, fd)
-				return "ok"
-			}
-		}
-		unix.Close(fd)
-		return errName(err)
-	case "kill0":
-		return errName(unix.Kill(o.Pid, 0))
-	case "abstract":
-		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return errName(err)
-		}
-		defer unix.Close(fd)
-		return errName(unix.Connect(fd, &unix.SockaddrUnix{Name: "@" + o.Path}))
-	case "ptmx":
-		fd, err := unix.Open(o.Path, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return "open " + errName(err)
-		}
-		defer unix.Close(fd)
-		_, err = unix.IoctlGetInt(fd, unix.TIOCGPTN)
-		return errName(err)
 	case "sh":
 		// stdin is a pipe, as the supervisor's stdio relay gives the command.
 		cmd := exec.Command("/bin/bash", "-c", o.Path)
@@ -183,7 +77,7 @@ func runOp(o op) string {
 		w.Stop()
 		return "ok"
 	}
-	return "unknown op " + o.Do
+	return landlockops.Run(o)
 }
 
 // hostUser is who the jail runs as on the host: for a root test, uid and

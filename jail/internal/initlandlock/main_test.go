@@ -3,7 +3,6 @@ package initlandlock_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -16,6 +15,7 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
+	"github.com/tooljail/tooljail/internal/landlockops"
 	"github.com/tooljail/tooljail/jail/internal/initlandlock"
 	"github.com/tooljail/tooljail/landlock"
 )
@@ -38,15 +38,8 @@ type scenario struct {
 	Ops        []op           `json:"ops"`
 }
 
-// op is one thing the child does; runOp says how it went: "ok", an errno
-// name, or a few words.
-type op struct {
-	Do   string `json:"do"`
-	Path string `json:"path,omitempty"`
-	To   string `json:"to,omitempty"`
-	Port int    `json:"port,omitempty"`
-	Pid  int    `json:"pid,omitempty"`
-}
+// op is one thing the child does (landlockops.Run).
+type op = landlockops.Op
 
 type childResult struct {
 	Enforced landlock.Enforced `json:"enforced"`
@@ -77,7 +70,7 @@ func childMain(raw string) int {
 		}
 	}
 	for _, o := range sc.Ops {
-		res.Results = append(res.Results, runOp(o))
+		res.Results = append(res.Results, landlockops.Run(o))
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		return 2
@@ -107,97 +100,6 @@ func restrict(sc scenario) (landlock.Enforced, error) {
 		return en, fmt.Errorf("landlock_restrict_self: %w", err)
 	}
 	return en, nil
-}
-
-func errName(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return unix.ErrnoName(errno)
-	}
-	return err.Error()
-}
-
-func runOp(o op) string {
-	switch o.Do {
-	case "read":
-		b, err := os.ReadFile(o.Path)
-		if err == nil && len(b) == 0 {
-			return "empty"
-		}
-		return errName(err)
-	case "write":
-		fd, err := unix.Open(o.Path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			_, err = unix.Write(fd, []byte("x"))
-			unix.Close(fd)
-		}
-		return errName(err)
-	case "create":
-		fd, err := unix.Open(o.Path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
-		if err == nil {
-			unix.Close(fd)
-		}
-		return errName(err)
-	case "truncate":
-		return errName(unix.Truncate(o.Path, 0))
-	case "mkdir":
-		return errName(unix.Mkdir(o.Path, 0o755))
-	case "unlink":
-		return errName(unix.Unlink(o.Path))
-	case "readdir":
-		_, err := os.ReadDir(o.Path)
-		return errName(err)
-	case "exec":
-		// Forked from this (locked, restricted) thread.
-		pid, err := syscall.ForkExec(o.Path, []string{o.Path}, &syscall.ProcAttr{})
-		if err != nil {
-			return errName(err)
-		}
-		var ws syscall.WaitStatus
-		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
-			return errName(err)
-		}
-		if ws.ExitStatus() != 0 {
-			return fmt.Sprintf("exit %d", ws.ExitStatus())
-		}
-		return "ok"
-	case "link":
-		return errName(unix.Link(o.Path, o.To))
-	case "rename":
-		return errName(unix.Rename(o.Path, o.To))
-	case "connect", "bind":
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return errName(err)
-		}
-		defer unix.Close(fd)
-		sa := &unix.SockaddrInet4{Port: o.Port, Addr: [4]byte{127, 0, 0, 1}}
-		if o.Do == "bind" {
-			return errName(unix.Bind(fd, sa))
-		}
-		return errName(unix.Connect(fd, sa))
-	case "kill0":
-		return errName(unix.Kill(o.Pid, 0))
-	case "abstract":
-		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return errName(err)
-		}
-		defer unix.Close(fd)
-		return errName(unix.Connect(fd, &unix.SockaddrUnix{Name: "@" + o.Path}))
-	case "ptmx":
-		fd, err := unix.Open(o.Path, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return "open " + errName(err)
-		}
-		defer unix.Close(fd)
-		_, err = unix.IoctlGetInt(fd, unix.TIOCGPTN)
-		return errName(err)
-	}
-	return "unknown op " + o.Do
 }
 
 // run executes sc in a child of the test binary, as cred when not nil.

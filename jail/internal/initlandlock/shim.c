@@ -1,33 +1,16 @@
-// The jail init's Landlock step, compiled from its own source
-// (jail/init_landlock.c) for the tests of this package. Its two external
-// names are renamed: the test binary also links the jail package (for the
-// build cache, see initlandlock.go), which has the originals.
+// The jail init's Landlock step and its failure record, compiled from
+// their own sources (jail/init_landlock.c, jail/init_fail.c) for the tests
+// of this package. Their external names are renamed: the test binary also
+// links the jail package (for the build cache, see initlandlock.go), which
+// has the originals.
 #define tj_landlock tjt_landlock
 #define tj_failed tjt_failed
 #include "../../init_landlock.c"
+#include "../../init_fail.c"
 
 #include <string.h>
 
 #include "shim.h"
-
-// tj_failed as the init has it (jail/init.c): record the failure in the
-// builder, for the caller to return -1.
-int tj_failed(struct tj_builder *b, int step, int op, int err, int index, const char *path) {
-	b->rec.type = TJ_REC_INIT_FAIL;
-	b->rec.step = step;
-	b->rec.op = op;
-	b->rec.err = err;
-	b->rec.index = index;
-	b->rec.code = 125;
-	b->rec.is_dir = 0;
-	b->rec.path[0] = 0;
-	if (path != NULL) {
-		size_t n = strnlen(path, sizeof b->rec.path - 1);
-		memcpy(b->rec.path, path, n);
-		b->rec.path[n] = 0;
-	}
-	return -1;
-}
 
 // Static, as in the init: the builder is too big for a stack frame.
 static struct tj_builder tjt_b;
