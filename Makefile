@@ -37,8 +37,8 @@ vet:
 # The jail package twice: as embedders link it (dynamic), and linked like
 # the binary (static), where the init's fork leaves the supervisor's heap out.
 unit: deps
-	$(GO) test -count=1 ./internal/... ./hostpath/... ./hostmount/... ./profiles/... ./jail/... ./seccomp/... ./landlock/... ./cgroup/... ./cmd/... ./bench/...
-	CGO_ENABLED=1 $(GO) test -count=1 -tags $(TAGS) -ldflags '-linkmode external -extldflags "-static"' ./jail/...
+	$(GO) test -count=1 -timeout 8m ./internal/... ./hostpath/... ./hostmount/... ./profiles/... ./jail/... ./seccomp/... ./landlock/... ./cgroup/... ./serve/... ./cmd/... ./bench/...
+	CGO_ENABLED=1 $(GO) test -count=1 -timeout 8m -tags $(TAGS) -ldflags '-linkmode external -extldflags "-static"' ./jail/...
 	@$(MAKE) --no-print-directory fuzz
 
 # A bounded run of each fuzz target over user input (one -fuzz per go test):
@@ -55,7 +55,7 @@ integration: $(BIN) $(HELPER)
 # The Python client (python/): its unittest suite, through the CLI and a real
 # `tooljail serve` it starts.
 python: $(BIN)
-	cd python && TOOLJAIL_BIN=$(CURDIR)/$(BIN) python3 -m unittest discover -s tests
+	cd python && TOOLJAIL_BIN=$(CURDIR)/$(BIN) timeout -s ABRT -k 10 10m python3 -X faulthandler -m unittest discover -s tests
 
 # The integration suite, static, for the VMs.
 bin/integration.test: $(wildcard integration/*.go) $(wildcard integration/tjhelper/*.go)
@@ -67,6 +67,9 @@ vm: $(BIN) $(HELPER) bin/integration.test
 	./integration/vm/deps.sh
 	VM_PARALLEL=$${VM_PARALLEL:-1} ./integration/vm/run-matrix.sh bin/integration.test
 
+# Every stage is bounded (go test -timeout, timeout(1) with a traceback for
+# the Python suite, VM_TIMEOUT for each guest): a hang fails with where it
+# hung, well inside CI's 90 minutes.
 test: deps vet unit integration python vm
 
 # The README's first command: build, then run one jailed command and show its report.

@@ -102,9 +102,9 @@ static int tj_leave_out(const struct tj_init *p, char *line, uintptr_t sp, struc
 	return 1;
 }
 
-// tj_dontfork marks what the init does without and returns how many
-// spans it marked; on any trouble it marks less, and the init gets a copy
-// of more.
+// tj_dontfork marks what the init does without and returns the spans
+// to restore after the clone; on any trouble it marks less, and the init
+// gets a copy of more.
 static int tj_dontfork(const struct tj_init *p, struct tj_span *spans) {
 	if (p->nkeep <= 0 || getauxval(AT_BASE) != 0) {
 		return 0;
@@ -139,14 +139,16 @@ static int tj_dontfork(const struct tj_init *p, struct tj_span *spans) {
 	}
 	close(fd);
 	// Marked after reading: the marks can merge mappings, which would
-	// shift what the read sees.
-	int marked = 0;
+	// shift what the read sees. Every span is returned for the restore,
+	// whatever its mark returned: another thread may have unmapped part of
+	// it since the read, and then madvise marks the part still mapped and
+	// returns ENOMEM. A mark left behind would leave that memory out of a
+	// later init (a new thread's stack, another run's plan) and the init
+	// would fault.
 	for (int i = 0; i < n; i++) {
-		if (madvise((void *)spans[i].lo, spans[i].hi - spans[i].lo, MADV_DONTFORK) == 0) {
-			spans[marked++] = spans[i];
-		}
+		madvise((void *)spans[i].lo, spans[i].hi - spans[i].lo, MADV_DONTFORK);
 	}
-	return marked;
+	return n;
 }
 
 struct tj_clone_args {
@@ -180,6 +182,8 @@ long tj_init_start(const struct tj_init *p, int *pidfd) {
 		tj_init_main(p);
 	}
 	int e = errno;
+	// Restored span by span, whatever madvise returns: a span partly
+	// unmapped since the mark still has its mapped part restored.
 	for (int i = 0; i < nspans; i++) {
 		madvise((void *)spans[i].lo, spans[i].hi - spans[i].lo, MADV_DOFORK);
 	}
