@@ -276,12 +276,18 @@ func (c *Cmd) openGroup() error {
 		return nil
 	}
 	// Groups of dead supervisors are no business of this run: clean them
-	// up alongside it (cleanup waits for it before the run ends).
+	// up alongside it (cleanup waits for it before the run ends), at most
+	// once per staleEvery in a long-lived process.
 	c.staleDone = make(chan struct{})
-	go func() {
-		defer close(c.staleDone)
-		cgroup.CleanupStale()
-	}()
+	if stale.begin(time.Now()) {
+		go func() {
+			defer close(c.staleDone)
+			cgroup.CleanupStale()
+			stale.end(time.Now())
+		}()
+	} else {
+		close(c.staleDone)
+	}
 	g, err := cgroup.New(c.res.ID, r)
 	if err != nil {
 		if capped {
