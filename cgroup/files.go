@@ -13,6 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// maxEINTR bounds writeFile's tries after EINTR.
+const maxEINTR = 100
+
 // writeFile writes one value into an existing cgroup control file. Control
 // files are never created: a missing file means the controller is absent.
 // Raw system calls, not os.File: cgroupfs and procfs files cannot be
@@ -24,7 +27,16 @@ func writeFile(dir, name, value string) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", p, err)
 	}
-	_, err = unix.Write(fd, []byte(value))
+	// A v1 memory limit below the usage makes the kernel reclaim, and it
+	// gives up with EINTR when a signal is pending: the Go runtime's own
+	// preemption signals and other runs' SIGCHLD are. The write changes
+	// nothing until it succeeds, so it is tried again.
+	for try := 0; ; try++ {
+		_, err = unix.Write(fd, []byte(value))
+		if err != unix.EINTR || try == maxEINTR {
+			break
+		}
+	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
