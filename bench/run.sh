@@ -8,9 +8,14 @@
 # getppid loops per seccomp variant), BENCH_FSTAT_REPS (9, 0 skips),
 # BENCH_RSS_REPS (5), BENCH_UNPRIV_RUNS (100, 0 skips), BENCH_LEAK_RUNS
 # (10000, 0 skips), BENCH_DENIED_CALLS (5000 denied calls per run),
-# BENCH_DENIED_RUNS (11, 0 skips). BENCH_QUICK=1 makes every unset count
-# small (a minute).
-# Extra arguments go to bench/tjbench (see bench/tjbench -help).
+# BENCH_DENIED_RUNS (11, 0 skips), BENCH_SERVE_RUNS (2000 calls per variant
+# from Python through `tooljail serve`, the CLI, bwrap and bare, for latency
+# and again for throughput; 0 skips the section), BENCH_SERVE_LEAK_RUNS
+# (10000 served runs of the server's leak check, 0 skips). BENCH_QUICK=1 makes
+# every unset count small (a minute).
+# Extra arguments go to bench/tjbench (see bench/tjbench -help); `-only serve`
+# measures only the served section and rewrites only that section of
+# BENCHMARKS.md, e.g. BENCH_SERVE_RUNS=200 ./bench/run.sh -only serve.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -29,8 +34,9 @@ fi
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
   : "${BENCH_STARTUP_RUNS:=30}" "${BENCH_LAYER_RUNS:=15}" "${BENCH_TPUT_RUNS:=60}" "${BENCH_LOOP_CALLS:=500000}"
   : "${BENCH_LOOP_REPS:=5}" "${BENCH_FSTAT_REPS:=2}" "${BENCH_RSS_REPS:=3}" "${BENCH_UNPRIV_RUNS:=20}" "${BENCH_LEAK_RUNS:=200}"
-  : "${BENCH_DENIED_RUNS:=3}"
+  : "${BENCH_DENIED_RUNS:=3}" "${BENCH_SERVE_RUNS:=100}" "${BENCH_SERVE_LEAK_RUNS:=200}"
   export BENCH_STARTUP_RUNS BENCH_LAYER_RUNS BENCH_TPUT_RUNS BENCH_LOOP_CALLS BENCH_LOOP_REPS BENCH_FSTAT_REPS BENCH_RSS_REPS BENCH_UNPRIV_RUNS BENCH_LEAK_RUNS BENCH_DENIED_RUNS
+  export BENCH_SERVE_RUNS BENCH_SERVE_LEAK_RUNS
 fi
 
 GO=${GO:-go}

@@ -39,6 +39,10 @@ type config struct {
 	leakRuns              int
 	deniedCalls           int
 	deniedRuns            int
+	only                  string // "" (everything) or "serve"
+	python, servePy       string
+	serveRuns             int
+	serveLeakRuns         int
 }
 
 func envInt(name string, def int) int {
@@ -72,7 +76,16 @@ func main() {
 	flag.IntVar(&c.leakRuns, "leak-runs", envInt("BENCH_LEAK_RUNS", 10000), "runs of the leak check (BENCH_LEAK_RUNS)")
 	flag.IntVar(&c.deniedCalls, "denied-calls", envInt("BENCH_DENIED_CALLS", 5000), "denied calls per run of the flood, under the default --max-violations (BENCH_DENIED_CALLS)")
 	flag.IntVar(&c.deniedRuns, "denied-runs", envInt("BENCH_DENIED_RUNS", 11), "runs of the denied-call flood, 0 to skip (BENCH_DENIED_RUNS)")
+	flag.IntVar(&c.serveRuns, "serve-runs", envInt("BENCH_SERVE_RUNS", 2000), "calls per variant from Python, for latency and again for throughput, 0 to skip the served section (BENCH_SERVE_RUNS)")
+	flag.IntVar(&c.serveLeakRuns, "serve-leak-runs", envInt("BENCH_SERVE_LEAK_RUNS", 10000), "served runs of the server's leak check, 0 to skip (BENCH_SERVE_LEAK_RUNS)")
+	flag.StringVar(&c.python, "python", "python3", "the Python interpreter of the served section")
+	flag.StringVar(&c.servePy, "serve-py", "bench/serve_bench.py", "the Python side of the served section")
+	flag.StringVar(&c.only, "only", "", "measure only this part and rewrite only its section of -out, keeping the rest of the file: serve")
 	flag.Parse()
+	if c.only != "" && c.only != "serve" {
+		fmt.Fprintf(os.Stderr, "tjbench: -only %q: the one part that can run alone is serve\n", c.only)
+		os.Exit(2)
+	}
 	if err := run(&c); err != nil {
 		fmt.Fprintf(os.Stderr, "tjbench: %v\n", err)
 		os.Exit(1)
@@ -94,6 +107,7 @@ type results struct {
 	RSS        rssResult         `json:"rss"`
 	Unpriv     *unprivResult     `json:"unprivileged,omitempty"`
 	Leaks      *leakResult       `json:"leaks,omitempty"`
+	Serve      *serveResult      `json:"serve,omitempty"`
 	Seconds    float64           `json:"seconds"`
 	FDsStart   int               `json:"fds_start"` // the driver's open descriptors before the first run
 	FDsEnd     int               `json:"fds_end"`   // ... and after the last
@@ -122,7 +136,7 @@ func run(c *config) error {
 		return fmt.Errorf("run as root (the uid 65534 pass and the cgroup caps of the default profile need it): sudo make bench")
 	}
 	var err error
-	for _, p := range []*string{&c.tooljail, &c.loop, &c.work, &c.out, &c.svg} {
+	for _, p := range []*string{&c.tooljail, &c.loop, &c.work, &c.out, &c.svg, &c.servePy} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
 		}
@@ -133,6 +147,17 @@ func run(c *config) error {
 	for _, f := range []string{c.tooljail, c.loop} {
 		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("%w (build it first: make bench)", err)
+		}
+	}
+	if c.only == "serve" && c.serveRuns == 0 {
+		return fmt.Errorf("-only serve with BENCH_SERVE_RUNS=0 (-serve-runs 0) measures nothing")
+	}
+	if c.serveRuns > 0 {
+		if c.python, err = exec.LookPath(c.python); err != nil {
+			return fmt.Errorf("python for the served section: %w (install python3, or skip the section: BENCH_SERVE_RUNS=0)", err)
+		}
+		if _, err := os.Stat(c.servePy); err != nil {
+			return fmt.Errorf("the served section's script: %w", err)
 		}
 	}
 	if devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
@@ -170,7 +195,7 @@ func run(c *config) error {
 	r := &results{Machine: describeMachine(c.tooljail, c.bwrap), Commands: map[string]string{}}
 	r.Config = map[string]int{"startup_runs": c.startupRuns, "layer_runs": c.layerRuns, "tput_runs": c.tputRuns,
 		"loop_calls": c.loopCalls, "loop_reps": c.loopReps, "fstat_reps": c.fstatReps, "rss_reps": c.rssReps, "unpriv_runs": c.unprivRuns, "leak_runs": c.leakRuns,
-		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns}
+		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns, "serve_runs": c.serveRuns, "serve_leak_runs": c.serveLeakRuns}
 	step("%s, %d cores, kernel %s, cgroups %s", r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Machine.CgroupMode)
 
 	bw, err := bwrapArgv(c.bwrap, wd, "/bin/true")
@@ -190,6 +215,15 @@ func run(c *config) error {
 	// The Go process alone (start, print a line, exit): what the CLI pays
 	// before and after any jail work, as bwrap pays a C process's.
 	goproc := execRunner("tooljail version", goArgv, wd, nil, nil)
+
+	if c.only == "serve" {
+		if r.Serve, err = served(c, wd, bw); err != nil {
+			return err
+		}
+		r.Machine.LoadAfter = loadAvg()
+		r.Seconds = time.Since(began).Seconds()
+		return writeOnly(c, r)
+	}
 
 	step("warm-up")
 	if err := warm([]runner{tj, bwr, bare, goproc}, 5); err != nil {
@@ -282,6 +316,12 @@ func run(c *config) error {
 		}
 		l := leaks(c.tooljail, wd, tmpDir, c.leakRuns, 4)
 		r.Leaks = &l
+	}
+
+	if c.serveRuns > 0 {
+		if r.Serve, err = served(c, wd, bw); err != nil {
+			return err
+		}
 	}
 
 	r.FDsEnd = countDir("/proc/self/fd")

@@ -103,6 +103,9 @@ func render(c *config, r *results, svgRef string) string {
 
 	p("## Design targets (DESIGN.md section 8)\n\n")
 	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, targets(r)))
+	if r.Serve != nil {
+		p("The served path's targets, called from Python, are in [Served from Python](#served-from-python).\n\n")
+	}
 
 	p("## Start-up\n\n")
 	p("`/bin/true`, %d samples each, from the scratch workdir `%s`.\n\n", tjS.N, r.Commands["workdir"])
@@ -246,7 +249,77 @@ func render(c *config, r *results, svgRef string) string {
 			p("root may write, so the unprivileged run has no memory/CPU/pids caps (bwrap has none either).\n\n")
 		}
 	}
+	// Last before the notes: where -only serve puts it in a report that
+	// has none yet.
+	if r.Serve != nil {
+		renderServe(p, r)
+	}
 	return b.String()
+}
+
+// writeOnly is write for -only: the part's raw samples go to
+// raw-<part>.json, and its section replaces the one of the same heading in
+// the existing report (or goes in before the notes); everything else in
+// the report, from an earlier whole run, is kept as it was.
+func writeOnly(c *config, r *results) error {
+	if err := os.MkdirAll(c.work, 0o755); err != nil {
+		return err
+	}
+	raw := filepath.Join(c.work, "raw-"+c.only+".json")
+	if err := writeJSON(raw, sanitize(r)); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: raw samples not written: %v\n", err)
+	}
+	old, err := os.ReadFile(c.out)
+	if err != nil {
+		return fmt.Errorf("-only %s rewrites one section of an existing report: %w (run the whole bench first: make bench)", c.only, err)
+	}
+	var b strings.Builder
+	renderServe(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, r)
+	doc, err := spliceSection(string(old), b.String())
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.out, err)
+	}
+	if err := os.WriteFile(c.out, []byte(doc), 0o644); err != nil {
+		return err
+	}
+	step("rewrote the section %q of %s, and %s, in %.0f s", strings.TrimPrefix(serveHeading, "## "), c.out, raw, r.Seconds)
+	return nil
+}
+
+// spliceSection puts section, which starts with its "## " heading line,
+// into doc: in place of the section with the same heading (up to the next
+// "## " heading), or else before the heading of the notes section.
+func spliceSection(doc, section string) (string, error) {
+	heading, _, _ := strings.Cut(section, "\n")
+	if !strings.HasPrefix(heading, "## ") {
+		return "", fmt.Errorf("a section starts with a \"## \" heading, not %q", heading)
+	}
+	section = strings.TrimRight(section, "\n") + "\n\n"
+	lineAt := func(s, line string) int {
+		if strings.HasPrefix(s, line+"\n") {
+			return 0
+		}
+		if i := strings.Index(s, "\n"+line+"\n"); i >= 0 {
+			return i + 1
+		}
+		return -1
+	}
+	if start := lineAt(doc, heading); start >= 0 {
+		end := len(doc)
+		if i := strings.Index(doc[start+len(heading):], "\n## "); i >= 0 {
+			end = start + len(heading) + i + 1
+		}
+		return doc[:start] + section + doc[end:], nil
+	}
+	notes := strings.Index(doc, bench.NotesBegin)
+	if notes < 0 {
+		return "", fmt.Errorf("no %q section and no notes section (%s) to put it before: not a report of this bench", heading, bench.NotesBegin)
+	}
+	at := strings.LastIndex(doc[:notes], "\n## ")
+	if at < 0 {
+		return "", fmt.Errorf("no heading above the notes section (%s)", bench.NotesBegin)
+	}
+	return doc[:at+1] + section + doc[at+1:], nil
 }
 
 // tmpNote says who created what in /tmp and /var/tmp during the pass.

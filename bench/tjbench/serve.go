@@ -1,0 +1,845 @@
+package main
+
+// The "Served from Python" section (issue 16, DESIGN.md section 8's warm
+// path): /bin/true in the default profile called from Python through a
+// `tooljail serve` server, through the CLI, as bwrap with the same mounts
+// and bare. bench/serve_bench.py does the calls and times them; this side
+// starts and stops the server, reads its CPU and memory, checks what many
+// served runs and a SIGKILLed server leave behind, and writes the section.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tooljail/tooljail/bench"
+	"github.com/tooljail/tooljail/serve"
+)
+
+const (
+	serveHeading   = "## Served from Python"
+	serveConc      = 4  // the throughput pass's and the leak pass's concurrency
+	serveBlocks    = 6  // alternating blocks per variant in the throughput pass
+	serveKillCalls = 4  // calls running when the server is SIGKILLed
+	serveMiBTarget = 30 // server memory target, MiB (no warm jails yet)
+)
+
+// serveVariants are the four calls of bench/serve_bench.py, in its order.
+var serveVariants = []struct{ key, label string }{
+	{"served", "tooljail.run, served"},
+	{"cli", "tooljail.run, CLI"},
+	{"bwrap", "subprocess.run of bwrap"},
+	{"bare", "subprocess.run, bare"},
+}
+
+// serveResult is everything the section reports.
+type serveResult struct {
+	Date       string            `json:"date"`
+	Seconds    float64           `json:"seconds"`
+	Load       [2]string         `json:"load_before_after"` // /proc/loadavg, this section only
+	Python     string            `json:"python"`
+	Runs       int               `json:"runs_each"`
+	Conc       int               `json:"concurrency"`
+	Socket     string            `json:"socket"`
+	ServerPid  int               `json:"server_pid"`
+	Calls      map[string]string `json:"calls"` // variant -> the Python call
+	Latency    []serveLatency    `json:"latency"`
+	Throughput []serveTput       `json:"throughput"`
+	Memory     []serverMem       `json:"server_memory"`
+	Leaks      *leakResult       `json:"leaks,omitempty"`
+	ServerFDs  [2]int            `json:"server_fds_before_after_leaks"`
+	Kill       killResult        `json:"sigkill"`
+	Stop       stopResult        `json:"sigterm"`
+}
+
+// serveLatency is one variant's wall times at concurrency 1, in ms.
+type serveLatency struct {
+	Variant string `json:"variant"`
+	bench.Summary
+	P99     float64   `json:"p99"`
+	Samples []float64 `json:"samples_ms"`
+}
+
+// serveTput is one variant at concurrency 4: runs per second over all its
+// blocks, and the CPU it cost per run, in ms, by whom.
+type serveTput struct {
+	Variant string    `json:"variant"`
+	Runs    int       `json:"runs"`
+	PerSec  float64   `json:"per_s"`
+	Blocks  []float64 `json:"blocks_per_s"`
+	// Python: the calling process (RUSAGE_SELF); PythonChildren: what it
+	// started and reaped (the CLI or bwrap, and all below them).
+	Python         float64 `json:"python_cpu_ms_per_run"`
+	PythonChildren float64 `json:"python_children_cpu_ms_per_run"`
+	// Server: the server process's own CPU; ServerChildren: the jails it
+	// reaped (their inits and everything below). Only for "served".
+	Server         float64 `json:"server_cpu_ms_per_run"`
+	ServerChildren float64 `json:"server_children_cpu_ms_per_run"`
+}
+
+// total is the CPU per run of the whole call: the server's only counts for
+// the served variant (it idles through the others' blocks).
+func (t serveTput) total() float64 {
+	s := t.Python + t.PythonChildren
+	if t.Variant == "served" {
+		s += t.Server + t.ServerChildren
+	}
+	return s
+}
+
+// serverMem is the server's memory at one moment, in bytes (-1: not read).
+type serverMem struct {
+	When string `json:"when"`
+	HWM  int64  `json:"vmhwm_bytes"`
+	RSS  int64  `json:"vmrss_bytes"`
+}
+
+// killResult is the SIGKILL pass: calls running, the server killed, a
+// new one started on the same socket and called once.
+type killResult struct {
+	Calls        int  `json:"calls"`
+	Running      int  `json:"commands_running_at_kill"`
+	Answered     int  `json:"calls_answered"` // should be 0: the server died mid-call
+	GroupsAtKill int  `json:"cgroups_of_killed_server"`
+	StaleSocket  bool `json:"stale_socket_left"`
+	// CommandsLeft: the killed calls' commands alive at the end (they die
+	// with the server: the jail's init has PR_SET_PDEATHSIG).
+	CommandsLeft int        `json:"commands_left"`
+	Restarted    bool       `json:"next_server_served"`
+	Leaks        leakResult `json:"leaks"`
+}
+
+// stopResult is the final SIGTERM.
+type stopResult struct {
+	ExitCode   int      `json:"exit_code"`
+	SocketLeft bool     `json:"socket_left"`
+	Left       []string `json:"left_in_private_dirs"` // entries in the runs' TMPDIR and XDG_RUNTIME_DIR
+}
+
+// pyOut is what bench/serve_bench.py writes.
+type pyOut struct {
+	Python  string               `json:"python"`
+	Runs    int                  `json:"runs"`
+	Warm    int                  `json:"warm"` // untimed rounds first
+	Conc    int                  `json:"conc"`
+	Latency map[string][]float64 `json:"latency_ms"`
+	Blocks  []pyBlock            `json:"blocks"`
+}
+
+type pyBlock struct {
+	Variant        string  `json:"variant"`
+	Runs           int     `json:"runs"`
+	Wall           float64 `json:"wall_s"`
+	Python         float64 `json:"python_cpu_s"`
+	PythonChildren float64 `json:"python_children_cpu_s"`
+	Server         float64 `json:"server_cpu_s"`
+	ServerChildren float64 `json:"server_children_cpu_s"`
+}
+
+// summarizeServe turns the script's samples into the section's figures,
+// variants in serveVariants' order; an error when one is missing.
+func summarizeServe(py pyOut) ([]serveLatency, []serveTput, error) {
+	var lat []serveLatency
+	var tp []serveTput
+	for _, v := range serveVariants {
+		ms := py.Latency[v.key]
+		if len(ms) == 0 {
+			return nil, nil, fmt.Errorf("serve_bench.py timed no %s calls", v.key)
+		}
+		lat = append(lat, serveLatency{Variant: v.key, Summary: bench.Summarize(ms), P99: bench.Percentile(ms, 99), Samples: ms})
+		t := serveTput{Variant: v.key}
+		var wall, py0, pyc, srv, srvc float64
+		for _, b := range py.Blocks {
+			if b.Variant != v.key {
+				continue
+			}
+			t.Runs += b.Runs
+			wall += b.Wall
+			py0, pyc, srv, srvc = py0+b.Python, pyc+b.PythonChildren, srv+b.Server, srvc+b.ServerChildren
+			t.Blocks = append(t.Blocks, bench.Ratio(float64(b.Runs), b.Wall))
+		}
+		if t.Runs == 0 || wall <= 0 {
+			return nil, nil, fmt.Errorf("serve_bench.py ran no %s throughput block", v.key)
+		}
+		n := float64(t.Runs)
+		t.PerSec = n / wall
+		t.Python, t.PythonChildren = py0*1000/n, pyc*1000/n
+		t.Server, t.ServerChildren = srv*1000/n, srvc*1000/n
+		tp = append(tp, t)
+	}
+	return lat, tp, nil
+}
+
+// servedCalls counts the calls the server got from the script: the warm-up
+// round's, the timed ones, the throughput blocks'.
+func servedCalls(py pyOut) int {
+	n := py.Warm + len(py.Latency["served"])
+	for _, b := range py.Blocks {
+		if b.Variant == "served" {
+			n += b.Runs
+		}
+	}
+	return n
+}
+
+// editEnv returns env without the variables named in unset or set by set
+// ("KEY=VALUE"), then with set appended.
+func editEnv(env, unset []string, set ...string) []string {
+	drop := map[string]bool{}
+	for _, k := range unset {
+		drop[k] = true
+	}
+	for _, kv := range set {
+		k, _, _ := strings.Cut(kv, "=")
+		drop[k] = true
+	}
+	var out []string
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, set...)
+}
+
+// statusField reads a "Name:   123 kB" line of /proc/PID/status text, in
+// bytes.
+func statusField(status, name string) (int64, bool) {
+	for _, l := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(l, name+":"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb * 1024, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+func readServerMem(pid int, when string) serverMem {
+	m := serverMem{When: when, HWM: -1, RSS: -1}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return m
+	}
+	if v, ok := statusField(string(b), "VmHWM"); ok {
+		m.HWM = v
+	}
+	if v, ok := statusField(string(b), "VmRSS"); ok {
+		m.RSS = v
+	}
+	return m
+}
+
+// server is a `tooljail serve` the bench started.
+type server struct {
+	cmd    *exec.Cmd
+	sock   string
+	log    string
+	exited chan struct{}
+	err    error // cmd.Wait's, once exited is closed
+}
+
+// startServer starts `tooljail serve --socket sock` with its output
+// appended to logPath and returns once a connection to the socket succeeds.
+func startServer(tooljail, sock, logPath string, env []string) (*server, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(tooljail, "serve", "--socket", sock)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, f, f
+	err = cmd.Start()
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start tooljail serve: %w", err)
+	}
+	s := &server{cmd: cmd, sock: sock, log: logPath, exited: make(chan struct{})}
+	go func() { s.err = cmd.Wait(); close(s.exited) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		// A stale socket file refuses until the server has replaced it.
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("tooljail serve --socket %s exited before it answered (%v); its log: %s", sock, s.err, s.logTail())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.kill()
+			return nil, fmt.Errorf("tooljail serve --socket %s did not answer within 15 s; its log: %s", sock, s.logTail())
+		}
+	}
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+func (s *server) alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *server) logTail() string {
+	b, _ := os.ReadFile(s.log)
+	t := strings.TrimSpace(string(b))
+	if len(t) > 2000 {
+		t = "..." + t[len(t)-2000:]
+	}
+	if t == "" {
+		return "(empty)"
+	}
+	return fmt.Sprintf("%q", t)
+}
+
+func (s *server) kill() {
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+}
+
+// stop sends SIGTERM and waits for the drain (no call is running, so it is
+// short); SIGKILL after 30 s. It returns the exit code.
+func (s *server) stop() int {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.kill()
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// withoutServer takes the live server out of the driver's descendants:
+// what the leak checks count is what is left beside it.
+func withoutServer(snap snapshot, s *server) snapshot {
+	if s != nil && s.alive() {
+		snap.Descendants--
+	}
+	return snap
+}
+
+// served measures the section: the server started in a private directory,
+// the Python pass, the leak pass, the SIGKILL pass, the final SIGTERM.
+func served(c *config, wd string, bw []string) (*serveResult, error) {
+	began := time.Now()
+	res := &serveResult{Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Runs: c.serveRuns, Conc: serveConc}
+	res.Load[0] = loadAvg()
+	dir, err := os.MkdirTemp(c.work, "serve-") // mode 0700: the socket's directory must be private
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "sock")
+	tmp := filepath.Join(dir, "tmp") // TMPDIR of the server and of Python
+	xdg := filepath.Join(dir, "xdg") // XDG_RUNTIME_DIR of Python: no default socket there
+	for _, d := range []string{tmp, xdg} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	res.Socket = sock
+	srvEnv := editEnv(os.Environ(), []string{"TOOLJAIL_SERVER", "TOOLJAIL_AUDIT_LOG"}, "TMPDIR="+tmp)
+	logPath := filepath.Join(dir, "server.log")
+	srv, err := startServer(c.tooljail, sock, logPath, srvEnv)
+	if err != nil {
+		return nil, err
+	}
+	live := srv
+	defer func() {
+		// After an error: drained, not killed, so that it leaves nothing.
+		if live.alive() {
+			live.stop()
+		}
+	}()
+	res.ServerPid = srv.pid()
+
+	bwJSON, err := json.Marshal(bw)
+	if err != nil {
+		return nil, err
+	}
+	res.Calls = map[string]string{
+		"served": fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True, socket=%q)", wd, sock),
+		"cli":    fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True)  # TOOLJAIL_BIN=%s, no server", wd, c.tooljail),
+		"bwrap":  fmt.Sprintf("subprocess.run(%s, cwd=%q, capture_output=True)", bwJSON, wd),
+		"bare":   fmt.Sprintf("subprocess.run([\"/bin/true\"], cwd=%q, capture_output=True)", wd),
+	}
+
+	step("served from Python: %d calls each of served, CLI, bwrap, bare; server pid %d on %s", c.serveRuns, srv.pid(), sock)
+	pyPath := filepath.Join(dir, "python.json")
+	cmd := exec.Command(c.python, "-B", c.servePy, "--socket", sock, "--server-pid", strconv.Itoa(srv.pid()),
+		"--tooljail", c.tooljail, "--bwrap-argv", string(bwJSON), "--workdir", wd,
+		"--runs", strconv.Itoa(c.serveRuns), "--conc", strconv.Itoa(serveConc), "--blocks", strconv.Itoa(serveBlocks), "--out", pyPath)
+	cmd.Env = editEnv(os.Environ(), []string{"TOOLJAIL_SERVER"}, "TOOLJAIL_BIN="+c.tooljail, "XDG_RUNTIME_DIR="+xdg, "TMPDIR="+tmp)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %w (its output is above; the server's log: %s)", shellJoin(cmd.Args[:2]), err, srv.logTail())
+	}
+	b, err := os.ReadFile(pyPath)
+	if err != nil {
+		return nil, err
+	}
+	var py pyOut
+	if err := json.Unmarshal(b, &py); err != nil {
+		return nil, fmt.Errorf("%s: %w", pyPath, err)
+	}
+	res.Python = py.Python
+	if res.Latency, res.Throughput, err = summarizeServe(py); err != nil {
+		return nil, err
+	}
+	res.Memory = append(res.Memory, readServerMem(srv.pid(), fmt.Sprintf("after the Python pass (%d served calls)", servedCalls(py))))
+
+	client := &serve.Client{Path: sock}
+	if c.serveLeakRuns > 0 {
+		step("served leaks: %d runs at concurrency %d through the Go client", c.serveLeakRuns, serveConc)
+		fdDir := "/proc/" + strconv.Itoa(srv.pid()) + "/fd"
+		res.ServerFDs[0] = countDir(fdDir)
+		l := servedLeaks(srv, client, wd, tmp, c.serveLeakRuns)
+		res.Leaks = &l
+		res.ServerFDs[1] = countDir(fdDir)
+		res.Memory = append(res.Memory, readServerMem(srv.pid(), fmt.Sprintf("after the leak pass (%d more runs)", c.serveLeakRuns)))
+	}
+
+	step("served: SIGKILL of the server during %d calls, then a new server on the same socket", serveKillCalls)
+	if res.Kill, live, err = servedKill(c.tooljail, srv, client, wd, tmp, logPath, srvEnv); err != nil {
+		return nil, err
+	}
+
+	res.Stop.ExitCode = live.stop()
+	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+		res.Stop.SocketLeft = true
+	}
+	res.Stop.Left = append(listDir(tmp), listDir(xdg)...)
+	res.Load[1] = loadAvg()
+	res.Seconds = time.Since(began).Seconds()
+	return res, nil
+}
+
+// serveRun is one served /bin/true through the Go client; a run that does
+// not exit 0 is an error.
+func serveRun(client *serve.Client, wd string) error {
+	r, err := client.Run(context.Background(), serve.Request{Argv: []string{"/bin/true"}, Workdir: wd})
+	if err != nil {
+		return err
+	}
+	if r.Status != "exited" || r.ExitCode != 0 {
+		return fmt.Errorf("served /bin/true: status %s, exit %d: %s", r.Status, r.ExitCode, r.Reason)
+	}
+	return nil
+}
+
+// servedLeaks is the leak check of leaks.go on served runs: runs of
+// /bin/true at concurrency 4 through the server, the host before and
+// after. The server's cgroups are named after its pid; the live server
+// itself is not counted among the driver's descendants.
+func servedLeaks(srv *server, client *serve.Client, wd, tmp string, runs int) leakResult {
+	res := leakResult{Runs: runs, Conc: serveConc, TmpDir: tmp, Supervisors: 1}
+	res.Before = withoutServer(takeSnapshot(tmp), srv)
+	watch, err := watchTmp()
+	if err != nil {
+		res.WatchErr = err.Error()
+	}
+	var mu sync.Mutex
+	r := runner{name: "served", run: func() error {
+		if err := serveRun(client, wd); err != nil {
+			// Counted, not fatal: the comparison is still made.
+			mu.Lock()
+			res.Failures++
+			if res.FirstError == "" {
+				res.FirstError = err.Error()
+			}
+			mu.Unlock()
+		}
+		return nil
+	}}
+	start := time.Now()
+	parallel(r, serveConc, runs)
+	res.Seconds = time.Since(start).Seconds()
+	if watch != nil {
+		res.Creates = watch.Stop()
+	}
+	ours := map[int]bool{srv.pid(): true}
+	res.After = withoutServer(takeSnapshot(tmp), srv)
+	res.derive(ours)
+	if len(res.leaked()) > 0 {
+		time.Sleep(2 * time.Second)
+		res.After = withoutServer(takeSnapshot(tmp), srv)
+		res.Settled = true
+		res.derive(ours)
+	}
+	return res
+}
+
+// servedKill starts calls of a marked sleep, SIGKILLs the server while
+// they run, starts a new server on the same socket, calls it once, and
+// compares the host before the calls and after that call. It returns the
+// new server.
+func servedKill(tooljail string, srv *server, client *serve.Client, wd, tmp, logPath string, env []string) (killResult, *server, error) {
+	k := killResult{Calls: serveKillCalls}
+	l := &k.Leaks
+	l.Runs, l.Conc, l.TmpDir, l.Supervisors = serveKillCalls, serveKillCalls, tmp, 2
+	l.Before = withoutServer(takeSnapshot(tmp), srv)
+	watch, err := watchTmp()
+	if err != nil {
+		l.WatchErr = err.Error()
+	}
+	// A sleep no other process on the host runs: its argument is unique.
+	mark := fmt.Sprintf("3600.%09d", rand.IntN(1e9))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	answers := make(chan error, serveKillCalls)
+	for i := 0; i < serveKillCalls; i++ {
+		go func() {
+			_, err := client.Run(ctx, serve.Request{Argv: []string{"/bin/sleep", mark}, Workdir: wd})
+			answers <- err
+		}()
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if k.Running = len(marked(mark)); k.Running == serveKillCalls {
+			break
+		}
+	}
+	old := srv.pid()
+	srv.kill()
+	for i := 0; i < serveKillCalls; i++ {
+		if err := <-answers; err == nil {
+			k.Answered++
+		}
+	}
+	k.GroupsAtKill = len(groupsOf(old))
+	if fi, err := os.Lstat(srv.sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		k.StaleSocket = true
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(marked(mark)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	next, err := startServer(tooljail, srv.sock, logPath, env)
+	if err != nil {
+		if watch != nil {
+			watch.Stop()
+		}
+		return k, srv, fmt.Errorf("the server after SIGKILL: %w", err)
+	}
+	// The new server's first jail removes what the dead one left.
+	if err := serveRun(client, wd); err != nil {
+		l.Failures, l.FirstError = 1, err.Error()
+	} else {
+		k.Restarted = true
+	}
+	if watch != nil {
+		l.Creates = watch.Stop()
+	}
+	ours := map[int]bool{old: true, next.pid(): true}
+	take := func() {
+		l.After = withoutServer(takeSnapshot(tmp), next)
+		l.derive(ours)
+		k.CommandsLeft = len(marked(mark))
+	}
+	take()
+	if len(l.leaked()) > 0 || k.CommandsLeft > 0 {
+		time.Sleep(2 * time.Second)
+		l.Settled = true
+		take()
+	}
+	return k, next, nil
+}
+
+// marked lists the pids whose command line holds mark.
+func marked(mark string) []int {
+	var out []int
+	for _, pid := range pids() {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err == nil && strings.Contains(string(b), mark) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// groupsOf lists the tooljail-* cgroup directories named after pid.
+func groupsOf(pid int) []string {
+	var out []string
+	for _, g := range tooljailCgroups() {
+		if ownerPid(g) == pid {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// verdict is the "met" column.
+func verdict(ok, valid bool) string {
+	switch {
+	case !valid:
+		return "not measured"
+	case ok:
+		return "met"
+	}
+	return "**not met**"
+}
+
+func (s *serveResult) latency(key string) serveLatency {
+	for _, l := range s.Latency {
+		if l.Variant == key {
+			return l
+		}
+	}
+	return serveLatency{Summary: bench.Summary{Median: math.NaN(), P10: math.NaN(), P90: math.NaN()}, P99: math.NaN()}
+}
+
+func (s *serveResult) tput(key string) serveTput {
+	for _, t := range s.Throughput {
+		if t.Variant == key {
+			return t
+		}
+	}
+	nan := math.NaN()
+	return serveTput{Variant: key, PerSec: nan, Python: nan, PythonChildren: nan, Server: nan, ServerChildren: nan}
+}
+
+// peakHWM is the server's largest VmHWM read (-1: none).
+func (s *serveResult) peakHWM() int64 {
+	var h int64 = -1
+	for _, m := range s.Memory {
+		h = max(h, m.HWM)
+	}
+	return h
+}
+
+// killLeft lists what the SIGKILL pass left: the leak check's findings and
+// the killed calls' commands still alive.
+func (k *killResult) left() []string {
+	out := k.Leaks.leaked()
+	if k.CommandsLeft > 0 {
+		out = append(out, fmt.Sprintf("%d commands of the killed calls", k.CommandsLeft))
+	}
+	return out
+}
+
+func nothingOr(left []string) string {
+	if len(left) == 0 {
+		return "nothing"
+	}
+	return strings.Join(left, ", ")
+}
+
+// serveTargets is the section's targets table (DESIGN.md section 8, warm
+// path, and the server's leak targets).
+func serveTargets(s *serveResult) [][]string {
+	sv, bw := s.latency("served"), s.latency("bwrap")
+	lr := bench.Ratio(sv.Median, bw.Median)
+	aim := ""
+	if !math.IsNaN(lr) {
+		aim = "; the 0.25× aim is not"
+		if lr <= 0.25 {
+			aim = "; the 0.25× aim is met too"
+		}
+	}
+	rows := [][]string{{
+		"latency from Python at concurrency 1: served ÷ bwrap, median", "≤ 0.50× (aim 0.25×)",
+		fmt.Sprintf("%s (%s vs %s; p90 %s, p99 %s)%s", bench.FormatRatio(sv.Median, bw.Median), fms(sv.Median), fms(bw.Median),
+			bench.FormatRatio(sv.P90, bw.P90), bench.FormatRatio(sv.P99, bw.P99), aim),
+		verdict(lr <= 0.5, !math.IsNaN(lr)),
+	}}
+	st, bt := s.tput("served"), s.tput("bwrap")
+	tr := bench.Ratio(st.PerSec, bt.PerSec)
+	aim = ""
+	if !math.IsNaN(tr) {
+		aim = "; the 2× aim is not"
+		if tr >= 2 {
+			aim = "; the 2× aim is met too"
+		}
+	}
+	rows = append(rows, []string{
+		fmt.Sprintf("throughput from Python at concurrency %d: served ÷ bwrap", s.Conc), "≥ 1.00× (aim 2×)",
+		fmt.Sprintf("%s (%s vs %s)%s", bench.FormatRatio(st.PerSec, bt.PerSec), bench.FormatRate(st.PerSec), bench.FormatRate(bt.PerSec), aim),
+		verdict(tr >= 1, !math.IsNaN(tr)),
+	}, []string{
+		fmt.Sprintf("CPU per run at concurrency %d: served (Python + server + jail) vs bwrap (Python + bwrap and below)", s.Conc), "measured, no bound",
+		fmt.Sprintf("%s vs %s (%s); server %s + jail %s", fms(st.total()), fms(bt.total()), bench.FormatRatio(st.total(), bt.total()), fms(st.Server), fms(st.ServerChildren)),
+		"–",
+	})
+	h := s.peakHWM()
+	rows = append(rows, []string{"server memory (VmHWM, its peak over the section)", fmt.Sprintf("< %d MiB (no warm jails yet: + 0 × 512 KiB)", serveMiBTarget),
+		bench.FormatBytes(h), verdict(h < serveMiBTarget<<20, h >= 0)})
+	if l := s.Leaks; l != nil {
+		left := l.leaked()
+		if d := s.ServerFDs[1] - s.ServerFDs[0]; d != 0 {
+			left = append(left, fmt.Sprintf("%+d server fds", d))
+		}
+		rows = append(rows, []string{
+			fmt.Sprintf("nothing left after %d served runs at concurrency %d (cgroups, mounts, processes, fds of the driver and the server, temp entries)", l.Runs, l.Conc),
+			"nothing left, no failed run",
+			fmt.Sprintf("%s left; %d failed runs", nothingOr(left), l.Failures),
+			verdict(len(left) == 0 && l.Failures == 0, true),
+		})
+	}
+	k := &s.Kill
+	left := k.left()
+	rows = append(rows, []string{
+		fmt.Sprintf("nothing left after the server is SIGKILLed during %d running calls and restarted", k.Calls),
+		"nothing left; the next server serves",
+		fmt.Sprintf("%s left; %d of %d calls running at the kill; next server served: %s", nothingOr(left), k.Running, k.Calls, yesNo(k.Restarted)),
+		// Fewer calls running than started would test less than it says.
+		verdict(len(left) == 0 && k.Restarted && k.Running == k.Calls, true),
+	})
+	return rows
+}
+
+func yesNo(b bool) string { return pick(b, "yes", "no") }
+
+func pick(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
+// renderServe writes the section; the same text for a whole run and for
+// -only serve, which splices it into the report in place.
+func renderServe(p func(string, ...any), r *results) {
+	s := r.Serve
+	m := r.Machine
+	p("%s\n\n", serveHeading)
+	p("`/bin/true` in the default profile, called from one Python %s process (`bench/serve_bench.py`,\n", s.Python)
+	p("with the client of `python/tooljail` from this tree) four ways: `tooljail.run` through a\n")
+	p("`tooljail serve` server, `tooljail.run` through the CLI, `subprocess.run` of bwrap with the same\n")
+	p("mounts as in [Start-up](#start-up), and a bare `subprocess.run`; output captured on every side.\n")
+	p("The bench started the server as root on its own socket in a private directory and stopped it\n")
+	p("with SIGTERM at the end. Measured %s in %.0f s on %s, %d cores, Linux %s, %s;\n",
+		s.Date, s.Seconds, m.CPU, m.Cores, m.Kernel, shortVersion(m.Tooljail))
+	p("load average before / after: %s / %s.\n\n", s.Load[0], s.Load[1])
+	p("**There are no warm jails yet**: each served call builds its jail in the server after the\n")
+	p("request arrives, as `tooljail run` does (docs/serve.md), so the server saves the CLI's process\n")
+	p("start and profile loading and nothing of the jail's set-up. The targets below are those of the\n")
+	p("warm path (DESIGN.md section 8), held against what is there.\n\n")
+
+	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, serveTargets(s)))
+
+	p("### Latency at concurrency 1\n\n")
+	bw, bare := s.latency("bwrap"), s.latency("bare")
+	var rows [][]string
+	for _, v := range serveVariants {
+		l := s.latency(v.key)
+		rows = append(rows, []string{v.label, fms(l.Median), fms(l.P90), fms(l.P99),
+			bench.FormatRatio(l.Median, bw.Median), bench.FormatRatio(l.P90, bw.P90), bench.FormatRatio(l.P99, bw.P99),
+			bench.FormatRatio(l.Median, bare.Median)})
+	}
+	p("%s\n", bench.Table([]string{"call", "median", "p90", "p99", "median ÷ bwrap", "p90 ÷ bwrap", "p99 ÷ bwrap", "median ÷ bare"}, rows))
+	p("%d calls each, alternated call by call, each round starting one call further along; the wall\n", s.Runs)
+	p("time in Python from the call to its return (`time.perf_counter_ns`), after 5 untimed rounds.\n\n")
+
+	p("### Throughput at concurrency %d\n\n", s.Conc)
+	bt := s.tput("bwrap")
+	rows = nil
+	for _, v := range serveVariants {
+		t := s.tput(v.key)
+		srvCPU, jailCPU := "–", "–"
+		if v.key == "served" {
+			srvCPU, jailCPU = fms(t.Server), fms(t.ServerChildren)
+		}
+		rows = append(rows, []string{v.label, bench.FormatRate(t.PerSec), bench.FormatRatio(t.PerSec, bt.PerSec),
+			fmt.Sprintf("%s – %s", bench.FormatRate(bench.Percentile(t.Blocks, 0)), bench.FormatRate(bench.Percentile(t.Blocks, 100))),
+			fms(t.Python), fms(t.PythonChildren), srvCPU, jailCPU, fms(t.total()), bench.FormatRatio(t.total(), bt.total())})
+	}
+	p("%s\n", bench.Table([]string{"call", "runs/s", "÷ bwrap", "blocks", "CPU/run: Python", "its children", "server", "server's children (jails)", "total", "total ÷ bwrap"}, rows))
+	runs := 0
+	if len(s.Throughput) > 0 {
+		runs = s.Throughput[0].Runs
+	}
+	p("%d calls each from %d Python threads, in %d alternating blocks per call (the block column gives\n", runs, s.Conc, serveBlocks)
+	p("the slowest and the fastest); runs/s is total runs ÷ total wall time. CPU per run, user + system,\n")
+	p("over each call's blocks: Python's own (`getrusage(RUSAGE_SELF)`), its reaped children's\n")
+	p("(`RUSAGE_CHILDREN`: the CLI or bwrap and all below them), and for the served call the server's\n")
+	p("own and its reaped children's (its jails' inits and commands), from `/proc/PID/stat` (clock ticks).\n")
+	p("Kernel work done outside these processes (namespace and cgroup teardown in kernel threads) is in\n")
+	p("no column.\n\n")
+
+	p("### Server memory\n\n")
+	rows = nil
+	for _, mm := range s.Memory {
+		rows = append(rows, []string{mm.When, bench.FormatBytes(mm.HWM), bench.FormatBytes(mm.RSS)})
+	}
+	p("%s\n", bench.Table([]string{"when", "VmHWM", "VmRSS"}, rows))
+	p("From `/proc/%d/status` of the server (pid of this run).\n\n", s.ServerPid)
+
+	if l := s.Leaks; l != nil {
+		p("### Leaks after %d served runs at concurrency %d\n\n", l.Runs, l.Conc)
+		p("%s\n", bench.Table([]string{"what", "before", "after", "left by these runs", "note"}, append(leakRows(l, "the server's pid"),
+			[]string{"open fds of the server", fmt.Sprint(s.ServerFDs[0]), fmt.Sprint(s.ServerFDs[1]), fmt.Sprintf("%+d", s.ServerFDs[1]-s.ServerFDs[0]), ""})))
+		p("%d runs of `/bin/true` through the Go client (`serve.Client`, one connection per call) from the\n", l.Runs)
+		p("bench driver to the same server, %d failed, %.0f s (%s).\n", l.Failures, l.Seconds, bench.FormatRate(float64(l.Runs)/l.Seconds))
+		if l.FirstError != "" {
+			p("First failure: `%s`.\n", l.FirstError)
+		}
+		if l.Settled {
+			p("Something differed right after the runs, so \"after\" was taken again 2 s later.\n")
+		}
+		p("The server's cgroups are named after its pid; the live server itself is not counted among the\n")
+		p("driver's descendants. `/tmp` entries are attributed by creator as in the CLI's leak check.\n\n")
+	}
+
+	k := &s.Kill
+	p("### After SIGKILL of the server and a restart\n\n")
+	p("%s\n", bench.Table([]string{"what", "before", "after", "left", "note"}, append(leakRows(&k.Leaks, "the killed server's or the next one's pid"),
+		[]string{"commands of the killed calls alive", "–", fmt.Sprint(k.CommandsLeft), fmt.Sprint(k.CommandsLeft),
+			fmt.Sprintf("%d of %d seen running at the kill; %d calls answered anyway", k.Running, k.Calls, k.Answered)})))
+	p("%d calls of a `/bin/sleep` with a unique argument, the server SIGKILLed once %d of them ran; it left\n", k.Calls, k.Running)
+	p("%d cgroup directories (all hierarchies) and %s socket file. A new server on the same socket then\n", k.GroupsAtKill, pick(k.StaleSocket, "a stale", "no"))
+	p("served one `/bin/true` (%s); \"after\" is taken then, with the new server running, and cgroups\n",
+		pick(k.Restarted, "it did", "it did not: "+k.Leaks.FirstError))
+	p("are judged on both servers' pids.")
+	if k.Leaks.Settled {
+		p(" Something differed at first, so \"after\" was taken again 2 s later.")
+	}
+	p("\n\n")
+	p("At the end the new server got SIGTERM: exit %d, socket %s, %s left in the runs' `TMPDIR` and\n",
+		s.Stop.ExitCode, pick(s.Stop.SocketLeft, "**still there**", "removed"), nothingOr(first(s.Stop.Left, 5)))
+	p("Python's `XDG_RUNTIME_DIR`; the private directory was then removed.\n\n")
+
+	p("<details><summary>exact calls</summary>\n\n```\n")
+	for _, v := range serveVariants {
+		p("%s\n", s.Calls[v.key])
+	}
+	p("```\n</details>\n\n")
+}
+
+// leakRows are the host rows of a leak table: before, after, what of the
+// difference is ours, and how that is told.
+func leakRows(l *leakResult, owners string) [][]string {
+	n := func(x int) string { return fmt.Sprint(x) }
+	list := func(xs []string, k int) string {
+		if len(xs) == 0 {
+			return "none"
+		}
+		return strings.Join(first(xs, k), ", ")
+	}
+	return [][]string{
+		{"cgroup directories tooljail-* (all hierarchies)", n(len(l.Before.Cgroups)), n(len(l.After.Cgroups)), n(len(l.OurCgroups)), "named after " + owners + ": " + list(l.OurCgroups, 3)},
+		{"host mounts", n(len(l.Before.Mounts)), n(len(l.After.Mounts)), n(len(l.NewMounts)), "new mount IDs: " + list(l.NewMounts, 5)},
+		{"live descendants of the driver, the server aside", n(l.Before.Descendants), n(l.After.Descendants), n(l.After.Descendants), ""},
+		{"open fds of the bench driver", n(l.Before.FDs), n(l.After.FDs), fmt.Sprintf("%+d", l.After.FDs-l.Before.FDs), ""},
+		{"entries in /tmp and /var/tmp", n(len(l.Before.Tmp)), n(len(l.After.Tmp)), n(len(l.OurTmp)), tmpNote(l)},
+		{"entries in the server's TMPDIR", n(len(l.Before.PrivTmp)), n(len(l.After.PrivTmp)), n(len(l.NewPrivTmp)), list(l.NewPrivTmp, 5)},
+	}
+}
