@@ -160,6 +160,19 @@ func TestPlantedBindSourceSymlink(t *testing.T) {
 	})
 }
 
+// A bind of anything on the host's procfs is refused: the jail would see
+// every host process and could reach their files through /proc/PID/root
+// (a served jail, the server's socket).
+func TestProcfsBindRefused(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		for _, bind := range []string{"--ro=/proc:/hostproc", "--ro=/proc/self:/me", "--ro=/proc/sys:/sys2"} {
+			o := u.exec(t, run{args: u.runArgs(w, []string{bind}, "/bin/true")})
+			oneLineError(t, o, "on a proc filesystem", "bind what you need from elsewhere")
+		}
+	})
+}
+
 // The report and the audit log are opened before the jail starts: never
 // through a symlink or a FIFO an earlier run left, never inside the run's
 // own read-write binds, and a FIFO cannot hang tooljail.

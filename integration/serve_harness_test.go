@@ -180,16 +180,25 @@ func (u *user) serverDir(t *testing.T) string {
 }
 
 // startServer starts `tooljail serve --socket DIR/sock --audit-log
-// DIR/audit` as u in dir (a new serverDir when ""), waits until the socket
-// answers, and stops it (SIGTERM, then the cgroup leftover check) at the
-// end of the test unless the test did.
-func (u *user) startServer(t *testing.T, dir string) *server {
+// DIR/audit` (and the flags extra) as u in dir (a new serverDir when ""),
+// waits until the socket answers, and stops it (SIGTERM, then the cgroup
+// leftover check) at the end of the test unless the test did.
+func (u *user) startServer(t *testing.T, dir string, extra ...string) *server {
+	t.Helper()
+	s := u.launchServer(t, dir, extra...)
+	s.waitReady(t)
+	return s
+}
+
+// launchServer is startServer without the wait: the server may still be
+// starting, or about to exit.
+func (u *user) launchServer(t *testing.T, dir string, extra ...string) *server {
 	t.Helper()
 	if dir == "" {
 		dir = u.serverDir(t)
 	}
 	s := &server{u: u, dir: dir, sock: filepath.Join(dir, "sock"), audit: filepath.Join(dir, "audit"), exited: make(chan struct{})}
-	args := []string{"serve", "--socket", s.sock, "--audit-log", s.audit}
+	args := append([]string{"serve", "--socket", s.sock, "--audit-log", s.audit}, extra...)
 	if len(u.degraded) > 0 {
 		// A served run cannot take --allow-degraded: the layers this user
 		// cannot have go in the served profile.
@@ -199,8 +208,11 @@ func (u *user) startServer(t *testing.T, dir string) *server {
 			q[i] = fmt.Sprintf("%q", d)
 		}
 		body := fmt.Sprintf("extends = \"default\"\nallow_degraded = [%s]\n", strings.Join(q, ", "))
-		if err := os.WriteFile(s.profile, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+		// Written once per dir: another server there may be loading it.
+		if b, err := os.ReadFile(s.profile); err != nil || string(b) != body {
+			if err := os.WriteFile(s.profile, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := os.Chown(s.profile, u.uid, u.gid); err != nil {
 			t.Fatal(err)
@@ -236,7 +248,6 @@ func (u *user) startServer(t *testing.T, dir string) *server {
 			s.rc.check(t, s.cmd.Process.Pid)
 		}
 	})
-	s.waitReady(t)
 	return s
 }
 

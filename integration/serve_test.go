@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -550,5 +552,271 @@ func TestServeRunCLI(t *testing.T) {
 		oneLineError(t, u.exec(t, run{args: []string{"run", "--server", s.sock, "--ro", "/etc", "--", "/bin/true"}}), "--ro")
 		oneLineError(t, u.exec(t, run{args: []string{"run", "--server", s.sock, "--no-workdir", "--memory", "2G", "--", "/bin/true"}}), "memory", "looser")
 		oneLineError(t, u.exec(t, run{args: []string{"run", "--server", filepath.Join(out, "nosock"), "--no-workdir", "--", "/bin/true"}}), "nosock", "tooljail serve")
+	})
+}
+
+// refusedAudit is the part of a refused request's audit line the tests
+// read.
+type refusedAudit struct {
+	Status    string `json:"status"`
+	ExitCode  int    `json:"exit_code"`
+	RequestID string `json:"request_id"`
+	Reason    string `json:"reason"`
+	Peer      *struct {
+		UID, GID, PID int
+	} `json:"peer"`
+}
+
+// refusedLines are the audit lines of refused requests in s's audit log.
+func (s *server) refusedLines(t *testing.T) []refusedAudit {
+	t.Helper()
+	b, err := os.ReadFile(s.audit)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []refusedAudit
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !strings.Contains(l, `"status":"refused"`) {
+			continue
+		}
+		var a refusedAudit
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// check fails unless a is a refused request's line for a client of u with
+// the request id id ("" for none).
+func (a refusedAudit) check(t *testing.T, u *user, id string) {
+	t.Helper()
+	if a.Status != "refused" || a.ExitCode != 125 || a.Peer == nil || a.Peer.UID != u.uid || a.Peer.GID != u.gid || a.Peer.PID <= 0 || a.RequestID != id {
+		t.Errorf("refused audit line %+v (peer %+v): want status refused, exit_code 125, peer uid %d gid %d, request_id %q", a, a.Peer, u.uid, u.gid, id)
+	}
+}
+
+// peerPID is the pid of the process at the other end of c (SO_PEERCRED):
+// for a connection to a server, the server.
+func peerPID(t *testing.T, c net.Conn) int {
+	t.Helper()
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := -1
+	raw.Control(func(fd uintptr) {
+		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			pid = int(cred.Pid)
+		}
+	})
+	return pid
+}
+
+// --max-runs: with that many runs going, the next request is refused at
+// once with an error line naming the flag, and audited as refused with the
+// client's identity; once a run ends, calls are served again.
+func TestServeMaxRuns(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "", "--max-runs", "2")
+		var marks []string
+		var going []*pending
+		for range 2 {
+			args, mark := sleepMark()
+			marks = append(marks, mark)
+			going = append(going, s.start(t, req{Argv: []string{"/bin/sh", "-c", "echo started; exec sleep " + args}}))
+		}
+		r, err := s.try(u, mustJSON(t, req{ID: "third", Argv: []string{"/bin/true"}}))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, r)
+		}
+		r.refused(t, "--max-runs", "retry")
+		refused := s.refusedLines(t)
+		if len(refused) != 1 {
+			t.Fatalf("%d refused audit lines, want 1", len(refused))
+		}
+		refused[0].check(t, u, "third")
+		// One client goes: its run is cancelled, and its slot freed.
+		going[0].c.Close()
+		if a := s.auditFor(t, marks[0]); a.Status != "cancelled" {
+			t.Errorf("the run of the client that went: %s, want cancelled", a.Status)
+		}
+		deadline := time.Now().Add(15 * time.Second * slow)
+		for {
+			r, err := s.try(u, mustJSON(t, req{Argv: []string{"/bin/echo", "again"}}))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, r)
+			}
+			if r.report != nil && r.stdout() == "again\n" {
+				break
+			}
+			// The slot is freed just after the audit line: a call may
+			// still come too early.
+			if !strings.Contains(r.errMsg, "--max-runs") || time.Now().After(deadline) {
+				t.Fatalf("a call after a run ended\n%s", r)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		going[1].c.Close()
+		s.auditFor(t, marks[1])
+		requireGone(t, marks...)
+	})
+}
+
+// Connections that say nothing: 100 of them do not stop a call; each is
+// refused after 10 s with an error line and an audit line. With
+// --max-runs 1, a fifth connection waiting for its request line is
+// refused at once.
+func TestServeIdleConnections(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		var idle []net.Conn
+		for range 100 {
+			c, err := dialAs(u, s.sock)
+			if err != nil {
+				t.Fatalf("connection %d: %v", len(idle), err)
+			}
+			defer c.Close()
+			idle = append(idle, c)
+		}
+		if r := s.call(t, req{Argv: []string{"/bin/echo", "through"}}); r.stdout() != "through\n" {
+			t.Errorf("a call with 100 idle connections open\n%s", r)
+		}
+		for i, c := range idle {
+			c.SetReadDeadline(time.Now().Add(time.Minute * slow))
+			r, err := readReply(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("idle connection %d: %v\n%s", i, err, r)
+			}
+			r.refused(t, "no request within 10s")
+		}
+		refused := s.refusedLines(t)
+		if len(refused) != len(idle) {
+			t.Errorf("%d refused audit lines, want %d", len(refused), len(idle))
+		}
+		for _, a := range refused {
+			a.check(t, u, "")
+		}
+
+		one := u.startServer(t, "", "--max-runs", "1")
+		// A call first: the server has long seen the end of startServer's
+		// own probe connection.
+		one.call(t, req{Argv: []string{"/bin/true"}})
+		for range 4 {
+			c, err := dialAs(u, one.sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+		}
+		c, err := dialAs(u, one.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(time.Minute * slow))
+		r, err := readReply(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("a fifth waiting connection: %v\n%s", err, r)
+		}
+		r.refused(t, "--max-runs", "waiting")
+		if refused := one.refusedLines(t); len(refused) != 1 {
+			t.Errorf("%d refused audit lines, want 1", len(refused))
+		} else {
+			refused[0].check(t, u, "")
+		}
+	})
+}
+
+// Every refused request is one audit line, status refused, with the
+// client's uid, gid and pid, and its id when it had a valid one; an id
+// over 256 bytes is refused by name, one of 256 taken.
+func TestServeRefusalsAudited(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		long := strings.Repeat("x", 257)
+		for i, c := range []struct {
+			line, want, id string
+		}{
+			{"this is not JSON", "malformed", ""},
+			{`{"id":"p","argv":["/bin/true"],"profile":"nosuch-profile"}`, "nosuch-profile", "p"},
+			{`{"id":"l","argv":["/bin/true"],"limits":{"memory":"2G"}}`, "looser", "l"},
+			{`{"id":"` + long + `","argv":["/bin/true"]}`, "id: 257 bytes", ""},
+		} {
+			r, err := s.try(u, []byte(c.line+"\n"))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, r)
+			}
+			r.refused(t, c.want)
+			refused := s.refusedLines(t)
+			if len(refused) != i+1 {
+				t.Fatalf("after %.30q: %d refused audit lines, want %d", c.line, len(refused), i+1)
+			}
+			refused[i].check(t, u, c.id)
+			if !strings.Contains(refused[i].Reason, c.want) {
+				t.Errorf("after %.30q: audit reason %q, want it to say %q", c.line, refused[i].Reason, c.want)
+			}
+		}
+		id := strings.Repeat("y", 256)
+		if r := s.call(t, req{ID: id, Argv: []string{"/bin/true"}}); r.report == nil || r.report.ExitCode != 0 {
+			t.Errorf("a 256-byte id\n%s", r)
+		}
+	})
+}
+
+// Two servers started at once on the same stale socket, 20 times: exactly
+// one serves, the other exits 125 with one line naming the live one's pid
+// and the lock file. The last one drains and removes socket and lock.
+func TestServeLockRace(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		dir := u.serverDir(t)
+		first := u.startServer(t, dir)
+		first.cmd.Process.Kill()
+		<-first.exited
+		var winner *server
+		for round := range 20 {
+			if fi, err := os.Lstat(filepath.Join(dir, "sock")); err != nil || fi.Mode()&os.ModeSocket == 0 {
+				t.Fatalf("round %d: no stale socket (%v)", round, err)
+			}
+			pair := []*server{u.launchServer(t, dir), u.launchServer(t, dir)}
+			var loser *server
+			select {
+			case <-pair[0].exited:
+				loser, winner = pair[0], pair[1]
+			case <-pair[1].exited:
+				loser, winner = pair[1], pair[0]
+			case <-time.After(30 * time.Second * slow):
+				t.Fatalf("round %d: both servers still run after %s\n%s\n%s", round, 30*time.Second*slow, pair[0].log(), pair[1].log())
+			}
+			want := fmt.Sprintf("tooljail: a server is already listening on %s (pid %d holds %s.lock); stop it first", winner.sock, winner.cmd.Process.Pid, winner.sock)
+			if code := loser.cmd.ProcessState.ExitCode(); code != 125 || !strings.HasPrefix(loser.log(), want) || strings.Count(loser.log(), "\n") != 1 {
+				t.Fatalf("round %d: the loser exited %d: %q; want 125 and one line %q", round, code, loser.log(), want)
+			}
+			winner.waitReady(t)
+			c, err := dialAs(u, winner.sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pid := peerPID(t, c); pid != winner.cmd.Process.Pid {
+				t.Errorf("round %d: the socket is served by pid %d, not the winner %d", round, pid, winner.cmd.Process.Pid)
+			}
+			c.Close()
+			if round < 19 {
+				// Killed, it leaves a stale socket and lock file.
+				winner.cmd.Process.Kill()
+				<-winner.exited
+			}
+		}
+		if r := winner.call(t, req{Argv: []string{"/bin/echo", "last"}}); r.stdout() != "last\n" {
+			t.Errorf("the last winner does not serve\n%s", r)
+		}
+		winner.stop(t)
+		if _, err := os.Lstat(winner.sock + ".lock"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the lock file after the drain: %v", err)
+		}
 	})
 }

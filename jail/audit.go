@@ -24,6 +24,9 @@ type auditLine struct {
 	ExitCode   int       `json:"exit_code"`
 	DurationMs int64     `json:"duration_ms"`
 	Violations int       `json:"violations"`
+	// Why the run ended as it did (the report's reason), or why a served
+	// request was refused.
+	Reason string `json:"reason,omitempty"`
 	// Of a served run: who asked for it, and the id the request gave.
 	Peer      *Peer  `json:"peer,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
@@ -89,6 +92,7 @@ func auditRecord(r *Result, uid int, peer *Peer) ([]byte, error) {
 	l := auditLine{
 		Time: r.StartedAt, ID: r.ID, UID: uid, Command: r.Command, Workdir: r.Workdir,
 		Profile: r.Profile, Status: r.Status, ExitCode: r.ExitCode, DurationMs: r.WallTimeMs,
+		Reason: r.Reason,
 	}
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		l.User = u.Username

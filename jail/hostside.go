@@ -256,6 +256,9 @@ func checkSource(m Mount, o *hostpath.Object, dir string) error {
 	default:
 		return fmt.Errorf("%s: not a directory, regular file or socket (mode %#o)", bindName(m, dir), typ)
 	}
+	if onProcfs(o) {
+		return fmt.Errorf("%s: on a proc filesystem (the host's /proc); the jail has a /proc of its own, and the host's would show every host process and reach their files through /proc/PID/root; bind what you need from elsewhere", bindName(m, dir))
+	}
 	if m.Dest == dir && typ != unix.S_IFDIR {
 		return fmt.Errorf("%s: not a directory (mode %#o); the working directory must be one", bindName(m, dir), typ)
 	}
@@ -598,4 +601,11 @@ func (h *hostSide) close() {
 		h.cache.Close()
 		h.cache = nil
 	}
+}
+
+// onProcfs says whether o lies on a proc filesystem. Any error reads as
+// no: the bind then goes on to the other checks.
+func onProcfs(o *hostpath.Object) bool {
+	var fs unix.Statfs_t
+	return unix.Fstatfs(int(o.File.Fd()), &fs) == nil && fs.Type == unix.PROC_SUPER_MAGIC
 }

@@ -31,6 +31,9 @@ const (
 	// The caller cancelled the run with Cmd.Cancel (a served run whose
 	// client went away): the whole tree was killed.
 	StatusCancelled Status = "cancelled"
+	// Never a run's: the status of a served request the server refused
+	// before any run, in the server's audit log only.
+	StatusRefused Status = "refused"
 )
 
 // Exit codes of tooljail itself.

@@ -9,7 +9,7 @@ import (
 )
 
 // A profile file, or a file it extends, that is not a regular file of at
-// most 1 MiB is refused before anything reads it: a FIFO would block the
+// most MaxSize (1 MiB) is refused before anything reads it: a FIFO would block the
 // read (or an open for reading) for ever, a device would never end.
 func TestProfileFileKinds(t *testing.T) {
 	dir := t.TempDir()
@@ -17,8 +17,8 @@ func TestProfileFileKinds(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exact := writeFile(t, dir, "exact.toml", "extends = \"default\"\n"+strings.Repeat("#", maxFileSize-len("extends = \"default\"\n")-1)+"\n")
-	over := writeFile(t, dir, "over.toml", "extends = \"default\"\n"+strings.Repeat("#", maxFileSize-len("extends = \"default\"\n"))+"\n")
+	exact := writeFile(t, dir, "exact.toml", "extends = \"default\"\n"+strings.Repeat("#", MaxSize-len("extends = \"default\"\n")-1)+"\n")
+	over := writeFile(t, dir, "over.toml", "extends = \"default\"\n"+strings.Repeat("#", MaxSize-len("extends = \"default\"\n"))+"\n")
 	cases := []struct {
 		path, want string
 	}{
@@ -50,7 +50,7 @@ func TestProfileFileKinds(t *testing.T) {
 	}
 	p, err := Load(exact)
 	if err != nil {
-		t.Fatalf("a profile of exactly 1 MiB: %v", err)
+		t.Fatalf("a profile of exactly MaxSize bytes: %v", err)
 	}
 	p.Close()
 }

@@ -68,7 +68,7 @@ func FuzzLoad(f *testing.F) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.toml"), 0o644); err != nil {
 		f.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "big.toml"), make([]byte, maxFileSize+1), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "big.toml"), make([]byte, MaxSize+1), 0o644); err != nil {
 		f.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "parent.toml"), []byte("extends = \"strict\"\n[limits]\nmax_violations = 5\n"), 0o644); err != nil {

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/hostpath"
-	"github.com/tooljail/tooljail/internal/units"
 )
 
 // shipped holds the profiles built into the binary.
@@ -25,10 +24,6 @@ var shipped embed.FS
 
 // maxDepth bounds an extends chain; real chains are two or three deep.
 const maxDepth = 8
-
-// maxFileSize bounds what Load reads from a profile file (a path to
-// /dev/zero must fail, not hang).
-const maxFileSize = 1 << 20
 
 // ref names one profile to read: a shipped one or a file.
 type ref struct {
@@ -50,7 +45,7 @@ func isPath(s string) bool {
 //
 // Each profile file is opened once, by the rules of every host path
 // tooljail uses (package hostpath: no symlink a jailed run could have
-// planted), read from that descriptor (a regular file of at most 1 MiB),
+// planted), read from that descriptor (a regular file of at most MaxSize),
 // and kept open (Files) so that the jail can protect it; Close releases
 // them.
 func Load(nameOrPath string) (*Profile, error) {
@@ -157,7 +152,13 @@ func load(r ref, chain []ref) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := decodeChain(r, data, chain)
+	p, err := resolve(r.display, data, true, func(extends string) (*Profile, error) {
+		parentRef, err := r.parent(extends)
+		if err != nil {
+			return nil, extendsError{err}
+		}
+		return load(parentRef, append(chain, r))
+	})
 	if err != nil {
 		if file != nil {
 			file.Close()
@@ -168,32 +169,6 @@ func load(r ref, chain []ref) (*Profile, error) {
 		p.files = append(p.files, file)
 	}
 	return p, nil
-}
-
-// decodeChain decodes r's data and merges it over its ancestors.
-func decodeChain(r ref, data []byte, chain []ref) (*Profile, error) {
-	p, extends, err := decode(r.display, data)
-	if err != nil {
-		return nil, err
-	}
-	if extends == nil {
-		if missing := unsetKeys(reflect.ValueOf(p).Elem(), ""); len(missing) > 0 {
-			return nil, &Error{File: r.display, Msg: fmt.Sprintf(
-				"a profile without `extends` must set every key, missing: %s; add extends = \"default\" to inherit them",
-				strings.Join(missing, ", "))}
-		}
-		return p, nil
-	}
-	parentRef, err := r.parent(*extends)
-	if err != nil {
-		return nil, positioned(r.display, data, "extends", err.Error())
-	}
-	parent, err := load(parentRef, append(chain, r))
-	if err != nil {
-		return nil, err
-	}
-	parent.merge(p)
-	return parent, nil
 }
 
 // read returns r's content and, for a file, the descriptor it was read
@@ -225,7 +200,7 @@ func (r ref) read() ([]byte, *hostpath.Object, error) {
 // cannot be used: the kernel refuses it on the magic link itself). The
 // reopened file is checked to be the same regular file all the same, and
 // opened O_NONBLOCK, so that no special file can hang the load. At most
-// maxFileSize bytes are read.
+// MaxSize bytes are read.
 func readObject(o *hostpath.Object) ([]byte, error) {
 	if err := checkProfileFile(o.Path, &o.Stat); err != nil {
 		return nil, err
@@ -249,24 +224,24 @@ func readObject(o *hostpath.Object) ([]byte, error) {
 	if err := checkProfileFile(o.Path, &st); err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", o.Path, err)
 	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("%s: larger than %s; a profile is a small TOML file", o.Path, units.FormatSize(maxFileSize))
+	if len(data) > MaxSize {
+		return nil, tooLarge(o.Path)
 	}
 	return data, nil
 }
 
 // checkProfileFile refuses anything but a regular file of at most
-// maxFileSize bytes: a FIFO or a device would block or never end.
+// MaxSize bytes: a FIFO or a device would block or never end.
 func checkProfileFile(path string, st *unix.Stat_t) error {
 	if typ := st.Mode & unix.S_IFMT; typ != unix.S_IFREG {
 		return fmt.Errorf("%s is %s, not a regular file; give the path of a profile file", path, fileType(typ))
 	}
-	if st.Size > maxFileSize {
-		return fmt.Errorf("%s: larger than %s; a profile is a small TOML file", path, units.FormatSize(maxFileSize))
+	if st.Size > MaxSize {
+		return tooLarge(path)
 	}
 	return nil
 }

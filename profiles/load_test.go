@@ -298,7 +298,7 @@ func TestLoadReferences(t *testing.T) {
 	if _, err := Load(t.TempDir()); err == nil {
 		t.Error("loading a directory succeeded")
 	}
-	big := writeFile(t, t.TempDir(), "big.toml", "# "+strings.Repeat("x", maxFileSize)+"\n")
+	big := writeFile(t, t.TempDir(), "big.toml", "# "+strings.Repeat("x", MaxSize)+"\n")
 	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("oversized file: %v", err)
 	}
@@ -431,7 +431,7 @@ func TestReadObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bo.Close()
-	if err := os.WriteFile(big, make([]byte, maxFileSize+1), 0o644); err != nil {
+	if err := os.WriteFile(big, make([]byte, MaxSize+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := readObject(bo); err == nil || !strings.Contains(err.Error(), "larger than") {

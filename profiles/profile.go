@@ -8,7 +8,10 @@
 // names its parent with `extends` (a shipped name, or a file path relative to
 // the child); lists append to the parent's, scalars override it. A profile
 // without `extends` is a root and must set every scalar, so that no limit or
-// layer is ever switched off by omission.
+// layer is ever switched off by omission. A profile can also be given as
+// text (Parse, a server's client profile): parsed the same way, it reads
+// nothing of the host, so it must extend a shipped profile or a base the
+// caller supplies (Bases), never a file.
 package profiles
 
 import (
@@ -26,8 +29,8 @@ import (
 type Profile struct {
 	// Name is the shipped name, or the file path as given to Load.
 	Name string `toml:"-"`
-	// Source is where the profile came from: "embedded:default.toml" or an
-	// absolute file path.
+	// Source is where the profile came from: "embedded:default.toml", an
+	// absolute file path, or "text:NAME" for Parse's.
 	Source string `toml:"-"`
 
 	Description   *string  `toml:"description"`
@@ -45,8 +48,10 @@ type Profile struct {
 	Landlock   Landlock   `toml:"landlock"`
 
 	// files are the profile files Load read (the one named and those it
-	// extends), held open: see Files.
-	files []*hostpath.Object
+	// extends), held open: see Files. borrowed says they are the base's of
+	// a parsed text (Bases.Parse), which Close leaves to their owner.
+	files    []*hostpath.Object
+	borrowed bool
 }
 
 // Files returns the profile files Load read, the one named and every file
@@ -57,14 +62,17 @@ type Profile struct {
 // next run.
 func (p *Profile) Files() []*hostpath.Object { return p.files }
 
-// Close closes the descriptors of Files. A Spec built from p must not be
+// Close closes the descriptors of Files, except those of a parsed
+// text's base, which stay its base's. A Spec built from p must not be
 // started afterwards.
 func (p *Profile) Close() error {
 	var errs []error
-	for _, f := range p.files {
-		errs = append(errs, f.Close())
+	if !p.borrowed {
+		for _, f := range p.files {
+			errs = append(errs, f.Close())
+		}
 	}
-	p.files = nil
+	p.files, p.borrowed = nil, false
 	return errors.Join(errs...)
 }
 

@@ -33,6 +33,11 @@ type Request struct {
 	Stdin []byte `json:"stdin,omitempty"`
 	// Profile names one of the server's profiles; "" is its first.
 	Profile string `json:"profile,omitempty"`
+	// ProfileTOML is a profile of the client's own, the text of a profile
+	// file, in place of Profile: taken only by a server started with
+	// AllowClientProfiles, and only if it extends a shipped or served
+	// profile (clientprofile.go).
+	ProfileTOML string `json:"profile_toml,omitempty"`
 	// Limits tighten the profile's [limits], key by key, with the values
 	// a profile takes ("256M", "10s", "0.5").
 	Limits map[string]string `json:"limits,omitempty"`
@@ -103,9 +108,21 @@ func limitText(raw json.RawMessage) (string, error) {
 	return "", fmt.Errorf("%s: want a string (\"256M\", \"10s\") or a number", raw)
 }
 
-// spec checks r against the profile p and builds the jail.Spec of the
-// call. p is not changed: the call's limits and env go into a copy.
+// spec checks r against p, the served profile the server picked for it,
+// and builds the jail.Spec of the call. A request that sends a profile of
+// its own never runs under a served one instead: it is refused here,
+// unless the server took it to clientSpec.
 func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
+	if r.ProfileTOML != "" {
+		return nil, refuseClientProfiles()
+	}
+	return callSpec(p, r)
+}
+
+// callSpec checks r against the profile p, served or the client's, and
+// builds the jail.Spec of the call. p is not changed: the call's limits
+// and env go into a copy.
+func callSpec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
 	if len(r.Argv) == 0 || r.Argv[0] == "" {
 		return nil, refuse("argv: empty; give the command and its arguments, [\"cmd\", \"arg\", ...]")
 	}

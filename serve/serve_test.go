@@ -455,3 +455,278 @@ allow_degraded = ["cgroup"]
 	fmt.Println(r.Status, r.ExitCode, *r.Stdout.Text)
 	// Output: exited 0 hello from tooljail
 }
+
+// startCall sends line, a request with "stream":true whose command prints
+// before anything long, and returns the connection once the first stream
+// line is in: the run goes.
+func (ts *testServer) startCall(t *testing.T, line string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("unix", ts.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := conn.Write([]byte(line)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	if n, err := conn.Read(buf); err != nil || !strings.Contains(string(buf[:n]), `"stream":"stdout"`) {
+		t.Fatalf("first line: %q, %v", buf[:n], err)
+	}
+	conn.SetDeadline(time.Time{})
+	return conn
+}
+
+// waitCount waits until what count returns, under s.mu, is n.
+func waitCount(t *testing.T, s *Server, what string, count func() int, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		got := count()
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+	}
+	t.Fatalf("no %d %s", n, what)
+}
+
+// refusedLines are the audit lines of refused requests.
+func (ts *testServer) refusedLines(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	if _, err := os.Stat(ts.audit); os.IsNotExist(err) {
+		return nil // no line yet
+	}
+	for _, a := range ts.auditLines(t) {
+		if a["status"] == "refused" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checkRefusedLine fails unless a is a refused request's audit line of
+// this process as client: exit code 125, the peer's uid, gid and pid, and
+// the request id id ("" for none).
+func checkRefusedLine(t *testing.T, a map[string]any, id string) {
+	t.Helper()
+	peer, _ := a["peer"].(map[string]any)
+	if a["status"] != "refused" || a["exit_code"] != float64(125) || peer["uid"] != float64(os.Getuid()) ||
+		peer["gid"] != float64(os.Getgid()) || peer["pid"] != float64(os.Getpid()) {
+		t.Errorf("audit line %v: want status refused, exit_code 125, peer uid %d gid %d pid %d", a, os.Getuid(), os.Getgid(), os.Getpid())
+	}
+	if got, _ := a["request_id"].(string); got != id {
+		t.Errorf("audit line %v: request_id %q, want %q", a, got, id)
+	}
+}
+
+// TestMaxRuns: with MaxRuns runs going, the next request is refused at
+// once, naming --max-runs, and audited; once one ends, a call is served.
+func TestMaxRuns(t *testing.T) {
+	ts := startWith(t, func(s *Server) { s.MaxRuns = 2 })
+	first := ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
+	ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
+	_, err := ts.client().Run(context.Background(), Request{ID: "third", Argv: []string{"/bin/true"}})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, "--max-runs") || !strings.Contains(e.Message, "retry") {
+		t.Fatalf("a third call with 2 going: %v, want a refusal naming --max-runs", err)
+	}
+	refused := ts.refusedLines(t)
+	if len(refused) != 1 {
+		t.Fatalf("audit: %v, want one refused line", ts.auditLines(t))
+	}
+	checkRefusedLine(t, refused[0], "third")
+	first.Close() // the run is cancelled, its slot freed
+	waitCount(t, ts.Server, "runs", func() int { return ts.running }, 1)
+	if r := run(t, ts.client(), Request{Argv: []string{"/bin/true"}}); r.ExitCode != 0 {
+		t.Errorf("a call after a run ended: %+v", r)
+	}
+}
+
+// TestPendingLimit: at most PendingPerRun × MaxRuns connections wait for
+// their request line; the next one gets an error line and is audited. A
+// connection that sends its request leaves the count.
+func TestPendingLimit(t *testing.T) {
+	ts := startWith(t, func(s *Server) { s.MaxRuns = 1 })
+	pending := func() int { return ts.pending }
+	waitCount(t, ts.Server, "pending connections", pending, 0)
+	var idle []net.Conn
+	for range PendingPerRun {
+		c, err := net.Dial("unix", ts.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	waitCount(t, ts.Server, "pending connections", pending, PendingPerRun)
+	// The server answers at once, without reading anything.
+	conn, err := net.Dial("unix", ts.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b, err := io.ReadAll(conn)
+	conn.Close()
+	var e struct{ Error *Error }
+	if err != nil || json.Unmarshal(b, &e) != nil || e.Error == nil || e.Error.Code != 125 ||
+		!strings.Contains(e.Error.Message, "--max-runs") || !strings.Contains(e.Error.Message, "waiting to send their request") {
+		t.Fatalf("a connection beyond the limit: %q, %v; want one error line naming --max-runs", b, err)
+	}
+	refused := ts.refusedLines(t)
+	if len(refused) != 1 {
+		t.Fatalf("audit: %v, want one refused line", ts.auditLines(t))
+	}
+	checkRefusedLine(t, refused[0], "")
+	idle[0].Close()
+	waitCount(t, ts.Server, "pending connections", pending, PendingPerRun-1)
+	if r := run(t, ts.client(), Request{Argv: []string{"/bin/true"}}); r.ExitCode != 0 {
+		t.Errorf("a call after an idle connection went: %+v", r)
+	}
+	// Closed without a byte: no refusal, no audit line.
+	if got := len(ts.refusedLines(t)); got != 1 {
+		t.Errorf("%d refused lines after an idle connection closed, want 1", got)
+	}
+}
+
+// TestIdleConnectionsDoNotBlock: 100 connections that say nothing do not
+// stop a call.
+func TestIdleConnectionsDoNotBlock(t *testing.T) {
+	ts := start(t)
+	for range 100 {
+		c, err := net.Dial("unix", ts.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending }, 100)
+	if r := run(t, ts.client(), Request{Argv: []string{"/bin/echo", "through"}}); text(r.Stdout) != "through\n" {
+		t.Errorf("a call with 100 idle connections: %+v", r)
+	}
+}
+
+// TestRequestTimeout: a connection without a whole request line in time
+// gets an error line, is closed, and is audited; its slot is freed.
+func TestRequestTimeout(t *testing.T) {
+	ts := startWith(t, func(s *Server) { s.RequestTimeout = 200 * time.Millisecond })
+	for _, sent := range []string{"", `{"argv":["/bin/true"]`} {
+		conn, err := net.Dial("unix", ts.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write([]byte(sent))
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		b, err := io.ReadAll(conn)
+		conn.Close()
+		var e struct{ Error *Error }
+		if err != nil || json.Unmarshal(b, &e) != nil || e.Error == nil || e.Error.Code != 125 || !strings.Contains(e.Error.Message, "no request within 200ms") {
+			t.Errorf("sent %q and waited: %q, %v; want one error line, no request within 200ms", sent, b, err)
+		}
+	}
+	refused := ts.refusedLines(t)
+	if len(refused) != 2 {
+		t.Fatalf("audit: %v, want two refused lines", ts.auditLines(t))
+	}
+	for _, a := range refused {
+		checkRefusedLine(t, a, "")
+	}
+	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending }, 0)
+}
+
+// TestRefusalsAudited: every refused request writes one audit line:
+// status refused, exit code 125, the client's uid, gid and pid, and its
+// id when the request had a valid one. A 256-byte id is taken, a longer
+// one refused naming the field.
+func TestRefusalsAudited(t *testing.T) {
+	ts := start(t)
+	long := strings.Repeat("i", MaxID+1)
+	for _, c := range []struct {
+		line, want, id string
+	}{
+		{"{not json\n", "malformed request", ""},
+		{`{"id":"a","argv":["/bin/true"],"bogus":1}` + "\n", `unknown field "bogus"`, ""},
+		{`{"id":"b","argv":["/bin/true"],"profile":"nosuch"}` + "\n", `profile "nosuch": not served here`, "b"},
+		{`{"id":"c","argv":["/bin/true"],"limits":{"memory":"2G"}}` + "\n", "looser", "c"},
+		{`{"id":"d","argv":[]}` + "\n", "argv: empty", "d"},
+		{`{"id":"` + long + `","argv":["/bin/true"]}` + "\n", "id: 257 bytes, longer than 256", ""},
+		{`{"id":"e","argv":["/bin/true"]}`, "did not end with a newline", ""},
+	} {
+		before := len(ts.refusedLines(t))
+		lines := ts.call(t, c.line)
+		var e struct{ Error *Error }
+		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &e) != nil || e.Error == nil || !strings.Contains(e.Error.Message, c.want) {
+			t.Errorf("%.40q: answer %q, want an error line with %q", c.line, lines, c.want)
+			continue
+		}
+		refused := ts.refusedLines(t)
+		if len(refused) != before+1 {
+			t.Errorf("%.40q: %d refused audit lines, want %d", c.line, len(refused), before+1)
+			continue
+		}
+		checkRefusedLine(t, refused[before], c.id)
+		if reason, _ := refused[before]["reason"].(string); !strings.Contains(reason, c.want) {
+			t.Errorf("%.40q: audit reason %q, want it to say %q", c.line, reason, c.want)
+		}
+	}
+	r := run(t, ts.client(), Request{ID: strings.Repeat("i", MaxID), Argv: []string{"/bin/true"}})
+	if r.ExitCode != 0 {
+		t.Errorf("a call with a %d-byte id: %+v", MaxID, r)
+	}
+	a := ts.auditLines(t)
+	if last := a[len(a)-1]; last["status"] != "exited" || last["request_id"] != strings.Repeat("i", MaxID) {
+		t.Errorf("the run's audit line: %v", last)
+	}
+}
+
+// TestShutdownKeepsLock: a draining server has removed its socket but
+// keeps the lock until its runs have ended, so no second server starts on
+// the socket meanwhile; after the drain, one does.
+func TestShutdownKeepsLock(t *testing.T) {
+	ts := start(t)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777) // the jail's host user, when root, writes "go" there
+	res := make(chan *jail.Result, 1)
+	c := ts.client()
+	started := make(chan struct{})
+	var once sync.Once
+	c.OnStream = func(string, []byte) { once.Do(func() { close(started) }) }
+	go func() {
+		r, _ := c.Run(context.Background(), Request{Argv: []string{"/bin/sh", "-c", "echo started; while [ ! -e go ]; do sleep 0.02; done; echo done"}, Workdir: dir})
+		res <- r
+	}()
+	<-started
+	shut := make(chan error, 1)
+	go func() { shut <- ts.Shutdown(context.Background()) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Lstat(ts.path); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the socket is still there 10s after Shutdown began")
+		}
+	}
+	if l, err := Listen(ts.path); !errors.Is(err, ErrListening) {
+		if l != nil {
+			l.Close()
+		}
+		t.Errorf("Listen while the server drains: %v, want ErrListening", err)
+	}
+	os.WriteFile(dir+"/go", nil, 0o644)
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r == nil || text(r.Stdout) != "started\ndone\n" {
+		t.Errorf("the drained run: %+v", r)
+	}
+	if _, err := os.Lstat(ts.path + LockSuffix); !os.IsNotExist(err) {
+		t.Errorf("the lock file after the drain: %v", err)
+	}
+	l, err := Listen(ts.path)
+	if err != nil {
+		t.Fatalf("Listen after the drain: %v", err)
+	}
+	l.Close()
+}

@@ -6,7 +6,9 @@
 // error line; docs/serve.md has the protocol.
 //
 // Each call builds its jail from the named profile as `tooljail run`
-// does; there is no pool of jails built ahead of time yet.
+// does; there is no pool of jails built ahead of time yet. Admission
+// (admit.go) bounds the runs at once and the connections still waiting
+// for their request line, and refuses rather than queues.
 package serve
 
 import (
@@ -33,11 +35,12 @@ import (
 	"github.com/tooljail/tooljail/profiles"
 )
 
-// Timeouts of a connection: a client gets this long to send its request,
-// and each write to it may take this long (Server.WriteTimeout), so that
-// one slow or stuck client holds up only its own call.
+// Timeouts of a connection: a client gets this long from its connection
+// to send its whole request line (Server.RequestTimeout), and each write
+// to it may take this long (Server.WriteTimeout), so that one slow or
+// stuck client holds up only its own call.
 const (
-	RequestTimeout = 30 * time.Second
+	RequestTimeout = 10 * time.Second
 	WriteTimeout   = 30 * time.Second
 )
 
@@ -58,9 +61,19 @@ type Server struct {
 	// is the default; none means "default".
 	Profiles []string
 	// AuditLog is a file that gets one JSON line per run (jail.AppendAudit,
-	// with the client's uid, gid and pid, and its request id); "" for none.
-	// It is opened for appending when Serve starts.
+	// with the client's uid, gid and pid, and its request id), and one per
+	// refused request (status "refused"); "" for none. It is opened for
+	// appending when Serve starts.
 	AuditLog string
+	// MaxRuns is how many runs may go at once, across all clients; a
+	// request beyond that is refused at once, never queued. It also
+	// bounds the connections that have not sent their request line yet
+	// (PendingPerRun × MaxRuns). 0 means DefaultMaxRuns; at most
+	// MaxRunsCeiling.
+	MaxRuns int
+	// RequestTimeout is how long a client has, from its connection, to
+	// send its whole request line; 0 means RequestTimeout.
+	RequestTimeout time.Duration
 	// WriteTimeout bounds each write to a client; 0 means WriteTimeout. A
 	// client that does not read its stream for this long gets its run
 	// cancelled.
@@ -68,6 +81,9 @@ type Server struct {
 	// ErrorLog gets what the server cannot tell a client (a failed audit
 	// write); nil discards it.
 	ErrorLog *log.Logger
+	// AllowClientProfiles lets a request send a profile of its own
+	// (profile_toml, clientprofile.go); without it that is refused.
+	AllowClientProfiles bool
 
 	loadOnce sync.Once
 	loadErr  error
@@ -80,6 +96,8 @@ type Server struct {
 	hidden    hiddenSet // what no jail may see: the sockets, the audit log
 	listeners map[net.Listener]struct{}
 	runs      map[*jail.Cmd]struct{}
+	running   int // runs admitted and not yet ended (MaxRuns)
+	pending   int // connections still reading their request line
 	closing   bool
 	forced    bool           // Shutdown's grace period ended: runs are cancelled
 	calls     sync.WaitGroup // runs in progress
@@ -90,6 +108,12 @@ type Server struct {
 // socket.
 func (s *Server) Load() error {
 	s.loadOnce.Do(func() {
+		if s.MaxRuns != 0 {
+			if err := CheckMaxRuns(s.MaxRuns); err != nil {
+				s.loadErr = fmt.Errorf("max runs %d: %v (--max-runs)", s.MaxRuns, err)
+				return
+			}
+		}
 		names := s.Profiles
 		if len(names) == 0 {
 			names = []string{"default"}
@@ -121,15 +145,18 @@ func (s *Server) Load() error {
 
 // Serve accepts connections on l and serves each in its own goroutine. It
 // returns ErrServerClosed after Shutdown, or the error that ended it (a
-// profile that does not load, a failed Accept); l is closed either way.
+// profile that does not load, a failed Accept); l is closed either way:
+// after Shutdown, by Shutdown, which keeps the lock of a listener from
+// Listen until the drain is over.
 func (s *Server) Serve(l net.Listener) error {
-	defer l.Close()
 	if err := s.Load(); err != nil {
+		l.Close()
 		return err
 	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
+		l.Close()
 		return ErrServerClosed
 	}
 	if s.hidden == nil {
@@ -137,6 +164,7 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	if err := s.hideLocked(l); err != nil {
 		s.mu.Unlock()
+		l.Close()
 		return err
 	}
 	if s.listeners == nil {
@@ -147,7 +175,13 @@ func (s *Server) Serve(l net.Listener) error {
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, l)
+		// Once closing, Shutdown has taken l (under this lock) and closes
+		// it after the drain.
+		shutdown := s.closing
 		s.mu.Unlock()
+		if !shutdown {
+			l.Close()
+		}
 	}()
 	// The cgroups a killed server left behind go now, not at the first
 	// call: a host that restarts its server finds it clean.
@@ -169,6 +203,10 @@ func (s *Server) Serve(l net.Listener) error {
 			return err
 		}
 		backoff = 0
+		if e := s.pend(); e != nil {
+			go s.refuseConn(conn, e)
+			continue
+		}
 		go s.serveConn(conn)
 	}
 }
@@ -188,10 +226,16 @@ func (s *Server) LongestTimeout() time.Duration {
 	return longest
 }
 
-// hideLocked records l's socket and the audit log in s.hidden.
+// hideLocked records l's socket, its lock file and the audit log in
+// s.hidden.
 func (s *Server) hideLocked(l net.Listener) error {
 	if a, ok := l.Addr().(*net.UnixAddr); ok && a.Name != "" && a.Name[0] != '@' {
 		if err := s.hidden.add(a.Name, "socket"); err != nil {
+			return err
+		}
+	}
+	if ll, ok := l.(*listener); ok {
+		if err := s.hidden.add(ll.lock.path, "lock file"); err != nil {
 			return err
 		}
 	}
@@ -212,14 +256,28 @@ func (s *Server) shuttingDown() bool {
 // Shutdown stops the server: it closes the listeners, refuses the requests
 // that come after, and waits for the runs in progress to end. When ctx
 // ends first, the runs left are cancelled (status cancelled) and Shutdown
-// returns ctx's error once they have ended. The audit log is closed.
+// returns ctx's error once they have ended. The audit log is closed. A
+// listener from Listen stops accepting at once (its socket file goes) but
+// keeps its lock until the drain is over, so that no second server starts
+// on the socket while this one still runs.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
+	var locked []*listener
 	for l := range s.listeners {
-		l.Close()
+		if ll, ok := l.(*listener); ok {
+			ll.stopAccepting()
+			locked = append(locked, ll)
+		} else {
+			l.Close()
+		}
 	}
 	s.mu.Unlock()
+	defer func() {
+		for _, l := range locked {
+			l.Close()
+		}
+	}()
 	done := make(chan struct{})
 	go func() {
 		s.calls.Wait()
@@ -247,9 +305,74 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// serveConn serves the one call of conn.
+// pend counts a new connection as waiting for its request line, or
+// refuses it when too many already are.
+func (s *Server) pend() *Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := admitPending(s.pending, s.maxRuns()); e != nil {
+		return e
+	}
+	s.pending++
+	return nil
+}
+
+func (s *Server) unpend() {
+	s.mu.Lock()
+	s.pending--
+	s.mu.Unlock()
+}
+
+func (s *Server) maxRuns() int {
+	if s.MaxRuns == 0 {
+		return DefaultMaxRuns
+	}
+	return s.MaxRuns
+}
+
+func (s *Server) writer(conn net.Conn) *connWriter {
+	out := &connWriter{conn: conn, timeout: s.WriteTimeout}
+	if out.timeout == 0 {
+		out.timeout = WriteTimeout
+	}
+	return out
+}
+
+// refuseConn refuses a connection before reading anything of it.
+func (s *Server) refuseConn(conn net.Conn, e *Error) {
+	defer conn.Close()
+	s.refuseCall(s.writer(conn), peerOf(conn), nil, e)
+}
+
+// refuseCall audits a refused request (req is nil when none was read) and
+// sends the client its error line. The audit line comes first, as a run's
+// comes before its report.
+func (s *Server) refuseCall(out *connWriter, peer *jail.Peer, req *Request, e *Error) {
+	profile := ""
+	if req != nil {
+		name := req.Profile
+		if name == "" {
+			name = s.first
+		}
+		if _, ok := s.profiles[name]; ok {
+			profile = name
+		}
+		if checkID(req.ID) == nil {
+			p := *peer
+			p.RequestID = req.ID
+			peer = &p
+		}
+	}
+	s.writeAudit(refusedResult(e, profile, time.Now()), peer)
+	out.writeError(e)
+}
+
+// serveConn serves the one call of conn, counted as pending (pend) until
+// its request line is read.
 func (s *Server) serveConn(conn net.Conn) {
 	defer conn.Close()
+	unpend := sync.OnceFunc(s.unpend)
+	defer unpend()
 	defer func() {
 		// A bug in one call must not end the others' runs.
 		if v := recover(); v != nil {
@@ -259,11 +382,12 @@ func (s *Server) serveConn(conn net.Conn) {
 		}
 	}()
 	peer := peerOf(conn)
-	out := &connWriter{conn: conn, timeout: s.WriteTimeout}
-	if out.timeout == 0 {
-		out.timeout = WriteTimeout
+	out := s.writer(conn)
+	timeout := s.RequestTimeout
+	if timeout == 0 {
+		timeout = RequestTimeout
 	}
-	conn.SetReadDeadline(time.Now().Add(RequestTimeout))
+	conn.SetReadDeadline(time.Now().Add(timeout))
 	br := bufio.NewReaderSize(&io.LimitedReader{R: conn, N: MaxRequest + 1}, 64<<10)
 	line, err := br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
@@ -273,22 +397,23 @@ func (s *Server) serveConn(conn net.Conn) {
 		rest, err = br.ReadBytes('\n')
 		line = append(buf, rest...)
 	}
-	switch {
-	case len(line) > MaxRequest:
-		out.writeError(refuse("request line longer than %d MiB; send large input as a file in the workdir", MaxRequest>>20))
-		return
-	case err != nil:
-		if len(line) > 0 {
-			out.writeError(refuse("the request line did not end with a newline before %v", err))
+	unpend()
+	if e, stop := lineRefusal(line, err, timeout); stop {
+		if e != nil {
+			s.refuseCall(out, peer, nil, e)
 		}
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
-	if s.shuttingDown() {
-		out.writeError(refuse("the server is shutting down; retry with a new server"))
-		return
-	}
 	req, rerr := decodeRequest(line)
+	if rerr == nil {
+		if e := checkID(req.ID); e != nil {
+			rerr = e
+		}
+	}
+	if rerr == nil && s.shuttingDown() {
+		rerr = refuse("the server is shutting down; retry with a new server")
+	}
 	var spec *jail.Spec
 	if rerr == nil {
 		spec, rerr = s.spec(req)
@@ -303,7 +428,7 @@ func (s *Server) serveConn(conn net.Conn) {
 		if !errors.As(rerr, &e) {
 			e = refuse("%v", rerr)
 		}
-		out.writeError(e)
+		s.refuseCall(out, peer, req, e)
 		return
 	}
 	peer.RequestID = req.ID
@@ -312,6 +437,9 @@ func (s *Server) serveConn(conn net.Conn) {
 
 // spec picks the request's profile and builds the Spec.
 func (s *Server) spec(r *Request) (*jail.Spec, error) {
+	if r.ProfileTOML != "" {
+		return s.clientSpec(r, s.AllowClientProfiles)
+	}
 	name := r.Profile
 	if name == "" {
 		name = s.first
@@ -350,8 +478,8 @@ func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Requ
 		cmd.Stdout = &streamWriter{out: out, name: "stdout", cancel: cmd.Cancel}
 		cmd.Stderr = &streamWriter{out: out, name: "stderr", cancel: cmd.Cancel}
 	}
-	if !s.track() {
-		out.writeError(refuse("the server is shutting down; retry with a new server"))
+	if e := s.track(); e != nil {
+		s.refuseCall(out, peer, req, e)
 		return
 	}
 	defer s.untrack(cmd)
@@ -384,15 +512,19 @@ func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Requ
 }
 
 // track counts a call that is about to run, unless the server is
-// shutting down.
-func (s *Server) track() bool {
+// shutting down or already runs MaxRuns calls.
+func (s *Server) track() *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return false
+		return refuse("the server is shutting down; retry with a new server")
 	}
+	if e := admitRun(s.running, s.maxRuns()); e != nil {
+		return e
+	}
+	s.running++
 	s.calls.Add(1)
-	return true
+	return nil
 }
 
 // started registers a started run for Shutdown to cancel, or cancels it
@@ -413,6 +545,7 @@ func (s *Server) started(cmd *jail.Cmd) {
 func (s *Server) untrack(cmd *jail.Cmd) {
 	s.mu.Lock()
 	delete(s.runs, cmd)
+	s.running--
 	s.mu.Unlock()
 	s.calls.Done()
 }

@@ -673,7 +673,7 @@ var notServed = []struct {
 func servedFlagError(f *runFlags) error {
 	for _, n := range notServed {
 		if n.set(f) {
-			return fmt.Errorf("%s cannot be used with a server (--server, TOOLJAIL_SERVER): %s; serve a profile that has it (tooljail serve --profile FILE), or run without a server", n.flag, n.why)
+			return fmt.Errorf("%s cannot be used with a server (--server, TOOLJAIL_SERVER): %s; serve a profile that has it (tooljail serve --profile FILE), send one with --profile FILE to a server started with --allow-client-profiles, or run without a server", n.flag, n.why)
 		}
 	}
 	return nil
@@ -685,6 +685,8 @@ type servedRun struct {
 	socket string
 	req    serve.Request
 	report string // the --report file (absolute), "" for none, "-" for stderr
+	// profileFile is the --profile FILE whose text req sends, "" for none.
+	profileFile string
 }
 
 // parseServed parses the arguments of `run` for a server: nil when the run
@@ -712,7 +714,7 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 		return nil, lineError("current directory: %v; run tooljail from a directory that exists", err)
 	}
 	sr := &servedRun{flags: &f, socket: socket}
-	sr.req = serve.Request{Argv: command, Profile: f.profile.value, Network: f.net.value}
+	sr.req = serve.Request{Argv: command, Network: f.net.value}
 	switch {
 	case f.noWorkdir && f.workdir.set:
 		return nil, errors.New("--workdir and --no-workdir contradict each other")
@@ -735,11 +737,35 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 	default:
 		sr.report = absFrom(cwd, p)
 		// The command could have planted a link there (see Output).
-		if w := sr.req.Workdir; w != "" && (sr.report == w || strings.HasPrefix(sr.report, strings.TrimSuffix(w, "/")+"/")) {
+		if w := sr.req.Workdir; inside(sr.report, w) {
 			return nil, fmt.Errorf("--report %s: inside the run's workdir %s, where the command could replace it; write the report outside it", p, w)
 		}
 	}
+	if p := f.profile.value; profiles.IsFile(p) {
+		// The server reads no file of the client's: the text goes, and
+		// its errors name it profile_toml, which run shows as p. A run
+		// jailed here binds its profile file read-only over itself; a
+		// server cannot, so a file the command could rewrite for the
+		// next run is refused.
+		abs := absFrom(cwd, p)
+		if w := sr.req.Workdir; inside(abs, w) {
+			return nil, fmt.Errorf("--profile %s: inside the run's workdir %s, where the command could rewrite it for the next run sent to a server; keep the profile outside the workdir", p, w)
+		}
+		text, err := profiles.ReadFile(abs)
+		if err != nil {
+			return nil, err
+		}
+		sr.req.ProfileTOML, sr.profileFile = string(text), p
+	} else {
+		sr.req.Profile = p
+	}
 	return sr, nil
+}
+
+// inside says whether the absolute path p is dir or below it ("" is no
+// directory).
+func inside(p, dir string) bool {
+	return dir != "" && (p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/"))
 }
 
 // servedEnv is the request's env: --env, then the --pass-env names set in
@@ -816,7 +842,7 @@ func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
 	var refused *serve.Error
 	switch {
 	case errors.As(err, &refused):
-		fail(stderr, "%s", refused.Message)
+		fail(stderr, "%s", sr.refusal(refused.Message))
 		return refused.Code
 	case isDialError(err):
 		return fail(stderr, "%v; start one with 'tooljail serve --socket %s', or run without --server and TOOLJAIL_SERVER", err, sr.socket)
@@ -833,6 +859,19 @@ func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
 		runErr = errors.New(r.Reason)
 	}
 	return sr.flags.finish(r, runErr, outs, stdout, stderr)
+}
+
+// refusal is the server's refusal as run shows it: what the server says
+// of the profile text it was sent (profile_toml:LINE:COL: ...) names the
+// --profile file it came from.
+func (sr *servedRun) refusal(msg string) string {
+	if sr.profileFile == "" {
+		return msg
+	}
+	if rest, ok := strings.CutPrefix(msg, serve.ClientProfileName+":"); ok {
+		return sr.profileFile + ":" + rest
+	}
+	return msg
 }
 
 // isDialError says whether err is a failure to connect to the server

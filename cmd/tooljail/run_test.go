@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/profiles"
 	"github.com/tooljail/tooljail/serve"
 )
 
@@ -454,5 +455,105 @@ func TestServedRun(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := sr.run(stdin, &stdout, &stderr); code != 125 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "tooljail serve --socket "+sock) {
 		t.Errorf("no server: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// --profile with a server: a shipped name goes as "profile"; a file is
+// read here (relative to the current directory, by the rules of a
+// profile file, at most profiles.MaxSize) and its text goes as
+// "profile_toml", since the server reads no file of the client's.
+func TestServedProfileFile(t *testing.T) {
+	dir := t.TempDir()
+	text := "extends = \"strict\"\n[env]\nset = { MINE = \"1\" }\n"
+	if err := os.WriteFile(filepath.Join(dir, "mine.toml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.toml"), make([]byte, profiles.MaxSize+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.toml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	getwd := func() (string, error) { return dir, nil }
+	for _, c := range []struct {
+		profile, workdir, wantName, wantText, wantErr string
+	}{
+		{"strict", "", "strict", "", ""},
+		{"mine.toml", "/elsewhere", "", text, ""},
+		{"./mine.toml", "", "", text, ""},
+		{filepath.Join(dir, "mine.toml"), "", "", text, ""},
+		{"./missing.toml", "", "", "", filepath.Join(dir, "missing.toml")},
+		{"big.toml", "", "", "", "larger than 1 MiB"},
+		{"fifo.toml", "", "", "", "is a FIFO (named pipe), not a regular file"},
+		{"./", "", "", "", "is a directory"},
+		// A run jailed here binds its profile file read-only; a server
+		// cannot, so one the command could rewrite is refused.
+		{"mine.toml", ".", "", "", "--profile mine.toml: inside the run's workdir " + dir + ", where the command could rewrite it"},
+		{"./mine.toml", dir, "", "", "inside the run's workdir"},
+		{filepath.Join(dir, "mine.toml"), filepath.Dir(dir), "", "", "inside the run's workdir " + filepath.Dir(dir)},
+	} {
+		args := []string{"--server", "/s", "--profile", c.profile, "--no-workdir", "--", "true"}
+		if c.workdir != "" {
+			args[4], args[5] = "--workdir", c.workdir
+			args = append(args[:6], "--", "true")
+		}
+		done := make(chan struct{})
+		var sr *servedRun
+		var err error
+		go func() {
+			defer close(done)
+			sr, err = parseServed(args, getwd, nil)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("--profile %s: parseServed hangs", c.profile)
+		}
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("--profile %s: %v, want one line with %q", c.profile, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", args, err)
+		} else if sr.req.Profile != c.wantName || sr.req.ProfileTOML != c.wantText {
+			t.Errorf("%q: profile %q, profile_toml %q", args, sr.req.Profile, sr.req.ProfileTOML)
+		}
+	}
+}
+
+// What the server says of a sent profile's text names the file it came
+// from; its other refusals are shown as they are.
+func TestServedProfileRefusal(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "mine.toml"), []byte("extends = \"default\"\n[limits]\nmemroy = \"1G\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	for _, c := range []struct {
+		profile, message, want string
+	}{
+		{"./mine.toml", "profile_toml:3:1: limits.memroy: unknown key", "tooljail: ./mine.toml:3:1: limits.memroy: unknown key\n"},
+		{"./mine.toml", "profile_toml: this server takes no profile from its clients", "tooljail: ./mine.toml: this server takes no profile from its clients\n"},
+		{"./mine.toml", "limits.memory: 2G is looser than the profile's 512M", "tooljail: limits.memory: 2G is looser than the profile's 512M\n"},
+		{"default", "profile_toml:1:1: not ours to rename", "tooljail: profile_toml:1:1: not ours to rename\n"},
+	} {
+		line, _ := json.Marshal(map[string]any{"error": map[string]any{"code": 125, "message": c.message}})
+		sock, reqs := fakeServer(t, string(line))
+		sr, err := parseServed([]string{"--server", sock, "--no-workdir", "--profile", c.profile, "--", "cmd"}, func() (string, error) { return dir, nil }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		code := sr.run(stdin, &stdout, &stderr)
+		<-reqs
+		if code != 125 || stderr.String() != c.want {
+			t.Errorf("%s, %q: exit %d, stderr %q; want 125, %q", c.profile, c.message, code, stderr.String(), c.want)
+		}
 	}
 }

@@ -9,12 +9,14 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/tooljail/tooljail/serve"
 )
 
-const serveUsage = `Usage: tooljail serve [--socket PATH] [--profile NAME|FILE]... [--audit-log FILE]
+const serveUsage = `Usage: tooljail serve [--socket PATH] [--profile NAME|FILE]... [--audit-log FILE] [--max-runs N]
+       [--allow-client-profiles]
 
 Serves jailed runs on a unix socket: a client sends one JSON request line per
 connection and gets the run's report, exactly what 'tooljail run --json'
@@ -25,8 +27,12 @@ profile's limits. Only this user (and root) can connect: the socket is mode
 
 SIGTERM or SIGINT drains the server: no new calls, running calls end or hit
 their timeout (the longest timeout of the served profiles), then it exits 0.
-A socket nobody listens on is replaced; one a live server holds is an error
-(exit 125).
+A socket nobody listens on is replaced; one a live server holds (it holds
+SOCKET.lock) is an error (exit 125).
+
+Nothing waits: a call beyond --max-runs, a connection beyond 4 x --max-runs
+still waiting for its request line, or one that sends no whole request line
+within 10s gets an error line (code 125), and the audit log a "refused" line.
 
 Flags:
 `
@@ -36,12 +42,15 @@ type serveFlags struct {
 	socket   scalar
 	profiles []string
 	auditLog scalar
+	maxRuns  scalar // a number, checked by maxRunsValue
+	// allowClientProfiles lets a request send a profile of its own.
+	allowClientProfiles bool
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Var(&f.socket, "socket", "listen on `PATH` (default $XDG_RUNTIME_DIR/tooljail.sock, else /run/tooljail.sock for root, else /tmp/tooljail-$UID/sock)")
+	fs.Var(&f.socket, "socket", "listen on `PATH` (default $XDG_RUNTIME_DIR/tooljail.sock, else /run/tooljail/sock for root, else /tmp/tooljail-$UID/sock)")
 	fs.Func("profile", "serve this profile, a shipped `NAME` or a TOML FILE; repeatable, the first is the default (default \"default\")", func(v string) error {
 		if v == "" {
 			return errors.New("empty profile name")
@@ -49,7 +58,10 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 		f.profiles = append(f.profiles, v)
 		return nil
 	})
-	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run, with the client's uid, gid and pid, to `FILE` (also TOOLJAIL_AUDIT_LOG)")
+	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run and per refused request, with the client's uid, gid and pid, to `FILE` (also TOOLJAIL_AUDIT_LOG)")
+	f.maxRuns.check = func(v string) error { _, err := maxRunsValue(v); return err }
+	fs.Var(&f.maxRuns, "max-runs", fmt.Sprintf("run at most `N` calls at once, across all clients (1 to %d, default %d); a call beyond that is refused at once (error 125), and at most %d x N connections may wait for their request line", serve.MaxRunsCeiling, serve.DefaultMaxRuns, serve.PendingPerRun))
+	fs.BoolVar(&f.allowClientProfiles, "allow-client-profiles", false, "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)")
 	return fs
 }
 
@@ -75,6 +87,10 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		Profiles: f.profiles,
 		AuditLog: audit,
 		ErrorLog: log.New(stderr, "tooljail serve: ", 0),
+	}
+	srv.AllowClientProfiles = f.allowClientProfiles
+	if f.maxRuns.set {
+		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value) // checked when parsed
 	}
 	if err := srv.Load(); err != nil {
 		return fail(stderr, "%v", err)
@@ -113,4 +129,13 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	<-served
 	return 0
+}
+
+// maxRunsValue is the number a --max-runs value gives.
+func maxRunsValue(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("want a whole number of runs at once, from 1 to %d", serve.MaxRunsCeiling)
+	}
+	return n, serve.CheckMaxRuns(n)
 }

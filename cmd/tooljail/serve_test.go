@@ -22,6 +22,7 @@ func TestServeBadInput(t *testing.T) {
 		"unknown profile": {"serve", "--profile", "no-such-profile"},
 		"socket twice":    {"serve", "--socket", "/tmp/a", "--socket", "/tmp/b"},
 		"empty profile":   {"serve", "--profile", ""},
+		"max-runs twice":  {"serve", "--max-runs", "2", "--max-runs", "3"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := dispatch(args, &stdout, &stderr)
@@ -42,9 +43,34 @@ func TestServeLiveSocket(t *testing.T) {
 	defer l.Close()
 	var stdout, stderr bytes.Buffer
 	code := dispatch([]string{"serve", "--socket", path}, &stdout, &stderr)
-	want := "tooljail: a server is already listening on " + path
+	want := fmt.Sprintf("tooljail: a server is already listening on %s (pid %d holds %s.lock)", path, os.Getpid(), path)
 	if code != 125 || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
 		t.Errorf("exit %d, stderr %q; want 125 and %q", code, stderr.String(), want)
+	}
+}
+
+// TestServeMaxRunsFlag: a --max-runs that is not a number from 1 to 1024
+// is exit 125, one line naming the flag, before the socket is touched.
+func TestServeMaxRunsFlag(t *testing.T) {
+	path := filepath.Join(privateDir(t), "sock")
+	for _, v := range []string{"0", "-1", "1025", "x", "1.5", ""} {
+		var stdout, stderr bytes.Buffer
+		code := dispatch([]string{"serve", "--socket", path, "--max-runs", v}, &stdout, &stderr)
+		if code != 125 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "max-runs") || !strings.Contains(stderr.String(), "1 to 1024") {
+			t.Errorf("--max-runs %q: exit %d, stderr %q; want 125 and one line naming the flag and its range", v, code, stderr.String())
+		}
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("the socket was touched: %v", err)
+	}
+}
+
+func TestMaxRunsValue(t *testing.T) {
+	for v, want := range map[string]int{"1": 1, "64": 64, "1024": 1024, "0": -1, "1025": -1, "x": -1, " 2": -1} {
+		n, err := maxRunsValue(v)
+		if want < 0 && err == nil || want >= 0 && (err != nil || n != want) {
+			t.Errorf("maxRunsValue(%q) = %d, %v; want %d", v, n, err, want)
+		}
 	}
 }
 

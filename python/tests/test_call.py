@@ -109,7 +109,7 @@ class TransportChoiceTest(unittest.TestCase):
         cases = [
             ({"XDG_RUNTIME_DIR": "/run/user/7"}, 7, "/run/user/7/tooljail.sock"),
             ({"XDG_RUNTIME_DIR": "/run/user/0"}, 0, "/run/user/0/tooljail.sock"),
-            ({}, 0, "/run/tooljail.sock"),
+            ({}, 0, "/run/tooljail/sock"),
             ({"XDG_RUNTIME_DIR": ""}, 1000, "/tmp/tooljail-1000/sock"),
         ]
         for env, uid, want in cases:
@@ -122,7 +122,7 @@ class TransportChoiceTest(unittest.TestCase):
         cases = [
             ("/s", {"TOOLJAIL_SERVER": "/e"}, set(), which, ("server", "/s")),
             (None, {"TOOLJAIL_SERVER": "/e"}, set(), which, ("server", "/e")),
-            (None, {}, {"/run/tooljail.sock"}, which, ("server", "/run/tooljail.sock")),
+            (None, {}, {"/run/tooljail/sock"}, which, ("server", "/run/tooljail/sock")),
             (None, {}, set(), which, ("cli", "/usr/bin/tooljail")),
             (None, {"TOOLJAIL_BIN": "/b/tj"}, set(), which, ("cli", "/b/tj")),
             (None, {"TOOLJAIL_BIN": "/b/tj", "TOOLJAIL_SERVER": ""}, set(), nowhere, ("cli", "/b/tj")),

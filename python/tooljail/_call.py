@@ -171,7 +171,7 @@ def default_socket(environ, uid):
     if runtime:
         return os.path.join(runtime, "tooljail.sock")
     if uid == 0:
-        return "/run/tooljail.sock"
+        return "/run/tooljail/sock"
     return "/tmp/tooljail-%d/sock" % uid
 
 

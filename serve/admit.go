@@ -1,0 +1,115 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tooljail/tooljail/jail"
+)
+
+// Admission: what a server lets in, and how it says no. A server never
+// queues: a call over its limits is refused at once with an error line,
+// so that a flood of calls, or of clients that connect and say nothing,
+// costs the others nothing but a refusal of their own.
+const (
+	// DefaultMaxRuns is how many runs a server lets go at once when
+	// Server.MaxRuns is 0 (--max-runs).
+	DefaultMaxRuns = 64
+	// MaxRunsCeiling is the highest Server.MaxRuns: each run holds a jail
+	// (processes, a cgroup, descriptors), and a server is one process.
+	MaxRunsCeiling = 1024
+	// PendingPerRun is how many connections per allowed run may be open
+	// without having sent their request line yet.
+	PendingPerRun = 4
+	// MaxID is the longest request id, in bytes: it goes into the audit
+	// log as it is.
+	MaxID = 256
+	// maxAuditReason bounds the reason a refused request's audit line
+	// carries: a message can quote what the client sent.
+	maxAuditReason = 1024
+)
+
+// CheckMaxRuns is nil when n is a valid Server.MaxRuns other than 0.
+func CheckMaxRuns(n int) error {
+	if n < 1 || n > MaxRunsCeiling {
+		return fmt.Errorf("want a number of runs at once from 1 to %d", MaxRunsCeiling)
+	}
+	return nil
+}
+
+// admitRun refuses a run when max runs already go.
+func admitRun(running, max int) *Error {
+	if running < max {
+		return nil
+	}
+	return refuse("the server already runs %d calls, its --max-runs; retry later, or start the server with a higher --max-runs", max)
+}
+
+// admitPending refuses a connection when as many as PendingPerRun × max
+// are open and have not sent their request line yet.
+func admitPending(pending, max int) *Error {
+	if pending < PendingPerRun*max {
+		return nil
+	}
+	return refuse("%d connections are already waiting to send their request (%d × --max-runs); send the request as soon as you connect, retry later, or start the server with a higher --max-runs", pending, PendingPerRun)
+}
+
+// lineRefusal is what the server does after reading a request line: line
+// and err are what the read returned, within timeout. stop is true when
+// the call ends here: with e, the error line to send and audit, or
+// without one for a connection closed before a byte of a request (a
+// client checking that the server answers, as Dial does).
+func lineRefusal(line []byte, err error, timeout time.Duration) (e *Error, stop bool) {
+	switch {
+	case len(line) > MaxRequest:
+		return refuse("request line longer than %d MiB; send large input as a file in the workdir", MaxRequest>>20), true
+	case err == nil:
+		return nil, false
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return refuse("no request within %v; send the whole request line as soon as you connect", timeout), true
+	case len(line) == 0:
+		return nil, true
+	default:
+		return refuse("the request line did not end with a newline before %v", err), true
+	}
+}
+
+// checkID refuses an id longer than MaxID.
+func checkID(id string) *Error {
+	if len(id) <= MaxID {
+		return nil
+	}
+	return refuse("id: %d bytes, longer than %d; send a shorter id", len(id), MaxID)
+}
+
+// refusedResult is the Result a refused request is audited as: status
+// refused, exit code 125, the error message as its reason, and the
+// profile asked for when it is one the server serves. The command and
+// workdir are left out: a refused request may be malformed or huge, and
+// its line says who asked and why, not what.
+func refusedResult(e *Error, profile string, at time.Time) *jail.Result {
+	return &jail.Result{
+		Command:   []string{},
+		Profile:   profile,
+		StartedAt: at,
+		Status:    jail.StatusRefused,
+		ExitCode:  e.Code,
+		Reason:    clip(e.Message, maxAuditReason),
+	}
+}
+
+// clip cuts s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
