@@ -137,6 +137,29 @@ func TestServeClientProfile(t *testing.T) {
 			o = u.exec(t, run{args: []string{"run", "--server", s.sock, "--workdir", w, "--profile", "./mine.toml", "--", helper, "env"}, dir: d})
 			oneLineError(t, o, "./mine.toml:3:1: limits.memroy: unknown key")
 		})
+
+		// A file the server serves, named by the same string: the served
+		// profile, with no --allow-client-profiles needed.
+		t.Run("served-file", func(t *testing.T) {
+			d := u.dir(t)
+			file := filepath.Join(d, "served-file.toml")
+			q := make([]string, len(u.degraded))
+			for i, l := range u.degraded {
+				q[i] = fmt.Sprintf("%q", l)
+			}
+			body := fmt.Sprintf("extends = \"default\"\nallow_degraded = [%s]\n[env]\nset = { TJ_SERVED_FILE = \"yes\" }\n", strings.Join(q, ", "))
+			if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fs := u.startServer(t, "", "--profile", file)
+			o := u.exec(t, run{args: []string{"run", "--server", fs.sock, "--workdir", w, "--profile", file, "--", helper, "env"}, dir: d})
+			if o.code != 0 || !strings.Contains(o.stdout, "TJ_SERVED_FILE=yes") {
+				t.Errorf("run --server --profile FILE that the server serves: want exit 0 and its env\n%s", o)
+			}
+			if a := fs.refusedLines(t); len(a) != 0 {
+				t.Errorf("the served file was refused first: %+v", a)
+			}
+		})
 	})
 }
 

@@ -685,8 +685,10 @@ type servedRun struct {
 	socket string
 	req    serve.Request
 	report string // the --report file (absolute), "" for none, "-" for stderr
-	// profileFile is the --profile FILE whose text req sends, "" for none.
-	profileFile string
+	// profileFile is a --profile FILE, "" for none. req names it first, as
+	// the server may serve that file under the same string; a server that
+	// does not gets its text instead (profileText: profile_toml).
+	profileFile, profileText string
 }
 
 // parseServed parses the arguments of `run` for a server: nil when the run
@@ -755,7 +757,7 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 		if err != nil {
 			return nil, err
 		}
-		sr.req.ProfileTOML, sr.profileFile = string(text), p
+		sr.req.Profile, sr.profileFile, sr.profileText = p, p, string(text)
 	} else {
 		sr.req.Profile = p
 	}
@@ -834,12 +836,16 @@ func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
 		}
 	}()
 	r, err := c.Run(ctx, sr.req)
+	var refused *serve.Error
+	if errors.As(err, &refused) && sr.profileText != "" && profileNotServed(refused.Message, sr.req.Profile) {
+		sr.req.Profile, sr.req.ProfileTOML = "", sr.profileText
+		r, err = c.Run(ctx, sr.req)
+	}
 	if ctx.Err() != nil && got != nil {
 		sig := got.(syscall.Signal)
 		fmt.Fprintf(stderr, "tooljail: %s: the run was cancelled on the server\n", unix.SignalName(sig))
 		return 128 + int(sig)
 	}
-	var refused *serve.Error
 	switch {
 	case errors.As(err, &refused):
 		fail(stderr, "%s", sr.refusal(refused.Message))
@@ -859,6 +865,12 @@ func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
 		runErr = errors.New(r.Reason)
 	}
 	return sr.flags.finish(r, runErr, outs, stdout, stderr)
+}
+
+// profileNotServed says whether a server's refusal says that it serves no profile
+// named name (serve.Server.spec's words).
+func profileNotServed(msg, name string) bool {
+	return strings.HasPrefix(msg, fmt.Sprintf("profile %q: not served here", name))
 }
 
 // refusal is the server's refusal as run shows it: what the server says

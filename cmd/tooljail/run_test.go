@@ -460,8 +460,10 @@ func TestServedRun(t *testing.T) {
 
 // --profile with a server: a shipped name goes as "profile"; a file is
 // read here (relative to the current directory, by the rules of a
-// profile file, at most profiles.MaxSize) and its text goes as
-// "profile_toml", since the server reads no file of the client's.
+// profile file, at most profiles.MaxSize). The request names it first (a
+// server may serve that file under the same string); its text is what
+// goes as "profile_toml" if the server serves no such profile, since the
+// server reads no file of the client's.
 func TestServedProfileFile(t *testing.T) {
 	dir := t.TempDir()
 	text := "extends = \"strict\"\n[env]\nset = { MINE = \"1\" }\n"
@@ -479,9 +481,9 @@ func TestServedProfileFile(t *testing.T) {
 		profile, workdir, wantName, wantText, wantErr string
 	}{
 		{"strict", "", "strict", "", ""},
-		{"mine.toml", "/elsewhere", "", text, ""},
-		{"./mine.toml", "", "", text, ""},
-		{filepath.Join(dir, "mine.toml"), "", "", text, ""},
+		{"mine.toml", "/elsewhere", "mine.toml", text, ""},
+		{"./mine.toml", "", "./mine.toml", text, ""},
+		{filepath.Join(dir, "mine.toml"), "", filepath.Join(dir, "mine.toml"), text, ""},
 		{"./missing.toml", "", "", "", filepath.Join(dir, "missing.toml")},
 		{"big.toml", "", "", "", "larger than 1 MiB"},
 		{"fifo.toml", "", "", "", "is a FIFO (named pipe), not a regular file"},
@@ -517,8 +519,25 @@ func TestServedProfileFile(t *testing.T) {
 		}
 		if err != nil {
 			t.Errorf("%q: %v", args, err)
-		} else if sr.req.Profile != c.wantName || sr.req.ProfileTOML != c.wantText {
-			t.Errorf("%q: profile %q, profile_toml %q", args, sr.req.Profile, sr.req.ProfileTOML)
+		} else if sr.req.Profile != c.wantName || sr.req.ProfileTOML != "" || sr.profileText != c.wantText {
+			t.Errorf("%q: profile %q, profile_toml %q, text kept %q", args, sr.req.Profile, sr.req.ProfileTOML, sr.profileText)
+		}
+	}
+}
+
+func TestProfileNotServed(t *testing.T) {
+	for _, c := range []struct {
+		msg, name string
+		want      bool
+	}{
+		{`profile "./a.toml": not served here (served: default); ask for one of those`, "./a.toml", true},
+		{`profile "./a.toml": not served here`, "./b.toml", false},
+		{`profile "a b.toml": not served here`, "a b.toml", true},
+		{`limits.memory: 2G is looser than the profile's 512M`, "./a.toml", false},
+		{`the server already runs 64 calls, its --max-runs; profile "./a.toml": not served here`, "./a.toml", false},
+	} {
+		if got := profileNotServed(c.msg, c.name); got != c.want {
+			t.Errorf("profileNotServed(%q, %q) = %v, want %v", c.msg, c.name, got, c.want)
 		}
 	}
 }

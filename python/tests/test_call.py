@@ -93,6 +93,24 @@ class SpellingTest(unittest.TestCase):
         self.assertEqual(_call.cli_argv("tj", make(["true"])),
                          ["tj", "run", "--json", "--quiet", "--workdir", "/w", "--", "true"])
 
+    def test_profile_file_or_name(self):
+        for profile, want in [("default", False), ("./mine.toml", True), ("mine.toml", True),
+                              ("/etc/tj/agent", True), (None, False), ("strict", False)]:
+            self.assertEqual(_call.is_profile_file(profile), want, profile)
+        for message, profile, want in [
+            ('profile "./a.toml": not served here (served: default); ask', "./a.toml", True),
+            ('profile "./a.toml": not served here', "./b.toml", False),
+            ("limits.memory: 2G is looser than the profile's 512M", "./a.toml", False),
+        ]:
+            self.assertEqual(_call.not_served(message, profile), want, message)
+
+    def test_server_request_profile_text(self):
+        call = make(["true"], profile="./mine.toml")
+        self.assertEqual(_call.server_request(call)["profile"], "./mine.toml")
+        req = _call.server_request(call, 'extends = "default"\n')
+        self.assertEqual(req["profile_toml"], 'extends = "default"\n')
+        self.assertNotIn("profile", req)
+
     def test_server_request(self):
         self.assertEqual(_call.server_request(make(["true"])),
                          {"argv": ["true"], "workdir": "/w", "stream": True})

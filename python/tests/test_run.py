@@ -2,6 +2,7 @@
 through a real `tooljail serve`, then both compared on the same calls."""
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -265,6 +266,44 @@ class ServerTest(ServerMixin, RunCases, unittest.TestCase):
             self.run_(["true"], memory="64G")
         self.assertIn("memory", str(cm.exception))
         self.assertEqual(cm.exception.code, 125)
+
+
+@support.need_binary
+class ClientProfileTest(unittest.TestCase):
+    """profile= a file the server does not serve: its text goes as profile_toml,
+    as `tooljail run --server --profile FILE` does."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not support.serve_supported():
+            raise unittest.SkipTest("this tooljail has no serve subcommand")
+        served = [] if scratch.profile is None else ["--profile", scratch.profile]
+        cls.open_server = support.Server(scratch.config, "--allow-client-profiles", *served)
+        cls.plain_server = support.Server(scratch.config, *served)
+        base = "default" if scratch.profile is None else scratch.profile
+        cls.mine = os.path.join(scratch.config, "mine.toml")
+        with open(cls.mine, "w") as f:
+            f.write('extends = %s\n[env]\nset = { TJ_MINE = "mine" }\n' % json.dumps(base))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.open_server.stop()
+        cls.plain_server.stop()
+
+    def test_text_sent(self):
+        r = tooljail.run(["/bin/sh", "-c", "echo $TJ_MINE"], capture_output=True,
+                         profile=self.mine, socket=self.open_server.socket)
+        self.assertEqual((r.returncode, r.stdout), (0, b"mine\n"))
+        self.assertEqual(r.report.profile, "profile_toml")
+
+    def test_refused_without_the_flag(self):
+        with self.assertRaisesRegex(tooljail.JailError, "--allow-client-profiles"):
+            tooljail.run(["true"], profile=self.mine, socket=self.plain_server.socket)
+
+    def test_missing_file(self):
+        with self.assertRaisesRegex(tooljail.JailError, "no-such.toml"):
+            tooljail.run(["true"], profile=os.path.join(scratch.config, "no-such.toml"),
+                         socket=self.open_server.socket)
 
 
 # Each case: (args, run() keywords); compared on status, returncode, stdout, stderr.

@@ -2,6 +2,7 @@
 no I/O here, so the decisions are table-tested (tests/test_call.py)."""
 
 import base64
+import json
 import math
 import os
 import signal
@@ -148,21 +149,38 @@ def cli_argv(binary, call):
     return argv + ["--"] + call.argv
 
 
-def server_request(call):
+def server_request(call, profile_text=None):
     """The request object of the wire protocol. Output is always streamed: the
-    chunks are the command's exact bytes, in the order they came."""
+    chunks are the command's exact bytes, in the order they came. With
+    profile_text, the profile goes as that text (profile_toml), not by name."""
     req = {"argv": call.argv, "workdir": call.workdir, "stream": True}
     if call.env:
         req["env"] = call.env
     if call.stdin is not None:
         req["stdin"] = base64.b64encode(call.stdin).decode("ascii")
-    if call.profile is not None:
+    if profile_text is not None:
+        req["profile_toml"] = profile_text
+    elif call.profile is not None:
         req["profile"] = call.profile
     if call.limits:
         req["limits"] = dict(call.limits)
     if call.network is not None:
         req["network"] = call.network
     return req
+
+
+# The largest profile file tooljail reads (profiles.MaxSize).
+MAX_PROFILE = 1 << 20
+
+
+def is_profile_file(profile):
+    """A profile given as a file, not a shipped or served name (as the CLI tells)."""
+    return profile is not None and ("/" in profile or profile.endswith(".toml"))
+
+
+def not_served(message, profile):
+    """Whether a server's refusal says it serves no profile of that name."""
+    return message.startswith('profile %s: not served here' % json.dumps(profile))
 
 
 def default_socket(environ, uid):

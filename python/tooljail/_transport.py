@@ -10,7 +10,7 @@ import struct
 import subprocess
 import time
 
-from ._call import SETUP_FAILED, cli_argv, server_request
+from ._call import MAX_PROFILE, SETUP_FAILED, cli_argv, is_profile_file, not_served, server_request
 from ._errors import JailError
 
 # How long past the jail's own timeout the client waits for the report before
@@ -91,6 +91,42 @@ def _check_server(sock, path, call):
 
 
 def run_server(path, call, on_output):
+    """A profile file goes by name first (the server may serve that file under
+    the same string); a server that serves no such profile gets its text, as
+    `tooljail run --server --profile FILE` does."""
+    try:
+        return _run_server(path, call, on_output, None)
+    except JailError as e:
+        if not (is_profile_file(call.profile) and not_served(e.message, call.profile)):
+            raise
+    return _run_server(path, call, on_output, read_profile(call))
+
+
+def read_profile(call):
+    """The text of the call's profile file, read here: the server reads no file
+    of the client's. One inside the workdir is refused: the command could
+    rewrite it for the next run, and a server cannot bind it read-only."""
+    path = os.path.abspath(call.profile)
+    workdir = call.workdir.rstrip("/") + "/"
+    if call.workdir and (path + "/").startswith(workdir):
+        raise JailError("profile %s: inside the run's workdir %s, where the command could rewrite "
+                        "it for the next run sent to a server; keep the profile outside the workdir"
+                        % (call.profile, call.workdir), cmd=call.argv)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_PROFILE + 1)
+    except OSError as e:
+        raise JailError("profile %s: %s" % (call.profile, e.strerror or e), cmd=call.argv) from None
+    if len(data) > MAX_PROFILE:
+        raise JailError("profile %s: larger than 1 MiB; a profile is a small TOML file"
+                        % call.profile, cmd=call.argv)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise JailError("profile %s: not UTF-8 text" % call.profile, cmd=call.argv) from None
+
+
+def _run_server(path, call, on_output, profile_text):
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     reader = None
     try:
@@ -106,7 +142,7 @@ def run_server(path, call, on_output):
         _check_server(sock, path, call)
         limit = _client_timeout(call)
         deadline = None if limit is None else time.monotonic() + limit
-        line = json.dumps(server_request(call), separators=(",", ":")).encode("utf-8") + b"\n"
+        line = json.dumps(server_request(call, profile_text), separators=(",", ":")).encode("utf-8") + b"\n"
         try:
             sock.settimeout(limit)
             sock.sendall(line)
