@@ -74,13 +74,17 @@ func (c *Client) RunRaw(ctx context.Context, req Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Write(append(b, '\n')); err != nil {
-		return nil, c.connErr(ctx, err)
-	}
+	// A server that refuses before it reads (too many waiting
+	// connections) has sent its error line and closed: the write then
+	// fails, and the line is still there to read.
+	_, werr := conn.Write(append(b, '\n'))
 	br := bufio.NewReaderSize(conn, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
 		if err != nil {
+			if werr != nil {
+				err = werr
+			}
 			return nil, c.connErr(ctx, err)
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))

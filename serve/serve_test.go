@@ -580,14 +580,20 @@ func TestPendingLimit(t *testing.T) {
 		t.Fatalf("audit: %v, want one refused line", ts.auditLines(t))
 	}
 	checkRefusedLine(t, refused[0], "")
+	// The Go client writes its request first: it still gets the line.
+	// A big request makes its write fail on the closed connection.
+	_, err = ts.client().Run(context.Background(), Request{Argv: []string{"/bin/true"}, Stdin: make([]byte, 8<<20)})
+	if !errors.As(err, new(*Error)) || !strings.Contains(err.Error(), "--max-runs") {
+		t.Errorf("the client beyond the limit: %v, want the server's error line", err)
+	}
 	idle[0].Close()
 	waitCount(t, ts.Server, "pending connections", pending, PendingPerRun-1)
 	if r := run(t, ts.client(), Request{Argv: []string{"/bin/true"}}); r.ExitCode != 0 {
 		t.Errorf("a call after an idle connection went: %+v", r)
 	}
 	// Closed without a byte: no refusal, no audit line.
-	if got := len(ts.refusedLines(t)); got != 1 {
-		t.Errorf("%d refused lines after an idle connection closed, want 1", got)
+	if got := len(ts.refusedLines(t)); got != 2 {
+		t.Errorf("%d refused lines after an idle connection closed, want 2 (the two beyond the limit)", got)
 	}
 }
 
