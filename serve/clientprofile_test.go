@@ -206,6 +206,10 @@ func TestClientProfileRefusedByServer(t *testing.T) {
 	if b, _ := os.ReadFile(ts.audit); strings.Contains(string(b), mark) {
 		t.Errorf("the refused request ran: %s", b)
 	}
+	// Audited under the client's profile's name, not a served one.
+	if refused := ts.refusedLines(t); len(refused) != 1 || refused[0]["profile"] != ClientProfileName {
+		t.Errorf("refused audit lines %v, want one with profile %q", refused, ClientProfileName)
+	}
 }
 
 // Over the wire, with AllowClientProfiles: the client's profile is the

@@ -357,6 +357,9 @@ func (s *Server) refuseCall(out *connWriter, peer *jail.Peer, req *Request, e *E
 		if _, ok := s.profiles[name]; ok {
 			profile = name
 		}
+		if req.ProfileTOML != "" {
+			profile = ClientProfileName
+		}
 		if checkID(req.ID) == nil {
 			p := *peer
 			p.RequestID = req.ID
