@@ -23,6 +23,8 @@ type Host struct {
 	Landlock landlock.Support
 	Seccomp  seccomp.Support
 	Cgroup   cgroup.Support
+	// userNSCause is why UserNS is not enforced.
+	userNSCause userNSCause
 }
 
 // Layer is one line of `tooljail check`.
@@ -50,37 +52,80 @@ func ProbeHost() Host { return probeHost() }
 func probeHost() Host {
 	hostOnce.Do(func() {
 		hostInfo = Host{
-			UserNS:   userNSSysctls(),
 			Landlock: landlock.Probe(),
 			Seccomp:  seccomp.Probe(),
 			Cgroup:   cgroup.Probe(),
 		}
+		hostInfo.UserNS, hostInfo.userNSCause = userNSLayer(os.Geteuid(), hasCapSysAdmin(), readUserNSKnobs(), cloneFiltered())
 	})
 	return hostInfo
 }
 
-// userNSSysctls reads the knobs that switch unprivileged user namespaces
-// off. A run finds out for sure when it starts; `check` also tries one.
-func userNSSysctls() Layer {
+// userNSCause is what makes user namespaces unusable, before trying one.
+type userNSCause int
+
+const (
+	causeNone        userNSCause = iota
+	causeFilterClone             // a seccomp filter refuses clone with CLONE_NEWUSER
+	causeSysctl                  // user.max_user_namespaces or kernel.unprivileged_userns_clone
+	causeAppArmor                // kernel.apparmor_restrict_unprivileged_userns
+)
+
+// userNSKnobs are the sysctls that switch unprivileged user namespaces
+// off; -1 where the kernel has none.
+type userNSKnobs struct {
+	maxUserNS, unprivClone, apparmorRestrict int
+}
+
+func readUserNSKnobs() userNSKnobs {
+	knob := func(path string) int {
+		v, err := readInt(path)
+		if err != nil {
+			return -1
+		}
+		return v
+	}
+	return userNSKnobs{
+		maxUserNS:        knob("/proc/sys/user/max_user_namespaces"),
+		unprivClone:      knob("/proc/sys/kernel/unprivileged_userns_clone"),
+		apparmorRestrict: knob("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+	}
+}
+
+// hasCapSysAdmin says whether CAP_SYS_ADMIN is in this thread's
+// effective set (root in a container usually lacks it).
+func hasCapSysAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return false
+	}
+	return data[0].Effective&capSysAdmin != 0
+}
+
+// userNSLayer decides, without trying one, whether user namespaces can
+// work here, in the order the kernel would refuse them: a seccomp filter
+// on clone, the sysctls, AppArmor's restriction (which spares only holders
+// of CAP_SYS_ADMIN). A run finds out for sure when it starts; `check` also
+// tries one.
+func userNSLayer(euid int, capAdmin bool, k userNSKnobs, filtered bool) (Layer, userNSCause) {
 	l := Layer{Name: "user namespaces", Enforced: true}
-	if v, err := readInt("/proc/sys/user/max_user_namespaces"); err == nil && v == 0 {
-		l.Enforced, l.Reason = false, "user.max_user_namespaces is 0"
-		l.Fix = "sysctl -w user.max_user_namespaces=15000"
-		return l
+	off := func(cause userNSCause, reason, fix string) (Layer, userNSCause) {
+		l.Enforced, l.Reason, l.Fix = false, reason, fix
+		return l, cause
 	}
-	if os.Geteuid() != 0 {
-		if v, err := readInt("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && v == 0 {
-			l.Enforced, l.Reason = false, "kernel.unprivileged_userns_clone is 0"
-			l.Fix = "sysctl -w kernel.unprivileged_userns_clone=1"
-			return l
-		}
-		if v, err := readInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && v == 1 {
-			l.Enforced, l.Reason = false, "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1): mounts inside them are denied"
-			l.Fix = "install an AppArmor profile with `userns,` for the tooljail binary, or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
-			return l
-		}
+	switch {
+	case filtered:
+		return off(causeFilterClone, "a seccomp filter on this process refuses clone with CLONE_NEWUSER (EPERM)", filterRemedy)
+	case k.maxUserNS == 0:
+		return off(causeSysctl, "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000")
+	case euid != 0 && k.unprivClone == 0:
+		return off(causeSysctl, "kernel.unprivileged_userns_clone is 0", "sysctl -w kernel.unprivileged_userns_clone=1")
+	case (euid != 0 || !capAdmin) && k.apparmorRestrict == 1:
+		return off(causeAppArmor, "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1): mounts inside them are denied",
+			"install an AppArmor profile with `userns,` for the tooljail binary, or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0")
 	}
-	return l
+	return l, causeNone
 }
 
 func readInt(path string) (int, error) {
@@ -93,54 +138,93 @@ func readInt(path string) (int, error) {
 
 const argProbe = "tooljail-probe"
 
-// probeChild runs in a fresh user and mount namespace and tries what the
-// init needs: the new mount API and a tmpfs.
+// probeChild runs in a fresh set of namespaces, as the jail's init does,
+// and tries what the init needs: a private mount tree, a tmpfs through the
+// new mount API, a fresh /proc, the host name. On failure it writes one
+// line for parseProbe and exits 1.
 func probeChild() {
-	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
-	if err == nil {
-		err = unix.FsconfigCreate(fs)
+	fail := func(step string, err error) {
+		fmt.Fprint(os.Stderr, probeLine(step, err))
+		os.Exit(1)
 	}
-	var mnt int
-	if err == nil {
-		mnt, err = unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, 0)
+	if err := unix.Mount("", "/", "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
+		fail(stepMount, fmt.Errorf("make / private: %w", err))
 	}
+	tmpfs, err := freshMount("tmpfs", 0)
 	if err == nil {
-		err = unix.MountSetattr(mnt, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+		err = unix.MountSetattr(tmpfs, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+		if err != nil {
+			err = fmt.Errorf("mount_setattr tmpfs: %w", err)
+		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "mount API in a user namespace: %v", err)
-		os.Exit(1)
+		fail(stepTmpfs, err)
+	}
+	if _, err := freshMount("proc", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil {
+		fail(stepProc, err)
+	}
+	if err := unix.Sethostname([]byte("tooljail")); err != nil {
+		fail(stepHostname, fmt.Errorf("sethostname: %w", err))
 	}
 	os.Exit(0)
 }
 
+// freshMount makes a detached mount of a new fstype file system with
+// attrs, as the init does (tj_fresh_fs). The probe exits without
+// closing it: nothing else runs in its namespaces.
+func freshMount(fstype string, attrs int) (int, error) {
+	fs, err := unix.Fsopen(fstype, unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("fsopen %s: %w", fstype, err)
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, fmt.Errorf("fsconfig %s: %w", fstype, err)
+	}
+	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, attrs)
+	if err != nil {
+		return -1, fmt.Errorf("fsmount %s: %w", fstype, err)
+	}
+	return mnt, nil
+}
+
+// HostCheck is what `tooljail check` reports: every layer, and the
+// container tooljail runs in with what it refuses.
+type HostCheck struct {
+	Layers    []Layer
+	Container Container
+}
+
 // CheckHost probes every layer, including a real user namespace.
-func CheckHost() []Layer {
+func CheckHost() []Layer { return Check().Layers }
+
+// Check probes every layer, including a real user namespace set up as
+// the jail's init sets its own, and explains the layers a container
+// refuses.
+func Check() HostCheck {
 	h := probeHost()
 	userns := h.UserNS
+	var probe nsProbe
 	if userns.Enforced {
 		cmd := exec.Command("/proc/self/exe")
 		cmd.Args = []string{argProbe}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{
-			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
+				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
 		}
-		if err := cmd.Run(); err != nil {
+		err := cmd.Run()
+		if probe = parseProbe(stderr.String(), err); probe.step != "" {
 			userns.Enforced = false
-			userns.Reason = strings.TrimSpace(stderr.String())
-			if userns.Reason == "" {
-				userns.Reason = err.Error()
-			}
+			userns.Reason = probe.reason()
 			userns.Fix = "tooljail needs Linux 5.12 or later with unprivileged user namespaces allowed"
 		} else {
-			userns.Detail = "user, mount, pid, net, ipc, uts and cgroup namespaces; new mount API"
+			userns.Detail = "user, mount, pid, net, ipc, uts and cgroup namespaces; new mount API; a fresh /proc"
 		}
 	}
 	layers := []Layer{userns}
-
 	ll := Layer{Name: "landlock", Enforced: h.Landlock.ABI > 0, Reason: h.Landlock.Reason, Fix: h.Landlock.Fix}
 	if ll.Enforced {
 		ll.Detail = fmt.Sprintf("ABI %d", h.Landlock.ABI)
@@ -170,5 +254,8 @@ func CheckHost() []Layer {
 		}
 		layers = append(layers, l)
 	}
-	return layers
+	in := readContainerInputs()
+	c := detectContainer(in)
+	diagnose(&c, layers, in, h.userNSCause, probe)
+	return HostCheck{Layers: layers, Container: c}
 }

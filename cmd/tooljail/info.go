@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/tooljail/tooljail/jail"
@@ -17,15 +18,17 @@ import (
 const checkUsage = `Usage: tooljail check [--json]
 
 Prints, for this host and user, each layer tooljail enforces, with the reason
-and the fix when it cannot. Exits 1 when the default profile cannot be
-enforced here.
+and the fix when it cannot. Inside a container it also says what the container
+refuses and how to change that in Docker, Podman and Kubernetes
+(docs/containers.md). Exits 1 when the default profile cannot be enforced here.
 
 Flags:
 `
 
 // checkReport is what `tooljail check --json` prints.
 type checkReport struct {
-	Layers         []jail.Layer `json:"layers"`
+	Layers         []jail.Layer   `json:"layers"`
+	Container      jail.Container `json:"container"`
 	DefaultProfile struct {
 		Enforceable bool   `json:"enforceable"`
 		Reason      string `json:"reason,omitempty"`
@@ -53,9 +56,14 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(stderr, "check takes no arguments")
 	}
-	layers := jail.CheckHost()
+	check := jail.Check()
+	layers := check.Layers
 	defaultOK, defaultErr := true, ""
-	if p, err := profiles.Load("default"); err != nil {
+	if userns := layers[0]; !userns.Enforced {
+		// The real try failed where the cheap probes of Preflight saw
+		// nothing (a container's /proc masks, its AppArmor profile).
+		defaultOK, defaultErr = false, "user namespaces: "+userns.Reason
+	} else if p, err := profiles.Load("default"); err != nil {
 		defaultOK, defaultErr = false, err.Error()
 	} else if spec, err := noWorkdir(p).Spec(profiles.Request{Args: []string{"/bin/true"}, Cwd: "/"}); err != nil {
 		defaultOK, defaultErr = false, err.Error()
@@ -63,7 +71,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 		defaultOK, defaultErr = false, err.Error()
 	}
 	if asJSON {
-		out := checkReport{Layers: layers}
+		out := checkReport{Layers: layers, Container: check.Container}
 		out.DefaultProfile.Enforceable, out.DefaultProfile.Reason = defaultOK, defaultErr
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
@@ -82,6 +90,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, state, oneLine(detail))
 		}
 		tw.Flush()
+		printContainer(stdout, check.Container)
 		if defaultOK {
 			fmt.Fprintln(stdout, "default profile: enforceable on this host")
 		} else {
@@ -92,6 +101,44 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// printContainer prints what check found of a container: nothing on a
+// host without one, a note when markers are all there is.
+func printContainer(w io.Writer, c jail.Container) {
+	if !c.Detected {
+		for _, s := range c.Signs {
+			fmt.Fprintf(w, "container: none (%s)\n", s)
+		}
+		return
+	}
+	engine := ""
+	if c.Engine != "" {
+		engine = " (" + c.Engine + ")"
+	}
+	signs := append([]string{}, c.Signs...)
+	if c.SeccompFilter {
+		signs = append(signs, "a seccomp filter")
+	}
+	if c.NoNewPrivs {
+		signs = append(signs, "no_new_privs")
+	}
+	if c.AppArmor != "" {
+		signs = append(signs, "AppArmor profile "+c.AppArmor)
+	}
+	fmt.Fprintf(w, "container%s: %s\n", engine, strings.Join(signs, "; "))
+	if len(c.ProcMasked) > 0 {
+		fmt.Fprintf(w, "  /proc masked or read-only: %s\n", strings.Join(c.ProcMasked, " "))
+	}
+	for _, r := range c.Refusals {
+		fmt.Fprintf(w, "  %s: %s\n", r.Layer, oneLine(r.Cause))
+		fmt.Fprintf(w, "    Docker:     %s\n", r.Docker)
+		fmt.Fprintf(w, "    Podman:     %s\n", r.Podman)
+		fmt.Fprintf(w, "    Kubernetes: %s\n", r.Kubernetes)
+	}
+	if len(c.Refusals) > 0 {
+		fmt.Fprintln(w, "  recipes and the seccomp profile: docs/containers.md")
+	}
 }
 
 const profileUsage = `Usage:
