@@ -22,6 +22,7 @@ static const struct tj_phrase *tj_stage2_rows(void) { return tj_stage2_phrases; 
 import "C"
 
 import (
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
@@ -127,7 +128,25 @@ func (ip *initPlan) initError(r record) error {
 	if r.op > 0 && r.op < len(initOps) && initOps[r.op].reason {
 		text = initOps[r.op].text
 	}
-	return describe(r, text, ip.word)
+	err := describe(r, text, ip.word)
+	if hint := failureHint(r); hint != "" {
+		err = fmt.Errorf("%w; %s", err, hint)
+	}
+	return err
+}
+
+// stepFS is the init's step that mounts the jail's own filesystems.
+const stepFS = C.TJ_I_FS
+
+// failureHint is what a user can do about a failure record, when the
+// failure has a known cause outside tooljail; "" otherwise.
+func failureHint(r record) string {
+	// The kernel refuses a fresh procfs in a user namespace while parts of
+	// the /proc it can see are hidden: a container's masked /proc paths.
+	if r.typ == recInitFail && r.step == stepFS && r.path == "/proc" && syscall.Errno(r.err) == syscall.EPERM {
+		return "a container that masks paths in /proc prevents a fresh /proc for the jail: see `tooljail check` and docs/containers.md"
+	}
+	return ""
 }
 
 // word is what a placeholder of the init's texts stands for.

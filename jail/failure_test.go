@@ -70,7 +70,7 @@ var initCases = []failureCase{
 	{step: "OLDROOT", op: "OPEN", err: syscall.EACCES, want: "open old root: permission denied"},
 	{step: "MASKFILE", op: "CREATE", err: syscall.EROFS, want: "create mask file: read-only file system"},
 	{step: "ROOTFS", op: "FSMOUNT", err: syscall.EPERM, want: "mount jail root: fsmount: operation not permitted"},
-	{step: "FS", op: "MOVE_MOUNT", err: syscall.EPERM, path: "/proc", want: "mount /proc: move_mount: operation not permitted"},
+	{step: "FS", op: "MOVE_MOUNT", err: syscall.EPERM, path: "/proc", want: "mount /proc: move_mount: operation not permitted; a container that masks paths in /proc prevents a fresh /proc for the jail: see `tooljail check` and docs/containers.md"},
 	{step: "PROC_KNOB", op: "OPEN_TREE", err: syscall.EPERM, path: "sys", want: "make /proc/sys read-only or masked: open_tree: operation not permitted"},
 	{step: "DEVNODE", op: "OPEN", err: syscall.ENOENT, path: "/dev/null", want: "host /dev/null: no such file or directory (the jail needs the host's basic device nodes)"},
 	{step: "DEVBIND", op: "SETATTR", err: syscall.EPERM, path: "/dev/tty", want: "bind /dev/tty: mount_setattr: operation not permitted"},
@@ -296,6 +296,30 @@ func TestFill(t *testing.T) {
 	} {
 		if got := fill(text, value); got != want {
 			t.Errorf("fill(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// A fresh /proc refused with EPERM (a container's masked /proc) points at
+// the container docs; the same step on another path, or another errno,
+// has no hint, and the error still wraps its errno.
+func TestFailureHint(t *testing.T) {
+	ip := testPlan()
+	for _, c := range []struct {
+		r    record
+		hint bool
+	}{
+		{record{typ: recInitFail, step: stepFS, err: int(syscall.EPERM), path: "/proc"}, true},
+		{record{typ: recInitFail, step: stepFS, err: int(syscall.EACCES), path: "/proc"}, false},
+		{record{typ: recInitFail, step: stepFS, err: int(syscall.EPERM), path: "/dev/pts"}, false},
+		{record{typ: recInitFail, step: stepFS + 1, err: int(syscall.EPERM), path: "/proc"}, false},
+	} {
+		e := ip.failure(c.r)
+		if got := strings.Contains(e.Error(), "docs/containers.md"); got != c.hint {
+			t.Errorf("%+v: %q, hint %v, want %v", c.r, e.Error(), got, c.hint)
+		}
+		if !errors.Is(e, syscall.Errno(c.r.err)) {
+			t.Errorf("%+v: %v does not wrap its errno", c.r, e)
 		}
 	}
 }
