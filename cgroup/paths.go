@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/internal/mountinfo"
 )
 
 // Layout, below the supervisor's own cgroup ("base") in each hierarchy
@@ -227,7 +229,7 @@ func parseMountInfo(b []byte) cgroupMounts {
 		if len(f) < 5 || len(g) < 3 {
 			continue
 		}
-		m := mount{point: unescapeMount(f[4]), root: unescapeMount(f[3])}
+		m := mount{point: mountinfo.Unescape(f[4]), root: mountinfo.Unescape(f[3])}
 		switch g[0] {
 		case "cgroup2":
 			if cm.unified == nil {
@@ -252,25 +254,6 @@ var v1Controllers = map[string]bool{
 	"cpu": true, "cpuacct": true, "cpuset": true, "memory": true, "devices": true,
 	"freezer": true, "net_cls": true, "net_prio": true, "blkio": true, "perf_event": true,
 	"hugetlb": true, "pids": true, "rdma": true, "misc": true,
-}
-
-// unescapeMount undoes the octal escapes of mountinfo (\040 for space...).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // mountsTTL is how long readCgroupMounts reuses what it read: one run

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/internal/mountinfo"
 )
 
 // Container is what `tooljail check` can tell, from inside, about the
@@ -248,31 +250,12 @@ func parseMountinfo(s string) []mountEntry {
 			continue
 		}
 		ms = append(ms, mountEntry{
-			point:    unescapeMount(f[4]),
+			point:    mountinfo.Unescape(f[4]),
 			readOnly: slices.Contains(strings.Split(f[5], ","), "ro"),
 			fsType:   f[sep+1],
 		})
 	}
 	return ms
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // procOvermounts are the mount points below /proc: the paths a container

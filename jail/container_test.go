@@ -89,14 +89,6 @@ func TestParseMountinfo(t *testing.T) {
 	}
 }
 
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/a\134b`: `/a\b`, `/a\0`: `/a\0`, `/plain`: "/plain", `/a\999`: `/a\999`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestAppArmorConfined(t *testing.T) {
 	for in, want := range map[string]string{
 		"docker-default (enforce)\n":            "docker-default (enforce)",
