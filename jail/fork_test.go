@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -144,29 +143,7 @@ func TestConcurrentStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	errs := make(chan error, 64)
-	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := 0; j < 4; j++ {
-				spec, err := p.Spec(profiles.Request{Args: []string{"/bin/true"}, Cwd: dir})
-				if err != nil {
-					errs <- err
-					return
-				}
-				res, err := jail.Command(spec).Run()
-				if err != nil || res.ExitCode != 0 {
-					errs <- fmt.Errorf("run %d.%d: %+v, %v", i, j, res, err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	for _, err := range runRound(p, t.TempDir(), 8, 4) {
 		t.Error(err)
 	}
 }
