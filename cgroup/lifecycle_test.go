@@ -309,3 +309,20 @@ func TestCleanupStaleNestedV1(t *testing.T) {
 		}
 	}
 }
+
+// On v1 the thread that forks an init joins the run's group first; when
+// that thread is the thread group leader, /proc/self/cgroup shows the run's
+// group. A run whose group is made meanwhile must still make it beside,
+// not inside, the first (inside, it was frozen and killed with it, and its
+// thread was moved "home" into it).
+func TestLeaderJoinDoesNotNest(t *testing.T) {
+	if s := requireCaps(t, Pids); s.Mode != ModeV1 {
+		t.Skipf("only v1 moves a thread into a run's group (mode %s)", s.Mode)
+	}
+	c := exec.Command("/proc/self/exe")
+	c.Env = append(os.Environ(), "TJCG_CHILD=leaderjoin")
+	out, err := c.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("leader joined a run, another run's group made meanwhile: %q, %v", out, err)
+	}
+}

@@ -21,6 +21,14 @@ import (
 // The test binary re-executes itself as the processes put into groups;
 // TJCG_CHILD names what the child does. A child started by startIn first
 // waits for a byte on stdin, so it runs nothing before it is in the group.
+// The leaderjoin child runs on the main thread, the thread group leader,
+// whose groups /proc/self/cgroup shows.
+func init() {
+	if os.Getenv("TJCG_CHILD") == "leaderjoin" {
+		runtime.LockOSThread()
+	}
+}
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("TJCG_CHILD"); mode != "" {
 		runChild(mode, os.Args[1:])
@@ -37,6 +45,8 @@ func runChild(mode string, args []string) {
 		}
 	}
 	switch mode {
+	case "leaderjoin":
+		leaderJoin()
 	case "sleep":
 		time.Sleep(time.Hour)
 	case "touch": // touch args[0] MiB, then exit
@@ -291,4 +301,40 @@ func alive(pid int) bool {
 	// A zombie has exited; it only waits to be reaped.
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || !strings.HasPrefix(string(b[i+1:]), " Z")
+}
+
+// leaderJoin: the thread group leader joins run a's group (as a v1 fork of
+// an init does), and run b's group is made meanwhile. It prints "ok" when
+// b sits beside a, "nested" when inside it.
+func leaderJoin() {
+	r := Resources{Pids: 64}
+	a, err := New("leader-a", r)
+	if err != nil {
+		fmt.Println("new a:", err)
+		return
+	}
+	defer a.Delete()
+	leave, err := a.JoinThread()
+	if err != nil {
+		fmt.Println("join a:", err)
+		return
+	}
+	b, err := New("leader-b", r)
+	if lerr := leave(); lerr != nil {
+		fmt.Println("leave a:", lerr)
+	}
+	if err != nil {
+		fmt.Println("new b:", err)
+		return
+	}
+	defer b.Delete()
+	for _, bd := range groupDirs(b) {
+		for _, ad := range groupDirs(a) {
+			if strings.HasPrefix(bd, ad+"/") {
+				fmt.Println("nested:", bd)
+				return
+			}
+		}
+	}
+	fmt.Println("ok")
 }

@@ -230,3 +230,24 @@ func mustStart(t *testing.T, pid int) uint64 {
 	}
 	return s
 }
+
+// A v1 path that ends in this supervisor's own run groups (its leader
+// thread joined one to fork an init) is cut back to its home; other
+// supervisors' groups and other names stay.
+func TestOutsideOwnRuns(t *testing.T) {
+	self := "tooljail-1084-447172-4026531836"
+	for _, c := range []struct{ in, want string }{
+		{"/", "/"},
+		{"/user.slice", "/user.slice"},
+		{"/" + self + "-run-92936886bdb2f1f8", "/"},
+		{"/a/b/" + self + "-run-1", "/a/b"},
+		{"/a/" + self + "-run-1/" + self + "-run-2", "/a"},
+		{"/a/tooljail-999-1-4026531836-run-1", "/a/tooljail-999-1-4026531836-run-1"},
+		{"/a/" + self, "/a/" + self},
+		{"/a/" + self + "-run-1/b", "/a/" + self + "-run-1/b"},
+	} {
+		if got := outsideOwnRuns(c.in, self); got != c.want {
+			t.Errorf("outsideOwnRuns(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -200,7 +200,33 @@ func readProcCgroups() (procCgroups, error) {
 	if err != nil {
 		return procCgroups{}, fmt.Errorf("read /proc/self/cgroup: %w", err)
 	}
-	return parseProcCgroup(b)
+	pc, err := parseProcCgroup(b)
+	if err != nil {
+		return pc, err
+	}
+	for c, p := range pc.v1 {
+		pc.v1[c] = outsideOwnRuns(p, selfName())
+	}
+	return pc, nil
+}
+
+// outsideOwnRuns is the v1 path p of a cgroup file with the run groups of
+// the supervisor named self cut off its end. On v1 a thread of this
+// process joins a run's group to fork the init there (joinThread), and
+// /proc/self/cgroup shows the thread group leader's groups: when that
+// thread is the leader, another run reading its base meanwhile would see
+// the first run's group, make its own group inside it, and be frozen and
+// killed with it (and the first thread would be moved "home" into it).
+// This process's home is never one of its own runs.
+func outsideOwnRuns(p, self string) string {
+	for p != "/" && p != "" {
+		owner, _, ok := cutFlatRun(path.Base(p))
+		if !ok || owner != self {
+			break
+		}
+		p = path.Dir(p)
+	}
+	return p
 }
 
 // mount is one cgroup filesystem mount.
