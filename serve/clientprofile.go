@@ -1,9 +1,6 @@
 package serve
 
-import (
-	"github.com/tooljail/tooljail/jail"
-	"github.com/tooljail/tooljail/profiles"
-)
+import "github.com/tooljail/tooljail/profiles"
 
 // A request may bring a profile of the client's own, the text of a
 // profile file in profile_toml, when the server was started with
@@ -27,36 +24,20 @@ import (
 // a client may show under the name of the file it sent.
 const ClientProfileName = "profile_toml"
 
-// refuseClientProfiles is the refusal of a profile_toml by a server that
-// takes none.
-func refuseClientProfiles() *Error {
-	return refuse("profile_toml: this server takes no profile from its clients, only those it serves; ask for one of those, or start the server with --allow-client-profiles")
-}
-
 // clientProfile decides on the profile a request sends as text: allow is
 // the server's --allow-client-profiles, served its profiles by the names
-// they are served under. served is not changed.
+// they are served under. served is not changed. The Spec built from it is
+// checked as any other (hidden.check) before it runs.
 func clientProfile(r *Request, allow bool, served map[string]*profiles.Profile) (*profiles.Profile, error) {
 	if r.Profile != "" {
 		return nil, refuse("profile %q and profile_toml: a request names a served profile or sends its own, not both; drop one", r.Profile)
 	}
 	if !allow {
-		return nil, refuseClientProfiles()
+		return nil, refuse("profile_toml: this server takes no profile from its clients, only those it serves; ask for one of those, or start the server with --allow-client-profiles")
 	}
 	p, err := profiles.Bases(served).Parse(ClientProfileName, []byte(r.ProfileTOML))
 	if err != nil {
 		return nil, refuse("%v", err)
 	}
 	return p, nil
-}
-
-// clientSpec builds the Spec of a request that sends its own profile;
-// allow is the server's AllowClientProfiles. The server checks it as it
-// checks any other (hidden.check) before it runs.
-func (s *Server) clientSpec(r *Request, allow bool) (*jail.Spec, error) {
-	p, err := clientProfile(r, allow, s.profiles)
-	if err != nil {
-		return nil, err
-	}
-	return callSpec(p, r)
 }

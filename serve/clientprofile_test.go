@@ -84,6 +84,7 @@ func TestClientProfileDecisions(t *testing.T) {
 // names it.
 func TestClientProfileRequestRules(t *testing.T) {
 	s := loaded(t)
+	s.AllowClientProfiles = true
 	const mine = "extends = \"default\"\n[limits]\nmemory = \"100M\"\npids = 17\n[network]\nmode = \"host\"\n[env]\nset = { MINE = \"1\" }\n"
 	for _, c := range []struct {
 		name    string
@@ -98,7 +99,7 @@ func TestClientProfileRequestRules(t *testing.T) {
 		{"its own network", nil, "host", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			spec, err := s.clientSpec(&Request{Argv: []string{"/bin/true"}, ProfileTOML: mine, Limits: c.limits, Network: c.network}, true)
+			spec, err := s.spec(&Request{Argv: []string{"/bin/true"}, ProfileTOML: mine, Limits: c.limits, Network: c.network})
 			if c.want != "" {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("got %v, want %q", err, c.want)
@@ -141,6 +142,7 @@ func hasEnv(env []string, kv string) bool {
 // log: its Spec meets the same check as a served profile's.
 func TestClientProfileCannotShowSocket(t *testing.T) {
 	s := loaded(t)
+	s.AllowClientProfiles = true
 	dir := t.TempDir()
 	sockDir := filepath.Join(dir, "run")
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
@@ -174,7 +176,7 @@ func TestClientProfileCannotShowSocket(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			text := "extends = \"default\"\n[filesystem]\n" + c.filesystem + "\n"
-			spec, err := s.clientSpec(&Request{Argv: []string{"/bin/true"}, ProfileTOML: text}, true)
+			spec, err := s.spec(&Request{Argv: []string{"/bin/true"}, ProfileTOML: text})
 			if err != nil {
 				t.Fatalf("the profile itself was refused: %v", err)
 			}

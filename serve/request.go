@@ -108,21 +108,10 @@ func limitText(raw json.RawMessage) (string, error) {
 	return "", fmt.Errorf("%s: want a string (\"256M\", \"10s\") or a number", raw)
 }
 
-// spec checks r against p, the served profile the server picked for it,
-// and builds the jail.Spec of the call. A request that sends a profile of
-// its own never runs under a served one instead: it is refused here,
-// unless the server took it to clientSpec.
-func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
-	if r.ProfileTOML != "" {
-		return nil, refuseClientProfiles()
-	}
-	return callSpec(p, r)
-}
-
-// callSpec checks r against the profile p, served or the client's, and
+// spec checks r against the profile p, served or the client's, and
 // builds the jail.Spec of the call. p is not changed: the call's limits
 // and env go into a copy.
-func callSpec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
+func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
 	if len(r.Argv) == 0 || r.Argv[0] == "" {
 		return nil, refuse("argv: empty; give the command and its arguments, [\"cmd\", \"arg\", ...]")
 	}

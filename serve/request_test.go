@@ -24,14 +24,14 @@ func TestDecodeProfileTOML(t *testing.T) {
 }
 
 // A request that sends its own profile never runs under the served one
-// the server picked: spec, the served profiles' way, refuses it.
+// the server would pick: a server that takes none refuses it.
 func TestServedSpecRefusesProfileTOML(t *testing.T) {
 	s := loaded(t)
-	_, err := spec(s.profiles["default"], &Request{Argv: []string{"true"}, ProfileTOML: "extends = \"default\"\n"})
+	_, err := s.spec(&Request{Argv: []string{"true"}, ProfileTOML: "extends = \"default\"\n"})
 	if err == nil || !strings.Contains(err.Error(), "--allow-client-profiles") {
 		t.Errorf("got %v, want the refusal naming --allow-client-profiles", err)
 	}
-	if _, err := spec(s.profiles["default"], &Request{Argv: []string{"true"}}); err != nil {
+	if _, err := s.spec(&Request{Argv: []string{"true"}}); err != nil {
 		t.Errorf("the control, without profile_toml: %v", err)
 	}
 }

@@ -438,10 +438,15 @@ func (s *Server) serveConn(conn net.Conn) {
 	s.run(conn, br, out, req, spec, peer)
 }
 
-// spec picks the request's profile and builds the Spec.
+// spec picks the request's profile, served or its own (profile_toml),
+// and builds the Spec.
 func (s *Server) spec(r *Request) (*jail.Spec, error) {
 	if r.ProfileTOML != "" {
-		return s.clientSpec(r, s.AllowClientProfiles)
+		p, err := clientProfile(r, s.AllowClientProfiles, s.profiles)
+		if err != nil {
+			return nil, err
+		}
+		return spec(p, r)
 	}
 	name := r.Profile
 	if name == "" {
