@@ -185,7 +185,7 @@ func decode(file string, data []byte) (p *Profile, extends *string, err error) {
 		if limits[i] == nil {
 			continue
 		}
-		text, err := limitText(limits[i])
+		text, err := LimitText(limits[i])
 		if err != nil {
 			return nil, nil, positioned(file, data, "limits."+k.key, err.Error())
 		}
@@ -204,8 +204,10 @@ func decode(file string, data []byte) (p *Profile, extends *string, err error) {
 	return p, doc.Extends, nil
 }
 
-// limitText converts a [limits] value to the text the units parsers read.
-func limitText(v any) (string, error) {
+// LimitText converts a decoded TOML value of a [limits] key to the text
+// SetLimit and the units parsers read: a string as it is, a number as its
+// decimal text. Tool files (package tools) take limits the same way.
+func LimitText(v any) (string, error) {
 	switch v := v.(type) {
 	case string:
 		return v, nil
@@ -213,6 +215,12 @@ func limitText(v any) (string, error) {
 		return strconv.FormatInt(v, 10), nil
 	case float64:
 		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case bool:
+		return "", errors.New("want a string or a number, got a boolean")
+	case []any:
+		return "", errors.New("want a string or a number, got an array")
+	case map[string]any:
+		return "", errors.New("want a string or a number, got a table")
 	default:
 		return "", fmt.Errorf("want a string or a number, got %T", v)
 	}

@@ -81,7 +81,7 @@ func (c *checker) tool(name string, rt rawTool) *Tool {
 	if rt.Limits != nil {
 		t.Limits = map[string]string{}
 		for _, k := range sortedKeys(rt.Limits) {
-			text, err := limitText(rt.Limits[k])
+			text, err := profiles.LimitText(rt.Limits[k])
 			if err == nil {
 				// SetLimit knows the keys and parses the value as a
 				// profile's [limits] would.
@@ -308,20 +308,6 @@ func tomlType(v any) string {
 		return "a table"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// limitText converts a [limits] value as profiles do: a string as it is,
-// a number as its decimal text.
-func limitText(v any) (string, error) {
-	switch v := v.(type) {
-	case string:
-		return v, nil
-	case int64:
-		return strconv.FormatInt(v, 10), nil
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64), nil
-	}
-	return "", fmt.Errorf("want a string or a number, got %s", tomlType(v))
 }
 
 func typeNames() string {
