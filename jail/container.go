@@ -67,32 +67,12 @@ var (
 	profileK8s    = "securityContext.seccompProfile: {type: Localhost, localhostProfile: tooljail-seccomp.json}, the file in the kubelet's seccomp directory (/var/lib/kubelet/seccomp by default)"
 	profileShort  = "run the container with the seccomp profile of docs/containers.md (Docker, Podman: --security-opt seccomp=FILE; Kubernetes: seccompProfile of type Localhost)"
 
-	remedySeccompNS = remedy{
-		cause:  "the container's seccomp profile refuses clone with CLONE_NEWUSER (Docker's default profile refuses it, and unshare, for a container without CAP_SYS_ADMIN)",
-		short:  profileShort,
-		docker: profileDocker, podman: profilePodman, kubernetes: profileK8s,
-	}
-	remedySeccompMount = remedy{
-		cause:  "the container's seccomp profile refuses mount and the new mount API (Docker's default profile does, for a container without CAP_SYS_ADMIN)",
-		short:  profileShort,
-		docker: profileDocker, podman: profilePodman, kubernetes: profileK8s,
-	}
-	remedySeccompHostname = remedy{
-		cause:  "the container's seccomp profile refuses sethostname, which tooljail calls in the jail's own UTS namespace (Docker's and Podman's default profiles do, for a container without CAP_SYS_ADMIN)",
-		short:  profileShort,
-		docker: profileDocker, podman: profilePodman, kubernetes: profileK8s,
-	}
-	remedySeccompLandlock = remedy{
-		cause:  "the container's seccomp profile refuses the Landlock system calls (landlock_create_ruleset, landlock_add_rule, landlock_restrict_self)",
-		short:  profileShort,
-		docker: profileDocker, podman: profilePodman, kubernetes: profileK8s,
-	}
-	remedySeccompSeccomp = remedy{
-		cause:  "the container's seccomp profile refuses seccomp(2), which tooljail needs to load its own filter",
-		short:  profileShort,
-		docker: profileDocker, podman: profilePodman, kubernetes: profileK8s,
-	}
-	remedyProcMasks = remedy{
+	remedySeccompNS       = seccompRemedy("the container's seccomp profile refuses clone with CLONE_NEWUSER (Docker's default profile refuses it, and unshare, for a container without CAP_SYS_ADMIN)")
+	remedySeccompMount    = seccompRemedy("the container's seccomp profile refuses mount and the new mount API (Docker's default profile does, for a container without CAP_SYS_ADMIN)")
+	remedySeccompHostname = seccompRemedy("the container's seccomp profile refuses sethostname, which tooljail calls in the jail's own UTS namespace (Docker's and Podman's default profiles do, for a container without CAP_SYS_ADMIN)")
+	remedySeccompLandlock = seccompRemedy("the container's seccomp profile refuses the Landlock system calls (landlock_create_ruleset, landlock_add_rule, landlock_restrict_self)")
+	remedySeccompSeccomp  = seccompRemedy("the container's seccomp profile refuses seccomp(2), which tooljail needs to load its own filter")
+	remedyProcMasks       = remedy{
 		cause:      "the container masks or write-protects paths in /proc, and the kernel refuses a new procfs in a user namespace while parts of the container's /proc are hidden; the jail needs a fresh /proc for its PID namespace",
 		docker:     "docker run --security-opt systempaths=unconfined",
 		podman:     "podman run --security-opt unmask=ALL",
@@ -107,6 +87,12 @@ var (
 		kubernetes: "run tooljail with --allow-degraded cgroup and cap the pod as a whole: resources.limits.memory and resources.limits.cpu (the kubelet's podPidsLimit caps its processes)",
 	}
 )
+
+// seccompRemedy is the remedy for a refusal of the container's seccomp
+// profile: every engine's way to run it with docs/containers/seccomp.json.
+func seccompRemedy(cause string) remedy {
+	return remedy{cause: cause, short: profileShort, docker: profileDocker, podman: profilePodman, kubernetes: profileK8s}
+}
 
 // remedyAppArmorMount is the remedy when the AppArmor profile label
 // confines the container and mounts are denied.
