@@ -60,3 +60,15 @@ func TestClientChecksServer(t *testing.T) {
 		}
 	}
 }
+
+// Nor the socket's lock file, even alone: a jail that held it open could
+// flock it and keep the next server from starting.
+func TestLockFileHidden(t *testing.T) {
+	ts := startWith(t, func(s *Server) { s.AllowClientProfiles = true })
+	text := "extends = \"default\"\n[filesystem]\nro = [\"" + ts.path + LockSuffix + ":/lock\"]\n"
+	_, err := ts.client().Run(context.Background(), Request{Argv: []string{"/bin/true"}, ProfileTOML: text})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, "would show the server's lock file") {
+		t.Errorf("a bind of the lock file: %v, want a refusal naming it", err)
+	}
+}
