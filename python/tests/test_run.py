@@ -300,6 +300,17 @@ class ClientProfileTest(unittest.TestCase):
         with self.assertRaisesRegex(tooljail.JailError, "--allow-client-profiles"):
             tooljail.run(["true"], profile=self.mine, socket=self.plain_server.socket)
 
+    def test_inside_workdir_refused(self):
+        # The command could rewrite it for the next run sent to a server.
+        inside = os.path.join(scratch.dir, "inside.toml")
+        with open(inside, "w") as f:
+            f.write('extends = "default"\n')
+        try:
+            with self.assertRaisesRegex(tooljail.JailError, "inside the run's workdir"):
+                tooljail.run(["true"], profile=inside, cwd=scratch.dir, socket=self.open_server.socket)
+        finally:
+            os.unlink(inside)
+
     def test_missing_file(self):
         with self.assertRaisesRegex(tooljail.JailError, "no-such.toml"):
             tooljail.run(["true"], profile=os.path.join(scratch.config, "no-such.toml"),
