@@ -262,7 +262,7 @@ func (w *walker) follow(fd int, name string, st *unix.Stat_t) (string, error) {
 	for i, f := range w.stack {
 		chain[i] = f.elem
 	}
-	if why := followRefusal(w.rules.protects(chain), dirFacts(&dir.st), st.Uid, w.rules.euid); why != "" {
+	if why := followRefusal(w.rules.protects(chain), dirFacts(&dir.st), st.Uid, w.rules.owners); why != "" {
 		return "", &SymlinkError{Path: w.asked, Link: link, Target: target, Why: why}
 	}
 	return target, nil
@@ -284,22 +284,23 @@ type dirInfo struct {
 }
 
 // followRefusal says why a symlink owned by linkUID in dir may not be
-// followed by euid, or "" when it may. protected says whether dir is one
+// followed by the caller, or "" when it may. protected says whether dir is one
 // that no run may bind read-write. Even there a link is trusted only when
 // nobody but the caller and root can have put it there: the link and the
-// directory belong to the caller or root, and no one else may write the
+// directory belong to the caller or root (or an owner outside this user
+// namespace, see owners), and no one else may write the
 // directory, unless it is sticky (then the link's owner is all that
 // counts, as the kernel's fs.protected_symlinks has it). So root follows
 // no link a user made in that user's home.
-func followRefusal(protected bool, dir dirInfo, linkUID, euid uint32) string {
+func followRefusal(protected bool, dir dirInfo, linkUID uint32, who owners) string {
 	switch {
 	case !protected:
 		return "in a directory a jailed run may write"
-	case linkUID != 0 && linkUID != euid:
+	case !who.trusted(linkUID):
 		return fmt.Sprintf("owned by uid %d, neither you nor root", linkUID)
 	case dir.sticky:
 		return ""
-	case dir.uid != 0 && dir.uid != euid:
+	case !who.trusted(dir.uid):
 		return fmt.Sprintf("in a directory of uid %d, neither you nor root", dir.uid)
 	case dir.sharedWrite:
 		return "in a directory its group or everyone may write"

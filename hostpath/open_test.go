@@ -32,13 +32,60 @@ func TestFollowRefusal(t *testing.T) {
 		{"sticky /tmp, own link", true, dirInfo{uid: 0, sticky: true, sharedWrite: true}, me, ""},
 		{"sticky /tmp, dir owner's link", true, dirInfo{uid: 0, sticky: true, sharedWrite: true}, 0, ""},
 		{"sticky /tmp, other's link", true, dirInfo{uid: 0, sticky: true, sharedWrite: true}, other, "neither you nor root"},
+		{"overflow uid, mapped", true, dirInfo{uid: 0}, 65534, "neither you nor root"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := followRefusal(c.protected, c.dir, c.linkUID, me)
+			got := followRefusal(c.protected, c.dir, c.linkUID, owners{euid: me})
 			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 				t.Errorf("followRefusal = %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// In a user namespace that does not map the overflow uid, a link and a
+// directory of that uid (an owner outside the namespace) are followed;
+// shared-writable directories are still refused.
+func TestFollowRefusalOuterOwner(t *testing.T) {
+	const me = 0
+	who := owners{euid: me, outer: 65534, hasOuter: true}
+	for _, c := range []struct {
+		name    string
+		dir     dirInfo
+		linkUID uint32
+		want    string
+	}{
+		{"outer link in outer dir", dirInfo{uid: 65534}, 65534, ""},
+		{"outer link in root dir", dirInfo{uid: 0}, 65534, ""},
+		{"mapped user's link", dirInfo{uid: 65534}, 1000, "neither you nor root"},
+		{"outer dir writable by all", dirInfo{uid: 65534, sharedWrite: true}, 65534, "group or everyone"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := followRefusal(true, c.dir, c.linkUID, who)
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Errorf("followRefusal = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestUnmapped(t *testing.T) {
+	for _, c := range []struct {
+		uidMap string
+		uid    uint32
+		want   bool
+	}{
+		{"         0          0 4294967295\n", 65534, false}, // the initial namespace
+		{"         0       1000          1\n", 65534, true},  // unshare -r
+		{"0 1000 1\n1 100000 65536\n", 65534, false},         // rootless podman
+		{"0 1000 1\n1 100000 65533\n", 65534, true},
+		{"", 65534, false}, // no map understood: no wider trust
+		{"0 x 1\n", 65534, false},
+		{"0 0\n", 65534, false},
+	} {
+		if got := unmapped(c.uidMap, c.uid); got != c.want {
+			t.Errorf("unmapped(%q, %d) = %v, want %v", c.uidMap, c.uid, got, c.want)
+		}
 	}
 }
 

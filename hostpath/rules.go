@@ -35,8 +35,8 @@ type rules struct {
 	top    map[ID]string
 	// homes are the caller's $HOME, every home directory of the password
 	// database, and each of their parents.
-	homes map[ID]string
-	euid  uint32
+	homes  map[ID]string
+	owners owners
 }
 
 var defaultRules = sync.OnceValue(func() *rules {
@@ -44,7 +44,7 @@ var defaultRules = sync.OnceValue(func() *rules {
 })
 
 func loadRules(home, passwd string) *rules {
-	r := &rules{system: map[ID]string{}, top: map[ID]string{}, homes: map[ID]string{}, euid: uint32(os.Geteuid())}
+	r := &rules{system: map[ID]string{}, top: map[ID]string{}, homes: map[ID]string{}, owners: loadOwners(uint32(os.Geteuid()))}
 	// The lists name real directories; a name that is a symlink here
 	// (/bin -> usr/bin, /var/run -> /run) stands for a listed target.
 	for _, p := range SystemDirs {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -197,6 +198,36 @@ func TestContainerEmulatedFilter(t *testing.T) {
 			if got := o.lines(); o.code != 0 || !slices.Equal(got, want) {
 				t.Errorf("%s: %q, want %q\n%s", mode, got, want, o)
 			}
+		}
+	})
+}
+
+// In a container whose seccomp profile lets tooljail make its namespaces
+// (docs/containers.md's) and whose /proc is unmasked, a run works, as the
+// container's root (no CAP_SYS_ADMIN: it cannot clone the container's
+// mounts or idmap them, so the jail runs as that user itself) and as a
+// user whose container shows the host's root files as the overflow uid (a
+// one-uid map: /etc/localtime, a symlink of an owner outside the
+// namespace, must still be trusted). The run is contained as anywhere:
+// the workdir is writable, a system file is not.
+func TestContainerRunWorks(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		h := w + "/tjhelper"
+		o := u.inContainer(t, []string{"--seccomp", "tooljail"}, run{
+			args: []string{"run", "--workdir", w, "--allow-degraded", "cgroup", "--",
+				h, "write", w + "/out", "3", ";", "write", "/etc/tooljail-planted", "1", ";", "read", "/etc/localtime"},
+			dir: w,
+		})
+		l := o.lines()
+		if o.code != 0 || len(l) != 3 {
+			t.Fatalf("want exit 0 and 3 result lines\n%s", o)
+		}
+		if l[0] != "ok" || !strings.HasPrefix(l[1], "errno ") || !strings.HasPrefix(l[2], "value ") {
+			t.Errorf("workdir write %q, /etc write %q, /etc/localtime read %q: want ok, an errno, a value\n%s", l[0], l[1], l[2], o)
+		}
+		if _, err := os.Stat("/etc/tooljail-planted"); err == nil {
+			t.Errorf("/etc/tooljail-planted exists on the host")
 		}
 	})
 }

@@ -420,7 +420,7 @@ func TestRootStartedJailIsNotRoot(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		if u.uid != 0 {
 			w := u.workdir(t)
-			oneLineError(t, u.exec(t, run{args: u.runArgs(w, []string{"--host-user", "4242:4242"}, filepath.Join(w, "tjhelper"), "exit", "0")}), "only root")
+			oneLineError(t, u.exec(t, run{args: u.runArgs(w, []string{"--host-user", "4242:4242"}, filepath.Join(w, "tjhelper"), "exit", "0")}), "only real root")
 			return
 		}
 		w := u.workdir(t)

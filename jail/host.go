@@ -92,6 +92,13 @@ func readUserNSKnobs() userNSKnobs {
 	}
 }
 
+// privileged says whether this process is real root: uid 0 with
+// CAP_SYS_ADMIN. Root in a container usually lacks the capability, and
+// cannot do what only real root may (clone a mount of the namespace it
+// is in, idmap a mount, keep setgroups); a run treats it as any other
+// caller: the jail runs as this process's own identity.
+func privileged() bool { return os.Geteuid() == 0 && hasCapSysAdmin() }
+
 // hasCapSysAdmin says whether CAP_SYS_ADMIN is in this thread's
 // effective set (root in a container usually lacks it).
 func hasCapSysAdmin() bool {

@@ -279,13 +279,15 @@ func checkSource(m Mount, o *hostpath.Object, dir string) error {
 }
 
 // hostUser decides the host identity of the jail (see Spec.HostUser):
-// euid and egid are the supervisor's, owner the owner of the workdir's
-// bind (nil when there is none).
-func hostUser(euid, egid int, asked *HostID, owner *HostID) (id HostID, explicit bool, err error) {
-	if euid != 0 {
+// root says the supervisor is real root (privileged), euid and egid are
+// its ids, owner the owner of the workdir's bind (nil when there is none).
+// Any other caller, root in a container without CAP_SYS_ADMIN too, runs
+// the jail as itself.
+func hostUser(root bool, euid, egid int, asked *HostID, owner *HostID) (id HostID, explicit bool, err error) {
+	if !root {
 		self := HostID{UID: euid, GID: egid}
 		if asked != nil && *asked != self {
-			return self, false, fmt.Errorf("host user %d:%d: only root can start a jail as another user (tooljail runs as %d:%d)", asked.UID, asked.GID, euid, egid)
+			return self, false, fmt.Errorf("host user %d:%d: only real root (uid 0 with CAP_SYS_ADMIN) can start a jail as another user (tooljail runs as %d:%d)", asked.UID, asked.GID, euid, egid)
 		}
 		return self, asked != nil, nil
 	}
@@ -498,7 +500,7 @@ func makeDirs(p string, perm uint32) (*hostpath.Object, error) {
 
 // hostSide is what the supervisor opened on the host for one run.
 type hostSide struct {
-	root     bool   // the supervisor is real root
+	root     bool   // the supervisor is real root (privileged)
 	id       HostID // the jail's host identity
 	explicit bool   // chosen by the caller (Spec.HostUser)
 	sources  []source
@@ -526,14 +528,14 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	}
 	if !h.root {
 		var err error
-		h.id, h.explicit, err = hostUser(os.Geteuid(), os.Getegid(), c.Spec.HostUser, nil)
+		h.id, h.explicit, err = hostUser(false, os.Geteuid(), os.Getegid(), c.Spec.HostUser, nil)
 		return err
 	}
 	if err := h.resolveIn(c, "/"); err != nil {
 		return err
 	}
 	var err error
-	h.id, h.explicit, err = hostUser(0, 0, c.Spec.HostUser, workdirOwner(p.mounts, h.sources, c.Spec.Dir))
+	h.id, h.explicit, err = hostUser(true, 0, 0, c.Spec.HostUser, workdirOwner(p.mounts, h.sources, c.Spec.Dir))
 	if err != nil {
 		return err
 	}

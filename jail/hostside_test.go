@@ -16,6 +16,7 @@ func TestHostUser(t *testing.T) {
 	id := func(u, g int) *HostID { return &HostID{UID: u, GID: g} }
 	for _, c := range []struct {
 		name         string
+		root         bool
 		euid, egid   int
 		asked, owner *HostID
 		want         HostID
@@ -24,15 +25,17 @@ func TestHostUser(t *testing.T) {
 	}{
 		{name: "unprivileged: itself", euid: 1000, egid: 1000, owner: id(2000, 2000), want: HostID{1000, 1000}},
 		{name: "unprivileged asks itself", euid: 1000, egid: 1000, asked: id(1000, 1000), want: HostID{1000, 1000}, explicit: true},
-		{name: "unprivileged asks another", euid: 1000, egid: 1000, asked: id(1001, 1001), err: "only root"},
-		{name: "root, root-owned workdir", owner: id(0, 0), want: DefaultHostUser},
-		{name: "root, no workdir", want: DefaultHostUser},
-		{name: "root, user's workdir", owner: id(1000, 1000), want: HostID{1000, 1000}},
-		{name: "root, user's workdir in group root", owner: id(1000, 0), want: HostID{1000, DefaultHostUser.GID}},
-		{name: "root asks", owner: id(1000, 1000), asked: id(4242, 4243), want: HostID{4242, 4243}, explicit: true},
+		{name: "unprivileged asks another", euid: 1000, egid: 1000, asked: id(1001, 1001), err: "only real root"},
+		{name: "root, root-owned workdir", root: true, owner: id(0, 0), want: DefaultHostUser},
+		{name: "root, no workdir", root: true, want: DefaultHostUser},
+		{name: "root, user's workdir", root: true, owner: id(1000, 1000), want: HostID{1000, 1000}},
+		{name: "root, user's workdir in group root", root: true, owner: id(1000, 0), want: HostID{1000, DefaultHostUser.GID}},
+		{name: "container root without CAP_SYS_ADMIN: itself", owner: id(0, 0), want: HostID{0, 0}},
+		{name: "container root asks another", asked: id(1000, 1000), err: "only real root"},
+		{name: "root asks", root: true, owner: id(1000, 1000), asked: id(4242, 4243), want: HostID{4242, 4243}, explicit: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, explicit, err := hostUser(c.euid, c.egid, c.asked, c.owner)
+			got, explicit, err := hostUser(c.root, c.euid, c.egid, c.asked, c.owner)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err = %v, want %q", err, c.err)

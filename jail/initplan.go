@@ -226,7 +226,7 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 	}
 	// Real root may drop its supplementary groups; an unprivileged user
 	// namespace denies setgroups.
-	if os.Geteuid() == 0 {
+	if p.root {
 		c.drop_groups = 1
 	}
 	base, err := pickBaseDir()

@@ -21,6 +21,7 @@ type plan struct {
 	landlock  *landlock.Policy
 	notify    bool
 	compile   bool // a seccomp filter is to be compiled (compileSeccomp)
+	root      bool // the supervisor is real root (privileged)
 	resources cgroup.Resources
 	// stage2 is what stage 2 applies before execve; launch adds what only
 	// the running supervisor knows (WaitAck, NoHugePages).
@@ -87,6 +88,7 @@ func (s *Spec) plan(h Host) (*plan, error) {
 		},
 	}
 	p.mounts = planMounts(s)
+	p.root = privileged()
 	p.stage2 = stage2Config{
 		Args:    s.Args,
 		Env:     s.Env,

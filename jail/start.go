@@ -54,7 +54,7 @@ type watchResult struct {
 }
 
 func (c *Cmd) setUpLayers() *layerSetup {
-	l := &layerSetup{hs: &hostSide{root: os.Geteuid() == 0}, prepared: make(chan error, 1)}
+	l := &layerSetup{hs: &hostSide{root: c.plan.root}, prepared: make(chan error, 1)}
 	if c.plan.landlock != nil {
 		l.watch = make(chan watchResult, 1)
 		go func() {
@@ -206,7 +206,7 @@ func (c *Cmd) openSocket() (*os.File, error) {
 // maps, the host paths' descriptors (opened in the init's mount namespace
 // when unprivileged, where it may clone them), and the plan's late part.
 func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
-	if err := writeIDMaps(c.proc.pid, hs.id); err != nil {
+	if err := writeIDMaps(c.proc.pid, hs.id, hs.root); err != nil {
 		return err
 	}
 	if !hs.root {
@@ -253,9 +253,9 @@ func (c *Cmd) supervise() {
 // unprivileged one (Spec.HostUser). Unprivileged user namespaces must deny
 // setgroups; real root keeps it, for the init to drop its supplementary
 // groups.
-func writeIDMaps(pid int, id HostID) error {
+func writeIDMaps(pid int, id HostID, root bool) error {
 	files := [][2]string{{"uid_map", fmt.Sprintf("0 %d 1\n", id.UID)}}
-	if os.Geteuid() != 0 {
+	if !root {
 		files = append(files, [2]string{"setgroups", "deny"})
 	}
 	files = append(files, [2]string{"gid_map", fmt.Sprintf("0 %d 1\n", id.GID)})
