@@ -217,6 +217,31 @@ func supervisorDirsEverywhere(t *testing.T, path string) []string {
 
 // TestCleanupStaleConcurrent runs many cleaners at once while other
 // supervisors live and one is dead: live groups stay, the dead one goes.
+// A SIGKILLed supervisor that nobody has reaped yet (a zombie: its
+// parent, often PID 1, may take seconds) is dead all the same: its groups
+// go.
+func TestCleanupStaleZombieOwner(t *testing.T) {
+	requireCaps(t, Memory, Pids)
+	z, zPath, _ := startSupervisor(t, "zombie")
+	z.Process.Signal(syscall.SIGKILL)
+	// Not reaped until the end: a zombie meanwhile.
+	defer z.Wait()
+	if !waitFor(func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", z.Process.Pid))
+		return err == nil && statZombie(b)
+	}) {
+		t.Fatalf("the killed supervisor %d did not become a zombie", z.Process.Pid)
+	}
+	if err := CleanupStale(); err != nil {
+		t.Fatalf("CleanupStale: %v", err)
+	}
+	for _, d := range supervisorDirsEverywhere(t, zPath) {
+		if exists(d) {
+			t.Errorf("a zombie supervisor's directory %s survived CleanupStale", d)
+		}
+	}
+}
+
 func TestCleanupStaleConcurrent(t *testing.T) {
 	requireCaps(t, Memory, Pids)
 	// Runs last: removes the groups of the live supervisors killed at the end.

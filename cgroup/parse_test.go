@@ -251,3 +251,18 @@ func TestOutsideOwnRuns(t *testing.T) {
 		}
 	}
 }
+
+func TestStatZombie(t *testing.T) {
+	for line, want := range map[string]bool{
+		"42 (tooljail) Z 1 42 42 0 -1 4194564 0":   true,
+		"42 (tooljail) X 1 42 42 0 -1 4194564 0":   true,
+		"42 (tooljail) S 1 42 42 0 -1 4194564 0":   false,
+		"42 (a) Z (b) R 1 42 42 0 -1 4194564 0":    false, // the last ')' ends comm
+		"42 (tool jail)) Z 1 42 42 0 -1 4194564 0": true,
+		"42 (tooljail)": false,
+	} {
+		if got := statZombie([]byte(line)); got != want {
+			t.Errorf("statZombie(%q) = %v, want %v", line, got, want)
+		}
+	}
+}

@@ -143,9 +143,26 @@ func parseStatStartTime(b []byte) (uint64, error) {
 }
 
 // ownerAlive says whether the supervisor named by pid and start still runs.
+// A zombie does not: a SIGKILLed server stays one until its parent (often
+// PID 1, which may take its time) reaps it, and its groups must go at the
+// next server's start all the same.
 func ownerAlive(pid int, start uint64) bool {
-	st, err := procStartTime(pid)
-	return err == nil && st == start
+	b, err := readFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	st, err := parseStatStartTime(b)
+	return err == nil && st == start && !statZombie(b)
+}
+
+// statZombie says whether a /proc/<pid>/stat line is a process that has
+// exited (state Z, or X).
+func statZombie(b []byte) bool {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // validRunID accepts ids that are one safe path element.

@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -819,4 +821,76 @@ func TestServeLockRace(t *testing.T) {
 			t.Errorf("the lock file after the drain: %v", err)
 		}
 	})
+}
+
+// Warm jails: after a call, the server builds jails of its shape ahead of
+// the next call (parked inits, children of the server); the next call of
+// that shape runs in one of them (its command is a child of a parked
+// init), and its jail is gone after it, never used again.
+func TestServeWarmJail(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		if r := s.call(t, req{Argv: []string{"/bin/true"}, Workdir: w}); r.report == nil || r.report.ExitCode != 0 {
+			t.Fatalf("the first call\n%s", r)
+		}
+		var parked []int
+		deadline := time.Now().Add(20 * time.Second)
+		for len(parked) < 2 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			parked = childrenNamed(s.cmd.Process.Pid, "tooljail-init")
+		}
+		if len(parked) < 2 {
+			t.Fatalf("%d warm jails after a call, want 2 (--warm default)\nserver log:\n%s", len(parked), s.log())
+		}
+		sleepArgs, mark := sleepMark()
+		p := s.start(t, req{Argv: []string{"/bin/sh", "-c", "echo started; exec sleep " + sleepArgs}, Workdir: w})
+		cmds := hostProcs(mark)
+		if len(cmds) != 1 {
+			t.Fatalf("want the one marked command running, got %q", cmds)
+		}
+		pid, _, _ := strings.Cut(cmds[0], ":")
+		ppid, _ := strconv.Atoi(parentOf(pid))
+		if !slices.Contains(parked, ppid) {
+			t.Errorf("the second call's command %s is a child of %d, not of a warm jail's init %v", pid, ppid, parked)
+		}
+		// End it: kill the command from the host (the jail is not this
+		// test's to enter); its report says so, and the init is gone.
+		if n, err := strconv.Atoi(pid); err == nil {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
+		if r, err := p.finish(); err != nil || r.report == nil || r.report.Signal != "SIGKILL" {
+			t.Errorf("the killed call: %v\n%s", err, r)
+		}
+		requireGone(t, mark)
+		if _, err := os.Stat("/proc/" + strconv.Itoa(ppid)); err == nil {
+			if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", ppid)); !strings.Contains(string(st), ") Z") {
+				t.Errorf("the used warm jail's init %d is still there after its call", ppid)
+			}
+		}
+	})
+}
+
+// childrenNamed lists the pids of ppid's children whose comm is name.
+func childrenNamed(ppid int, name string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || !strings.HasSuffix(s[:i], "("+name) {
+			continue
+		}
+		var state string
+		var parent int
+		if _, err := fmt.Sscan(s[i+2:], &state, &parent); err == nil && parent == ppid && state != "Z" {
+			pid, _ := strconv.Atoi(e.Name())
+			out = append(out, pid)
+		}
+	}
+	return out
 }

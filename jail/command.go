@@ -65,7 +65,11 @@ type Cmd struct {
 	exitRec   *record
 	ready     bool // stage 2 got as far as its ready record
 	waited    bool
+	resulted  bool // WaitResult has run
 	initPlan  *initPlan
+
+	// warm is set for a jail built ahead of its command (warm.go).
+	warm *warmState
 }
 
 // Command returns a Cmd that runs spec.
@@ -93,6 +97,9 @@ func newID() string {
 // Start starts the jail. When it fails, Wait (or Run) returns a Result with
 // status setup_error and the same error.
 func (c *Cmd) Start() error {
+	if c.warm != nil && c.warm.taken {
+		return c.startCall()
+	}
 	if c.res != nil {
 		return errors.New("jail: Cmd already started")
 	}
@@ -172,6 +179,11 @@ func (c *Cmd) readMessages() {
 			}
 		case C.TJ_REC_READY:
 			c.ready = true
+			if c.warm != nil && !c.warm.isParked {
+				// A warm jail's stage 2 parks after its ready record.
+				c.warm.isParked = true
+				close(c.warm.parked)
+			}
 			if len(files) > 0 && c.monitor == nil {
 				action := seccomp.ActionDeny
 				if c.Spec.OnViolation == ViolationKill {
@@ -270,10 +282,36 @@ func (c *Cmd) Wait() (*Result, error) {
 	if c.res == nil {
 		return nil, errors.New("jail: not started")
 	}
+	if !c.resulted {
+		c.WaitResult()
+	}
 	if c.waited {
 		return c.res, errors.New("jail: Wait called twice")
 	}
 	c.waited = true
+	if c.proc == nil { // Start failed
+		return c.res, c.setupErr
+	}
+	c.cleanup()
+	if c.res.Status == StatusSetupError {
+		return c.res, c.setupErr
+	}
+	return c.res, nil
+}
+
+// WaitResult waits for the run to end and returns its Result, which is
+// final: the jail's processes are gone and every figure is in. What is
+// left is the run's cgroup to remove; Wait, which must still be called,
+// removes it and returns the same Result. A server sends the Result to
+// its client in between. The error is as Wait's.
+func (c *Cmd) WaitResult() (*Result, error) {
+	if c.res == nil {
+		return nil, errors.New("jail: not started")
+	}
+	if c.resulted {
+		return c.res, errors.New("jail: WaitResult called twice")
+	}
+	c.resulted = true
 	if c.proc == nil { // Start failed
 		return c.res, c.setupErr
 	}
@@ -298,7 +336,6 @@ func (c *Cmd) Wait() (*Result, error) {
 	if c.group != nil {
 		stats = c.group.Stats()
 	}
-	c.cleanup()
 	c.finish(end, wall, violations, denials, stats)
 	if c.res.Status == StatusSetupError {
 		return c.res, c.setupErr

@@ -124,6 +124,7 @@ var stage2Cases = []failureCase{
 	{step: "SECCOMP", err: syscall.EINVAL, want: "seccomp: install (flags 0x1): invalid argument"},
 	{step: "READY", err: syscall.EPIPE, want: "stage 2: the supervisor is gone (broken pipe)"},
 	{step: "ACK", want: "stage 2: the supervisor is gone (end of file)"},
+	{step: "CALL", err: syscall.EPROTO, want: "warm jail: receive the command: protocol error"},
 	{step: "FDS", err: syscall.EINVAL, want: "stage 2: mark descriptors close-on-exec: invalid argument"},
 	{step: "EXEC", err: syscall.E2BIG, index: 0, want: "ls: argument list too long"},
 	{step: "EXEC_DENIED", err: syscall.EACCES, index: 1, want: "ls: not executable: permission denied"},

@@ -105,6 +105,7 @@
 	X(SECCOMP, "seccomp: install (flags {seccomp_flags}): {errno}") \
 	X(READY, "stage 2: the supervisor is gone ({errno})") \
 	X(ACK, "stage 2: the supervisor is gone ({errno})") \
+	X(CALL, "warm jail: receive the command: {errno}") \
 	X(FDS, "stage 2: mark descriptors close-on-exec: {errno}") \
 	X(EXEC, "{command}: {errno}") \
 	X(EXEC_DENIED, "{command}: {is_dir:not executable: {errno}|is a directory}") \

@@ -262,6 +262,90 @@ static void tj_wait_ack(const struct tj_stage2 *s) {
 	}
 }
 
+// tj_split points out[0..n) at the n strings that start at *at, each
+// NUL-terminated before end, and out[n] at NULL; -1 if they do not fit.
+static int tj_split(char **at, char *end, char **out, uint32_t n) {
+	char *s = *at;
+	for (uint32_t i = 0; i < n; i++) {
+		char *nul = s < end ? memchr(s, 0, (size_t)(end - s)) : NULL;
+		if (nul == NULL) {
+			return -1;
+		}
+		out[i] = s;
+		s = nul + 1;
+	}
+	out[n] = NULL;
+	*at = s;
+	return 0;
+}
+
+// The warm call's message and its pointers. Static: stage 2 may not
+// allocate, and the memory is the init's copy, which nothing else uses.
+static char tj_call_buf[TJ_CALL_MAX_BYTES];
+static char *tj_call_ptrs[TJ_CALL_MAX_STRINGS + 3];
+
+// tj_wait_for_call is a warm jail's park: confined already, stage 2 waits
+// for the supervisor's one message with the command (warm.go's
+// encodeCall) and its stdin, stdout and stderr. It closes its own 0, 1
+// and 2 first, so that the kernel puts the three received descriptors
+// there (the lowest free numbers, in order), and checks that it did:
+// recvmsg is all the filter needs to allow. The strings go into s, whose
+// memory the init shares: it reads the paths when the execve fails.
+static void tj_wait_for_call(const struct tj_stage2 *s) {
+	for (int fd = 0; fd < 3; fd++) {
+		SYS1(SYS_close, fd);
+	}
+	struct iovec iov = {tj_call_buf, sizeof tj_call_buf};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 3)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh;
+	memset(&mh, 0, sizeof mh);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof u.buf;
+	long n;
+	while ((n = SYS3(SYS_recvmsg, s->sock, &mh, 0)) == -EINTR) {
+	}
+	if (n == 0) {
+		// The supervisor closed the warm jail unused: nothing ran.
+		for (;;) {
+			SYS1(SYS_exit_group, 0);
+		}
+	}
+	if (n < 0) {
+		tj_fail(s, TJ_STEP_CALL, (int)-n, -1, 125);
+	}
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	int fds[3] = {-1, -1, -1};
+	if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof fds)) {
+		memcpy(fds, CMSG_DATA(c), sizeof fds);
+	}
+	struct tj_call_header h;
+	char *at = tj_call_buf + sizeof h, *end = tj_call_buf + n;
+	memcpy(&h, tj_call_buf, sizeof h);
+	// The counts are checked one by one first: their sum cannot wrap.
+	int bad = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || fds[0] != 0 || fds[1] != 1 || fds[2] != 2 ||
+		  (size_t)n < sizeof h || h.magic != TJ_CALL_MAGIC || h.argc == 0 || h.argc > TJ_CALL_MAX_STRINGS ||
+		  h.envc > TJ_CALL_MAX_STRINGS || h.npaths > TJ_CALL_MAX_STRINGS ||
+		  (uint64_t)h.argc + h.envc + h.npaths > TJ_CALL_MAX_STRINGS;
+	if (bad) {
+		tj_fail(s, TJ_STEP_CALL, EPROTO, -1, 125);
+	}
+	char **argv = tj_call_ptrs, **envp = argv + h.argc + 1, **paths = envp + h.envc + 1;
+	if (tj_split(&at, end, argv, h.argc) < 0 || tj_split(&at, end, envp, h.envc) < 0 ||
+	    tj_split(&at, end, paths, h.npaths) < 0 || at != end) {
+		tj_fail(s, TJ_STEP_CALL, EPROTO, -1, 125);
+	}
+	struct tj_stage2 *w = (struct tj_stage2 *)s;
+	w->argv = argv;
+	w->envp = envp;
+	w->paths = paths;
+	w->npaths = (int)h.npaths;
+}
+
 // tj_exec execs the command like a shell: the first candidate that execs;
 // one that exists but may not be executed is reported only when none
 // execs (126), nothing found is 127. Every signal is unblocked first.
@@ -310,6 +394,9 @@ static int tj_child(void *arg) {
 	// (seccomp's required calls).
 	tj_send_ready(s, listener);
 	tj_wait_ack(s);
+	if (s->warm) {
+		tj_wait_for_call(s);
+	}
 	// Only 0, 1 and 2 reach the command; status_fd closes at a successful
 	// execve, which tells the init.
 	tj_check(s, TJ_STEP_FDS, SYS3(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC));

@@ -41,6 +41,9 @@ type stage2Config struct {
 	// NoHugePages is the supervisor's own PR_SET_THP_DISABLE setting, which
 	// the command gets back (the init runs with huge pages off).
 	NoHugePages bool
+	// Warm leaves the command's strings out of the plan: stage 2 parks,
+	// confined, and gets them with the call (stage2.c, warm.go).
+	Warm bool
 }
 
 // stage2 is what the supervisor needs to report stage 2's failures. It
@@ -70,21 +73,25 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 	}
 	s := &stage2{cfg: cfg}
 	c.clone_flags = C.ulong(unix.CLONE_NEWUSER | unix.CLONE_NEWNS)
-	s.paths = execCandidates(cfg.Args[0], cfg.Env, cfg.Dir)
 	var err error
 	if c.dir, err = a.cstring(cfg.Dir); err != nil {
 		return nil, err
 	}
-	if c.argv, err = a.cstrings(cfg.Args); err != nil {
-		return nil, err
+	if cfg.Warm {
+		c.warm = 1
+	} else {
+		s.paths = execCandidates(cfg.Args[0], cfg.Env, cfg.Dir)
+		if c.argv, err = a.cstrings(cfg.Args); err != nil {
+			return nil, err
+		}
+		if c.envp, err = a.cstrings(cfg.Env); err != nil {
+			return nil, err
+		}
+		if c.paths, err = a.cstrings(s.paths); err != nil {
+			return nil, err
+		}
+		c.npaths = C.int(len(s.paths))
 	}
-	if c.envp, err = a.cstrings(cfg.Env); err != nil {
-		return nil, err
-	}
-	if c.paths, err = a.cstrings(s.paths); err != nil {
-		return nil, err
-	}
-	c.npaths = C.int(len(s.paths))
 
 	add := func(name string, res int, cur, max uint64) {
 		r := &c.rlimits[c.nrlimits]

@@ -36,10 +36,26 @@ struct tj_stage2 {
 	int notify; // the filter returns a listener, sent with the ready record
 	int sock;   // the supervisor's socket: records go there
 	int wait_ack;
+	// warm: stage 2 parks after its ready record until the supervisor
+	// sends the command (argv, envp, paths and stdio: stage2.c's
+	// tj_wait_for_call), and fills in the four fields below itself.
+	int warm;
 	char *const *argv;
 	char *const *envp;
 	char *const *paths; // where to look for argv[0], in order
 	int npaths;
+};
+
+// The limits of a warm call's message (warm.go checks them first).
+#define TJ_CALL_MAX_BYTES (128 << 10)
+#define TJ_CALL_MAX_STRINGS 8192
+#define TJ_CALL_MAGIC 0x746a6331u // "tjc1"
+
+// tj_call_header starts a warm call's message; the strings follow, each
+// NUL-terminated: argc arguments, envc variables, npaths candidates.
+struct tj_call_header {
+	uint32_t magic;
+	uint32_t argc, envc, npaths;
 };
 
 // A record is what the init and stage 2 send the supervisor, one per

@@ -28,7 +28,14 @@ func (c *Cmd) start() error {
 	if err := c.openGroup(); err != nil {
 		return err
 	}
-	stdio, err := c.childStdio()
+	var stdio *childStdio
+	var err error
+	if c.warm != nil {
+		// A warm jail's command brings its stdio with its call.
+		stdio, err = placeholderStdio()
+	} else {
+		stdio, err = c.childStdio()
+	}
 	if err != nil {
 		return err
 	}
@@ -155,6 +162,7 @@ func (c *Cmd) launch(hs *hostSide, stdio *childStdio) error {
 	}
 	st2 := c.plan.stage2
 	st2.WaitAck = c.watcher != nil
+	st2.Warm = c.warm != nil
 	// The supervisor's own setting: startInit turns it off only around
 	// the fork.
 	st2.NoHugePages = thpDisabled()
@@ -219,6 +227,9 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 	}
 	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
 	c.res.Enforcement.Idmapped = hs.idmapped
+	if c.warm != nil {
+		c.warm.workdir = workdirID(c.plan.mounts, hs.sources, c.Spec.Dir)
+	}
 	fdList, err := ip.fillLate(hs.sources, hs.over, hs.prog)
 	if err != nil {
 		return err
@@ -229,9 +240,17 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 // supervise starts watching the running jail: its records, the wall
 // clock, and the caller's context.
 func (c *Cmd) supervise() {
-	s := c.Spec
 	c.msgDone = make(chan struct{})
 	go c.readMessages()
+	if c.warm == nil {
+		c.superviseCommand()
+	}
+}
+
+// superviseCommand starts the command's clocks: the wall-clock limit and
+// the caller's context. A warm jail's start with its call.
+func (c *Cmd) superviseCommand() {
+	s := c.Spec
 	if s.Limits.Timeout > 0 {
 		c.timer = time.AfterFunc(s.Limits.Timeout, func() {
 			c.kill(StatusTimeout, fmt.Sprintf("wall-clock limit %s reached; the whole process tree was killed", s.Limits.Timeout))

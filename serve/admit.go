@@ -32,6 +32,20 @@ const (
 	maxAuditReason = 1024
 )
 
+// DefaultWarm is the CLI's --warm: warm jails per shape of call.
+const DefaultWarm = 2
+
+// MaxWarm bounds Server.Warm.
+const MaxWarm = 16
+
+// CheckWarm is nil when n is a valid Server.Warm.
+func CheckWarm(n int) error {
+	if n < 0 || n > MaxWarm {
+		return fmt.Errorf("want a number of warm jails per shape of call from 0 to %d", MaxWarm)
+	}
+	return nil
+}
+
 // CheckMaxRuns is nil when n is a valid Server.MaxRuns other than 0.
 func CheckMaxRuns(n int) error {
 	if n < 1 || n > MaxRunsCeiling {

@@ -84,8 +84,14 @@ type Server struct {
 	// AllowClientProfiles lets a request send a profile of its own
 	// (profile_toml, clientprofile.go); without it that is refused.
 	AllowClientProfiles bool
+	// Warm is how many jails the server keeps built ahead of their calls
+	// for each shape of call it sees (a served profile and a workdir;
+	// pool.go); 0 builds every jail when its call arrives. The CLI's
+	// default is DefaultWarm. At most MaxWarm.
+	Warm int
 
 	loadOnce sync.Once
+	pool     *pool // nil without warm jails
 	loadErr  error
 	profiles map[string]*profiles.Profile
 	first    string
@@ -114,6 +120,10 @@ func (s *Server) Load() error {
 				return
 			}
 		}
+		if err := CheckWarm(s.Warm); err != nil {
+			s.loadErr = fmt.Errorf("warm %d: %v (--warm)", s.Warm, err)
+			return
+		}
 		names := s.Profiles
 		if len(names) == 0 {
 			names = []string{"default"}
@@ -138,6 +148,9 @@ func (s *Server) Load() error {
 				return
 			}
 			s.audit = f
+		}
+		if s.Warm > 0 {
+			s.pool = newPool(s.Warm)
 		}
 	})
 	return s.loadErr
@@ -278,6 +291,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			l.Close()
 		}
 	}()
+	if s.pool != nil {
+		// No call takes a warm jail from now on: the parked ones go.
+		s.pool.close()
+	}
 	done := make(chan struct{})
 	go func() {
 		s.calls.Wait()
@@ -477,7 +494,13 @@ func (s *Server) servedNames() string {
 // run runs the call and writes its report. While it runs, the connection
 // is read: its end means the client went away, and the run is cancelled.
 func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, spec *jail.Spec, peer *jail.Peer) {
-	cmd := jail.Command(spec)
+	if e := s.track(); e != nil {
+		s.refuseCall(out, peer, req, e)
+		return
+	}
+	// Only an admitted call takes a warm jail: one it took runs.
+	cmd := s.command(req, spec)
+	defer s.untrack(cmd)
 	cmd.CaptureOutput = true
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
@@ -486,11 +509,6 @@ func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Requ
 		cmd.Stdout = &streamWriter{out: out, name: "stdout", cancel: cmd.Cancel}
 		cmd.Stderr = &streamWriter{out: out, name: "stderr", cancel: cmd.Cancel}
 	}
-	if e := s.track(); e != nil {
-		s.refuseCall(out, peer, req, e)
-		return
-	}
-	defer s.untrack(cmd)
 	var watch sync.WaitGroup
 	ended := make(chan struct{})
 	if cmd.Start() == nil {
@@ -508,15 +526,33 @@ func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Requ
 			}
 		}()
 	}
-	res, _ := cmd.Wait()
+	// The report goes out once it is final; the run's cgroup is removed
+	// after (Wait), before the call stops counting against --max-runs.
+	res, _ := cmd.WaitResult()
 	close(ended)
 	s.writeAudit(res, peer)
 	if res != nil {
 		out.writeReport(res)
 	}
+	cmd.Wait()
 	// Closing ends the watcher's read.
 	conn.Close()
 	watch.Wait()
+}
+
+// command is the Cmd of a call: a warm jail's when the pool has one for
+// its shape, else one built now.
+func (s *Server) command(req *Request, spec *jail.Spec) *jail.Cmd {
+	if s.pool != nil {
+		name := req.Profile
+		if name == "" {
+			name = s.first
+		}
+		if cmd := s.pool.take(poolKeyOf(req, name), spec); cmd != nil {
+			return cmd
+		}
+	}
+	return jail.Command(spec)
 }
 
 // track counts a call that is about to run, unless the server is

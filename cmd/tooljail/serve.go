@@ -16,13 +16,15 @@ import (
 )
 
 const serveUsage = `Usage: tooljail serve [--socket PATH] [--profile NAME|FILE]... [--audit-log FILE] [--max-runs N]
-       [--allow-client-profiles]
+       [--warm N] [--allow-client-profiles]
 
 Serves jailed runs on a unix socket: a client sends one JSON request line per
 connection and gets the run's report, exactly what 'tooljail run --json'
-prints (docs/serve.md has the protocol). Each call builds its jail from one of
-the served profiles, as 'tooljail run' does; a request may only tighten that
-profile's limits. Only this user (and root) can connect: the socket is mode
+prints (docs/serve.md has the protocol). Each call runs in a jail of one of the
+served profiles, as 'tooljail run' would build it; a request may only tighten
+that profile's limits. For each shape of call it sees (a profile and a
+workdir), the server keeps --warm jails built ahead of time; each runs one
+call, never a second. Only this user (and root) can connect: the socket is mode
 0600 in a directory nobody else can write.
 
 SIGTERM or SIGINT drains the server: no new calls, running calls end or hit
@@ -43,6 +45,7 @@ type serveFlags struct {
 	profiles []string
 	auditLog scalar
 	maxRuns  scalar // a number, checked by maxRunsValue
+	warm     scalar // a number, checked by warmValue
 	// allowClientProfiles lets a request send a profile of its own.
 	allowClientProfiles bool
 }
@@ -61,6 +64,8 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run and per refused request, with the client's uid, gid and pid, to `FILE` (also TOOLJAIL_AUDIT_LOG)")
 	f.maxRuns.check = func(v string) error { _, err := maxRunsValue(v); return err }
 	fs.Var(&f.maxRuns, "max-runs", fmt.Sprintf("run at most `N` calls at once, across all clients (1 to %d, default %d); a call beyond that is refused at once (error 125), and at most %d x N connections may wait for their request line", serve.MaxRunsCeiling, serve.DefaultMaxRuns, serve.PendingPerRun))
+	f.warm.check = func(v string) error { _, err := warmValue(v); return err }
+	fs.Var(&f.warm, "warm", fmt.Sprintf("keep `N` jails built ahead of their calls for each shape of call (a served profile and a workdir; 0 to %d, default %d); 0 builds each jail when its call arrives", serve.MaxWarm, serve.DefaultWarm))
 	fs.BoolVar(&f.allowClientProfiles, "allow-client-profiles", false, "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)")
 	return fs
 }
@@ -91,6 +96,10 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	srv.AllowClientProfiles = f.allowClientProfiles
 	if f.maxRuns.set {
 		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value) // checked when parsed
+	}
+	srv.Warm = serve.DefaultWarm
+	if f.warm.set {
+		srv.Warm, _ = warmValue(f.warm.value) // checked when parsed
 	}
 	if err := srv.Load(); err != nil {
 		return fail(stderr, "%v", err)
@@ -129,6 +138,15 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	<-served
 	return 0
+}
+
+// warmValue is the number a --warm value gives.
+func warmValue(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("want a whole number of warm jails, from 0 to %d", serve.MaxWarm)
+	}
+	return n, serve.CheckWarm(n)
 }
 
 // maxRunsValue is the number a --max-runs value gives.

@@ -17,7 +17,8 @@ import (
 
 func TestServeBadInput(t *testing.T) {
 	for name, args := range map[string][]string{
-		"unknown flag":    {"serve", "--warm", "2"},
+		"unknown flag":    {"serve", "--no-such-flag", "2"},
+		"warm twice":      {"serve", "--warm", "2", "--warm", "3"},
 		"argument":        {"serve", "extra"},
 		"unknown profile": {"serve", "--profile", "no-such-profile"},
 		"socket twice":    {"serve", "--socket", "/tmp/a", "--socket", "/tmp/b"},
@@ -62,6 +63,27 @@ func TestServeMaxRunsFlag(t *testing.T) {
 	}
 	if _, err := os.Lstat(path); !os.IsNotExist(err) {
 		t.Errorf("the socket was touched: %v", err)
+	}
+}
+
+// TestServeWarmFlag: a --warm that is not a number from 0 to 16 is exit
+// 125, one line naming the flag, before the socket is touched.
+func TestServeWarmFlag(t *testing.T) {
+	path := filepath.Join(privateDir(t), "sock")
+	for _, v := range []string{"-1", "17", "x", "1.5", ""} {
+		var stdout, stderr bytes.Buffer
+		code := dispatch([]string{"serve", "--socket", path, "--warm", v}, &stdout, &stderr)
+		if code != 125 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "warm") || !strings.Contains(stderr.String(), "0 to 16") {
+			t.Errorf("--warm %q: exit %d, stderr %q; want 125 and one line naming the flag and its range", v, code, stderr.String())
+		}
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("the socket was touched: %v", err)
+	}
+	for v, want := range map[string]int{"0": 0, "2": 2, "16": 16} {
+		if n, err := warmValue(v); err != nil || n != want {
+			t.Errorf("warmValue(%q) = %d, %v; want %d", v, n, err, want)
+		}
 	}
 }
 

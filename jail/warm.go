@@ -1,0 +1,280 @@
+package jail
+
+// #include "stage2.h"
+import "C"
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A warm jail is built ahead of its command, for a caller that runs many
+// commands in jails of one shape (tooljail serve): Prepare does all that
+// Start does before the command's execve (cgroup, namespaces, mounts,
+// stage 2 with its capabilities dropped, rlimits, Landlock and seccomp
+// applied), and stage 2 parks (stage2.c, tj_wait_for_call). The command's
+// arguments, environment and stdio come with Command and Start: one
+// message, after which stage 2 only execs. A warm jail runs one command,
+// never a second; Close ends an unused one.
+
+// Warm is a jail built ahead of its command.
+type Warm struct {
+	c    *Cmd
+	born time.Time
+
+	mu     sync.Mutex
+	taken  bool
+	closed bool
+}
+
+// warmState is a warm Cmd's part of the state.
+type warmState struct {
+	parked   chan struct{} // closed at the init's parked record
+	isParked bool          // under Cmd.mu
+	taken    bool          // Command gave the Cmd its call
+	workdir  *fileID       // the workdir bind's source as opened, or nil
+}
+
+type fileID struct{ dev, ino uint64 }
+
+// ErrWarmUnfit is Command's error for a Spec that the warm jail was not
+// built for, or a jail that can no longer run one (its init is gone, or
+// the workdir was replaced since): run the command cold.
+var ErrWarmUnfit = errors.New("jail: the warm jail does not fit this command")
+
+// maxCallBytes and maxCallStrings bound a call: one message on the jail's
+// socket, read into stage 2's fixed buffers. A larger call runs cold.
+const (
+	maxCallBytes   = C.TJ_CALL_MAX_BYTES
+	maxCallStrings = C.TJ_CALL_MAX_STRINGS
+)
+
+// Prepare builds spec's jail and returns once it is parked, waiting for
+// Command. spec's Args and Env are not used: Command's Spec brings them.
+// An error is the setup error a cold run of spec would have had.
+func Prepare(spec *Spec) (*Warm, error) {
+	s := *spec
+	if len(s.Args) == 0 {
+		s.Args = []string{"(warm)"}
+	}
+	c := Command(&s)
+	c.warm = &warmState{parked: make(chan struct{})}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	w := &Warm{c: c, born: time.Now()}
+	select {
+	case <-c.warm.parked:
+		return w, nil
+	case <-c.msgDone:
+	}
+	w.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.setupErr != nil {
+		return nil, c.setupErr
+	}
+	return nil, errors.New("jail: the warm jail's init ended before it was ready")
+}
+
+// Age is how long ago the jail was built.
+func (w *Warm) Age() time.Duration { return time.Since(w.born) }
+
+// Command takes the warm jail for spec, which must be the Spec it was
+// prepared with but for Args and Env, and returns the Cmd that runs it:
+// set its Stdin, Stdout, Stderr and CaptureOutput, then Start and Wait
+// (or Run) as with a Cmd of Command. ErrWarmUnfit (wrapped) means the caller should run spec cold; the warm
+// jail is then closed.
+func (w *Warm) Command(spec *Spec) (*Cmd, error) {
+	w.mu.Lock()
+	if w.taken || w.closed {
+		w.mu.Unlock()
+		return nil, fmt.Errorf("%w: already taken or closed", ErrWarmUnfit)
+	}
+	w.taken = true
+	w.mu.Unlock()
+	c := w.c
+	if err := spec.Validate(); err != nil {
+		w.end()
+		return nil, err
+	}
+	size, n := callSize(spec)
+	why := unfit(c.Spec, spec, c.warm.workdir, size, n)
+	if why == "" {
+		select {
+		case <-c.msgDone:
+			why = "its init is gone"
+		default:
+		}
+	}
+	if why != "" {
+		w.end()
+		return nil, fmt.Errorf("%w: %s", ErrWarmUnfit, why)
+	}
+	call := *c.Spec
+	call.Args, call.Env = spec.Args, spec.Env
+	c.Spec = &call
+	c.warm.taken = true
+	return c, nil
+}
+
+// Close ends a warm jail that no command took; nothing ran in it.
+func (w *Warm) Close() {
+	w.mu.Lock()
+	if w.taken || w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.end()
+}
+
+// end kills the unused jail's init and removes what it had.
+func (w *Warm) end() {
+	c := w.c
+	c.proc.kill()
+	<-c.waitCh
+	<-c.msgDone
+	c.cleanup()
+}
+
+// unfit says why a warm jail prepared as have (its workdir source
+// opened as dir) cannot run want, or "".
+func unfit(have, want *Spec, dir *fileID, size, n int) string {
+	if size > maxCallBytes || n > maxCallStrings {
+		return fmt.Sprintf("the command's arguments and environment take %d bytes in %d strings, more than %d or %d", size, n, maxCallBytes, maxCallStrings)
+	}
+	if !sameJail(have, want) {
+		return "the Spec differs in more than its arguments and environment"
+	}
+	if dir != nil {
+		var st unix.Stat_t
+		m := workdirMount(want.Mounts, want.Dir)
+		if m == nil || unix.Stat(m.Source, &st) != nil || (fileID{st.Dev, st.Ino}) != *dir {
+			return "the workdir was replaced since the jail was built"
+		}
+	}
+	return ""
+}
+
+// sameJail says whether a and b make the same jail: equal in everything
+// but Args and Env, and the same trusted files (by identity: they are
+// open files).
+func sameJail(a, b *Spec) bool {
+	if !slices.Equal(a.Trusted, b.Trusted) {
+		return false
+	}
+	x, y := *a, *b
+	x.Args, y.Args, x.Env, y.Env, x.Trusted, y.Trusted = nil, nil, nil, nil, nil, nil
+	return reflect.DeepEqual(x, y)
+}
+
+// workdirMount is the writable bind whose destination is dir, or nil.
+func workdirMount(mounts []Mount, dir string) *Mount {
+	for i := range mounts {
+		if mounts[i].Kind == MountBind && mounts[i].Writable && mounts[i].Dest == dir {
+			return &mounts[i]
+		}
+	}
+	return nil
+}
+
+// workdirID is the identity of the workdir bind's source as opened for
+// the run, or nil.
+func workdirID(mounts []Mount, srcs []source, dir string) *fileID {
+	for i, m := range mounts {
+		if m.Kind == MountBind && m.Writable && m.Dest == dir && i < len(srcs) && srcs[i].obj != nil {
+			st := srcs[i].obj.Stat
+			return &fileID{st.Dev, st.Ino}
+		}
+	}
+	return nil
+}
+
+// callSize is the size of spec's call message, and its number of strings.
+func callSize(s *Spec) (bytes, strings int) {
+	bytes = int(unsafe.Sizeof(C.struct_tj_call_header{}))
+	for _, l := range [][]string{s.Args, s.Env, execCandidates(s.Args[0], s.Env, s.Dir)} {
+		strings += len(l)
+		for _, a := range l {
+			bytes += len(a) + 1
+		}
+	}
+	return bytes, strings
+}
+
+// encodeCall is the call message init_park.c reads.
+func encodeCall(args, env, paths []string) []byte {
+	var b bytes.Buffer
+	for _, v := range []uint32{C.TJ_CALL_MAGIC, uint32(len(args)), uint32(len(env)), uint32(len(paths))} {
+		binary.Write(&b, binary.NativeEndian, v)
+	}
+	for _, l := range [][]string{args, env, paths} {
+		for _, s := range l {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+	}
+	return b.Bytes()
+}
+
+// placeholderStdio is a warm init's stdio until its call: /dev/null.
+func placeholderStdio() (*childStdio, error) {
+	s := &childStdio{}
+	var err error
+	if s.stdin, err = os.Open(os.DevNull); err != nil {
+		return nil, err
+	}
+	for i := range s.out {
+		if s.out[i], err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// startCall gives the parked init its command: the stdio the Cmd's
+// fields ask for, the strings, and the clocks start.
+func (c *Cmd) startCall() error {
+	if c.warm.taken && c.relays[0] != nil {
+		return errors.New("jail: Cmd already started")
+	}
+	c.started = time.Now()
+	c.res.StartedAt = c.started.UTC()
+	c.res.Command = c.Spec.Args
+	c.plan.stage2.Args, c.plan.stage2.Env = c.Spec.Args, c.Spec.Env
+	c.initPlan.stage2.cfg = &c.plan.stage2
+	c.initPlan.stage2.paths = execCandidates(c.Spec.Args[0], c.Spec.Env, c.Spec.Dir)
+	stdio, err := c.childStdio()
+	if err == nil {
+		msg := encodeCall(c.Spec.Args, c.Spec.Env, c.initPlan.stage2.paths)
+		rights := unix.UnixRights(int(stdio.stdin.Fd()), int(stdio.out[0].Fd()), int(stdio.out[1].Fd()))
+		err = unix.Sendmsg(c.sock, msg, rights, nil, unix.MSG_NOSIGNAL)
+		stdio.close()
+		if err != nil {
+			err = fmt.Errorf("give the warm jail its command: %w", err)
+		}
+	}
+	if err != nil {
+		c.proc.kill()
+		<-c.waitCh
+		<-c.msgDone
+		c.proc = nil
+		c.cleanup()
+		return c.fail(&SetupError{Code: ExitSetup, Err: err})
+	}
+	c.superviseCommand()
+	return nil
+}

@@ -1,0 +1,210 @@
+package jail_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/profiles"
+)
+
+// warmSpec is the default profile's Spec for args in workdir dir.
+func warmSpec(t *testing.T, dir string, env []string, args ...string) *jail.Spec {
+	t.Helper()
+	p, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		p.AddAllowDegraded("cgroup")
+	}
+	spec, err := p.Spec(profiles.Request{Args: args, Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Env = append(spec.Env, env...)
+	return spec
+}
+
+func prepare(t *testing.T, spec *jail.Spec) *jail.Warm {
+	t.Helper()
+	w, err := jail.Prepare(spec)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	t.Cleanup(w.Close)
+	return w
+}
+
+// A warm jail runs the command of its call (arguments, environment,
+// stdin, output), and a second warm jail of the same shape sees nothing
+// of the first: not its /tmp, not a process it left.
+func TestWarmRunsItsCall(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh here")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	marker := "tj-warm-" + nonce(t)
+	first := warmSpec(t, dir, []string{"TJ_WORD=" + marker}, "/bin/sh", "-c",
+		`read line; echo "$TJ_WORD $line"; echo x > /tmp/left; (exec -a "$TJ_WORD" sleep 1000 &) ; ls /tmp`)
+	w1, w2 := prepare(t, first), prepare(t, first)
+	cmd, err := w1.Command(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = strings.NewReader("from stdin\n")
+	cmd.CaptureOutput = true
+	res, err := cmd.Run()
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	if got := *res.Stdout.Text; !strings.HasPrefix(got, marker+" from stdin\n") || !strings.Contains(got, "\nleft\n") {
+		t.Errorf("first call's output %q, want %q, then /tmp with left", got, marker+" from stdin")
+	}
+	if strings.Join(res.Command, " ") != strings.Join(first.Args, " ") {
+		t.Errorf("report's command %q, want %q", res.Command, first.Args)
+	}
+	if procs := hostProcsNamed(marker); len(procs) > 0 {
+		t.Errorf("the first call left %v running on the host", procs)
+	}
+	second := warmSpec(t, dir, nil, "/bin/sh", "-c", "ls -A /tmp/left 2>/dev/null; echo end")
+	cmd, err = w2.Command(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.CaptureOutput = true
+	res, err = cmd.Run()
+	if err != nil || res.ExitCode != 0 || *res.Stdout.Text != "end\n" {
+		t.Errorf("second call: %v, %+v, output %q: want no /tmp/left", err, res, textOf(res))
+	}
+	if _, err := w1.Command(second); !errors.Is(err, jail.ErrWarmUnfit) {
+		t.Errorf("a warm jail taken twice: %v, want ErrWarmUnfit", err)
+	}
+}
+
+// A call for another jail shape, or for a workdir replaced since the jail
+// was built, is refused (the caller runs it cold), and the refused jail
+// is gone.
+func TestWarmUnfit(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	base := warmSpec(t, dir, nil, "true")
+	other := warmSpec(t, dir, nil, "true")
+	other.Hostname = "elsewhere"
+	if _, err := prepare(t, base).Command(other); !errors.Is(err, jail.ErrWarmUnfit) {
+		t.Errorf("another host name: %v, want ErrWarmUnfit", err)
+	}
+	big := warmSpec(t, dir, []string{"BIG=" + strings.Repeat("x", 200<<10)}, "true")
+	if _, err := prepare(t, base).Command(big); !errors.Is(err, jail.ErrWarmUnfit) {
+		t.Errorf("200 KiB of environment: %v, want ErrWarmUnfit", err)
+	}
+	w := prepare(t, base)
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir + ".old") })
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777)
+	_, err := w.Command(base)
+	if !errors.Is(err, jail.ErrWarmUnfit) || !strings.Contains(err.Error(), "workdir was replaced") {
+		t.Errorf("replaced workdir: %v, want ErrWarmUnfit naming the workdir", err)
+	}
+}
+
+// The wall-clock limit counts from the call, not from when the jail was
+// built; and a command that is not there fails with its own name.
+func TestWarmClocksAndFailures(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	spec := warmSpec(t, dir, nil, "true")
+	spec.Limits.Timeout = 2 * time.Second
+	w := prepare(t, spec)
+	time.Sleep(3 * time.Second)
+	cmd, err := w.Command(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cmd.Run(); err != nil || res.Status != jail.StatusExited || res.ExitCode != 0 {
+		t.Errorf("a call 3 s after its jail was built, with a 2 s limit: %v %+v", err, res)
+	}
+	missing := *spec
+	missing.Args = []string{"tj-no-such-command"}
+	cmd, err = prepare(t, spec).Command(&missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cmd.Run()
+	if err == nil || res.ExitCode != 127 || !strings.Contains(res.Reason, "tj-no-such-command") {
+		t.Errorf("a missing command: %v %+v, want exit 127 naming it", err, res)
+	}
+}
+
+// Close ends an unused warm jail: its init is gone.
+func TestWarmClose(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	w, err := jail.Prepare(warmSpec(t, dir, nil, "true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := initsOfThisProcess()
+	w.Close()
+	if after := initsOfThisProcess(); after >= before && before > 0 {
+		t.Errorf("%d inits of this process before Close, %d after", before, after)
+	}
+	if before == 0 {
+		t.Errorf("no parked init found among this process's children")
+	}
+}
+
+func textOf(r *jail.Result) string {
+	if r == nil || r.Stdout.Text == nil {
+		return ""
+	}
+	return *r.Stdout.Text
+}
+
+// hostProcsNamed lists host pids whose command line starts with name.
+func hostProcsNamed(name string) []string {
+	var found []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(b), name) {
+			found = append(found, e.Name())
+		}
+	}
+	return found
+}
+
+// initsOfThisProcess counts this process's children named tooljail-init.
+func initsOfThisProcess() int {
+	n := 0
+	me := os.Getpid()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || !strings.Contains(s[:i], "(tooljail-init") {
+			continue
+		}
+		var state string
+		var ppid int
+		if _, err := fmt.Sscan(s[i+2:], &state, &ppid); err == nil && ppid == me {
+			n++
+		}
+	}
+	return n
+}

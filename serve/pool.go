@@ -1,0 +1,235 @@
+package serve
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tooljail/tooljail/jail"
+)
+
+// The warm pool: jails built ahead of their calls (jail.Prepare), so that
+// a call finds its namespaces, mounts, cgroup, Landlock ruleset and
+// seccomp filter made and only starts its command. A pool key is a jail
+// shape: the served profile, the workdir and the network mode of a call
+// that brings no limits and no profile of its own. A call takes a parked
+// jail of its key, or runs cold; either way its key is refilled in the
+// background, up to Server.Warm jails. A warm jail runs one call, never a
+// second: nothing of one call is visible to the next.
+
+const (
+	// warmMaxAge is how long a parked jail waits for a call before it is
+	// closed: the host paths it bound were opened when it was built.
+	warmMaxAge = time.Minute
+	// warmMaxKeys bounds the shapes kept warm; the least recently used
+	// goes first.
+	warmMaxKeys = 8
+	// warmRetryAfter is how long a shape whose jail failed to build waits
+	// before the pool tries again (its calls run cold meanwhile, and say
+	// why).
+	warmRetryAfter = 10 * time.Second
+)
+
+type pool struct {
+	size int // warm jails per key
+
+	mu      sync.Mutex
+	keys    map[string]*poolKey
+	closed  bool
+	janitor *time.Timer
+	wg      sync.WaitGroup // builders and closers
+}
+
+type poolKey struct {
+	spec     *jail.Spec // the shape, from a call of this key
+	ready    []*jail.Warm
+	building int
+	used     time.Time
+	failed   time.Time // the last Prepare that failed
+}
+
+func newPool(size int) *pool {
+	p := &pool{size: size, keys: map[string]*poolKey{}}
+	p.janitor = time.AfterFunc(warmMaxAge/4, p.sweep)
+	return p
+}
+
+// poolKeyOf is the key of a call, or "" when it runs cold: a call with
+// limits or a profile of its own makes a jail of its own shape.
+func poolKeyOf(r *Request, profile string) string {
+	if r.ProfileTOML != "" || len(r.Limits) > 0 {
+		return ""
+	}
+	return strings.Join([]string{profile, r.Workdir, r.Network}, "\x00")
+}
+
+// take returns a Cmd of a parked jail for spec, or nil (run it cold); it
+// refills key in the background either way.
+func (p *pool) take(key string, spec *jail.Spec) *jail.Cmd {
+	if key == "" {
+		return nil
+	}
+	var cmd *jail.Cmd
+	for {
+		w := p.pop(key, spec)
+		if w == nil {
+			break
+		}
+		if w.Age() > warmMaxAge {
+			p.closeLater(w)
+			continue
+		}
+		c, err := w.Command(spec)
+		if err == nil {
+			cmd = c
+			break
+		}
+		if !errors.Is(err, jail.ErrWarmUnfit) {
+			break
+		}
+		// Unfit (a workdir replaced, another shape under the same key):
+		// the jail is closed; the rest of the key was built alike.
+		p.drop(key)
+		break
+	}
+	p.refill(key)
+	return cmd
+}
+
+// pop takes the oldest parked jail of key, registering the key (with
+// spec as its shape) when it is new.
+func (p *pool) pop(key string, spec *jail.Spec) *jail.Warm {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	k := p.keys[key]
+	if k == nil {
+		p.evict()
+		k = &poolKey{spec: spec}
+		p.keys[key] = k
+	}
+	k.used = time.Now()
+	if len(k.ready) == 0 {
+		return nil
+	}
+	w := k.ready[0]
+	k.ready = k.ready[1:]
+	return w
+}
+
+// refill builds jails of key until it has size of them, parked or being
+// built, unless its last build failed recently.
+func (p *pool) refill(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := p.keys[key]
+	if p.closed || k == nil || time.Since(k.failed) < warmRetryAfter {
+		return
+	}
+	for len(k.ready)+k.building < p.size {
+		k.building++
+		p.wg.Add(1)
+		go p.build(key, k)
+	}
+}
+
+func (p *pool) build(key string, k *poolKey) {
+	defer p.wg.Done()
+	w, err := jail.Prepare(k.spec)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k.building--
+	if err != nil {
+		k.failed = time.Now()
+		return
+	}
+	if p.closed || p.keys[key] != k {
+		p.closeLater(w)
+		return
+	}
+	k.ready = append(k.ready, w)
+}
+
+// drop forgets key and closes its parked jails.
+func (p *pool) drop(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k := p.keys[key]; k != nil {
+		delete(p.keys, key)
+		for _, w := range k.ready {
+			p.closeLater(w)
+		}
+	}
+}
+
+// evict makes room for a new key: the least recently used goes. Under p.mu.
+func (p *pool) evict() {
+	if len(p.keys) < warmMaxKeys {
+		return
+	}
+	names := make([]string, 0, len(p.keys))
+	for n := range p.keys {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return p.keys[names[i]].used.Before(p.keys[names[j]].used) })
+	k := p.keys[names[0]]
+	delete(p.keys, names[0])
+	for _, w := range k.ready {
+		p.closeLater(w)
+	}
+}
+
+// closeLater closes w off the caller's path: killing an init and removing
+// its cgroup takes a while.
+func (p *pool) closeLater(w *jail.Warm) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		w.Close()
+	}()
+}
+
+// sweep closes jails parked too long and forgets keys no call used for
+// as long.
+func (p *pool) sweep() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	for name, k := range p.keys {
+		keep := k.ready[:0]
+		for _, w := range k.ready {
+			if w.Age() > warmMaxAge {
+				p.closeLater(w)
+			} else {
+				keep = append(keep, w)
+			}
+		}
+		k.ready = keep
+		if time.Since(k.used) > warmMaxAge && len(k.ready) == 0 && k.building == 0 {
+			delete(p.keys, name)
+		}
+	}
+	p.janitor.Reset(warmMaxAge / 4)
+}
+
+// close ends every parked jail and waits for the builders: what they
+// finish is closed too.
+func (p *pool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.janitor.Stop()
+	for name, k := range p.keys {
+		for _, w := range k.ready {
+			p.closeLater(w)
+		}
+		delete(p.keys, name)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
