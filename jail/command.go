@@ -48,6 +48,9 @@ type Cmd struct {
 	proc    *initProc
 	waitCh  chan initEnd // how the init ended
 	msgDone chan struct{}
+	// exitSeen is closed at the init's exit record: the command ended and
+	// nothing else of the jail is left (init_reap.c, tj_report).
+	exitSeen chan struct{}
 	relays  [2]*relay
 	group   *cgroup.Group
 	monitor *seccomp.Monitor
@@ -66,6 +69,7 @@ type Cmd struct {
 	ready     bool // stage 2 got as far as its ready record
 	waited    bool
 	resulted  bool // WaitResult has run
+	early     bool // WaitResult returned on the exit record, before the init's end
 	initPlan  *initPlan
 
 	// warm is set for a jail built ahead of its command (warm.go).
@@ -179,11 +183,6 @@ func (c *Cmd) readMessages() {
 			}
 		case C.TJ_REC_READY:
 			c.ready = true
-			if c.warm != nil && !c.warm.isParked {
-				// A warm jail's stage 2 parks after its ready record.
-				c.warm.isParked = true
-				close(c.warm.parked)
-			}
 			if len(files) > 0 && c.monitor == nil {
 				action := seccomp.ActionDeny
 				if c.Spec.OnViolation == ViolationKill {
@@ -207,9 +206,19 @@ func (c *Cmd) readMessages() {
 				c.watcher.Track(pk.pid)
 				unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
 			}
+			if c.warm != nil && !c.warm.isParked {
+				// A warm jail's stage 2 parks after its ready record;
+				// last here: Command may change c.Spec from now on.
+				c.warm.isParked = true
+				close(c.warm.parked)
+			}
 		case C.TJ_REC_EXIT:
 			rr := r
+			first := c.exitRec == nil
 			c.exitRec = &rr
+			if first {
+				close(c.exitSeen)
+			}
 		}
 		c.mu.Unlock()
 		for _, f := range files {
@@ -292,6 +301,12 @@ func (c *Cmd) Wait() (*Result, error) {
 	if c.proc == nil { // Start failed
 		return c.res, c.setupErr
 	}
+	if c.early {
+		// The init exits right after its exit record: wait for it, and
+		// for the end of its messages, before removing its cgroup.
+		<-c.waitCh
+		<-c.msgDone
+	}
 	c.cleanup()
 	if c.res.Status == StatusSetupError {
 		return c.res, c.setupErr
@@ -315,12 +330,18 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	if c.proc == nil { // Start failed
 		return c.res, c.setupErr
 	}
-	end := <-c.waitCh
+	// The exit record, or else the init's end (it failed, or was killed).
+	var end initEnd
+	select {
+	case <-c.exitSeen:
+		c.early = true
+	case end = <-c.waitCh:
+		<-c.msgDone
+	}
 	wall := time.Since(c.started)
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	<-c.msgDone
 	c.res.Stdout = c.relays[0].stream()
 	c.res.Stderr = c.relays[1].stream()
 	var violations []seccomp.Violation
@@ -336,7 +357,11 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	if c.group != nil {
 		stats = c.group.Stats()
 	}
+	// Under c.mu: on the exit record, the messages are still read, and a
+	// late kill (Cancel) may come.
+	c.mu.Lock()
 	c.finish(end, wall, violations, denials, stats)
+	c.mu.Unlock()
 	if c.res.Status == StatusSetupError {
 		return c.res, c.setupErr
 	}

@@ -198,8 +198,22 @@ int tj_start_stage2(struct tj_builder *b) {
 }
 
 // tj_report sends the command's end: how it ended and what it and every
-// orphan reaped used.
+// orphan reaped used. Everything else in the jail is killed and reaped
+// first, and the init's copies of the command's stdio closed: the record
+// then means that nothing of the run is left but the init, which exits
+// next, and that the outputs have ended, so the supervisor can answer on
+// it without waiting for the namespaces' teardown.
 static __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
+	kill(-1, SIGKILL);
+	for (;;) {
+		pid_t got = waitpid(-1, NULL, __WALL);
+		if (got < 0 && errno != EINTR) {
+			break; // ECHILD: none left
+		}
+	}
+	close(0);
+	close(1);
+	close(2);
 	struct tj_record r;
 	memset(&r, 0, offsetof(struct tj_record, path) + 1);
 	r.type = TJ_REC_EXIT;

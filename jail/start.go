@@ -241,6 +241,7 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 // clock, and the caller's context.
 func (c *Cmd) supervise() {
 	c.msgDone = make(chan struct{})
+	c.exitSeen = make(chan struct{})
 	go c.readMessages()
 	if c.warm == nil {
 		c.superviseCommand()

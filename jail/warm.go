@@ -251,15 +251,20 @@ func (c *Cmd) startCall() error {
 	if c.warm.taken && c.relays[0] != nil {
 		return errors.New("jail: Cmd already started")
 	}
+	paths := execCandidates(c.Spec.Args[0], c.Spec.Env, c.Spec.Dir)
+	// Under c.mu: the messages' reader names the command in a failure.
+	c.mu.Lock()
 	c.started = time.Now()
 	c.res.StartedAt = c.started.UTC()
 	c.res.Command = c.Spec.Args
-	c.plan.stage2.Args, c.plan.stage2.Env = c.Spec.Args, c.Spec.Env
-	c.initPlan.stage2.cfg = &c.plan.stage2
-	c.initPlan.stage2.paths = execCandidates(c.Spec.Args[0], c.Spec.Env, c.Spec.Dir)
+	cfg := c.plan.stage2
+	cfg.Args, cfg.Env = c.Spec.Args, c.Spec.Env
+	c.initPlan.stage2.cfg = &cfg
+	c.initPlan.stage2.paths = paths
+	c.mu.Unlock()
 	stdio, err := c.childStdio()
 	if err == nil {
-		msg := encodeCall(c.Spec.Args, c.Spec.Env, c.initPlan.stage2.paths)
+		msg := encodeCall(c.Spec.Args, c.Spec.Env, paths)
 		rights := unix.UnixRights(int(stdio.stdin.Fd()), int(stdio.out[0].Fd()), int(stdio.out[1].Fd()))
 		err = unix.Sendmsg(c.sock, msg, rights, nil, unix.MSG_NOSIGNAL)
 		stdio.close()

@@ -50,9 +50,9 @@ func TestWarmRunsItsCall(t *testing.T) {
 	}
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
-	marker := "tj-warm-" + nonce(t)
+	marker := fmt.Sprintf("0.%d1", time.Now().UnixNano())
 	first := warmSpec(t, dir, []string{"TJ_WORD=" + marker}, "/bin/sh", "-c",
-		`read line; echo "$TJ_WORD $line"; echo x > /tmp/left; (exec -a "$TJ_WORD" sleep 1000 &) ; ls /tmp`)
+		`read line; echo "$TJ_WORD $line"; echo x > /tmp/left; (sleep 1000 $TJ_WORD &) ; ls /tmp`)
 	w1, w2 := prepare(t, first), prepare(t, first)
 	cmd, err := w1.Command(first)
 	if err != nil {
@@ -172,13 +172,13 @@ func textOf(r *jail.Result) string {
 	return *r.Stdout.Text
 }
 
-// hostProcsNamed lists host pids whose command line starts with name.
+// hostProcsNamed lists host pids whose command line holds name.
 func hostProcsNamed(name string) []string {
 	var found []string
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.HasPrefix(string(b), name) {
+		if err == nil && strings.Contains(string(b), name) {
 			found = append(found, e.Name())
 		}
 	}
@@ -207,4 +207,43 @@ func initsOfThisProcess() int {
 		}
 	}
 	return n
+}
+
+// WaitResult returns on the init's exit record, before the namespaces are
+// torn down and the cgroup removed: by then every process of the jail is
+// gone already (the init kills and reaps them first), and the output is
+// complete. Checked at once, without polling.
+func TestWaitResultLeavesNothing(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh here")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	// GNU sleep sums its arguments: the marker is a number that names
+	// the process in its command line.
+	marker := fmt.Sprintf("0.%d1", time.Now().UnixNano())
+	spec := warmSpec(t, dir, nil, "/bin/sh", "-c", "(sleep 1000 "+marker+" &); sleep 0.2; echo out; exit 3")
+	for _, warm := range []bool{false, true} {
+		cmd := jail.Command(spec)
+		if warm {
+			var err error
+			if cmd, err = prepare(t, spec).Command(spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd.CaptureOutput = true
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := cmd.WaitResult()
+		if left := hostProcsNamed(marker); len(left) > 0 {
+			t.Errorf("warm %v: processes of the jail when WaitResult returned: %v", warm, left)
+		}
+		if err != nil || res.ExitCode != 3 || textOf(res) != "out\n" {
+			t.Errorf("warm %v: %v, exit %d, output %q; want exit 3 and \"out\"", warm, err, res.ExitCode, textOf(res))
+		}
+		if again, err := cmd.Wait(); err != nil || again != res {
+			t.Errorf("warm %v: Wait after WaitResult: %v, the same Result: %v", warm, err, again == res)
+		}
+	}
 }

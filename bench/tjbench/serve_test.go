@@ -159,7 +159,8 @@ func TestSpliceSection(t *testing.T) {
 // tests to spoil one at a time.
 func serveFixture(t *testing.T) *serveResult {
 	py := pyFixture(map[string]float64{"served": 0.4, "cli": 3, "bwrap": 1, "bare": 0.2})
-	s := &serveResult{Runs: 100, Conc: serveConc, Memory: []serverMem{{When: "a", HWM: 20 << 20, RSS: 18 << 20}}}
+	s := &serveResult{Runs: 100, Conc: serveConc, Memory: []serverMem{{When: "a", HWM: 20 << 20, RSS: 18 << 20}},
+		Warm: warmMem{Jails: 2, USS: []int64{200 << 10, 210 << 10}}}
 	var err error
 	if s.Latency, s.Throughput, err = summarizeServe(py); err != nil {
 		t.Fatal(err)
@@ -192,8 +193,10 @@ func TestServeTargets(t *testing.T) {
 		{"latency above 0.5× bwrap", func(s *serveResult) { s.Latency[0].Median = 0.6 * s.Latency[2].Median }, 0, notMet},
 		{"no bwrap latency", func(s *serveResult) { s.Latency = s.Latency[:2] }, 0, "not measured"},
 		{"slower than bwrap at concurrency 4", func(s *serveResult) { s.Throughput[0].PerSec = 0.9 * s.Throughput[2].PerSec }, 1, notMet},
-		{"server at 30 MiB", func(s *serveResult) { s.Memory = append(s.Memory, serverMem{HWM: 30 << 20}) }, 3, notMet},
+		{"server at 31 MiB", func(s *serveResult) { s.Memory = append(s.Memory, serverMem{HWM: 31 << 20}) }, 3, notMet},
 		{"server memory unread", func(s *serveResult) { s.Memory = []serverMem{{HWM: -1, RSS: -1}} }, 3, "not measured"},
+		{"warm jails over their budget", func(s *serveResult) { s.Memory[0].HWM = 30 << 20; s.Warm.USS[1] = 900 << 10 }, 3, notMet},
+		{"no warm jail measured", func(s *serveResult) { s.Warm = warmMem{} }, 3, "not measured"},
 		{"a failed served run", func(s *serveResult) { s.Leaks.Failures = 1 }, 4, notMet},
 		{"a cgroup left", func(s *serveResult) { s.Leaks.OurCgroups = []string{"/sys/fs/cgroup/pids/tooljail-1-2-3"} }, 4, notMet},
 		{"a server fd left", func(s *serveResult) { s.ServerFDs[1]++ }, 4, notMet},
@@ -233,7 +236,7 @@ func TestRenderServe(t *testing.T) {
 		t.Errorf("does not start with its heading:\n%s", out)
 	}
 	for _, want := range []string{"### Latency at concurrency 1", "### Throughput at concurrency 4", "### Server memory",
-		"### Leaks after 300 served runs", "### After SIGKILL", "subprocess.run(bwrap)", "0.40×", "no warm jails"} {
+		"### Leaks after 300 served runs", "### After SIGKILL", "subprocess.run(bwrap)", "0.40×", "2 warm jails (", "--warm 2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in the section:\n%s", want, out)
 		}
