@@ -51,12 +51,12 @@ type Cmd struct {
 	// exitSeen is closed at the init's exit record: the command ended and
 	// nothing else of the jail is left (init_reap.c, tj_report).
 	exitSeen chan struct{}
-	relays  [2]*relay
-	group   *cgroup.Group
-	monitor *seccomp.Monitor
-	watcher *landlock.Watcher
-	sock    int
-	timer   *time.Timer
+	relays   [2]*relay
+	group    *cgroup.Group
+	monitor  *seccomp.Monitor
+	watcher  *landlock.Watcher
+	sock     int
+	timer    *time.Timer
 	// staleDone is closed when CleanupStale, started by openGroup, is done.
 	staleDone chan struct{}
 
