@@ -157,7 +157,8 @@ int tj_start_stage2(struct tj_builder *b) {
 		close(status[0]);
 		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, (int)-pid, -1, NULL);
 	}
-	int failed = tj_stage2_maps(pid), e = errno, r = 0;
+	// Without namespaces stage 2 has no id maps: only the sync byte.
+	int failed = b->p->nons ? 0 : tj_stage2_maps(pid), e = errno, r = 0;
 	// Not dumpable again before stage 2 may go on to the command.
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (failed != 0) {
@@ -199,7 +200,7 @@ int tj_start_stage2(struct tj_builder *b) {
 
 // tj_report sends the command's end: how it ended and what it and every
 // orphan reaped used.
-static __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
+__attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
 	struct tj_record r;
 	memset(&r, 0, offsetof(struct tj_record, path) + 1);
 	r.type = TJ_REC_EXIT;
