@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,12 +24,8 @@ import (
 
 // noNSReport is what these tests read of the report beyond report.
 type noNSReport struct {
-	Status     string `json:"status"`
-	Violations []struct {
-		Kind    string `json:"kind"`
-		Syscall string `json:"syscall"`
-		Path    string `json:"path"`
-	} `json:"violations"`
+	Status      string          `json:"status"`
+	Violations  []noNSViolation `json:"violations"`
 	Enforcement struct {
 		Mode        string          `json:"mode"`
 		Namespaces  map[string]bool `json:"namespaces"`
@@ -38,6 +35,12 @@ type noNSReport struct {
 		HostUID     *int            `json:"host_uid"`
 		Degraded    []string        `json:"degraded"`
 	} `json:"enforcement"`
+}
+
+type noNSViolation struct {
+	Kind    string `json:"kind"`
+	Syscall string `json:"syscall"`
+	Path    string `json:"path"`
 }
 
 // noNSWrap is the emulated container the tests force the mode in.
@@ -110,22 +113,36 @@ func TestNoNamespacesConfines(t *testing.T) {
 			decoy.Process.Kill()
 			decoy.Wait()
 		}()
+		// A service of the host on a unix socket the command's user may
+		// connect to (a D-Bus session bus, a container engine's socket).
+		bus := filepath.Join(outside, "bus.sock")
+		l, err := net.Listen("unix", bus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if err := os.Chown(bus, uid, uid); err != nil {
+			t.Fatal(err)
+		}
 		daemon := marker("nonsdaemon")
-		script := fmt.Sprintf(`./tjsys read:%s write:%s/x "write:$TMPDIR/f" "read:$TMPDIR/f" write:%s/inwd write:/tmp/%s ptrace unshare setns kill:%d:0
+		script := fmt.Sprintf(`./tjsys read:%s write:%s/x "write:$TMPDIR/f" "read:$TMPDIR/f" write:%s/inwd write:/tmp/%s ptrace unshare setns kill:%d:0 socket-inet
+./tjhelper connect-unix %s
 echo "TMPDIR=$TMPDIR"
 echo "HOME=$HOME"
-./tjhelper daemon %s`, secret, outside, w, marker("tmp"), decoy.Process.Pid, daemon)
+./tjhelper daemon %s`, secret, outside, w, marker("tmp"), decoy.Process.Pid, bus, daemon)
 		o, r := noNSRun(t, u, w, nil, script)
 		if o.code != 0 || r.Status != "exited" {
 			t.Fatalf("want exit 0\n%s", o)
 		}
 		lines := o.lines()
-		if len(lines) != 13 {
-			t.Fatalf("want 13 lines\n%s", o)
+		if len(lines) != 15 {
+			t.Fatalf("want 15 lines\n%s", o)
 		}
-		want := []string{"errno EACCES", "errno EACCES", "ok", `data "tjsys"`, "ok", "errno EACCES", "errno EPERM", "errno EPERM", "errno EPERM", "errno EPERM"}
+		want := []string{"errno EACCES", "errno EACCES", "ok", `data "tjsys"`, "ok", "errno EACCES", "errno EPERM", "errno EPERM", "errno EPERM", "errno EPERM",
+			"errno EPERM", "errno EPERM"}
 		what := []string{"read a file outside the workdir", "write outside the workdir", "write the private TMPDIR", "read it back", "write the workdir",
-			"write the host's /tmp", "ptrace", "unshare", "setns", "signal a process of its own user outside the run"}
+			"write the host's /tmp", "ptrace", "unshare", "setns", "signal a process of its own user outside the run",
+			"an inet socket with --net none", "connect to a host service's unix socket"}
 		for i, wl := range want {
 			if i == 9 && r.Enforcement.LandlockABI < 6 {
 				continue // signal scoping needs Landlock ABI 6
@@ -134,9 +151,9 @@ echo "HOME=$HOME"
 				t.Errorf("%s: %q, want %q", what[i], lines[i], wl)
 			}
 		}
-		tmp, _ := strings.CutPrefix(lines[10], "TMPDIR=")
-		if !strings.HasPrefix(tmp, "/") || lines[11] != "HOME="+tmp {
-			t.Errorf("TMPDIR and HOME: %q %q", lines[10], lines[11])
+		tmp, _ := strings.CutPrefix(lines[12], "TMPDIR=")
+		if !strings.HasPrefix(tmp, "/") || lines[13] != "HOME="+tmp {
+			t.Errorf("TMPDIR and HOME: %q %q", lines[12], lines[13])
 		}
 		if _, err := os.Stat(filepath.Join(outside, "x")); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("a file was written outside the workdir: %v", err)
@@ -167,12 +184,10 @@ echo "HOME=$HOME"
 		if e.HostUID == nil || *e.HostUID != uid {
 			t.Errorf("host_uid %v, want %d: the command runs as the workdir's owner", e.HostUID, uid)
 		}
-		named := false
-		for _, v := range r.Violations {
-			named = named || v.Kind == "syscall" && v.Syscall == "ptrace"
-		}
-		if !named {
-			t.Errorf("ptrace is not reported by name: %+v", r.Violations)
+		for _, call := range []string{"ptrace", "socket"} {
+			if !slices.ContainsFunc(r.Violations, func(v noNSViolation) bool { return v.Kind == "syscall" && v.Syscall == call }) {
+				t.Errorf("%s is not reported by name: %+v", call, r.Violations)
+			}
 		}
 	})
 }

@@ -99,7 +99,7 @@ func (s *Spec) planNoNS(h Host) (*plan, error) {
 	p.enf.Mode = ModeLandlockSeccomp
 	p.enf.Namespaces = Namespaces{}
 	p.enf.Degraded = append(p.enf.Degraded, LayerNamespaces)
-	p.enf.UnixSockets = nonsUnixSockets(p.enf.LandlockABI)
+	p.enf.UnixSockets = nonsUnixSockets(p.enf.LandlockABI, p.compile && ns.Seccomp != nil)
 	return p, nil
 }
 
@@ -152,7 +152,7 @@ func (s *Spec) noNSSpec(abi int) (*Spec, error) {
 		return nil, fmt.Errorf("network mode %q needs a network namespace", s.Net)
 	}
 	if s.Seccomp != nil {
-		pol := nonsSeccomp(*s.Seccomp)
+		pol := nonsSeccomp(*s.Seccomp, abi, s.Net)
 		ns.Seccomp = &pol
 	}
 	return &ns, nil
@@ -163,14 +163,30 @@ func (s *Spec) noNSSpec(abi int) (*Spec, error) {
 // CLONE_NEW* flags.
 var namespaceCalls = []string{"@namespaces", "clone", "unshare", "clone3", "setns"}
 
-// nonsSeccomp is p without what would allow namespace creation: the
-// default allowlist denies it, whatever the profile allows.
-func nonsSeccomp(p seccomp.Policy) seccomp.Policy {
-	out := seccomp.Policy{Deny: slices.Clone(p.Deny)}
+// nonsSeccomp is p as the mode without namespaces applies it: nothing
+// that would allow namespace creation (the default allowlist denies it,
+// whatever the profile allows); below Landlock ABI 9, which alone can
+// keep a connect to the host's pathname sockets (a D-Bus session bus, a
+// container engine's socket) inside the run's directories, no AF_UNIX
+// socket at all (socketpair stays); with no network, no AF_INET or
+// AF_INET6 socket (the host's network is all there is).
+func nonsSeccomp(p seccomp.Policy, abi int, net NetMode) seccomp.Policy {
+	out := seccomp.Policy{Deny: slices.Clone(p.Deny), DenySockets: slices.Clone(p.DenySockets)}
 	for _, a := range p.Allow {
 		if !slices.Contains(namespaceCalls, a) {
 			out.Allow = append(out.Allow, a)
 		}
+	}
+	add := func(f string) {
+		if !slices.Contains(out.DenySockets, f) {
+			out.DenySockets = append(out.DenySockets, f)
+		}
+	}
+	if abi < 9 {
+		add("unix")
+	}
+	if net == NetNone {
+		add("inet")
 	}
 	return out
 }
@@ -208,14 +224,19 @@ func nonsLandlock(s *Spec, mounts []Mount) *landlock.Policy {
 	return p
 }
 
-// nonsUnixSockets is enforcement.unix_sockets without namespaces: below
-// Landlock ABI 9 nothing stops a connect to a pathname socket anywhere on
-// the host that the command's user may write.
-func nonsUnixSockets(abi int) string {
-	if abi >= 9 {
+// nonsUnixSockets is enforcement.unix_sockets without namespaces: from
+// Landlock ABI 9 only sockets inside the run's writable directories can
+// be reached; below it the filter refuses AF_UNIX sockets (filtered), or
+// nothing stops a connect to any pathname socket of the host the
+// command's user may write.
+func nonsUnixSockets(abi int, filtered bool) string {
+	switch {
+	case abi >= 9:
 		return "landlock"
+	case filtered:
+		return "seccomp: no AF_UNIX socket can be made (socketpair can); without namespaces the host's sockets would be in reach, and Landlock ABI 9 is needed to keep them out"
 	}
-	return "not restricted: without namespaces the command can connect to any pathname unix socket of the host its user may write (a D-Bus session bus, a container engine's socket); needs Landlock ABI 9"
+	return "not restricted: without namespaces the command can connect to any pathname unix socket of the host its user may write (a D-Bus session bus, a container engine's socket); needs Landlock ABI 9 or the seccomp filter"
 }
 
 // nonsPaths gives the command its working directory and environment in

@@ -151,9 +151,20 @@ func TestNoNSSpecRefusals(t *testing.T) {
 
 // Namespace creation stays denied whatever the profile allows.
 func TestNonsSeccomp(t *testing.T) {
-	got := nonsSeccomp(seccomp.Policy{Allow: []string{"@namespaces", "ptrace", "clone", "unshare", "setns", "clone3"}, Deny: []string{"chmod"}})
-	if !slices.Equal(got.Allow, []string{"ptrace"}) || !slices.Equal(got.Deny, []string{"chmod"}) {
+	got := nonsSeccomp(seccomp.Policy{Allow: []string{"@namespaces", "ptrace", "clone", "unshare", "setns", "clone3"}, Deny: []string{"chmod"}}, 9, NetHost)
+	if !slices.Equal(got.Allow, []string{"ptrace"}) || !slices.Equal(got.Deny, []string{"chmod"}) || len(got.DenySockets) != 0 {
 		t.Fatalf("%+v", got)
+	}
+	// Below ABI 9 nothing else keeps the host's unix sockets out; with no
+	// network the host's network is all there is.
+	for _, c := range []struct {
+		abi  int
+		net  NetMode
+		want []string
+	}{{9, NetNone, []string{"inet"}}, {8, NetHost, []string{"unix"}}, {7, NetNone, []string{"unix", "inet"}}} {
+		if got := nonsSeccomp(seccomp.Policy{}, c.abi, c.net); !slices.Equal(got.DenySockets, c.want) {
+			t.Errorf("ABI %d, net %s: deny sockets %q, want %q", c.abi, c.net, got.DenySockets, c.want)
+		}
 	}
 }
 
