@@ -244,6 +244,14 @@ func TestNoNamespacesFailsClosed(t *testing.T) {
 		if u.uid != 0 {
 			return
 		}
+		// Root of a container's user namespace that maps root alone (as
+		// the emulation's default does): no unprivileged uid to run the
+		// command as, and it never runs as root. (As uid 65534 the host's
+		// root-owned symlinks show as the overflow uid there, which
+		// hostpath refuses first.)
+		o = u.inContainer(t, []string{"--seccomp", "docker"}, run{
+			args: []string{"run", "--workdir", w, "--allow-degraded", "namespaces,cgroup", "--", w + "/tjhelper", "exit", "0"}, dir: w})
+		oneLineError(t, o, "does not map", "never runs as root")
 		rw := u.workdir(t)
 		if err := os.Chown(rw, 0, 0); err != nil {
 			t.Fatal(err)

@@ -166,7 +166,7 @@ func idMapped(path string, id int, what string) error {
 	if mapsID(string(b), uint64(id)) {
 		return nil
 	}
-	return fmt.Errorf("the command would run as %s %d, which this user namespace does not map (%s: %s); without namespaces root runs the command as an unprivileged identity that the namespace maps: pass --host-user with one, or run tooljail as an unprivileged user",
+	return fmt.Errorf("the command would run as %s %d, which this user namespace does not map (%s: %s); without namespaces the command never runs as root, but as an unprivileged identity the namespace maps: pass --host-user with one, or run tooljail as an unprivileged user",
 		what, id, path, strings.Join(strings.Fields(string(b)), " "))
 }
 
