@@ -92,6 +92,9 @@ func (s *Spec) planNoNS(h Host) (*plan, error) {
 	hn.UserNS.Enforced = true
 	p, err := ns.plan(hn)
 	if err != nil {
+		if strings.Contains(err.Error(), "--allow-degraded "+LayerLandlock) {
+			err = fmt.Errorf("%w (without namespaces Landlock cannot be allowed degraded: it is what confines the command's files)", err)
+		}
 		return nil, err
 	}
 	p.nons = &nonsPlan{spec: ns, tmp: slices.IndexFunc(p.mounts, func(m Mount) bool { return m.Source == privateTmp })}
