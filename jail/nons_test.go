@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -207,5 +209,52 @@ func TestMapsID(t *testing.T) {
 		if got := mapsID(c.idMap, c.id); got != c.want {
 			t.Errorf("mapsID(%q, %d) = %v, want %v", c.idMap, c.id, got, c.want)
 		}
+	}
+}
+
+// The private directory goes with everything the run left in it: read-only
+// and unreadable directories included, and a symlink out of it is removed,
+// never followed.
+func TestPrivateTmpRemoved(t *testing.T) {
+	parent := t.TempDir()
+	t.Setenv("TMPDIR", parent)
+	outside := filepath.Join(t.TempDir(), "keep")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	me := HostID{UID: os.Geteuid(), GID: os.Getegid()}
+	tmp, err := makePrivateTmp("test", me, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(tmp.path); err != nil || st.Mode().Perm() != 0o700 || !st.IsDir() {
+		t.Fatalf("%s: %v %v, want a 0700 directory", tmp.path, st, err)
+	}
+	mk := func(p string) {
+		if err := os.MkdirAll(filepath.Join(tmp.path, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("a/b/c")
+	mk("ro")
+	mk("closed/inner")
+	for _, f := range []string{"a/b/c/f", "ro/f", "closed/inner/f", "top"} {
+		if err := os.WriteFile(filepath.Join(tmp.path, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Dir(outside), filepath.Join(tmp.path, "link")); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(tmp.path, "ro"), 0o500)
+	os.Chmod(filepath.Join(tmp.path, "closed"), 0)
+	if err := tmp.remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(tmp.path); !os.IsNotExist(err) {
+		t.Errorf("%s is still there: %v", tmp.path, err)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("what a symlink in it pointed to was removed: %v", err)
 	}
 }
