@@ -275,3 +275,29 @@ func TestNoNamespacesOnlyWhereRefused(t *testing.T) {
 		}
 	})
 }
+
+// The profile key allows the mode as the flag does; a profile inside the
+// workdir, which the command could change for the next run and which no
+// mount can make read-only here, is refused.
+func TestNoNamespacesProfileKey(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w, outside, _ := noNSDirs(t, u)
+		body := "extends = \"default\"\nallow_degraded = [\"namespaces\", \"cgroup\"]\n"
+		for _, dir := range []string{outside, w} {
+			prof := filepath.Join(dir, "p.toml")
+			if err := os.WriteFile(prof, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if dir == w {
+				o := u.exec(t, run{args: []string{"run", "--profile", prof, "--workdir", w, "--", w + "/tjhelper", "exit", "0"}, dir: w, wrap: noNSWrap})
+				oneLineError(t, o, "p.toml", "cannot be made read-only")
+				continue
+			}
+			o := u.exec(t, run{args: []string{"run", "--profile", prof, "--workdir", w, "--json", "--", w + "/tjhelper", "exit", "0"}, dir: w, wrap: noNSWrap})
+			var r noNSReport
+			if err := json.Unmarshal([]byte(o.stdout), &r); err != nil || o.code != 0 || r.Enforcement.Mode != "landlock-seccomp" {
+				t.Errorf("profile with allow_degraded namespaces: %v %+v\n%s", err, r.Enforcement, o)
+			}
+		}
+	})
+}
