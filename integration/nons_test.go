@@ -241,6 +241,10 @@ func TestNoNamespacesFailsClosed(t *testing.T) {
 		w, _, _ := noNSDirs(t, u)
 		o := u.exec(t, run{args: []string{"run", "--workdir", w, "--allow-degraded", "cgroup", "--", w + "/tjhelper", "exit", "0"}, dir: w, wrap: noNSWrap})
 		oneLineError(t, o, "user namespaces are not available", "--allow-degraded namespaces")
+		c := u.exec(t, run{args: []string{"check"}, wrap: noNSWrap})
+		if c.code != 1 || !strings.Contains(c.stdout, "default profile: cannot be enforced here") || !strings.Contains(c.stdout, "--allow-degraded namespaces") {
+			t.Errorf("check does not name the mode without namespaces\n%s", c)
+		}
 		if u.uid != 0 {
 			return
 		}
