@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -303,5 +304,55 @@ func TestNoNamespacesProfileKey(t *testing.T) {
 				t.Errorf("profile with allow_degraded namespaces: %v %+v\n%s", err, r.Enforcement, o)
 			}
 		}
+	})
+}
+
+// Killing the supervisor ends the run too: the reaper's parent-death
+// signal makes it kill everything the command started.
+func TestNoNamespacesSupervisorKilled(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w, _, _ := noNSDirs(t, u)
+		daemon, fg := marker("nonskdaemon"), marker("nonskfg")
+		args := append(append([]string{}, noNSWrap...), tooljailBin, "run", "-q", "--workdir", w, "--allow-degraded", "namespaces,cgroup",
+			"--", filepath.Join(w, "tjhelper"), "daemon", daemon, ";", "hold", fg)
+		cmd := exec.Command(helperBin, args...)
+		// A supervisor killed so leaves its private directory behind
+		// (docs/containers.md): in a directory of the test's.
+		cmd.Dir, cmd.Env = w, u.environ([]string{"TMPDIR=" + u.dir(t)})
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		}()
+		// The supervisor is the process running tooljail; the daemon's argv
+		// is "tjhelper _hold MARKER".
+		supervisor := func() (int, bool) {
+			sup, held := 0, false
+			for _, p := range hostProcs(fg) {
+				pid, rest, _ := strings.Cut(p, ": ")
+				if strings.HasPrefix(rest, tooljailBin+" run") {
+					sup, _ = strconv.Atoi(pid)
+				}
+			}
+			for _, p := range hostProcs(daemon) {
+				held = held || strings.Contains(p, ": tjhelper _hold ")
+			}
+			return sup, held && sup > 0
+		}
+		deadline := time.Now().Add(30 * time.Second * slow)
+		sup, ok := supervisor()
+		for ; !ok; sup, ok = supervisor() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command did not start")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		requireGone(t, daemon, fg)
 	})
 }
