@@ -106,7 +106,10 @@ func TestNoNamespacesConfines(t *testing.T) {
 		// A process of the command's own user outside the run.
 		decoyMark := marker("decoy")
 		decoy := exec.Command(helperBin, "hold", decoyMark)
-		decoy.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}, Setpgid: true}
+		decoy.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if os.Geteuid() == 0 {
+			decoy.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}
+		}
 		if err := decoy.Start(); err != nil {
 			t.Fatal(err)
 		}
