@@ -28,7 +28,9 @@ import (
 //     connect at all. From ABI 6 the command cannot signal processes
 //     outside the run, nor reach abstract unix sockets;
 //   - the Spec's seccomp allowlist with namespace creation always denied
-//     (unshare and clone with CLONE_NEW*, setns; clone3 ENOSYS);
+//     (unshare and clone with CLONE_NEW*, setns; clone3 ENOSYS), and no
+//     AF_UNIX socket below Landlock ABI 9 (the host's sockets), no
+//     AF_INET or AF_INET6 socket with no network (nonsSeccomp);
 //   - rlimits, no_new_privs, no capabilities; a supervisor that is root
 //     runs the command as the jail's unprivileged host identity
 //     (hostUser), never as root;
