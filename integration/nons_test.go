@@ -320,8 +320,9 @@ func TestNoNamespacesSupervisorKilled(t *testing.T) {
 			"--", filepath.Join(w, "tjhelper"), "daemon", daemon, ";", "hold", fg)
 		cmd := exec.Command(helperBin, args...)
 		// A supervisor killed so leaves its private directory behind
-		// (docs/containers.md): in a directory of the test's.
-		cmd.Dir, cmd.Env = w, u.environ([]string{"TMPDIR=" + u.dir(t)})
+		// until the next run: in a directory of the test's.
+		tmpdir := u.dir(t)
+		cmd.Dir, cmd.Env = w, u.environ([]string{"TMPDIR=" + tmpdir})
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -357,5 +358,17 @@ func TestNoNamespacesSupervisorKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		requireGone(t, daemon, fg)
+		left, _ := filepath.Glob(filepath.Join(tmpdir, "tooljail-*"))
+		if len(left) != 1 {
+			t.Fatalf("want the killed run's private directory in %s, found %q", tmpdir, left)
+		}
+		// The next run of the same identity there removes it (and its own).
+		o := u.jailRun(t, w, run{args: []string{"--allow-degraded", "namespaces"}, wrap: noNSWrap, env: []string{"TMPDIR=" + tmpdir}}, "/bin/true")
+		if o.code != 0 {
+			t.Fatalf("the next run\n%s", o)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmpdir, "tooljail-*")); len(left) != 0 {
+			t.Errorf("private directories left after the next run: %q", left)
+		}
 	})
 }

@@ -258,3 +258,48 @@ func TestPrivateTmpRemoved(t *testing.T) {
 		t.Errorf("what a symlink in it pointed to was removed: %v", err)
 	}
 }
+
+// A dead run's private directory (unlocked) goes at the next run of the
+// same identity; a live run's (locked), another identity's and anything
+// else stay.
+func TestStalePrivateTmpRemoved(t *testing.T) {
+	parent := t.TempDir()
+	t.Setenv("TMPDIR", parent)
+	me := HostID{UID: os.Geteuid(), GID: os.Getegid()}
+	dead, err := makePrivateTmp("00000000000000d1", me, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dead.path, "left"), nil, 0o600)
+	dead.close() // its supervisor died: the lock is gone with it
+	live, err := makePrivateTmp("00000000000000a1", me, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.remove()
+	other := filepath.Join(parent, "tooljail-00000000000000b1")
+	keep := filepath.Join(parent, "tooljail-notarun")
+	for _, d := range []string{other, keep} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if os.Geteuid() == 0 {
+		os.Chown(other, 4242, 4242)
+	} else {
+		other = "" // cannot make another identity's here
+	}
+	next, err := makePrivateTmp("00000000000000c1", me, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.remove()
+	if _, err := os.Lstat(dead.path); !os.IsNotExist(err) {
+		t.Errorf("the dead run's %s is still there: %v", dead.path, err)
+	}
+	for _, d := range []string{live.path, keep, other} {
+		if _, err := os.Lstat(d); d != "" && err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
+}
