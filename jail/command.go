@@ -55,6 +55,7 @@ type Cmd struct {
 	group    *cgroup.Group
 	monitor  *seccomp.Monitor
 	watcher  *landlock.Watcher
+	nonsTmp  *tmpDir // the private temporary directory of a run without namespaces
 	sock     int
 	timer    *time.Timer
 	// staleDone is closed when CleanupStale, started by openGroup, is done.
@@ -122,14 +123,22 @@ func (c *Cmd) Start() error {
 	c.res.Workdir = c.Spec.Dir
 	c.res.Profile = c.Spec.Profile
 	c.res.Limits = c.Spec.Limits.Report()
-	p, err := c.Spec.plan(probeHost())
+	p, err := c.Spec.plan(hostFor(c.Spec))
 	if err != nil {
 		settleOutputs(c.Outputs)
 		return c.fail(&SetupError{Code: ExitSetup, Err: err})
 	}
 	c.plan = p
 	c.res.Enforcement = p.enf
-	if err := c.start(); err != nil {
+	start := c.start
+	if p.nons != nil {
+		start = c.startNoNS
+		if c.warm != nil {
+			// Its reaper and stage 2 take the command at once (nons.c).
+			start = func() error { return errors.New("a run without namespaces cannot be built ahead of its command (warm); run it cold") }
+		}
+	}
+	if err := start(); err != nil {
 		if c.proc != nil {
 			// The init was forked (it waits for the sync byte): end it,
 			// so that Wait reports the setup error and nothing is left.
@@ -383,6 +392,12 @@ func (c *Cmd) cleanup() {
 	if c.sock >= 0 {
 		unix.Close(c.sock)
 		c.sock = -1
+	}
+	if c.nonsTmp != nil {
+		// Every process of the run is gone: the reaper killed them, and
+		// the group above.
+		c.nonsTmp.remove()
+		c.nonsTmp = nil
 	}
 }
 

@@ -1,14 +1,11 @@
 package jail
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -212,18 +209,7 @@ func Check() HostCheck {
 	userns := h.UserNS
 	var probe nsProbe
 	if userns.Enforced {
-		cmd := exec.Command("/proc/self/exe")
-		cmd.Args = []string{argProbe}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
-				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
-		}
-		err := cmd.Run()
-		if probe = parseProbe(stderr.String(), err); probe.step != "" {
+		if probe = namespaceProbe(); probe.step != "" {
 			userns.Enforced = false
 			userns.Reason = probe.reason()
 			userns.Fix = "tooljail needs Linux 5.12 or later with unprivileged user namespaces allowed"

@@ -42,12 +42,7 @@
 
 #include "init_internal.h"
 
-static int tj_take_fds(struct tj_builder *b);
-static int tj_wait_for_sync(void);
-static void tj_hide(void);
 static int tj_become_root(struct tj_builder *b);
-static int tj_recv_fds(struct tj_builder *b);
-static void tj_close_sources(struct tj_builder *b);
 
 // tj_step ends the init when a step of tj_init_main failed.
 static void tj_step(struct tj_builder *b, int result) {
@@ -129,7 +124,7 @@ void tj_utoa(char *buf, size_t n, uint64_t v, int base) {
 // supervisor's descriptors to 0..4, closing every other one the fork
 // copied: only stdio and the supervisor socket may cross into the jail,
 // and a copy of another run's descriptor would keep that run's pipes open.
-static int tj_take_fds(struct tj_builder *b) {
+int tj_take_fds(struct tj_builder *b) {
 	if (setsid() < 0) {
 		return tj_failed(b, TJ_I_FDS, TJ_OP_NONE, errno, -1, NULL);
 	}
@@ -157,7 +152,7 @@ static int tj_take_fds(struct tj_builder *b) {
 
 // tj_wait_for_sync waits for the supervisor's sync byte: the id maps are
 // written and the late part of the plan is filled in.
-static int tj_wait_for_sync(void) {
+int tj_wait_for_sync(void) {
 	char c;
 	ssize_t n;
 	do {
@@ -173,7 +168,7 @@ static int tj_wait_for_sync(void) {
 // tj_hide keeps the init out of the jail's reach: nothing in the jail may
 // ptrace it or open its /proc files. Not before the sync: the supervisor
 // writes the id maps in /proc/PID.
-static void tj_hide(void) {
+void tj_hide(void) {
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	// /proc/1/cmdline is readable in the jail even so, and this memory is
 	// a copy of the supervisor's: blank its arguments (host paths, flags).
@@ -216,7 +211,7 @@ static int tj_become_root(struct tj_builder *b) {
 
 // tj_recv_fds takes the descriptors of the sources, which the supervisor
 // sent over the socket before the sync byte, TJ_FDS_PER_MSG a message.
-static int tj_recv_fds(struct tj_builder *b) {
+int tj_recv_fds(struct tj_builder *b) {
 	int want = b->p->late->nfds;
 	if (want < 0 || want > TJ_MAX_SOURCES) {
 		return tj_failed(b, TJ_I_RECVFDS, TJ_OP_NONE, EINVAL, want, NULL);
@@ -262,7 +257,7 @@ static int tj_recv_fds(struct tj_builder *b) {
 
 // tj_close_sources closes the sources' descriptors: they are mounted and
 // their Landlock rules made.
-static void tj_close_sources(struct tj_builder *b) {
+void tj_close_sources(struct tj_builder *b) {
 	for (int i = 0; i < b->nfds; i++) {
 		close(b->fds[i]);
 	}

@@ -101,6 +101,7 @@ struct tj_init {
 	// 3 (the supervisor socket) and 4 (the sync pipe's read end).
 	int fds[5];
 	int drop_groups;
+	int nons; // no namespaces: nons.c runs instead of the init (TJ_SIG_KILLALL)
 	const char *base; // the host directory the temporary root goes on
 	struct tj_mount *mounts;
 	int nmounts;
@@ -118,6 +119,11 @@ struct tj_init {
 	uint64_t keep_lo[TJ_KEEP_MAX], keep_hi[TJ_KEEP_MAX];
 	int nkeep;
 };
+
+// TJ_SIG_KILLALL asks the reaper of a run without namespaces (nons.c) to
+// kill every process the run left and end it; it is also the reaper's
+// parent death signal.
+#define TJ_SIG_KILLALL 40
 
 // tj_init_start forks the init (it never returns there) and returns its
 // pid, with a pidfd for it in *pidfd, or -errno. Every signal is blocked

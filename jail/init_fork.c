@@ -179,6 +179,9 @@ long tj_init_start(const struct tj_init *p, int *pidfd) {
 		pid = syscall(SYS_clone, p->clone_flags | CLONE_PIDFD | SIGCHLD, NULL, pidfd, NULL, 0);
 	}
 	if (pid == 0) {
+		if (p->nons) {
+			tj_nons_main(p);
+		}
 		tj_init_main(p);
 	}
 	int e = errno;

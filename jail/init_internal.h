@@ -54,6 +54,17 @@ __attribute__((noreturn)) void tj_die(struct tj_builder *b);
 // tj_utoa writes v in base (up to 16) into buf, NUL-terminated.
 void tj_utoa(char *buf, size_t n, uint64_t v, int base);
 
+// init.c's first steps, which the reaper of a run without namespaces
+// takes too (nons.c).
+int tj_take_fds(struct tj_builder *b);
+int tj_wait_for_sync(void);
+void tj_hide(void);
+int tj_recv_fds(struct tj_builder *b);
+void tj_close_sources(struct tj_builder *b);
+
+// nons.c: the reaper of a run without namespaces, instead of the init.
+__attribute__((noreturn)) void tj_nons_main(const struct tj_init *p);
+
 // init_mounts.c: the jail's filesystem, in the order init.c builds it.
 int tj_temporary_root(struct tj_builder *b);
 int tj_jail_root(struct tj_builder *b);
@@ -77,5 +88,6 @@ int tj_landlock(struct tj_builder *b);
 void tj_default_handlers(void);
 int tj_start_stage2(struct tj_builder *b);
 __attribute__((noreturn)) void tj_reap(struct tj_builder *b);
+__attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws);
 
 #endif

@@ -157,7 +157,8 @@ int tj_start_stage2(struct tj_builder *b) {
 		close(status[0]);
 		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, (int)-pid, -1, NULL);
 	}
-	int failed = tj_stage2_maps(pid), e = errno, r = 0;
+	// Without namespaces stage 2 has no id maps: only the sync byte.
+	int failed = b->p->nons ? 0 : tj_stage2_maps(pid), e = errno, r = 0;
 	// Not dumpable again before stage 2 may go on to the command.
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (failed != 0) {
@@ -198,19 +199,11 @@ int tj_start_stage2(struct tj_builder *b) {
 }
 
 // tj_report sends the command's end: how it ended and what it and every
-// orphan reaped used. Everything else in the jail is killed and reaped
-// first, and the init's copies of the command's stdio closed: the record
-// then means that nothing of the run is left but the init, which exits
-// next, and that the outputs have ended, so the supervisor can answer on
-// it without waiting for the namespaces' teardown.
-static __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
-	kill(-1, SIGKILL);
-	for (;;) {
-		pid_t got = waitpid(-1, NULL, __WALL);
-		if (got < 0 && errno != EINTR) {
-			break; // ECHILD: none left
-		}
-	}
+// orphan reaped used. The init's copies of the command's stdio are
+// closed first: nothing of the run writes there any more (tj_end_jail, or
+// the reaper of a run without namespaces, has killed it all), so the
+// outputs end with the record.
+__attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
 	close(0);
 	close(1);
 	close(2);
@@ -231,6 +224,25 @@ static __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
 	}
 	tj_send_record(b->sock, &r, tj_record_size(&r), -1);
 	_exit(0);
+}
+
+// tj_end_jail kills and reaps everything left in the jail's PID namespace
+// once the command has ended: its exit record then means that nothing of
+// the run is left but the init, which exits next, so the supervisor can
+// answer on it without waiting for the namespaces' teardown. Only PID 1 of
+// a namespace of its own may do this: kill(-1) anywhere else would reach
+// every process of the user.
+static void tj_end_jail(void) {
+	if (getpid() != 1) {
+		return;
+	}
+	kill(-1, SIGKILL);
+	for (;;) {
+		pid_t got = waitpid(-1, NULL, __WALL);
+		if (got < 0 && errno != EINTR) {
+			break; // ECHILD: none left
+		}
+	}
 }
 
 // tj_reap waits for every child until the command ends, forwarding the
@@ -278,6 +290,7 @@ void tj_reap(struct tj_builder *b) {
 				break; // no more to reap for now
 			}
 			if (got == pid) {
+				tj_end_jail();
 				tj_report(b, ws);
 			}
 			// else an orphan

@@ -53,6 +53,8 @@
 	X(LL_DIRONLY, "landlock: rule {path}: access \"{access}\" applies to directories only") \
 	X(LL_RULE, "landlock: rule {path}: {errno}") \
 	X(LL_PORT, "landlock: rule for TCP port {port}: {errno}") \
+	X(SUBREAPER, "become the run's child subreaper (PR_SET_CHILD_SUBREAPER): {errno}") \
+	X(CHILDREN, "open /proc/thread-self/children: {errno} (without namespaces tooljail finds the processes a command leaves there: it needs a mounted /proc and a kernel built with CONFIG_PROC_CHILDREN)") \
 	X(STAGE2, "start stage 2: {cause}") \
 	X(STAGE2_MAP, "stage 2 {index:setgroups|uid_map|gid_map}: {errno}") \
 	X(WAIT, "wait for the command: {errno}")
@@ -94,6 +96,7 @@
 	X(SYNC, "stage 2: the init did not set up its user namespace ({errno})") \
 	X(SETSID, "stage 2: setsid: {errno}") \
 	X(PDEATHSIG, "stage 2: parent death signal: {errno}") \
+	X(IDENTITY, "become the jail's host identity ({index:drop the capability bounding set|setgroups|setresgid|setresuid}): {errno} (root without namespaces needs CAP_SETPCAP, CAP_SETUID and CAP_SETGID, and the uid and gid mapped in its user namespace)") \
 	X(CAPBSET, "drop capability {index} from the bounding set: {errno}") \
 	X(NNP, "set no_new_privs: {errno}") \
 	X(AMBIENT, "clear ambient capabilities: {errno}") \

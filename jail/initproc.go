@@ -20,6 +20,10 @@ type initProc struct {
 
 	mu sync.Mutex
 	fd int // -1 once the init is reaped
+	// killSig is what kill sends: SIGKILL ends a jail's init and with it
+	// its PID namespace; the reaper of a run without namespaces kills
+	// the run's processes on killAllSignal instead.
+	killSig syscall.Signal
 }
 
 func newInitProc(pid, pidfd int) *initProc {
@@ -43,7 +47,13 @@ func (p *initProc) signal(sig syscall.Signal) error {
 	return nil
 }
 
-func (p *initProc) kill() { p.signal(unix.SIGKILL) }
+func (p *initProc) kill() {
+	sig := p.killSig
+	if sig == 0 {
+		sig = unix.SIGKILL
+	}
+	p.signal(sig)
+}
 
 // initEnd is how the init ended: a description ("exit status 0",
 // "signal: SIGKILL") and the signal that killed it, 0 when none did.

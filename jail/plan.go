@@ -26,6 +26,8 @@ type plan struct {
 	// stage2 is what stage 2 applies before execve; launch adds what only
 	// the running supervisor knows (WaitAck, NoHugePages).
 	stage2 stage2Config
+	// nons is the run without namespaces (nons.go), or nil.
+	nons *nonsPlan
 }
 
 // compileSeccomp compiles the seccomp filter the plan calls for, or takes
@@ -61,7 +63,7 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // Preflight says what a run of s would enforce on this host, or why it
 // cannot run.
 func (s *Spec) Preflight() (Enforcement, error) {
-	p, err := s.plan(probeHost())
+	p, err := s.plan(hostFor(s))
 	if err != nil {
 		return Enforcement{}, err
 	}
@@ -76,10 +78,14 @@ func (s *Spec) plan(h Host) (*plan, error) {
 		return nil, err
 	}
 	if !h.UserNS.Enforced {
-		return nil, fmt.Errorf("user namespaces are not available: %s; fix: %s", h.UserNS.Reason, h.UserNS.Fix)
+		if s.degradedAllowed(LayerNamespaces) {
+			return s.planNoNS(h)
+		}
+		return nil, fmt.Errorf("user namespaces are not available: %s; fix: %s; or run without namespaces, confined by Landlock and seccomp alone: --allow-degraded namespaces (docs/containers.md)", h.UserNS.Reason, h.UserNS.Fix)
 	}
 	p := &plan{
 		enf: Enforcement{
+			Mode:       ModeNamespaces,
 			Namespaces: Namespaces{User: true, Mount: true, PID: true, Net: s.Net == NetNone, IPC: true, UTS: true, Cgroup: true},
 			Seccomp:    "none",
 			Cgroup:     string(cgroup.ModeNone),

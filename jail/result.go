@@ -174,6 +174,12 @@ type ReportLimits struct {
 
 // Enforcement is what was really enforced on this host.
 type Enforcement struct {
+	// Mode is how the command was confined: "namespaces" (its own
+	// namespaces and filesystem view) or "landlock-seccomp" (no
+	// namespaces: the host's filesystem view under Landlock rules, with
+	// --allow-degraded namespaces where none can be made). Absent when
+	// the run failed before it was decided.
+	Mode       string     `json:"mode,omitempty"`
 	Namespaces Namespaces `json:"namespaces"`
 	// LandlockABI is the ABI the rules were applied with; 0 when Landlock
 	// was not applied.

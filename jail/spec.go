@@ -196,10 +196,13 @@ const (
 	LayerMemory        = "memory"
 	LayerCPU           = "cpu"
 	LayerPids          = "pids"
+	// LayerNamespaces lets a run go without every namespace where none
+	// can be made, confined by Landlock and seccomp alone (nons.go).
+	LayerNamespaces = "namespaces"
 )
 
 // KnownLayers lists the names AllowDegraded accepts.
-var KnownLayers = []string{LayerLandlock, LayerSeccomp, LayerSeccompNotify, LayerCgroup, LayerMemory, LayerCPU, LayerPids}
+var KnownLayers = []string{LayerLandlock, LayerSeccomp, LayerSeccompNotify, LayerCgroup, LayerMemory, LayerCPU, LayerPids, LayerNamespaces}
 
 // CheckLayer says why name is not a layer AllowDegraded accepts, or nil.
 // Profiles and the CLI check names with it, so that every caller refuses

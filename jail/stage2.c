@@ -178,19 +178,52 @@ static void tj_die_with_init(const struct tj_stage2 *s) {
 	}
 }
 
-// tj_drop_capabilities drops every capability the nested user namespace
-// gave this child: it empties the bounding set (up to the kernel's last
-// capability, where PR_CAPBSET_DROP says EINVAL), sets no_new_privs,
-// clears the ambient, inheritable, permitted and effective sets.
-static void tj_drop_capabilities(const struct tj_stage2 *s) {
+// tj_drop_bounding empties the capability bounding set, up to the
+// kernel's last capability (where PR_CAPBSET_DROP says EINVAL); it fails
+// step with the capability as index, or with index when given (>= 0).
+static void tj_drop_bounding(const struct tj_stage2 *s, int step, int index) {
 	for (int c = 0; c < 64; c++) {
 		long r = SYS2(SYS_prctl, PR_CAPBSET_DROP, c);
 		if (r == -EINVAL && c > 0) {
 			break;
 		}
 		if (r < 0) {
-			tj_fail(s, TJ_STEP_CAPBSET, (int)-r, c, 125);
+			tj_fail(s, step, (int)-r, index >= 0 ? index : c, 125);
 		}
+	}
+}
+
+// tj_set_identity makes a root supervisor's stage 2 without namespaces the
+// jail's unprivileged host identity: the bounding set emptied while it
+// still has CAP_SETPCAP, no supplementary groups, then gid and uid, which
+// clears every capability. Raw system calls: this process's credentials
+// only (it has no other threads).
+static void tj_set_identity(const struct tj_stage2 *s) {
+	if (!s->setid) {
+		return;
+	}
+	tj_drop_bounding(s, TJ_STEP_IDENTITY, 0);
+	long r = SYS2(SYS_setgroups, 0, NULL);
+	if (r < 0) {
+		tj_fail(s, TJ_STEP_IDENTITY, (int)-r, 1, 125);
+	}
+	if ((r = SYS3(SYS_setresgid, s->gid, s->gid, s->gid)) < 0) {
+		tj_fail(s, TJ_STEP_IDENTITY, (int)-r, 2, 125);
+	}
+	if ((r = SYS3(SYS_setresuid, s->uid, s->uid, s->uid)) < 0) {
+		tj_fail(s, TJ_STEP_IDENTITY, (int)-r, 3, 125);
+	}
+}
+
+// tj_drop_capabilities drops every capability the nested user namespace
+// gave this child: it empties the bounding set, sets no_new_privs,
+// clears the ambient, inheritable, permitted and effective sets. Without
+// namespaces the bounding set is tj_set_identity's to empty, as root; an
+// unprivileged stage 2 cannot (no CAP_SETPCAP), and needs not: with
+// no_new_privs no execve grants a capability.
+static void tj_drop_capabilities(const struct tj_stage2 *s) {
+	if (!s->nons) {
+		tj_drop_bounding(s, TJ_STEP_CAPBSET, -1);
 	}
 	tj_check(s, TJ_STEP_NNP, SYS2(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1));
 	tj_check(s, TJ_STEP_AMBIENT, SYS2(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL));
@@ -380,6 +413,8 @@ static int tj_child(void *arg) {
 	tj_wait_for_maps(s);
 	// No controlling terminal: no TIOCSTI on the caller's tty.
 	tj_check(s, TJ_STEP_SETSID, SYS0(SYS_setsid));
+	// Before the parent death signal: a change of credentials clears it.
+	tj_set_identity(s);
 	tj_die_with_init(s);
 	tj_drop_capabilities(s);
 	// As the jail user without capabilities, as the command will be.

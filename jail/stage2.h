@@ -44,6 +44,12 @@ struct tj_stage2 {
 	char *const *envp;
 	char *const *paths; // where to look for argv[0], in order
 	int npaths;
+	// Without namespaces (nons.c): stage 2 has no capabilities of a user
+	// namespace of its own, so it drops the bounding set only as root
+	// (setid), before it becomes uid:gid without supplementary groups.
+	int nons;
+	int setid;
+	uint32_t uid, gid;
 };
 
 // The limits of a warm call's message (warm.go checks them first).

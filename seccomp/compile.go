@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 
@@ -145,7 +146,7 @@ func (c *Compiler) Compile(p Policy, notify bool) (*Program, error) {
 func (c *Compiler) CompileDir(p Policy, notify bool, dir *os.File) (*Program, error) {
 	// The memory cache is keyed by the policy as written, so that a hit
 	// costs no group expansion.
-	memKey := fmt.Sprintf("%v\x00%q\x00%q", notify, p.Allow, p.Deny)
+	memKey := fmt.Sprintf("%v\x00%q\x00%q\x00%q", notify, p.Allow, p.Deny, p.DenySockets)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prog, ok := c.mem[memKey]; ok {
@@ -226,6 +227,10 @@ func (c *Compiler) remember(key string, prog *Program) {
 func cacheKey(p Policy, notify bool) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\nnotify %v\nallow %q\ndeny %q\n", tablesID(), notify, p.Allow, p.Deny)
+	if len(p.DenySockets) > 0 {
+		// Only when set: the keys of every other policy stay as they were.
+		fmt.Fprintf(h, "deny sockets %q\n", p.DenySockets)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -338,8 +343,16 @@ func build(r *resolved, notify bool, na nativeArch) (*Program, error) {
 			// ceiling, so ENOSYS) or not on this architecture.
 			continue
 		}
-		alts := restricted[name]
-		if alts == nil || r.lifted[name] {
+		alts, lifted := restricted[name], r.lifted[name]
+		if name == "socket" && len(r.noFamilies) > 0 {
+			// Checked whatever the policy allows; no alternative left
+			// means no rule: every socket is refused.
+			alts, lifted = socketAlternatives(alts, lifted, r.noFamilies), false
+			if len(alts) == 0 {
+				continue
+			}
+		}
+		if alts == nil || lifted {
 			if err := f.AddRule(sc, libseccomp.ActAllow); err != nil {
 				return nil, fmt.Errorf("seccomp: allow %s: %w", name, err)
 			}
@@ -386,6 +399,27 @@ func build(r *resolved, notify bool, na nativeArch) (*Program, error) {
 		return nil, fmt.Errorf("seccomp: filter has %d instructions, the kernel accepts at most %d; allow fewer argument-checked calls", len(insns), unix.BPF_MAXINSNS)
 	}
 	return &Program{Filter: encode(insns), Notify: notify}, nil
+}
+
+// socketAlternatives are socket(2)'s argument checks with the families
+// no refused: the default ones without those families, or, where the
+// policy lifted the check, any family but those.
+func socketAlternatives(alts [][]cond, lifted bool, no []uint64) [][]cond {
+	if lifted {
+		var all []cond
+		for _, f := range no {
+			all = append(all, cond{0, libseccomp.CompareNotEqual, []uint64{f}})
+		}
+		return [][]cond{all}
+	}
+	var out [][]cond
+	for _, alt := range alts {
+		if alt[0].arg == 0 && alt[0].op == libseccomp.CompareEqual && slices.Contains(no, alt[0].vals[0]) {
+			continue
+		}
+		out = append(out, alt)
+	}
+	return out
 }
 
 // prologueNumbers are the native numbers of the calls the prologue checks

@@ -48,6 +48,7 @@ var childModes = map[string]func() int{
 	"hang":        func() int { time.Sleep(time.Minute); return 0 },
 	"exec":        childExec,
 	"workload-go": childWorkloadGo,
+	"sockets":     childSockets,
 }
 
 var unfilteredModes = map[string]bool{"workload-go": true}

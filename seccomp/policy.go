@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	libseccomp "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
 )
 
 // Policy is what a run asks of the syscall filter, on top of the built-in
@@ -41,12 +42,25 @@ type Policy struct {
 	Allow []string `json:"allow,omitempty"`
 	// Deny removes syscall names or "@group" names from it.
 	Deny []string `json:"deny,omitempty"`
+	// DenySockets refuses socket(2) for these address families, whatever
+	// Allow says: "unix" (AF_UNIX; socketpair stays allowed) and "inet"
+	// (AF_INET and AF_INET6). The jail's mode without namespaces sets
+	// them where the host's sockets would otherwise be in reach.
+	DenySockets []string `json:"deny_sockets,omitempty"`
+}
+
+// socketFamilies are the names DenySockets takes.
+var socketFamilies = map[string][]uint64{
+	"unix": {unix.AF_UNIX},
+	"inet": {unix.AF_INET, unix.AF_INET6},
 }
 
 // resolved is a policy expanded to syscall names.
 type resolved struct {
 	allow  []string        // sorted
 	lifted map[string]bool // restricted names allowed without their argument check
+	// noFamilies are the socket families socket(2) is refused for.
+	noFamilies []uint64
 }
 
 // Validate checks that every name in p is a known syscall or group and
@@ -100,6 +114,13 @@ func resolve(p Policy) (*resolved, error) {
 		}
 	}
 	r := &resolved{lifted: lifted}
+	for _, name := range p.DenySockets {
+		fams, ok := socketFamilies[name]
+		if !ok {
+			return nil, fmt.Errorf("seccomp: deny_sockets: unknown family %q (known: inet, unix)", name)
+		}
+		r.noFamilies = append(r.noFamilies, fams...)
+	}
 	for n := range allow {
 		r.allow = append(r.allow, n)
 	}

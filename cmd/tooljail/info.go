@@ -62,7 +62,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	if userns := layers[0]; !userns.Enforced {
 		// The real try failed where the cheap probes of Preflight saw
 		// nothing (a container's /proc masks, its AppArmor profile).
-		defaultOK, defaultErr = false, "user namespaces: "+userns.Reason
+		defaultOK, defaultErr = false, "user namespaces: "+userns.Reason+noNamespacesHint(layers)
 	} else if p, err := profiles.Load("default"); err != nil {
 		defaultOK, defaultErr = false, err.Error()
 	} else if spec, err := noWorkdir(p).Spec(profiles.Request{Args: []string{"/bin/true"}, Cwd: "/"}); err != nil {
@@ -101,6 +101,17 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// noNamespacesHint names the mode without namespaces where it could run:
+// Landlock is there to confine the files.
+func noNamespacesHint(layers []jail.Layer) string {
+	for _, l := range layers {
+		if l.Name == jail.LayerLandlock && l.Enforced {
+			return "; or run without namespaces, confined by Landlock and seccomp alone: tooljail run --allow-degraded namespaces (docs/containers.md)"
+		}
+	}
+	return ""
 }
 
 // printContainer prints what check found of a container: nothing on a

@@ -4,11 +4,14 @@ package main
 // engine, so that the integration tests can run tooljail the way Docker,
 // Podman and Kubernetes run it:
 //
-//	tjhelper _container [--seccomp docker|tooljail|none] [--proc-masks] CMD ARG...
+//	tjhelper _container [--seccomp docker|tooljail|none] [--proc-masks] [--no-userns] CMD ARG...
 //
 // It re-executes itself into a new user namespace (the caller mapped to
 // root inside, as a rootless engine does), mount namespace and PID
-// namespace. There, as PID 1, it mounts a fresh /proc, optionally masks and
+// namespace; with --no-userns it makes none, as Docker does for a
+// container without user namespace remapping (its root is the host's
+// root, with Docker's capabilities only; an unprivileged caller keeps
+// its identity and has no capability to drop). There, as PID 1, it mounts a fresh /proc, optionally masks and
 // write-protects /proc paths the way Docker does (--proc-masks), drops every
 // capability outside Docker's default set (so no CAP_SYS_ADMIN), sets
 // no_new_privs, loads a seccomp filter and execs CMD (as PID 1, as
@@ -76,6 +79,7 @@ func init() {
 type containerOpts struct {
 	seccomp   string
 	procMasks bool
+	noUserns  bool
 	args      []string
 }
 
@@ -84,8 +88,12 @@ func parseContainerOpts(args []string) (containerOpts, error) {
 	fs := flag.NewFlagSet(containerArg, flag.ContinueOnError)
 	fs.StringVar(&o.seccomp, "seccomp", "docker", "docker, tooljail or none")
 	fs.BoolVar(&o.procMasks, "proc-masks", false, "mask and write-protect /proc paths as Docker does")
+	fs.BoolVar(&o.noUserns, "no-userns", false, "no namespaces of the container's own: the caller's identity, Docker's capabilities and filter")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.noUserns && o.procMasks {
+		return o, errors.New("--proc-masks needs the container's own mount namespace: not with --no-userns")
 	}
 	switch o.seccomp {
 	case "docker", "tooljail", "none":
@@ -103,6 +111,9 @@ func (o containerOpts) flags() []string {
 	f := []string{"--seccomp", o.seccomp}
 	if o.procMasks {
 		f = append(f, "--proc-masks")
+	}
+	if o.noUserns {
+		f = append(f, "--no-userns")
 	}
 	return append(f, "--")
 }
@@ -124,6 +135,9 @@ func containerOuter(args []string) int {
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
 		Pdeathsig:                  syscall.SIGKILL,
+	}
+	if o.noUserns {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	}
 	err = cmd.Run()
 	var ee *exec.ExitError
@@ -161,6 +175,18 @@ func containerInner(args []string) int {
 }
 
 func containerSetup(o containerOpts) error {
+	if o.noUserns {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("no_new_privs: %w", err)
+		}
+		if err := loadContainerFilter(o.seccomp); err != nil {
+			return err
+		}
+		if os.Geteuid() != 0 {
+			return nil // no capability to drop
+		}
+		return dropCaps()
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
@@ -176,18 +202,27 @@ func containerSetup(o containerOpts) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if o.seccomp != "none" {
-		prog, err := containerFilter(o.seccomp, nativeAuditArch())
-		if err != nil {
-			return err
-		}
-		fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-		// TSYNC: every thread of this Go process, not just this one.
-		if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); e != 0 {
-			return fmt.Errorf("load the seccomp filter: %w", e)
-		}
+	if err := loadContainerFilter(o.seccomp); err != nil {
+		return err
 	}
 	return dropCaps()
+}
+
+// loadContainerFilter loads the filter of mode (none: nothing).
+func loadContainerFilter(mode string) error {
+	if mode == "none" {
+		return nil
+	}
+	prog, err := containerFilter(mode, nativeAuditArch())
+	if err != nil {
+		return err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	// TSYNC: every thread of this Go process, not just this one.
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+		return fmt.Errorf("load the seccomp filter: %w", e)
+	}
+	return nil
 }
 
 // Docker's default masked paths under /proc (moby's oci defaults), and

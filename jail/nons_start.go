@@ -1,0 +1,300 @@
+package jail
+
+/*
+#include "init.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/landlock"
+)
+
+// Start's path for a run without namespaces (nons.go): the host side is
+// opened in the supervisor's own mount namespace before the fork (there
+// is no other), the private temporary directory is made, and the reaper
+// (nons.c) is forked where the init would be.
+
+// killAllSignal asks the reaper to kill every process of the run
+// (TJ_SIG_KILLALL); a SIGKILL would end the reaper alone.
+const killAllSignal = unix.Signal(C.TJ_SIG_KILLALL)
+
+func (c *Cmd) startNoNS() error {
+	if err := c.openGroup(); err != nil {
+		return err
+	}
+	if w, err := landlock.WatchDenials(); err != nil {
+		c.res.Enforcement.LandlockDenials = err.Error()
+	} else {
+		c.watcher = w // cleanup stops it
+		c.res.Enforcement.LandlockDenials = "reported"
+	}
+	stdio, err := c.childStdio()
+	if err != nil {
+		return err
+	}
+	defer stdio.close()
+	hs := &nonsHost{}
+	defer hs.close()
+	if err := hs.prepare(c); err != nil {
+		return err
+	}
+	return c.launchNoNS(hs, stdio)
+}
+
+// nonsHost is what the supervisor opened on the host for a run without
+// namespaces.
+type nonsHost struct {
+	hostSide
+}
+
+// prepare opens the outputs, the bind sources and the files tooljail
+// trusts, decides the command's host identity, makes the private
+// directory and compiles the seccomp filter.
+func (h *nonsHost) prepare(c *Cmd) error {
+	p, np := c.plan, c.plan.nons
+	for _, o := range c.Outputs {
+		if err := o.open(); err != nil {
+			return err
+		}
+	}
+	root, err := os.OpenFile("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open / to reach the host's paths: %w", err)
+	}
+	defer root.Close()
+	// The private directory is not a host path to open: it is made below.
+	mounts := append([]Mount(nil), p.mounts...)
+	mounts[np.tmp].Kind = MountTmpfs
+	if h.sources, err = resolveSources(root, mounts, np.spec.Dir); err != nil {
+		return err
+	}
+	euid := os.Geteuid()
+	h.root = euid == 0
+	// Without namespaces, root switches to the jail's identity with CAP_SETUID
+	// (stage 2), which even a container's root has: CAP_SYS_ADMIN is not needed.
+	h.id, h.explicit, err = hostUser(h.root, euid, os.Getegid(), c.Spec.HostUser, workdirOwner(p.mounts, h.sources, np.spec.Dir))
+	if err != nil {
+		return err
+	}
+	if h.root {
+		if err := rootIdentity(h.id, h.explicit, p.mounts, h.sources, np.spec.Dir); err != nil {
+			return err
+		}
+	}
+	h.trusted = append([]*hostpath.Object(nil), c.Spec.Trusted...)
+	if exe := executable(); exe != nil {
+		h.trusted = append(h.trusted, exe)
+	}
+	if p.needsDiskCache(np.spec) {
+		if h.cache = cacheDir(); h.cache != nil {
+			h.trusted = append(h.trusted, h.cache)
+		}
+	}
+	for _, o := range overBinds(h.trusted, p.mounts, h.sources) {
+		if o.ReadOnly {
+			return fmt.Errorf("%s is a file tooljail trusts (a profile, this executable or its cache) inside a read-write bind; without a mount namespace it cannot be made read-only there, and the command could change it for the next run: move it out of the bind, or bind another directory", o.Dest)
+		}
+	}
+	tmp, err := makePrivateTmp(c.res.ID, h.id, h.root)
+	if err != nil {
+		return err
+	}
+	c.nonsTmp = tmp
+	h.sources[np.tmp] = source{obj: tmp.obj}
+	tmp.obj = nil // the source closes it
+	for _, o := range c.Outputs {
+		if b := insideWritable(o.chain, p.mounts, h.sources); b != "" {
+			o.refuse()
+			return fmt.Errorf("%s lies inside %s, which this run may write: the command could replace it before tooljail writes it; write it elsewhere", o.Path, b)
+		}
+		if err := o.create(); err != nil {
+			return err
+		}
+	}
+	var dir *os.File
+	if h.cache != nil && insideWritable(h.cache.Chain, p.mounts, h.sources) == "" {
+		dir = h.cache.File
+	}
+	h.prog, err = p.compileSeccomp(np.spec, dir)
+	return err
+}
+
+// rootIdentity checks, for a root supervisor, that the command can be
+// id: mapped in this user namespace (a container's may map root alone),
+// and able to write the writable binds, which cannot be idmapped without
+// a mount namespace.
+func rootIdentity(id HostID, explicit bool, mounts []Mount, srcs []source, dir string) error {
+	if err := idMapped("/proc/self/uid_map", id.UID, "uid"); err != nil {
+		return err
+	}
+	if err := idMapped("/proc/self/gid_map", id.GID, "gid"); err != nil {
+		return err
+	}
+	if explicit {
+		return nil // the caller chose the identity, and the binds as they are
+	}
+	for i, m := range mounts {
+		if m.Kind != MountBind || !m.Writable || srcs[i].obj == nil {
+			continue
+		}
+		if owner := ownerOf(srcs[i].obj); owner != id {
+			fix := fmt.Sprintf("pass --host-user %d:%d (the command then runs as that user)", owner.UID, owner.GID)
+			if owner.UID == 0 || owner.GID == 0 {
+				fix = "use a directory owned by an unprivileged user (the command then runs as that user), or pass --host-user with a user that may write it"
+			}
+			return fmt.Errorf("%s belongs to %d:%d; without namespaces it cannot be idmapped, and the command never runs as root but as %d:%d, which could not write it; fix: %s",
+				bindName(m, dir), owner.UID, owner.GID, id.UID, id.GID, fix)
+		}
+	}
+	return nil
+}
+
+// idMapped says why id is not mapped in the id map file at path.
+func idMapped(path string, id int, what string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if mapsID(string(b), uint64(id)) {
+		return nil
+	}
+	return fmt.Errorf("the command would run as %s %d, which this user namespace does not map (%s: %s); without namespaces the command never runs as root, but as an unprivileged identity the namespace maps: pass --host-user with one, or run tooljail as an unprivileged user",
+		what, id, path, strings.Join(strings.Fields(string(b)), " "))
+}
+
+// mapsID says whether an id map ("inside outside count" lines) maps id.
+func mapsID(idMap string, id uint64) bool {
+	for _, line := range strings.Split(idMap, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		lo, err1 := strconv.ParseUint(f[0], 10, 64)
+		n, err2 := strconv.ParseUint(f[2], 10, 64)
+		if err1 == nil && err2 == nil && id >= lo && id-lo < n {
+			return true
+		}
+	}
+	return false
+}
+
+// launchNoNS forks the reaper, hands it the sources and the filter, and
+// lets it go.
+func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
+	np := c.plan.nons
+	child, err := c.openSocket()
+	if err != nil {
+		return err
+	}
+	defer child.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer syncR.Close()
+	defer syncW.Close()
+	cgroupFD := -1
+	if c.group != nil {
+		cgroupFD = c.group.DirFD()
+	}
+	st2 := c.plan.stage2
+	st2.WaitAck = c.watcher != nil
+	st2.NoHugePages = thpDisabled()
+	st2.Dir, st2.Env = nonsPaths(c.nonsTmp.path, c.Spec.Mounts, st2.Dir, st2.Env)
+	var setid *HostID
+	if hs.root {
+		setid = &hs.id
+	}
+	ip, err := newNoNSInitPlan(np.spec, c.plan, initFiles{
+		stdin: int(stdio.stdin.Fd()), stdout: int(stdio.out[0].Fd()), stderr: int(stdio.out[1].Fd()),
+		sock: int(child.Fd()), sync: int(syncR.Fd()),
+	}, cgroupFD, &st2, setid)
+	if err != nil {
+		return err
+	}
+	defer ip.free()
+	c.initPlan = ip
+	if err := c.startInit(ip); err != nil {
+		return err
+	}
+	c.proc.killSig = killAllSignal
+	syncR.Close()
+	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
+	fdList, err := ip.fillLate(hs.sources, nil, hs.prog)
+	if err != nil {
+		return err
+	}
+	if err := sendFDs(c.sock, fdList); err != nil {
+		return err
+	}
+	if _, err := syncW.Write([]byte{0}); err != nil {
+		return fmt.Errorf("start the run's reaper: %w", err)
+	}
+	c.supervise()
+	return nil
+}
+
+// newNoNSInitPlan compiles the reaper's plan: no namespaces, no mounts;
+// the Landlock rules on the sources, stage 2 as the init's, with setid
+// (for a root supervisor) the identity it becomes.
+func newNoNSInitPlan(s *Spec, p *plan, files initFiles, cgroupFD int, st2 *stage2Config, setid *HostID) (*initPlan, error) {
+	ip := &initPlan{}
+	if err := ip.compileNoNS(s, p, files, cgroupFD, st2, setid); err != nil {
+		ip.free()
+		return nil, err
+	}
+	return ip, nil
+}
+
+func (ip *initPlan) compileNoNS(s *Spec, p *plan, files initFiles, cgroupFD int, st2 *stage2Config, setid *HostID) error {
+	cs, err := allocN[C.struct_tj_init](&ip.arena, 1)
+	if err != nil {
+		return err
+	}
+	c := &cs[0]
+	ip.c = c
+	c.nons = 1
+	c.cgroup_fd = C.int(cgroupFD)
+	for i, fd := range []int{files.stdin, files.stdout, files.stderr, files.sock, files.sync} {
+		c.fds[i] = C.int(fd)
+	}
+	// The sources are indexed as the plan's mounts; none is mounted.
+	ip.mounts = p.mounts
+	if len(ip.mounts) > C.TJ_MAX_SOURCES {
+		return fmt.Errorf("%d binds: a run takes at most %d", len(ip.mounts), C.TJ_MAX_SOURCES)
+	}
+	if err := ip.reserveLate(s.Seccomp != nil); err != nil {
+		return err
+	}
+	if p.landlock == nil {
+		return errors.New("without namespaces: no Landlock policy") // planNoNS makes one
+	}
+	lp, en, err := landlock.Compile(*p.landlock)
+	if err != nil {
+		return err
+	}
+	ip.ll, ip.enforced = &lp, &en
+	if c.landlock, err = ip.clandlock(&lp); err != nil {
+		return err
+	}
+	if ip.stage2, err = prepareStage2(&ip.arena, &c.stage2, st2); err != nil {
+		return err
+	}
+	c.stage2.clone_flags = 0
+	c.stage2.nons = 1
+	if setid != nil {
+		c.stage2.setid = 1
+		c.stage2.uid, c.stage2.gid = C.uint32_t(setid.UID), C.uint32_t(setid.GID)
+	}
+	ip.stage2.abi = ip.enforced.ABI
+	return nil
+}
