@@ -84,6 +84,8 @@ func TestDocsListEveryFlag(t *testing.T) {
 		{"run", newRunFlagSet(&runFlags{}), "cli.md"},
 		{"check", newCheckFlagSet(new(bool)), "cli.md"},
 		{"serve", newServeFlagSet(&serveFlags{}), "serve.md"},
+		{"tools", newToolsCallFlagSet(&toolsCallFlags{}), "cli.md"},
+		{"audit", newAuditFlagSet(&auditFlags{}), "cli.md"},
 	} {
 		flags := helpFlags(help(t, sub.name))
 		n := 0

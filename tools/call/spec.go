@@ -48,15 +48,8 @@ func (c *Caller) spec(t *tools.Tool, argv []string) (*jail.Spec, *profiles.Profi
 }
 
 func (c *Caller) overlay(p *profiles.Profile, pol tools.Policy, t *tools.Tool, argv []string) (*jail.Spec, error) {
-	keys := make([]string, 0, len(pol.Limits))
-	for k := range pol.Limits {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := p.SetLimit(k, pol.Limits[k]); err != nil {
-			return nil, fmt.Errorf("limits: %w", err)
-		}
+	if err := setLimits(p, pol.Limits); err != nil {
+		return nil, err
 	}
 	if pol.Network != "" {
 		mode := pol.Network
@@ -98,4 +91,51 @@ func setupFailure(argv []string, err error) *jail.Result {
 		StartedAt: time.Now().UTC(), Status: jail.StatusSetupError, ExitCode: jail.ExitSetup,
 		Reason: err.Error(), Violations: []jail.Violation{},
 	}
+}
+
+// Resolved is what a tool runs under, as `tooljail tools check` shows it.
+type Resolved struct {
+	Profile         string            // the profile's name or file, as loaded
+	ReadOnlyWorkdir bool              // the default's read-only workdir applies
+	Network         string            // the network mode the run gets
+	Limits          map[string]string // every [limits] key: the profile's, the default's and the tool's over it
+	Rate            tools.Rate
+}
+
+// Resolve loads t's profile and lays its limits over it, as a call does,
+// without running anything: a profile that does not load or a limit it
+// refuses is an error here, before any call.
+func Resolve(f *tools.File, d tools.Defaults, t *tools.Tool) (Resolved, error) {
+	pol := d.For(t)
+	ref := profileRef(pol.Profile, f.Name)
+	p, err := profiles.Load(ref)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	defer p.Close()
+	if err := setLimits(p, pol.Limits); err != nil {
+		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	r := Resolved{Profile: ref, ReadOnlyWorkdir: pol.ReadOnlyWorkdir, Limits: map[string]string(p.Limits), Rate: pol.Rate}
+	r.Network = pol.Network
+	if r.Network == "" && p.Network.Mode != nil {
+		r.Network = *p.Network.Mode
+	}
+	return r, nil
+}
+
+// setLimits lays limits over p's, in key order (so that an error is
+// always the same one).
+func setLimits(p *profiles.Profile, limits map[string]string) error {
+	keys := make([]string, 0, len(limits))
+	for k := range limits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := p.SetLimit(k, limits[k]); err != nil {
+			return fmt.Errorf("limits: %w", err)
+		}
+	}
+	return nil
 }
