@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tooljail/tooljail/auditlog"
 	"github.com/tooljail/tooljail/tools"
 )
 
@@ -268,27 +267,6 @@ func TestAuditFollow(t *testing.T) {
 	close(stop)
 	if code := <-done; code != 0 {
 		t.Errorf("follow exit %d", code)
-	}
-}
-
-func TestAuditReaderLongLine(t *testing.T) {
-	long := `{"time":"2026-01-01T10:00:00Z","reason":"` + strings.Repeat("x", auditlog.MaxLine) + `"}` + "\n"
-	r := auditlog.NewReader(strings.NewReader(runLine + long + callLine))
-	var got []string
-	var errs []string
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		got = append(got, string(e.Raw)+"\n")
-	}
-	if !reflect.DeepEqual(got, []string{runLine, callLine}) || len(errs) != 1 || !strings.Contains(errs[0], "line 2: longer than") {
-		t.Errorf("got %d lines, errors %q", len(got), errs)
 	}
 }
 
