@@ -302,3 +302,34 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// The shipped example loads, and every tool's profile and limits resolve.
+func TestExampleToolsCheck(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"tools", "check", "../../examples/tools.toml"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	f, err := tools.Load("../../examples/tools.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range f.Tools {
+		names = append(names, tool.Name)
+		if !strings.Contains(stdout.String(), tool.Name+"\n  description: ") {
+			t.Errorf("tools check does not show %s", tool.Name)
+		}
+	}
+	for _, want := range []string{"run_python", "run_tests", "grep_repo", "fetch_url", "git_status"} {
+		if f.Lookup(want) == nil {
+			t.Errorf("examples/tools.toml has no %s (has %q)", want, names)
+		}
+	}
+	// fetch_url says that it has no network yet, and has none.
+	if d := f.Lookup("fetch_url").Description; !strings.Contains(d, "--net none") {
+		t.Errorf("fetch_url's description does not say it has no network: %q", d)
+	}
+	if !strings.Contains(stdout.String(), "fetch_url\n") || !strings.Contains(stdout.String()[strings.Index(stdout.String(), "fetch_url\n"):], "network: none") {
+		t.Error("fetch_url does not run with --net none")
+	}
+}

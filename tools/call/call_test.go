@@ -436,3 +436,35 @@ func TestOpenLogRefuses(t *testing.T) {
 		t.Errorf("new log: %v %v", err, st.Mode())
 	}
 }
+
+// A jail that root starts in a read-only workdir runs as the workdir's
+// owner, who can read it even when nobody else can.
+func TestReadOnlyWorkdirOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a jail that root starts")
+	}
+	c, _ := setup(t)
+	if err := os.WriteFile(filepath.Join(c.Workdir, "src", "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{c.Workdir, filepath.Join(c.Workdir, "src"), filepath.Join(c.Workdir, "src", "f")} {
+		if err := os.Chown(p, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(c.Workdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	o := call(t, c, "list", map[string]any{"dir": "src"})
+	if o.Failed() || !strings.Contains(text(o.Report.Stdout.Text), "f\n") {
+		t.Errorf("list in a 0700 workdir of uid 4242: %+v %s", o, text(o.Report.Stderr.Text))
+	}
+	if h := o.Report.Enforcement.HostUID; h == nil || *h != 4242 {
+		t.Errorf("host uid %v, want the owner's", h)
+	}
+	// Still read-only.
+	o = call(t, c, "touch", map[string]any{"name": "src/g"})
+	if !o.Failed() {
+		t.Error("touch in the read-only workdir succeeded")
+	}
+}

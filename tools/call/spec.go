@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
@@ -65,7 +68,7 @@ func (c *Caller) overlay(p *profiles.Profile, pol tools.Policy, t *tools.Tool, a
 		return nil, err
 	}
 	if pol.ReadOnlyWorkdir {
-		readOnlyWorkdir(s)
+		readOnlyWorkdir(s, os.Geteuid())
 	}
 	s.Trusted = append(s.Trusted, c.Trusted...)
 	if o := c.Log.Object(); o != nil {
@@ -75,11 +78,21 @@ func (c *Caller) overlay(p *profiles.Profile, pol tools.Policy, t *tools.Tool, a
 }
 
 // readOnlyWorkdir makes the bind of the working directory read-only: the
-// server-wide default for a tool that names no profile.
-func readOnlyWorkdir(s *jail.Spec) {
+// server-wide default for a tool that names no profile. A jail that root
+// starts runs as the owner of a writable workdir (jail.Spec.HostUser), and
+// as an identity that owns nothing otherwise, which may not even read the
+// directory; so a read-only workdir not owned by root gets its owner too,
+// unless the profile names a host user. The bind is read-only: the owner
+// reads as itself and writes nothing.
+func readOnlyWorkdir(s *jail.Spec, euid int) {
 	for i, m := range s.Mounts {
-		if m.Kind == jail.MountBind && m.Dest == s.Dir {
-			s.Mounts[i].Writable = false
+		if m.Kind != jail.MountBind || m.Dest != s.Dir {
+			continue
+		}
+		s.Mounts[i].Writable = false
+		var st unix.Stat_t
+		if euid == 0 && s.HostUser == nil && unix.Stat(m.Source, &st) == nil && st.Uid != 0 && st.Gid != 0 {
+			s.HostUser = &jail.HostID{UID: int(st.Uid), GID: int(st.Gid)}
 		}
 	}
 }
