@@ -86,6 +86,7 @@ func TestDocsListEveryFlag(t *testing.T) {
 		{"serve", newServeFlagSet(&serveFlags{}), "serve.md"},
 		{"tools", newToolsCallFlagSet(&toolsCallFlags{}), "cli.md"},
 		{"audit", newAuditFlagSet(&auditFlags{}), "cli.md"},
+		{"mcp", newMCPFlagSet(&mcpFlags{}), "cli.md"},
 	} {
 		flags := helpFlags(help(t, sub.name))
 		n := 0

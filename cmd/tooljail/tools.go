@@ -205,14 +205,80 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// toolsCallFlags are the parsed `tools call` flags.
-type toolsCallFlags struct {
-	args          [][2]string // --arg K=V, in order
+// callerFlags are the flags of `tools call` and `mcp` that set up the
+// calls: where they run, where they are recorded, what the host may lack.
+type callerFlags struct {
 	workdir       scalar
 	auditLog      scalar
 	allowDegraded []string
-	json          bool
-	quiet         bool
+}
+
+func (f *callerFlags) register(fs *flag.FlagSet) {
+	f.workdir.check = nonEmpty("a directory")
+	f.auditLog.check = nonEmpty("a file path")
+	fs.Var(&f.workdir, "workdir", "run in `DIR` (default: the current directory); path arguments are relative to it, and it is read-only for a tool that names no profile")
+	fs.Var(&f.auditLog, "audit-log", "append one line per call, admitted or refused, to `FILE` (also TOOLJAIL_AUDIT_LOG); once a line cannot be written no call is admitted")
+	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced here (as run's --allow-degraded); the operator's choice, never the caller's", func(v string) error {
+		for _, l := range strings.Split(v, ",") {
+			if err := jail.CheckLayer(strings.TrimSpace(l)); err != nil {
+				return err
+			}
+			f.allowDegraded = append(f.allowDegraded, strings.TrimSpace(l))
+		}
+		return nil
+	})
+}
+
+// caller loads the tool file and opens what its calls need; close
+// releases it. Problems of the file are printed, one a line.
+func (f *callerFlags) caller(path string, stderr io.Writer) (c *call.Caller, close func(), ok bool) {
+	cwd, err := unix.Getwd()
+	if err != nil {
+		fail(stderr, "current directory: %v", err)
+		return nil, nil, false
+	}
+	file, ok := loadTools(path, stderr)
+	if !ok {
+		return nil, nil, false
+	}
+	c = &call.Caller{File: file, Defaults: tools.ServerDefaults, Workdir: cwd,
+		AllowDegraded: f.allowDegraded, Environ: os.Environ()}
+	if f.workdir.set {
+		c.Workdir = absFrom(cwd, f.workdir.value)
+	}
+	// The tool file, shown read-only to a jail whose workdir holds it:
+	// no call may rewrite the tools of the next.
+	obj, err := hostpath.Open(absFrom(cwd, path), hostpath.Options{})
+	if err != nil {
+		fail(stderr, "tool file %s: %v", path, err)
+		return nil, nil, false
+	}
+	c.Trusted = append(c.Trusted, obj)
+	logPath := f.auditLog.value
+	if logPath == "" {
+		logPath = os.Getenv("TOOLJAIL_AUDIT_LOG")
+	}
+	if logPath != "" {
+		l, err := call.OpenLog(absFrom(cwd, logPath))
+		if err != nil {
+			obj.Close()
+			fail(stderr, "%v", err)
+			return nil, nil, false
+		}
+		c.Log = l
+	}
+	return c, func() {
+		obj.Close()
+		c.Log.Close()
+	}, true
+}
+
+// toolsCallFlags are the parsed `tools call` flags.
+type toolsCallFlags struct {
+	callerFlags
+	args  [][2]string // --arg K=V, in order
+	json  bool
+	quiet bool
 }
 
 func newToolsCallFlagSet(f *toolsCallFlags) *flag.FlagSet {
@@ -231,19 +297,7 @@ func newToolsCallFlagSet(f *toolsCallFlags) *flag.FlagSet {
 		f.args = append(f.args, [2]string{k, val})
 		return nil
 	})
-	f.workdir.check = nonEmpty("a directory")
-	f.auditLog.check = nonEmpty("a file path")
-	fs.Var(&f.workdir, "workdir", "run in `DIR` (default: the current directory); path arguments are relative to it, and it is read-only for a tool that names no profile")
-	fs.Var(&f.auditLog, "audit-log", "append the call's audit line to `FILE` (also TOOLJAIL_AUDIT_LOG); a line that cannot be written makes the call exit 125")
-	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced here (as run's --allow-degraded); the operator's choice, never the caller's", func(v string) error {
-		for _, l := range strings.Split(v, ",") {
-			if err := jail.CheckLayer(strings.TrimSpace(l)); err != nil {
-				return err
-			}
-			f.allowDegraded = append(f.allowDegraded, strings.TrimSpace(l))
-		}
-		return nil
-	})
+	f.callerFlags.register(fs)
 	fs.BoolVar(&f.json, "json", false, "print the call's outcome as JSON on stdout: call_id, tool, decision, error, exit_code, the report with stdout and stderr text, and structured (a JSON tool's parsed stdout)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no summary line on stderr")
 	fs.BoolVar(&f.quiet, "q", false, "same as --quiet")
@@ -287,39 +341,12 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if len(pos) != 2 {
 		return fail(stderr, "tools call: want FILE NAME (got %d arguments); see 'tooljail tools --help'", len(pos))
 	}
-	cwd, err := unix.Getwd()
-	if err != nil {
-		return fail(stderr, "current directory: %v", err)
-	}
-	file, ok := loadTools(pos[0], stderr)
+	c, closeCaller, ok := f.caller(pos[0], stderr)
 	if !ok {
 		return jail.ExitSetup
 	}
-	c := &call.Caller{File: file, Defaults: tools.ServerDefaults, Workdir: cwd,
-		AllowDegraded: f.allowDegraded, Environ: os.Environ()}
-	if f.workdir.set {
-		c.Workdir = absFrom(cwd, f.workdir.value)
-	}
-	// The tool file, shown read-only to a jail whose workdir holds it:
-	// no call may rewrite the tools of the next.
-	if obj, err := hostpath.Open(absFrom(cwd, pos[0]), hostpath.Options{}); err == nil {
-		defer obj.Close()
-		c.Trusted = append(c.Trusted, obj)
-	} else {
-		return fail(stderr, "tool file %s: %v", pos[0], err)
-	}
-	logPath := f.auditLog.value
-	if logPath == "" {
-		logPath = os.Getenv("TOOLJAIL_AUDIT_LOG")
-	}
-	if logPath != "" {
-		l, err := call.OpenLog(absFrom(cwd, logPath))
-		if err != nil {
-			return fail(stderr, "%v", err)
-		}
-		defer l.Close()
-		c.Log = l
-	}
+	defer closeCaller()
+	file := c.File
 	req := call.Request{Tool: pos[1], Args: callArgs(file.Lookup(pos[1]), f.args),
 		Client: jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}}
 	if t := file.Lookup(pos[1]); t != nil && t.Stdin {
