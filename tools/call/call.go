@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -240,8 +241,8 @@ func parseJSON(r *jail.Result) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("stdout is not JSON (%v), and the tool's file says output = \"json\"", err)
 	}
-	if _, err := dec.Token(); err == nil {
-		return nil, errors.New("stdout holds more than one JSON value, and the tool's file says output = \"json\": print one")
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("stdout holds more than one JSON value (or text after it), and the tool's file says output = \"json\": print one")
 	}
 	return v, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/tools"
 )
@@ -46,6 +48,12 @@ command = ["touch", "--", "{name}"]
 profile = "default"
 params.name = { type = "path" }
 rate = { per_minute = 1 }
+
+[tools.touch_rw2]
+description = "As touch_rw, without its rate."
+command = ["touch", "--", "{name}"]
+profile = "default"
+params.name = { type = "path" }
 
 [tools.list]
 description = "List a directory beneath src."
@@ -466,5 +474,99 @@ func TestReadOnlyWorkdirOwner(t *testing.T) {
 	o = call(t, c, "touch", map[string]any{"name": "src/g"})
 	if !o.Failed() {
 		t.Error("touch in the read-only workdir succeeded")
+	}
+}
+
+func TestLogBounds(t *testing.T) {
+	c, logPath := setup(t)
+	long := strings.Repeat("x", 5000)
+	if o := call(t, c, "show", map[string]any{"text": long}); o.Failed() {
+		t.Fatal(o)
+	}
+	many := map[string]any{}
+	for i := range 100 {
+		many[fmt.Sprintf("k%03d", i)] = strings.Repeat("v", 2000)
+	}
+	call(t, c, "show", many)
+	lines := logLines(t, logPath)
+	cmd := lines[0]["command"].([]any)
+	sum := sha256.Sum256([]byte(long))
+	if got := cmd[2].(string); !strings.HasPrefix(got, strings.Repeat("x", MaxLogged)+"… (5000 bytes, sha256 "+hex.EncodeToString(sum[:])+")") || len(got) > MaxLogged+100 {
+		t.Errorf("the command's long element in the log: %.80q… (%d bytes)", got, len(got))
+	}
+	if args := lines[1]["arguments"].(map[string]any); len(args) != MaxLoggedArgs || lines[1]["arguments_omitted"] != 36.0 || args["k000"] == nil {
+		t.Errorf("a call with 100 arguments: %d logged, %v omitted", len(args), lines[1]["arguments_omitted"])
+	}
+	for i, l := range lines {
+		b, _ := json.Marshal(l)
+		if len(b) > 200<<10 {
+			t.Errorf("line %d: %d bytes", i, len(b))
+		}
+	}
+}
+
+func TestParseJSON(t *testing.T) {
+	for _, tc := range []struct {
+		stdout string
+		ok     bool
+	}{
+		{`{"a": 1}`, true},
+		{"[1, 2]\n", true},
+		{`"s"`, true},
+		{"  3  \n", true},
+		{"", false},
+		{`{"a": 1} trailing`, false},
+		{`{"a": 1} {"b": 2}`, false},
+		{`{"a": 1}}`, false},
+		{`{"a": `, false},
+	} {
+		s := tc.stdout
+		_, err := parseJSON(&jail.Result{Status: jail.StatusExited, Stdout: jail.Stream{Text: &s}})
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: %v", tc.stdout, err)
+		}
+	}
+	s := "{}"
+	if _, err := parseJSON(&jail.Result{Status: jail.StatusExited, Stdout: jail.Stream{Text: &s, Truncated: true}}); err == nil {
+		t.Error("a cut stdout passed as JSON")
+	}
+	if v, err := parseJSON(&jail.Result{Status: jail.StatusExited, ExitCode: 1, Stdout: jail.Stream{Text: &s}}); v != nil || err != nil {
+		t.Error("a failed command's stdout was parsed")
+	}
+}
+
+// The audit log and the tool file inside a read-write workdir are shown
+// read-only to the command: a call cannot rewrite the record or the next
+// call's tools.
+func TestTrustedFilesInWorkdir(t *testing.T) {
+	c, _ := setup(t)
+	logPath := filepath.Join(c.Workdir, "audit.log")
+	log, err := OpenLog(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	c.Log = log
+	toolFile := filepath.Join(c.Workdir, "tools.toml")
+	if err := os.WriteFile(toolFile, []byte(testFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := hostpath.Open(toolFile, hostpath.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	c.Trusted = []*hostpath.Object{obj}
+	for _, name := range []string{"audit.log", "tools.toml"} {
+		o := call(t, c, "touch_rw2", map[string]any{"name": name})
+		if !o.Failed() || !strings.Contains(text(o.Report.Stderr.Text), "Read-only file system") {
+			t.Errorf("touch %s: %+v %s", name, o, text(o.Report.Stderr.Text))
+		}
+	}
+	if b, _ := os.ReadFile(toolFile); string(b) != testFile {
+		t.Error("the tool file changed")
+	}
+	if o := call(t, c, "touch_rw2", map[string]any{"name": "other"}); o.Failed() {
+		t.Errorf("the workdir is not read-write: %+v", o)
 	}
 }

@@ -151,6 +151,8 @@ type Line struct {
 	// longer than MaxLogged bytes (as JSON, for one that is not a string)
 	// replaced by a Clipped.
 	Arguments map[string]any `json:"arguments"`
+	// ArgumentsOmitted counts the arguments beyond MaxLoggedArgs.
+	ArgumentsOmitted int `json:"arguments_omitted,omitempty"`
 	// Stdin is what the call sent on stdin, in the same form as an
 	// argument; absent when it sent none.
 	Stdin    any    `json:"stdin,omitempty"`
@@ -211,26 +213,35 @@ func clipUTF8(s string, n int) string {
 	return s[:n]
 }
 
-func logArgs(args map[string]any) map[string]any {
-	out := make(map[string]any, len(args))
+// MaxLoggedArgs is how many arguments a line holds at most (the first by
+// name); a call with more (refused: a tool declares at most as many
+// parameters as its file) has the rest counted in arguments_omitted.
+const MaxLoggedArgs = 64
+
+func logArgs(args map[string]any) (map[string]any, int) {
+	out := make(map[string]any, min(len(args), MaxLoggedArgs))
 	keys := make([]string, 0, len(args))
 	for k := range args {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
-		out[string(clipUTF8(k, MaxLogged))] = logValue(args[k])
+	omitted := 0
+	if len(keys) > MaxLoggedArgs {
+		keys, omitted = keys[:MaxLoggedArgs], len(keys)-MaxLoggedArgs
 	}
-	return out
+	for _, k := range keys {
+		out[clipUTF8(k, MaxLogged)] = logValue(args[k])
+	}
+	return out, omitted
 }
 
 func callLine(o *Outcome, req Request) Line {
 	l := Line{
-		CallID:    o.CallID,
-		Tool:      clipUTF8(req.Tool, MaxLogged),
-		Arguments: logArgs(req.Args),
-		Decision:  o.Decision,
+		CallID:   o.CallID,
+		Tool:     clipUTF8(req.Tool, MaxLogged),
+		Decision: o.Decision,
 	}
+	l.Arguments, l.ArgumentsOmitted = logArgs(req.Args)
 	if req.Stdin != nil {
 		l.Stdin = logValue(req.Stdin)
 	}
@@ -253,6 +264,8 @@ func admittedLine(o *Outcome, req Request) Line {
 	l := callLine(o, req)
 	peer := req.Client
 	l.AuditLine = jail.NewAuditLine(o.Report, os.Getuid(), &peer)
+	// The command holds the argument values: clipped as they are.
+	l.Command = clipCommand(l.Command)
 	if o.Error != "" && o.Report.Status == jail.StatusExited {
 		// JSON output that is not JSON: the run's reason is empty.
 		l.Reason = o.Error
@@ -260,4 +273,23 @@ func admittedLine(o *Outcome, req Request) Line {
 	n := o.Report.Stdout.Bytes + o.Report.Stderr.Bytes
 	l.OutputBytes = &n
 	return l
+}
+
+// clipCommand is argv with each element longer than MaxLogged cut to its
+// head, its length and its SHA-256, in one string: the line's command is
+// a list of strings in every line.
+func clipCommand(argv []string) []string {
+	out := argv
+	copied := false
+	for i, a := range argv {
+		if len(a) <= MaxLogged {
+			continue
+		}
+		if !copied {
+			out, copied = append([]string(nil), argv...), true
+		}
+		sum := sha256.Sum256([]byte(a))
+		out[i] = fmt.Sprintf("%s… (%d bytes, sha256 %s)", clipUTF8(a, MaxLogged), len(a), hex.EncodeToString(sum[:]))
+	}
+	return out
 }
