@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -354,7 +356,11 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 			return fail(stderr, "read stdin: %v", err)
 		}
 	}
-	o, err := c.Call(context.Background(), req)
+	// A signal ends the run (the jail kills its whole tree) and the call
+	// is still recorded.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	o, err := c.Call(ctx, req)
 	if o == nil {
 		return fail(stderr, "%v", err)
 	}
