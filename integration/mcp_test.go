@@ -107,6 +107,7 @@ func (u *user) auditCalls(t *testing.T, audit string) []map[string]any {
 // SDK's client: it lists the tools, calls each, gets refusals for a bad
 // argument and for the rate limit, and finds every call in the audit log.
 func TestMCPExamples(t *testing.T) {
+	needPrograms(t, "python3", "git", "curl", "grep")
 	eachUser(t, func(t *testing.T, u *user) {
 		repo := u.toolRepo(t)
 		audit := filepath.Join(u.dir(t), "audit.log")
@@ -221,6 +222,7 @@ command = ["git", "--no-optional-locks", "-c", "safe.directory=*", "status", "--
 // file, run the tests, fix the file, run the tests again, look at the
 // working tree, all through MCP in a git repository.
 func TestMCPAgentLoop(t *testing.T) {
+	needPrograms(t, "python3", "git")
 	eachUser(t, func(t *testing.T, u *user) {
 		repo := u.dir(t)
 		files := map[string]string{
