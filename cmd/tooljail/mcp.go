@@ -74,7 +74,11 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 	client := jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	err := mcpserver.New(c, client).Run(ctx, &mcp.StdioTransport{})
+	srv, err := mcpserver.New(c, client)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	err = srv.Run(ctx, &mcp.StdioTransport{})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fail(stderr, "mcp: %v", err)
 	}

@@ -68,6 +68,7 @@ func TestToolsBadInput(t *testing.T) {
 		"mcp no tools":    {[]string{"mcp"}, []string{"--tools FILE is required"}},
 		"mcp args":        {[]string{"mcp", "--tools", bad, "extra"}, []string{"mcp takes no arguments"}},
 		"mcp bad file":    {[]string{"mcp", "--tools", bad}, []string{"unknown key"}},
+		"mcp bad profile": {[]string{"mcp", "--tools", missingProfile}, []string{"tool t: profile", "nope/p.toml"}},
 		"mcp bad log":     {[]string{"mcp", "--tools", missingProfile, "--audit-log", filepath.Join(dir, "no", "a.log")}, []string{"audit log"}},
 		"audit no sub":    {[]string{"audit"}, []string{"want 'show FILE'"}},
 		"audit bad stat":  {[]string{"audit", "show", "--status", "fine", "f"}, []string{"unknown status (known: exited"}},

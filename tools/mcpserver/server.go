@@ -16,17 +16,31 @@ import (
 // New returns an MCP server with one tool per tool of c.File, each call
 // made through c for client (who the calls are recorded as: over stdio,
 // the process that started the server). Serve it with Run and a
-// transport (mcp.StdioTransport).
-func New(c *call.Caller, client jail.Peer) *mcp.Server {
+// transport (mcp.StdioTransport). Each tool's profile is loaded with its
+// limits first (call.Resolve): a tool that could never run is an error
+// here, before any client sees it.
+func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tooljail", Version: jail.Version}, nil)
 	for _, t := range c.File.Tools {
+		r, err := call.Resolve(c.File, c.Defaults, t)
+		if err != nil {
+			return nil, err
+		}
 		// The SDK's typed AddTool would validate arguments against the
 		// schema and refuse a bad call before it reaches the handler, and
 		// so before the audit log: the raw form leaves every decision to
 		// call.Caller, which records each one.
-		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: Schema(t)}, handler(c, t.Name, client))
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: Schema(t), Annotations: annotations(r)}, handler(c, t.Name, client))
 	}
-	return s
+	return s, nil
+}
+
+// annotations are the hints a host may show or act on, from the tool's
+// resolved policy: read-only when its workdir is (its only other writable
+// places are the jail's own tmpfs), open-world when it has a network.
+func annotations(r call.Resolved) *mcp.ToolAnnotations {
+	open := r.Network != "none"
+	return &mcp.ToolAnnotations{ReadOnlyHint: r.ReadOnlyWorkdir, OpenWorldHint: &open}
 }
 
 func handler(c *call.Caller, name string, client jail.Peer) mcp.ToolHandler {

@@ -79,7 +79,11 @@ func connect(t *testing.T) (*mcp.ClientSession, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ct, st := mcp.NewInMemoryTransports()
-	if _, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3}).Connect(ctx, st, nil); err != nil {
+	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
@@ -120,6 +124,9 @@ func TestServe(t *testing.T) {
 		t.Errorf("tools %q", names)
 	}
 	for _, tool := range list.Tools {
+		if a := tool.Annotations; a == nil || !a.ReadOnlyHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
+			t.Errorf("%s: annotations %+v: want read-only, closed world (the default's read-only workdir, no network)", tool.Name, a)
+		}
 		if tool.Name == "show" {
 			s, _ := json.Marshal(tool.InputSchema)
 			if !strings.Contains(string(s), `"pattern":"^(?:[a-z]+)$"`) || tool.Description != "Print the word." {
@@ -173,5 +180,16 @@ func TestServe(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], `"decision":"refused: pattern \"[a-z]+\""`) || !strings.Contains(lines[1], `"peer":{"uid":1,"gid":2,"pid":3}`) {
 		t.Errorf("the refused line: %s", lines[1])
+	}
+}
+
+func TestNewRefusesAToolThatCannotRun(t *testing.T) {
+	f, err := tools.Parse("/nonexistent/tools.toml", []byte("[tools.t]\ndescription = \"d\"\ncommand = [\"true\"]\nprofile = \"profiles/missing.toml\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(&call.Caller{File: f, Defaults: tools.ServerDefaults, Workdir: "/tmp"}, jail.Peer{})
+	if err == nil || !strings.Contains(err.Error(), "tool t: profile /nonexistent/profiles/missing.toml") {
+		t.Errorf("New: %v", err)
 	}
 }
