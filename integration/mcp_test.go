@@ -281,3 +281,37 @@ func TestMCPAgentLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPAuditFailsClosed: once the audit log is gone, no call runs, and
+// the model is told why.
+func TestMCPAuditFailsClosed(t *testing.T) {
+	needPrograms(t, "python3", "git")
+	eachUser(t, func(t *testing.T, u *user) {
+		repo := u.dir(t)
+		if err := os.Chmod(repo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		toolFile := filepath.Join(u.dir(t), "agent.toml")
+		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		audit := filepath.Join(u.dir(t), "audit.log")
+		cs := u.mcpSession(t, toolFile, repo, audit)
+		if r := mcpCall(t, cs, "write_file", map[string]any{"path": "first.txt", "stdin": "1"}); r.isError {
+			t.Fatalf("first call: %+v", r)
+		}
+		if err := os.Remove(audit); err != nil {
+			t.Fatal(err)
+		}
+		r := mcpCall(t, cs, "write_file", map[string]any{"path": "second.txt", "stdin": "2"})
+		if !r.isError || !strings.Contains(r.text, "the audit log cannot be written: no call is admitted until it can (fail closed)") {
+			t.Errorf("a call with the audit log deleted: %+v", r)
+		}
+		if _, err := os.Lstat(filepath.Join(repo, "second.txt")); err == nil {
+			t.Error("a call ran with no audit log")
+		}
+		if _, err := os.Lstat(filepath.Join(repo, "first.txt")); err != nil {
+			t.Errorf("the first call: %v", err)
+		}
+	})
+}
