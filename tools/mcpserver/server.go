@@ -32,6 +32,17 @@ func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
 		// call.Caller, which records each one.
 		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: Schema(t), Annotations: annotations(r)}, handler(c, t.Name, client))
 	}
+	// A call of a tool the file does not declare would be the SDK's
+	// protocol error, seen by no audit log: it goes through call.Caller
+	// too, which refuses and records it.
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil && c.File.Lookup(r.Params.Name) == nil {
+				return handler(c, r.Params.Name, client)(ctx, r)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	return s, nil
 }
 

@@ -170,13 +170,17 @@ func TestServe(t *testing.T) {
 	if !r.IsError || !strings.Contains(text, "rate limit per_minute = 1 reached; retry after") || st["decision"] != "refused: rate per_minute" {
 		t.Errorf("over the rate: %q %v", text, st)
 	}
+	r, text, st = callTool(t, cs, "rm_rf", map[string]any{"path": "/"})
+	if !r.IsError || !strings.Contains(text, `no tool "rm_rf" in tools.toml; declared: show, cat, fail, json, once`) || st["decision"] != "refused: unknown tool" {
+		t.Errorf("an undeclared tool: %q %v", text, st)
+	}
 	b, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 8 {
-		t.Fatalf("%d audit lines, want 8:\n%s", len(lines), b)
+	if len(lines) != 9 {
+		t.Fatalf("%d audit lines, want 9:\n%s", len(lines), b)
 	}
 	if !strings.Contains(lines[1], `"decision":"refused: pattern \"[a-z]+\""`) || !strings.Contains(lines[1], `"peer":{"uid":1,"gid":2,"pid":3}`) {
 		t.Errorf("the refused line: %s", lines[1])
