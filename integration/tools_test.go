@@ -158,6 +158,8 @@ func TestToolsCallExamples(t *testing.T) {
 		expect(u.toolCall(t, repo, audit, "", "grep_repo", "pattern=x", "max_count=0"), 125, "", "refused by rule min 1")
 		expect(u.toolCall(t, repo, audit, "", "grep_repo", "pattern=x", "exec=rm"), 125, "", `parameter "exec": refused by rule undeclared`)
 		expect(u.toolCall(t, repo, audit, "", "git_status", "untracked=--output=/tmp/x"), 125, "", "refused by rule values")
+		// No git hook a later git on the host would run.
+		expect(u.toolCall(t, repo, audit, "#!/bin/sh\n", "write_file", "path=.git/hooks/pre-commit"), 125, "", "refused by rule pattern")
 
 		// The audit log, read back: every call, in order, with its decision.
 		o = u.exec(t, run{args: []string{"audit", "show", "--json", audit}})
@@ -184,8 +186,8 @@ func TestToolsCallExamples(t *testing.T) {
 				t.Errorf("audit line's peer is not the caller (uid %d): %s", u.uid, l)
 			}
 		}
-		if refused != 7 {
-			t.Errorf("%d refused lines, want 7", refused)
+		if refused != 8 {
+			t.Errorf("%d refused lines, want 8", refused)
 		}
 		o = u.exec(t, run{args: []string{"audit", "show", "--tool", "read_file", "--status", "refused", audit}})
 		if n := strings.Count(o.stdout, "\n"); o.code != 0 || n != 4 || !strings.Contains(o.stdout, "tool read_file path=/etc/passwd") {
