@@ -2,11 +2,14 @@ package integration
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // exampleTools copies examples/tools.toml where every user can read it.
@@ -215,4 +218,103 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestServeTools: `tooljail serve --tools` serves tool calls on its
+// socket, to each user, through the same checks, and records them.
+func TestServeTools(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		dir := u.serverDir(t)
+		profile := ""
+		if len(u.degraded) > 0 {
+			// A server takes no --allow-degraded: the tool's profile does.
+			q := make([]string, len(u.degraded))
+			for i, d := range u.degraded {
+				q[i] = strconv.Quote(d)
+			}
+			p := filepath.Join(dir, "tool-profile.toml")
+			if err := os.WriteFile(p, []byte("extends = \"default\"\nallow_degraded = ["+strings.Join(q, ", ")+"]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			profile = "profile = " + strconv.Quote(p) + "\n"
+		}
+		toolFile := filepath.Join(dir, "tools.toml")
+		text := "[tools.show]\ndescription = \"Print the word.\"\n" + profile + "command = [\"printf\", \"%s\\n\", \"{word}\"]\nparams.word = { type = \"string\", pattern = \"[a-z]+\" }\n" +
+			"[tools.list]\ndescription = \"List a directory.\"\n" + profile + "command = [\"ls\", \"--\", \"{dir}\"]\nparams.dir = { type = \"path\" }\n"
+		if err := os.WriteFile(toolFile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{toolFile, filepath.Join(dir, "tool-profile.toml")} {
+			os.Chown(p, u.uid, u.gid)
+		}
+		s := u.startServer(t, dir, "--tools", toolFile)
+		wd := u.dir(t)
+		if err := os.Chmod(wd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/etc", filepath.Join(wd, "etc")); err != nil {
+			t.Fatal(err)
+		}
+		toolReq := func(line string) map[string]any {
+			t.Helper()
+			c, err := dialAs(u, s.sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(time.Minute * slow))
+			if _, err := c.Write([]byte(line + "\n")); err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatalf("reply %q: %v\nserver log:\n%s", b, err, s.log())
+			}
+			return m
+		}
+		m := toolReq(`{"id": "tool-1", "tool": "show", "arguments": {"word": "hello"}, "workdir": "` + wd + `"}`)
+		rep, _ := m["report"].(map[string]any)
+		if m["decision"] != "admitted" || rep == nil || rep["stdout"].(map[string]any)["text"] != "hello\n" {
+			t.Errorf("show: %v\nserver log:\n%s", m, s.log())
+		}
+		for line, want := range map[string]string{
+			`{"tool": "show", "arguments": {"word": "$(id)"}, "workdir": "` + wd + `"}`: `refused by rule pattern`,
+			`{"tool": "list", "arguments": {"dir": "etc"}, "workdir": "` + wd + `"}`:    "leads out of its directory",
+			`{"tool": "show", "argv": ["sh"], "workdir": "` + wd + `"}`:                 "argv: not taken with tool",
+		} {
+			e, _ := toolReq(line)["error"].(map[string]any)
+			if e == nil || e["code"] != 125.0 || !strings.Contains(e["message"].(string), want) {
+				t.Errorf("%s: %v, want an error line with %q", line, e, want)
+			}
+		}
+		b, err := os.ReadFile(s.audit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		var calls []map[string]any
+		for _, l := range lines {
+			var a map[string]any
+			if err := json.Unmarshal([]byte(l), &a); err != nil {
+				t.Fatal(err)
+			}
+			if a["call_id"] != nil {
+				calls = append(calls, a)
+			}
+		}
+		decisions := map[string]bool{}
+		for _, c := range calls[1:] {
+			decisions[c["decision"].(string)] = true
+		}
+		if len(calls) != 3 || calls[0]["request_id"] != "tool-1" || !decisions[`refused: pattern "[a-z]+"`] || !decisions["refused: beneath"] {
+			t.Fatalf("tool call lines: %v", calls)
+		}
+		if p, _ := calls[0]["peer"].(map[string]any); p["uid"] != float64(u.uid) {
+			t.Errorf("peer %v, want uid %d", calls[0]["peer"], u.uid)
+		}
+	})
 }

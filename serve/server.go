@@ -84,6 +84,9 @@ type Server struct {
 	// AllowClientProfiles lets a request send a profile of its own
 	// (profile_toml, clientprofile.go); without it that is refused.
 	AllowClientProfiles bool
+	// Tools is a tool file whose tools requests may call ("tool",
+	// tools.go); "" for none.
+	Tools string
 
 	loadOnce sync.Once
 	loadErr  error
@@ -91,6 +94,7 @@ type Server struct {
 	first    string
 	audit    *os.File
 	auditMu  sync.Mutex
+	tools    *servedTools // nil without Tools
 
 	mu        sync.Mutex
 	hidden    hiddenSet // what no jail may see: the sockets, the audit log
@@ -139,6 +143,7 @@ func (s *Server) Load() error {
 			}
 			s.audit = f
 		}
+		s.loadErr = s.loadTools()
 	})
 	return s.loadErr
 }
@@ -223,6 +228,12 @@ func (s *Server) LongestTimeout() time.Duration {
 		}
 		longest = max(longest, d)
 	}
+	if t := s.tools; t != nil {
+		if t.longest == 0 {
+			return 0
+		}
+		longest = max(longest, t.longest)
+	}
 	return longest
 }
 
@@ -293,6 +304,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for cmd := range s.runs {
 			cmd.Cancel(reasonShutdown)
 		}
+		if s.tools != nil {
+			s.tools.cancel()
+		}
 		s.mu.Unlock()
 		<-done
 	}
@@ -302,6 +316,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.audit = nil
 	}
 	s.auditMu.Unlock()
+	// No tool call runs now, and track refuses new ones.
+	s.tools.close()
 	return err
 }
 
@@ -416,6 +432,10 @@ func (s *Server) serveConn(conn net.Conn) {
 	}
 	if rerr == nil && s.shuttingDown() {
 		rerr = refuse("the server is shutting down; retry with a new server")
+	}
+	if rerr == nil && req.Tool != "" {
+		s.serveTool(conn, br, out, req, peer)
+		return
 	}
 	var spec *jail.Spec
 	if rerr == nil {

@@ -16,7 +16,7 @@ import (
 )
 
 const serveUsage = `Usage: tooljail serve [--socket PATH] [--profile NAME|FILE]... [--audit-log FILE] [--max-runs N]
-       [--allow-client-profiles]
+       [--allow-client-profiles] [--tools FILE]
 
 Serves jailed runs on a unix socket: a client sends one JSON request line per
 connection and gets the run's report, exactly what 'tooljail run --json'
@@ -45,6 +45,7 @@ type serveFlags struct {
 	maxRuns  scalar // a number, checked by maxRunsValue
 	// allowClientProfiles lets a request send a profile of its own.
 	allowClientProfiles bool
+	tools               scalar
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
@@ -62,6 +63,8 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	f.maxRuns.check = func(v string) error { _, err := maxRunsValue(v); return err }
 	fs.Var(&f.maxRuns, "max-runs", fmt.Sprintf("run at most `N` calls at once, across all clients (1 to %d, default %d); a call beyond that is refused at once (error 125), and at most %d x N connections may wait for their request line", serve.MaxRunsCeiling, serve.DefaultMaxRuns, serve.PendingPerRun))
 	fs.BoolVar(&f.allowClientProfiles, "allow-client-profiles", false, "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)")
+	f.tools.check = nonEmpty("a tool file")
+	fs.Var(&f.tools, "tools", "also serve the tools of `FILE`, a tool file: a request with \"tool\" and \"arguments\" calls one, checked, rate-limited, jailed and audited as tooljail mcp does (docs/serve.md)")
 	return fs
 }
 
@@ -89,6 +92,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		ErrorLog: log.New(stderr, "tooljail serve: ", 0),
 	}
 	srv.AllowClientProfiles = f.allowClientProfiles
+	srv.Tools = f.tools.value
 	if f.maxRuns.set {
 		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value) // checked when parsed
 	}

@@ -300,7 +300,7 @@ func newToolsCallFlagSet(f *toolsCallFlags) *flag.FlagSet {
 		return nil
 	})
 	f.callerFlags.register(fs)
-	fs.BoolVar(&f.json, "json", false, "print the call's outcome as JSON on stdout: call_id, tool, decision, error, exit_code, the report with stdout and stderr text, and structured (a JSON tool's parsed stdout)")
+	fs.BoolVar(&f.json, "json", false, "print the call's outcome as JSON on stdout: call_id, tool, decision, message (why it was refused or failed), exit_code, the report with stdout and stderr text, and structured (a JSON tool's parsed stdout)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no summary line on stderr")
 	fs.BoolVar(&f.quiet, "q", false, "same as --quiet")
 	return fs

@@ -55,6 +55,10 @@ type Caller struct {
 	Trusted []*hostpath.Object
 	// Now is the clock of the rate limits; nil is time.Now.
 	Now func() time.Time
+	// CheckSpec, when set, has the last word on a call's jail.Spec (a
+	// server refuses one that would show its socket or its audit log); its
+	// error fails the run as a setup error.
+	CheckSpec func(*jail.Spec) error
 
 	mu sync.Mutex // guards Limiter when the first call builds it
 }
@@ -81,8 +85,9 @@ type Outcome struct {
 	Decision string `json:"decision"`
 	// Error says why a call was refused, why its run failed to start, or
 	// why its JSON output is not JSON; "" when the command ran and ended
-	// as reported.
-	Error string `json:"error,omitempty"`
+	// as reported. (Its JSON name is "message": a line with "error" is
+	// the error line of tooljail serve's protocol.)
+	Error string `json:"message,omitempty"`
 	// Report is the run's report (admitted calls), stdout and stderr
 	// text included.
 	Report *jail.Result `json:"report,omitempty"`

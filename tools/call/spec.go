@@ -74,6 +74,11 @@ func (c *Caller) overlay(p *profiles.Profile, pol tools.Policy, t *tools.Tool, a
 	if o := c.Log.Object(); o != nil {
 		s.Trusted = append(s.Trusted, o)
 	}
+	if c.CheckSpec != nil {
+		if err := c.CheckSpec(s); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
