@@ -37,18 +37,21 @@ vet:
 # The jail package twice: as embedders link it (dynamic), and linked like
 # the binary (static), where the init's fork leaves the supervisor's heap out.
 unit: deps
-	$(GO) test -count=1 -timeout 8m ./internal/... ./hostpath/... ./hostmount/... ./profiles/... ./jail/... ./seccomp/... ./landlock/... ./cgroup/... ./serve/... ./network/... ./tools/... ./cmd/... ./bench/...
+	$(GO) test -count=1 -timeout 8m ./internal/... ./hostpath/... ./hostmount/... ./profiles/... ./jail/... ./seccomp/... ./landlock/... ./cgroup/... ./serve/... ./network/... ./tools/... ./auditlog/... ./cmd/... ./bench/...
 	CGO_ENABLED=1 $(GO) test -count=1 -timeout 8m -tags $(TAGS) -ldflags '-linkmode external -extldflags "-static"' ./jail/...
 	@$(MAKE) --no-print-directory fuzz
 
 # A bounded run of each fuzz target over user input (one -fuzz per go test):
-# run's whole argument list, profile files, and what a jailed command will
-# send the network allow mode (a TLS ClientHello, a DNS query). Minimizing a
-# new input is capped, or it would take the whole budget.
+# run's whole argument list, profile files, a tool call's arguments, an audit
+# log, and what a jailed command will send the network allow mode (a TLS
+# ClientHello, a DNS query). Minimizing a new input is capped, or it would
+# take the whole budget.
 FUZZTIME ?= 12s
 fuzz:
 	$(GO) test -run=NONE -fuzz=FuzzRunFlags -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./cmd/tooljail
 	$(GO) test -run=NONE -fuzz=FuzzLoad -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./profiles
+	$(GO) test -run=NONE -fuzz=FuzzCheck -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./tools
+	$(GO) test -run=NONE -fuzz=FuzzReader -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./auditlog
 	$(GO) test -run=NONE -fuzz=FuzzParse -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./network/hello
 	$(GO) test -run=NONE -fuzz=FuzzParseQuery -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./network/dnsmsg
 

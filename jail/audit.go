@@ -11,8 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// auditLine is one line of the audit log.
-type auditLine struct {
+// AuditLine is one line of the audit log: a run's, or of a served
+// request refused before any run. A tool call's line (package tools/call)
+// embeds it and adds its own fields.
+type AuditLine struct {
 	Time       time.Time `json:"time"`
 	ID         string    `json:"id"`
 	UID        int       `json:"uid"`
@@ -51,6 +53,19 @@ func AppendAudit(f *os.File, r *Result) error { return AppendAuditPeer(f, r, nil
 // AppendAuditPeer is AppendAudit for a served run: the line also names the
 // client (peer) and its request id. A nil peer is AppendAudit.
 func AppendAuditPeer(f *os.File, r *Result, peer *Peer) error {
+	return AppendAuditLine(f, NewAuditLine(r, os.Getuid(), peer))
+}
+
+// AppendAuditLine appends line, any value that encodes to a JSON object
+// (an AuditLine, or a struct that embeds one), to f as one line, in the
+// way AppendAudit does: one write(2) on the O_APPEND descriptor under an
+// exclusive flock.
+func AppendAuditLine(f *os.File, line any) error {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return fmt.Errorf("encode the audit line: %w", err)
+	}
+	b = append(b, '\n')
 	fd := int(f.Fd())
 	// Without O_APPEND a concurrent writer's line could be overwritten.
 	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
@@ -59,10 +74,6 @@ func AppendAuditPeer(f *os.File, r *Result, peer *Peer) error {
 	}
 	if flags&unix.O_APPEND == 0 {
 		return fmt.Errorf("%s: not opened for appending; open the audit log with O_APPEND (jail.Output.Append)", f.Name())
-	}
-	b, err := auditRecord(r, os.Getuid(), peer)
-	if err != nil {
-		return err
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
 		return fmt.Errorf("lock %s: %w", f.Name(), err)
@@ -86,10 +97,10 @@ func AppendAuditPeer(f *os.File, r *Result, peer *Peer) error {
 	return nil
 }
 
-// auditRecord is the audit line for r, newline included, for a caller
-// with uid, and of a served run the client's peer.
-func auditRecord(r *Result, uid int, peer *Peer) ([]byte, error) {
-	l := auditLine{
+// NewAuditLine is the audit line for r, for a caller with uid, and of a
+// served run the client's peer (nil for none).
+func NewAuditLine(r *Result, uid int, peer *Peer) AuditLine {
+	l := AuditLine{
 		Time: r.StartedAt, ID: r.ID, UID: uid, Command: r.Command, Workdir: r.Workdir,
 		Profile: r.Profile, Status: r.Status, ExitCode: r.ExitCode, DurationMs: r.WallTimeMs,
 		Reason: r.Reason,
@@ -103,9 +114,5 @@ func auditRecord(r *Result, uid int, peer *Peer) ([]byte, error) {
 	for _, v := range r.Violations {
 		l.Violations += v.Count
 	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return nil, fmt.Errorf("encode the audit line: %w", err)
-	}
-	return append(b, '\n'), nil
+	return l
 }

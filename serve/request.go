@@ -45,6 +45,11 @@ type Request struct {
 	Network string `json:"network,omitempty"`
 	// Stream asks for stdout and stderr chunks as they come.
 	Stream bool `json:"stream,omitempty"`
+	// Tool, in place of Argv, calls a tool of the server's tool file
+	// (Server.Tools) with Arguments; with it only ID, Workdir and Stdin
+	// may be given (tools.go).
+	Tool      string         `json:"tool,omitempty"`
+	Arguments map[string]any `json:"arguments,omitempty"`
 }
 
 // Error is the protocol's error line: a request refused before any run.

@@ -89,6 +89,9 @@ type Server struct {
 	// pool.go); 0 builds every jail when its call arrives. The CLI's
 	// default is DefaultWarm. At most MaxWarm.
 	Warm int
+	// Tools is a tool file whose tools requests may call ("tool",
+	// tools.go); "" for none.
+	Tools string
 
 	loadOnce sync.Once
 	pool     *pool // nil without warm jails
@@ -97,6 +100,7 @@ type Server struct {
 	first    string
 	audit    *os.File
 	auditMu  sync.Mutex
+	tools    *servedTools // nil without Tools
 
 	mu        sync.Mutex
 	hidden    hiddenSet // what no jail may see: the sockets, the audit log
@@ -148,6 +152,9 @@ func (s *Server) Load() error {
 				return
 			}
 			s.audit = f
+		}
+		if s.loadErr = s.loadTools(); s.loadErr != nil {
+			return
 		}
 		if s.Warm > 0 {
 			s.pool = newPool(s.Warm)
@@ -236,6 +243,12 @@ func (s *Server) LongestTimeout() time.Duration {
 		}
 		longest = max(longest, d)
 	}
+	if t := s.tools; t != nil {
+		if t.longest == 0 {
+			return 0
+		}
+		longest = max(longest, t.longest)
+	}
 	return longest
 }
 
@@ -310,6 +323,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for cmd := range s.runs {
 			cmd.Cancel(reasonShutdown)
 		}
+		if s.tools != nil {
+			s.tools.cancel()
+		}
 		s.mu.Unlock()
 		<-done
 	}
@@ -319,6 +335,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.audit = nil
 	}
 	s.auditMu.Unlock()
+	// No tool call runs now, and track refuses new ones.
+	s.tools.close()
 	return err
 }
 
@@ -433,6 +451,10 @@ func (s *Server) serveConn(conn net.Conn) {
 	}
 	if rerr == nil && s.shuttingDown() {
 		rerr = refuse("the server is shutting down; retry with a new server")
+	}
+	if rerr == nil && req.Tool != "" {
+		s.serveTool(conn, br, out, req, peer)
+		return
 	}
 	var spec *jail.Spec
 	if rerr == nil {

@@ -84,6 +84,7 @@ func TestParseErrors(t *testing.T) {
 		{"placeholder as program", "[tools.t]\ndescription = \"d\"\ncommand = [\"{p}\"]\nparams.p = { type = \"string\" }\n", `element 1 "{p}": the program must be fixed text`},
 		{"undeclared placeholder", "[tools.t]\ndescription = \"d\"\ncommand = [\"echo\", \"{q}\"]\n", `tools.t.command: element 2 "{q}": no parameter q is declared`},
 		{"unused param", minimal + "params.q = { type = \"string\" }\n", `f.toml:6:8: tools.t.params.q: declared but not used`},
+		{"param stdin with stdin", "[tools.t]\ndescription = \"d\"\ncommand = [\"cat\", \"{stdin}\"]\nstdin = true\nparams.stdin = { type = \"string\" }\n", `f.toml:5:8: tools.t.params.stdin: reserved for the call's stdin`},
 		{"NUL in command", "[tools.t]\ndescription = \"d\"\ncommand = [\"echo\", \"a\\u0000b\"]\n", `holds a NUL byte`},
 		{"no type", minimal + "params.q.required = true\n", `tools.t.params.q.type: missing; want one of string, integer`},
 		{"bad type", strings.Replace(minimal, `"string"`, `"str"`, 1), `f.toml:5:14: tools.t.params.p.type: "str": want one of`},

@@ -100,6 +100,10 @@ func (c *checker) tool(name string, rt rawTool) *Tool {
 	if rt.Stdin != nil {
 		t.Stdin = *rt.Stdin
 	}
+	if _, ok := rt.Params["stdin"]; ok && t.Stdin {
+		// MCP passes a call's stdin as the argument "stdin".
+		c.add(at("params", "stdin"), "reserved for the call's stdin in a tool with stdin = true; name the parameter otherwise")
+	}
 	if rt.Output != nil {
 		if o := *rt.Output; o != "text" && o != "json" {
 			c.add(at("output"), "%s: want \"text\" or \"json\"", strconv.Quote(o))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/tools/call"
 )
 
 // The docs cannot drift from the code: every flag and subcommand --help
@@ -83,6 +84,9 @@ func TestDocsListEveryFlag(t *testing.T) {
 		{"run", newRunFlagSet(&runFlags{}), "cli.md"},
 		{"check", newCheckFlagSet(new(bool)), "cli.md"},
 		{"serve", newServeFlagSet(&serveFlags{}), "serve.md"},
+		{"tools", newToolsCallFlagSet(&toolsCallFlags{}), "cli.md"},
+		{"audit", newAuditFlagSet(&auditFlags{}), "cli.md"},
+		{"mcp", newMCPFlagSet(&mcpFlags{}), "cli.md"},
 	} {
 		flags := helpFlags(help(t, sub.name))
 		n := 0
@@ -157,6 +161,12 @@ func TestDocsListEveryReportField(t *testing.T) {
 	for _, k := range keys {
 		if !strings.Contains(audit, "`"+k+"`") {
 			t.Errorf("docs/report.md, The audit log: field %s is not documented", k)
+		}
+	}
+	// A tool call's line adds its own fields.
+	for _, k := range emittedPaths(t, &call.Line{}) {
+		if !strings.Contains(audit, "`"+k+"`") {
+			t.Errorf("docs/report.md, The audit log: tool call field %s is not documented", k)
 		}
 	}
 }

@@ -18,6 +18,10 @@ a seccomp allowlist, rlimits and cgroup caps, and a JSON report of the run.
 Usage:
   tooljail run [flags] -- CMD [ARG...]   run CMD in a jail
   tooljail serve [flags]                 serve jailed runs to clients on a unix socket
+  tooljail tools check FILE              validate a tool file; print each tool as it would run
+  tooljail tools call FILE NAME [flags]  make one tool call (checked, limited, jailed, audited)
+  tooljail mcp --tools FILE [flags]      serve the tools of FILE to an agent over MCP (stdio)
+  tooljail audit show [flags] FILE       read an audit log back as a table
   tooljail check [--json]                what this host can enforce, and how to fix what it cannot
   tooljail profile list                  shipped profiles
   tooljail profile show NAME|FILE        a profile, resolved, as TOML
@@ -42,6 +46,12 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runCommand(args[1:], stdout, stderr)
 	case "serve":
 		return serveCommand(args[1:], stdout, stderr)
+	case "tools":
+		return toolsCommand(args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCommand(args[1:], stdout, stderr)
+	case "audit":
+		return auditCommand(args[1:], stdout, stderr)
 	case "check":
 		return checkCommand(args[1:], stdout, stderr)
 	case "profile":

@@ -1,0 +1,153 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tooljail/tooljail/tools/call"
+)
+
+const servedToolFile = `
+[tools.show]
+description = "Print the word."
+command = ["printf", "%s\n", "{word}"]
+params.word = { type = "string", pattern = "[a-z]+" }
+
+[tools.cat]
+description = "Print stdin."
+command = ["cat"]
+stdin = true
+
+[tools.once]
+description = "Once a minute."
+command = ["true"]
+rate = { per_minute = 1 }
+
+[tools.long]
+description = "A long timeout."
+command = ["true"]
+limits = { timeout = "7m" }
+`
+
+// toolServer serves servedToolFile (as a user without a delegated
+// cgroup, from a profile that allows the cgroup layer degraded), with a
+// workdir to call the tools in.
+func toolServer(t *testing.T) (*testServer, string) {
+	t.Helper()
+	dir := t.TempDir()
+	text := servedToolFile
+	if os.Geteuid() != 0 {
+		text = strings.ReplaceAll(text, "[tools.show]\n", "[tools.show]\nprofile = \""+profile(t, "default")+"\"\n")
+		text = strings.ReplaceAll(text, "[tools.cat]\n", "[tools.cat]\nprofile = \""+profile(t, "default")+"\"\n")
+		text = strings.ReplaceAll(text, "[tools.once]\n", "[tools.once]\nprofile = \""+profile(t, "default")+"\"\n")
+		text = strings.ReplaceAll(text, "[tools.long]\n", "[tools.long]\nprofile = \""+profile(t, "default")+"\"\n")
+	}
+	file := filepath.Join(dir, "tools.toml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.MkdirTemp("/tmp", "tjserve-tools-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(wd) })
+	if err := os.Chmod(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return startWith(t, func(s *Server) { s.Tools = file }), wd
+}
+
+func TestToolCalls(t *testing.T) {
+	ts, wd := toolServer(t)
+	ctx := context.Background()
+	c := ts.client()
+	raw, err := c.RunRaw(ctx, Request{ID: "t-1", Tool: "show", Arguments: map[string]any{"word": "hello"}, Workdir: wd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o call.Outcome
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Decision != "admitted" || o.Report == nil || *o.Report.Stdout.Text != "hello\n" || o.CallID == "" || o.Tool != "show" {
+		t.Errorf("outcome: %s", raw)
+	}
+	if o, err := c.RunRaw(ctx, Request{Tool: "cat", Stdin: []byte("in"), Workdir: wd}); err != nil || !strings.Contains(string(o), `"text":"in"`) {
+		t.Errorf("cat: %s %v", o, err)
+	}
+
+	// Refusals are error lines, and audit lines with their decision.
+	for _, tc := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{Tool: "show", Arguments: map[string]any{"word": "Hello World"}, Workdir: wd}, `refused by rule pattern "[a-z]+"`},
+		{Request{Tool: "show", Arguments: map[string]any{"word": "a", "x": 1}, Workdir: wd}, `parameter "x": refused by rule undeclared`},
+		{Request{Tool: "nope", Workdir: wd}, `no tool "nope"`},
+		{Request{Tool: "show", Argv: []string{"sh"}, Workdir: wd}, "argv: not taken with tool"},
+		{Request{Tool: "show", Limits: map[string]string{"timeout": "1h"}, Workdir: wd}, "limits: not taken with tool"},
+		{Request{Tool: "show", Profile: "default", Workdir: wd}, "profile: not taken with tool"},
+		{Request{Tool: "show", Arguments: map[string]any{"word": "a"}}, "a tool call needs its working directory"},
+	} {
+		_, err := c.RunRaw(ctx, tc.req)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, tc.want) {
+			t.Errorf("%+v: %v, want an error line with %q", tc.req, err, tc.want)
+		}
+	}
+	if _, err := c.RunRaw(ctx, Request{Tool: "once", Workdir: wd}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.RunRaw(ctx, Request{Tool: "once", Workdir: wd})
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(e.Message, "rate limit per_minute = 1 reached") {
+		t.Errorf("over the rate: %v", err)
+	}
+	a := ts.auditLines(t)
+	if len(a) != 11 {
+		t.Fatalf("%d audit lines, want 11: %v", len(a), a)
+	}
+	if a[0]["request_id"] != "t-1" || a[0]["decision"] != "admitted" || a[0]["tool"] != "show" {
+		t.Errorf("first line %v", a[0])
+	}
+	if p, _ := a[0]["peer"].(map[string]any); p["pid"] != float64(os.Getpid()) {
+		t.Errorf("peer %v", a[0]["peer"])
+	}
+	if a[2]["decision"] != `refused: pattern "[a-z]+"` || a[10]["decision"] != "refused: rate per_minute" {
+		t.Errorf("refusals' lines: %v\n%v", a[2], a[10])
+	}
+	// The grace period covers the tools' timeouts.
+	if d := ts.tools.longest; d != 7*time.Minute {
+		t.Errorf("the tools' longest timeout %v, want 7m", d)
+	}
+}
+
+// A tool call whose workdir would show the server's audit log is
+// refused as a run's would be.
+func TestToolCallHidesTheAuditLog(t *testing.T) {
+	ts, _ := toolServer(t)
+	o, err := ts.client().RunRaw(context.Background(), Request{Tool: "show", Arguments: map[string]any{"word": "x"}, Workdir: filepath.Dir(ts.audit)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out call.Outcome
+	json.Unmarshal(o, &out)
+	if out.Report == nil || out.Report.Status != "setup_error" || !strings.Contains(out.Error, "audit log") {
+		t.Errorf("%s", o)
+	}
+}
+
+func TestNoToolsServed(t *testing.T) {
+	ts := start(t)
+	_, err := ts.client().RunRaw(context.Background(), Request{Tool: "show", Workdir: "/tmp"})
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(e.Message, "serves no tools; start it with --tools FILE") {
+		t.Errorf("%v", err)
+	}
+}

@@ -1,0 +1,159 @@
+package call
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/tools"
+)
+
+// run jails argv under t's policy and waits for it. The error is the
+// run's setup error (the command never ran); the Result is never nil.
+func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, stdin []byte) (*jail.Result, error) {
+	spec, p, err := c.spec(t, argv)
+	if err != nil {
+		return setupFailure(argv, err), err
+	}
+	defer p.Close()
+	cmd := jail.CommandContext(ctx, spec)
+	cmd.CaptureOutput = true
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	return cmd.Run()
+}
+
+// spec builds the jail.Spec of one call: the tool's profile (or the
+// default's), the default's limits and then the tool's over it, the
+// default's network and read-only workdir for a tool that names no
+// profile, and the operator's allowed degraded layers. The profile holds
+// its files open until the run ends; the caller closes it.
+func (c *Caller) spec(t *tools.Tool, argv []string) (*jail.Spec, *profiles.Profile, error) {
+	pol := c.Defaults.For(t)
+	p, err := profiles.Load(profileRef(pol.Profile, c.File.Name))
+	if err != nil {
+		return nil, nil, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	s, err := c.overlay(p, pol, t, argv)
+	if err != nil {
+		p.Close()
+		return nil, nil, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	return s, p, nil
+}
+
+func (c *Caller) overlay(p *profiles.Profile, pol tools.Policy, t *tools.Tool, argv []string) (*jail.Spec, error) {
+	if err := setLimits(p, pol.Limits); err != nil {
+		return nil, err
+	}
+	if pol.Network != "" {
+		mode := pol.Network
+		p.Network.Mode = &mode
+	}
+	for _, l := range c.AllowDegraded {
+		if err := p.AddAllowDegraded(l); err != nil {
+			return nil, err
+		}
+	}
+	s, err := p.Spec(profiles.Request{Args: argv, Cwd: c.Workdir, Environ: c.Environ})
+	if err != nil {
+		return nil, err
+	}
+	if pol.ReadOnlyWorkdir {
+		readOnlyWorkdir(s, os.Geteuid())
+	}
+	s.Trusted = append(s.Trusted, c.Trusted...)
+	if o := c.Log.Object(); o != nil {
+		s.Trusted = append(s.Trusted, o)
+	}
+	if c.CheckSpec != nil {
+		if err := c.CheckSpec(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// readOnlyWorkdir makes the bind of the working directory read-only: the
+// server-wide default for a tool that names no profile. A jail that root
+// starts runs as the owner of a writable workdir (jail.Spec.HostUser), and
+// as an identity that owns nothing otherwise, which may not even read the
+// directory; so a read-only workdir not owned by root gets its owner too,
+// unless the profile names a host user. The bind is read-only: the owner
+// reads as itself and writes nothing.
+func readOnlyWorkdir(s *jail.Spec, euid int) {
+	for i, m := range s.Mounts {
+		if m.Kind != jail.MountBind || m.Dest != s.Dir {
+			continue
+		}
+		s.Mounts[i].Writable = false
+		var st unix.Stat_t
+		if euid == 0 && s.HostUser == nil && unix.Stat(m.Source, &st) == nil && st.Uid != 0 && st.Gid != 0 {
+			s.HostUser = &jail.HostID{UID: int(st.Uid), GID: int(st.Gid)}
+		}
+	}
+}
+
+// setupFailure is the report of a call whose jail could not be built.
+func setupFailure(argv []string, err error) *jail.Result {
+	return &jail.Result{
+		Schema: jail.Schema, Version: jail.Version, ID: newID(), Command: argv,
+		StartedAt: time.Now().UTC(), Status: jail.StatusSetupError, ExitCode: jail.ExitSetup,
+		Reason: err.Error(), Violations: []jail.Violation{},
+	}
+}
+
+// Resolved is what a tool runs under, as `tooljail tools check` shows it.
+type Resolved struct {
+	Profile         string            // the profile's name or file, as loaded
+	ReadOnlyWorkdir bool              // the default's read-only workdir applies
+	Network         string            // the network mode the run gets
+	Limits          map[string]string // every [limits] key: the profile's, the default's and the tool's over it
+	Rate            tools.Rate
+}
+
+// Resolve loads t's profile and lays its limits over it, as a call does,
+// without running anything: a profile that does not load or a limit it
+// refuses is an error here, before any call.
+func Resolve(f *tools.File, d tools.Defaults, t *tools.Tool) (Resolved, error) {
+	pol := d.For(t)
+	ref := profileRef(pol.Profile, f.Name)
+	p, err := profiles.Load(ref)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	defer p.Close()
+	if err := setLimits(p, pol.Limits); err != nil {
+		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	r := Resolved{Profile: ref, ReadOnlyWorkdir: pol.ReadOnlyWorkdir, Limits: map[string]string(p.Limits), Rate: pol.Rate}
+	r.Network = pol.Network
+	if r.Network == "" && p.Network.Mode != nil {
+		r.Network = *p.Network.Mode
+	}
+	return r, nil
+}
+
+// setLimits lays limits over p's, in key order (so that an error is
+// always the same one).
+func setLimits(p *profiles.Profile, limits map[string]string) error {
+	keys := make([]string, 0, len(limits))
+	for k := range limits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := p.SetLimit(k, limits[k]); err != nil {
+			return fmt.Errorf("limits: %w", err)
+		}
+	}
+	return nil
+}

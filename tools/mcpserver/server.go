@@ -1,0 +1,152 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/tools/call"
+)
+
+// New returns an MCP server with one tool per tool of c.File, each call
+// made through c for client (who the calls are recorded as: over stdio,
+// the process that started the server). Serve it with Run and a
+// transport (mcp.StdioTransport). Each tool's profile is loaded with its
+// limits first (call.Resolve): a tool that could never run is an error
+// here, before any client sees it.
+func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "tooljail", Version: jail.Version}, nil)
+	for _, t := range c.File.Tools {
+		r, err := call.Resolve(c.File, c.Defaults, t)
+		if err != nil {
+			return nil, err
+		}
+		// The SDK's typed AddTool would validate arguments against the
+		// schema and refuse a bad call before it reaches the handler, and
+		// so before the audit log: the raw form leaves every decision to
+		// call.Caller, which records each one.
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: Schema(t), Annotations: annotations(r)}, handler(c, t.Name, client))
+	}
+	// A call of a tool the file does not declare would be the SDK's
+	// protocol error, seen by no audit log: it goes through call.Caller
+	// too, which refuses and records it.
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil && c.File.Lookup(r.Params.Name) == nil {
+				return handler(c, r.Params.Name, client)(ctx, r)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return s, nil
+}
+
+// annotations are the hints a host may show or act on, from the tool's
+// resolved policy: read-only when its workdir is (its only other writable
+// places are the jail's own tmpfs), open-world when it has a network.
+func annotations(r call.Resolved) *mcp.ToolAnnotations {
+	open := r.Network != "none"
+	return &mcp.ToolAnnotations{ReadOnlyHint: r.ReadOnlyWorkdir, OpenWorldHint: &open}
+}
+
+func handler(c *call.Caller, name string, client jail.Peer) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r := call.Request{Tool: name, Client: client}
+		args, err := decodeArgs(req.Params.Arguments)
+		if err != nil {
+			// Not an object: a refusal the model can read, recorded as
+			// one (an argument "arguments" of no declared parameter).
+			args = map[string]any{"arguments": string(req.Params.Arguments)}
+		}
+		if t := c.File.Lookup(name); t != nil && t.Stdin {
+			if v, ok := args[StdinArg]; ok {
+				if s, isString := v.(string); isString {
+					r.Stdin = []byte(s)
+					delete(args, StdinArg)
+				}
+			}
+		}
+		r.Args = args
+		o, err := c.Call(ctx, r)
+		return result(o, err), nil
+	}
+}
+
+// decodeArgs reads a call's arguments: a JSON object (absent or null is
+// none), numbers kept exact.
+func decodeArgs(raw json.RawMessage) (map[string]any, error) {
+	args := map[string]any{}
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return args, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
+		return nil, err
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	return args, nil
+}
+
+// result is an outcome as MCP content: what went wrong first (a refusal,
+// a failed start, bad JSON, the exit), then stdout and stderr as text
+// (head and tail when over the output limit, as the report keeps them);
+// isError when the call did not do what the tool promises; the outcome
+// (call id, decision, the report without the texts, a JSON tool's parsed
+// output) as structured content.
+func result(o *call.Outcome, err error) *mcp.CallToolResult {
+	if o == nil {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "tooljail: " + err.Error()}}}
+	}
+	var content []mcp.Content
+	add := func(s string) { content = append(content, &mcp.TextContent{Text: s}) }
+	if o.Error != "" {
+		add("tooljail: " + o.Error)
+	}
+	if err != nil {
+		add("tooljail: " + err.Error())
+	}
+	structured := *o
+	if r := o.Report; r != nil {
+		if o.Error == "" && (r.Status != jail.StatusExited || r.ExitCode != 0) {
+			add(exitLine(r))
+		}
+		out, errText := text(r.Stdout), text(r.Stderr)
+		if out != "" {
+			add(out)
+		}
+		if errText != "" {
+			add("stderr:\n" + errText)
+		}
+		rep := *r
+		rep.Stdout.Text, rep.Stderr.Text = nil, nil
+		structured.Report = &rep
+	}
+	if len(content) == 0 {
+		add("(no output)")
+	}
+	return &mcp.CallToolResult{Content: content, IsError: o.Failed() || err != nil, StructuredContent: &structured}
+}
+
+// exitLine says how a run ended, for one that did not exit 0.
+func exitLine(r *jail.Result) string {
+	line := fmt.Sprintf("tooljail: exit code %d (%s)", r.ExitCode, r.Status)
+	if r.Reason != "" {
+		line += ": " + strings.TrimSpace(r.Reason)
+	}
+	return line
+}
+
+func text(s jail.Stream) string {
+	if s.Text == nil {
+		return ""
+	}
+	return *s.Text
+}

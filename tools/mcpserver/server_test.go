@@ -1,0 +1,199 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/tools"
+	"github.com/tooljail/tooljail/tools/call"
+)
+
+func TestMain(m *testing.M) {
+	jail.Init()
+	os.Exit(m.Run())
+}
+
+const testFile = `
+[tools.show]
+description = "Print the word."
+command = ["printf", "%s\n", "{word}"]
+params.word = { type = "string", pattern = "[a-z]+" }
+
+[tools.cat]
+description = "Print stdin."
+command = ["cat"]
+stdin = true
+
+[tools.fail]
+description = "Exit 3 after writing to stderr."
+command = ["sh", "-c", "echo oops >&2; exit 3"]
+
+[tools.json]
+description = "Print JSON."
+command = ["printf", '{"n": %s}', "{n}"]
+params.n = { type = "integer", default = 1 }
+output = "json"
+
+[tools.once]
+description = "Once a minute."
+command = ["true"]
+rate = { per_minute = 1 }
+`
+
+// connect serves testFile in memory and returns a client session.
+func connect(t *testing.T) (*mcp.ClientSession, string) {
+	t.Helper()
+	f, err := tools.Parse("tools.toml", []byte(testFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp("/tmp", "tjmcp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	wd := filepath.Join(root, "work")
+	if err := os.Mkdir(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(root, "audit.log")
+	log, err := call.OpenLog(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	c := &call.Caller{File: f, Defaults: tools.ServerDefaults, Workdir: wd, Log: log}
+	if os.Geteuid() != 0 {
+		c.AllowDegraded = []string{"cgroup"}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ct, st := mcp.NewInMemoryTransports()
+	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, logPath
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, string, map[string]any) {
+	t.Helper()
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var texts []string
+	for _, c := range r.Content {
+		texts = append(texts, c.(*mcp.TextContent).Text)
+	}
+	var structured map[string]any
+	b, _ := json.Marshal(r.StructuredContent)
+	json.Unmarshal(b, &structured)
+	return r, strings.Join(texts, "\n---\n"), structured
+}
+
+func TestServe(t *testing.T) {
+	cs, logPath := connect(t)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if strings.Join(names, " ") != "show cat fail json once" && len(names) != 5 {
+		t.Errorf("tools %q", names)
+	}
+	for _, tool := range list.Tools {
+		if a := tool.Annotations; a == nil || !a.ReadOnlyHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
+			t.Errorf("%s: annotations %+v: want read-only, closed world (the default's read-only workdir, no network)", tool.Name, a)
+		}
+		if tool.Name == "show" {
+			s, _ := json.Marshal(tool.InputSchema)
+			if !strings.Contains(string(s), `"pattern":"^(?:[a-z]+)$"`) || tool.Description != "Print the word." {
+				t.Errorf("show: %s %q", s, tool.Description)
+			}
+		}
+	}
+
+	r, text, st := callTool(t, cs, "show", map[string]any{"word": "hello"})
+	if r.IsError || text != "hello\n" || st["decision"] != "admitted" || st["call_id"] == "" {
+		t.Errorf("show: %v %q %v", r.IsError, text, st)
+	}
+	if rep, _ := st["report"].(map[string]any); rep["status"] != "exited" || rep["stdout"].(map[string]any)["text"] != nil {
+		t.Errorf("the report as structured content, without the texts: %v", st["report"])
+	}
+	// The schema is a hint; the checks decide, and record the refusal.
+	r, text, st = callTool(t, cs, "show", map[string]any{"word": "Hello; rm -rf /"})
+	if !r.IsError || !strings.Contains(text, `refused by rule pattern "[a-z]+"`) || st["decision"] != `refused: pattern "[a-z]+"` {
+		t.Errorf("a bad argument: %v %q %v", r.IsError, text, st)
+	}
+	r, text, _ = callTool(t, cs, "show", map[string]any{"word": "a", "profile": "unconfined"})
+	if !r.IsError || !strings.Contains(text, `parameter "profile": refused by rule undeclared`) {
+		t.Errorf("an argument that tries to pick the profile: %q", text)
+	}
+	r, text, _ = callTool(t, cs, "cat", map[string]any{"stdin": "from the model"})
+	if r.IsError || text != "from the model" {
+		t.Errorf("stdin: %q", text)
+	}
+	r, text, st = callTool(t, cs, "fail", nil)
+	if !r.IsError || !strings.Contains(text, "exit code 3 (exited)") || !strings.Contains(text, "stderr:\noops") || st["exit_code"] != 3.0 {
+		t.Errorf("a failing command: %q %v", text, st)
+	}
+	r, _, st = callTool(t, cs, "json", map[string]any{"n": 7})
+	if r.IsError || st["structured"].(map[string]any)["n"] != 7.0 {
+		t.Errorf("json: %v", st)
+	}
+	if r, _, _ := callTool(t, cs, "once", nil); r.IsError {
+		t.Error("once: the first call")
+	}
+	r, text, st = callTool(t, cs, "once", nil)
+	if !r.IsError || !strings.Contains(text, "rate limit per_minute = 1 reached; retry after") || st["decision"] != "refused: rate per_minute" {
+		t.Errorf("over the rate: %q %v", text, st)
+	}
+	r, text, st = callTool(t, cs, "rm_rf", map[string]any{"path": "/"})
+	if !r.IsError || !strings.Contains(text, `no tool "rm_rf" in tools.toml; declared: show, cat, fail, json, once`) || st["decision"] != "refused: unknown tool" {
+		t.Errorf("an undeclared tool: %q %v", text, st)
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 9 {
+		t.Fatalf("%d audit lines, want 9:\n%s", len(lines), b)
+	}
+	if !strings.Contains(lines[1], `"decision":"refused: pattern \"[a-z]+\""`) || !strings.Contains(lines[1], `"peer":{"uid":1,"gid":2,"pid":3}`) {
+		t.Errorf("the refused line: %s", lines[1])
+	}
+}
+
+func TestNewRefusesAToolThatCannotRun(t *testing.T) {
+	f, err := tools.Parse("/nonexistent/tools.toml", []byte("[tools.t]\ndescription = \"d\"\ncommand = [\"true\"]\nprofile = \"profiles/missing.toml\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(&call.Caller{File: f, Defaults: tools.ServerDefaults, Workdir: "/tmp"}, jail.Peer{})
+	if err == nil || !strings.Contains(err.Error(), "tool t: profile /nonexistent/profiles/missing.toml") {
+		t.Errorf("New: %v", err)
+	}
+}
