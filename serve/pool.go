@@ -47,7 +47,8 @@ type poolKey struct {
 	ready    []*jail.Warm
 	building int
 	used     time.Time
-	failed   time.Time // the last Prepare that failed
+	failed   time.Time // the last Prepare that failed, or unfit take
+	stale    bool      // spec is to be replaced by the next call's
 }
 
 func newPool(size int) *pool {
@@ -90,8 +91,10 @@ func (p *pool) take(key string, spec *jail.Spec) *jail.Cmd {
 			break
 		}
 		// Unfit (a workdir replaced, another shape under the same key):
-		// the jail is closed; the rest of the key was built alike.
-		p.drop(key)
+		// the jail is closed; the rest of the key was built alike, and
+		// the key rests as after a failed build, so that a shape that
+		// never fits does not cost a build per call.
+		p.cool(key)
 		break
 	}
 	p.refill(key)
@@ -113,6 +116,9 @@ func (p *pool) pop(key string, spec *jail.Spec) *jail.Warm {
 		p.keys[key] = k
 	}
 	k.used = time.Now()
+	if k.stale && time.Since(k.failed) >= warmRetryAfter {
+		k.spec, k.stale = spec, false
+	}
 	if len(k.ready) == 0 {
 		return nil
 	}
@@ -133,13 +139,13 @@ func (p *pool) refill(key string) {
 	for len(k.ready)+k.building < p.size {
 		k.building++
 		p.wg.Add(1)
-		go p.build(key, k)
+		go p.build(key, k, k.spec)
 	}
 }
 
-func (p *pool) build(key string, k *poolKey) {
+func (p *pool) build(key string, k *poolKey, spec *jail.Spec) {
 	defer p.wg.Done()
-	w, err := jail.Prepare(k.spec)
+	w, err := jail.Prepare(spec)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k.building--
@@ -147,22 +153,25 @@ func (p *pool) build(key string, k *poolKey) {
 		k.failed = time.Now()
 		return
 	}
-	if p.closed || p.keys[key] != k {
+	if p.closed || p.keys[key] != k || k.stale {
 		p.closeLater(w)
 		return
 	}
 	k.ready = append(k.ready, w)
 }
 
-// drop forgets key and closes its parked jails.
-func (p *pool) drop(key string) {
+// cool closes key's parked jails and keeps it from being refilled for
+// warmRetryAfter; its next call after that sets its shape anew.
+func (p *pool) cool(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if k := p.keys[key]; k != nil {
-		delete(p.keys, key)
 		for _, w := range k.ready {
 			p.closeLater(w)
 		}
+		k.ready = nil
+		k.failed = time.Now()
+		k.stale = true
 	}
 }
 
