@@ -135,7 +135,9 @@ func (c *Cmd) Start() error {
 		start = c.startNoNS
 		if c.warm != nil {
 			// Its reaper and stage 2 take the command at once (nons.c).
-			start = func() error { return errors.New("a run without namespaces cannot be built ahead of its command (warm); run it cold") }
+			start = func() error {
+				return errors.New("a run without namespaces cannot be built ahead of its command (warm); run it cold")
+			}
 		}
 	}
 	if err := start(); err != nil {
