@@ -4,6 +4,7 @@
 #ifndef TOOLJAIL_INIT_INTERNAL_H
 #define TOOLJAIL_INIT_INTERNAL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -89,5 +90,9 @@ void tj_default_handlers(void);
 int tj_start_stage2(struct tj_builder *b);
 __attribute__((noreturn)) void tj_reap(struct tj_builder *b);
 __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws);
+// tj_reaper_signals fills set with what a reaper waits for (SIGCHLD and
+// the signals it forwards); tj_forward forwards one to the command.
+void tj_reaper_signals(sigset_t *set);
+void tj_forward(pid_t command, int sig);
 
 #endif

@@ -226,6 +226,27 @@ __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
 	_exit(0);
 }
 
+// tj_reaper_signals is what a reaper waits for: the children's ends and
+// the signals it forwards to the command (tj_forward).
+void tj_reaper_signals(sigset_t *set) {
+	sigemptyset(set);
+	static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) {
+		sigaddset(set, fwd[i]);
+	}
+	sigaddset(set, SIGCHLD);
+}
+
+// tj_forward sends sig to the command's process group, as a terminal
+// would; to the command itself too only when it has left that group, or
+// it would get the signal twice.
+void tj_forward(pid_t command, int sig) {
+	kill(-command, sig);
+	if (getpgid(command) != command) {
+		kill(command, sig);
+	}
+}
+
 // tj_end_jail kills and reaps everything left in the jail's PID namespace
 // once the command has ended: its exit record then means that nothing of
 // the run is left but the init, which exits next, so the supervisor can
@@ -251,12 +272,7 @@ static void tj_end_jail(void) {
 void tj_reap(struct tj_builder *b) {
 	pid_t pid = b->command;
 	sigset_t set;
-	sigemptyset(&set);
-	static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-	for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) {
-		sigaddset(&set, fwd[i]);
-	}
-	sigaddset(&set, SIGCHLD);
+	tj_reaper_signals(&set);
 	for (;;) {
 		int sig = sigwaitinfo(&set, NULL);
 		if (sig < 0) {
@@ -267,13 +283,7 @@ void tj_reap(struct tj_builder *b) {
 			tj_die(b);
 		}
 		if (sig != SIGCHLD) {
-			// To the command's process group, as a terminal would; to the
-			// command itself too only when it has left that group, or it
-			// would get the signal twice.
-			kill(-pid, sig);
-			if (getpgid(pid) != pid) {
-				kill(pid, sig);
-			}
+			tj_forward(pid, sig);
 			continue;
 		}
 		for (;;) {

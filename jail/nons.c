@@ -108,12 +108,7 @@ static void tj_kill_all(pid_t command, int *have, int *ws) {
 static __attribute__((noreturn)) void tj_nons_reap(struct tj_builder *b) {
 	pid_t pid = b->command;
 	sigset_t set;
-	sigemptyset(&set);
-	static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-	for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) {
-		sigaddset(&set, fwd[i]);
-	}
-	sigaddset(&set, SIGCHLD);
+	tj_reaper_signals(&set);
 	sigaddset(&set, TJ_SIG_KILLALL);
 	int have = 0, ws = 0;
 	while (!have) {
@@ -129,10 +124,7 @@ static __attribute__((noreturn)) void tj_nons_reap(struct tj_builder *b) {
 			break;
 		}
 		if (sig != SIGCHLD) {
-			kill(-pid, sig);
-			if (getpgid(pid) != pid) {
-				kill(pid, sig);
-			}
+			tj_forward(pid, sig);
 			continue;
 		}
 		for (;;) {
