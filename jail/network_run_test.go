@@ -1,0 +1,178 @@
+package jail_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/profiles"
+)
+
+// attack is what the command does to the allow mode's listeners, in
+// Python (/usr/bin/python3 of the host, shown in the jail through /usr):
+// garbage and an oversized head to the HTTP proxy, a flood of CONNECTs
+// over the connection cap, half-sent SOCKS5 requests left open, 10,000
+// DNS queries for made-up names, and an allowed download from an upstream
+// that never ends and one from an upstream that never answers, both left
+// running when the command exits.
+const attack = `
+import socket, os, random, string
+HTTP, SOCKS, UP = ("127.0.0.1", 3128), ("127.0.0.1", 1080), os.environ["UP"]
+def conn(a):
+    s = socket.create_connection(a, timeout=5); return s
+held = []
+s = conn(HTTP); s.sendall(b"\x00\xff garbage \r\n\r\n"); print("garbage", s.recv(64)[:12]); s.close()
+s = conn(HTTP); s.sendall(b"GET http://x/ HTTP/1.1\r\nX: " + b"a" * 200000 + b"\r\n\r\n")
+try: print("huge", s.recv(64)[:12])
+except OSError as e: print("huge", e)
+for i in range(300):
+    try:
+        s = conn(HTTP); s.sendall(b"CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n"); held.append(s)
+    except OSError: pass
+for i in range(50):
+    try:
+        s = conn(SOCKS); s.sendall(b"\x05\x01"); held.append(s)
+    except OSError: pass
+d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); d.setblocking(False)
+for i in range(10000):
+    name = "".join(random.choice(string.ascii_lowercase) for _ in range(12)).encode()
+    q = os.urandom(2) + b"\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + bytes([len(name)]) + name + b"\x07example\x00\x00\x10\x00\x01"
+    try: d.sendto(q, ("127.0.0.1", 53))
+    except OSError: pass
+for c in held: c.close()
+held = []
+for path in ("/stream", "/hang"):
+    s = conn(HTTP); s.sendall(("GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (UP, path, UP)).encode()); held.append(s)
+print("first", held[0].recv(15))
+print("done", flush=True)
+os._exit(0)
+`
+
+// The supervisor stays bounded against a command that attacks the
+// listeners, and a run leaves nothing: after Wait, this process has the
+// goroutines and descriptors it had before (the proxies, the resolver and
+// every connection through them are closed, none waits for an upstream),
+// and the report's network list is bounded.
+func TestAllowModeAttackLeavesNothing(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 here to attack from")
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/stream":
+			chunk := []byte(strings.Repeat("x", 32<<10))
+			for {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+				select {
+				case <-release:
+					return
+				default:
+				}
+			}
+		case "/hang":
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer up.Close()
+	defer unblock()
+	upAddr := up.Listener.Addr().String()
+
+	p, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := "allow"
+	p.Network.Mode = &mode
+	p.Network.Allow = []string{upAddr}
+	no := false
+	p.Filesystem.Workdir = &no
+	p.AllowDegraded = append(p.AllowDegraded, jail.LayerCgroup)
+	spec, err := p.Spec(profiles.Request{Args: []string{"/usr/bin/python3", "-c", attack}, Cwd: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Env = append(spec.Env, "UP="+upAddr)
+
+	// A first run warms what a process sets up once (the host probe,
+	// the resolver's configuration); the second is measured.
+	runOnce := func() (*jail.Result, string) {
+		var out strings.Builder
+		cmd := jail.Command(spec)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		res, err := cmd.Run()
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out.String())
+		}
+		return res, out.String()
+	}
+	runOnce()
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	res, out := runOnce()
+	if res.ExitCode != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("the attack did not run through: %+v\n%s", res, out)
+	}
+	for _, want := range []string{"garbage b'HTTP/1.1 400", "huge b'HTTP/1.1 431", "first b'HTTP/1.1 200 OK"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := len(res.Network); n == 0 || n > 300 {
+		t.Errorf("%d network entries, want some and at most a bounded number", n)
+	}
+	if res.NetworkLimitHits["connection limit"] == 0 {
+		t.Errorf("300 CONNECTs over a cap of 128 hit no limit: %v", res.NetworkLimitHits)
+	}
+	dns := 0
+	for _, e := range res.Network {
+		if e.Proto == "dns" {
+			dns += e.Count
+		}
+	}
+	if dns == 0 || dns > 10000 {
+		t.Errorf("%d DNS queries reported, want some, at most the 10,000 sent", dns)
+	}
+	// Wait returned with the upstream connections closed by the
+	// supervisor: the stream's and the hang's handlers end on their own.
+	// Then nothing of the run may be left.
+	if g, f := settle(goroutines, fds, t); g > goroutines || f > fds {
+		buf := make([]byte, 1<<20)
+		t.Errorf("after the run: %d goroutines (before %d), %d descriptors (before %d)\n%s", g, goroutines, f, fds, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// settle gives the upstream's handlers, which end when the supervisor
+// closes their connections, a moment to return; it reports the counts
+// once they are no higher than before, or after a bound.
+func settle(goroutines, fds int, t *testing.T) (int, int) {
+	var g, f int
+	for i := 0; i < 200; i++ {
+		g, f = runtime.NumGoroutine(), openFDs(t)
+		if g <= goroutines && f <= fds {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return g, f
+}
+
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
