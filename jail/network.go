@@ -124,6 +124,12 @@ func allowModeLayers(userns Layer, abi int) []Layer {
 	return []Layer{mode, tcp}
 }
 
+// upstreamLookup resolves the allowed names; nil is the host's resolver.
+// Only this package's tests set it (SetUpstreamLookup in export_test.go),
+// to map made-up names to the addresses a test needs: no flag, profile key
+// or environment variable reaches it.
+var upstreamLookup resolver.Lookup
+
 // netServer serves the allow mode's listeners for one run.
 type netServer struct {
 	proxy *proxy.Proxy
@@ -168,7 +174,7 @@ func startNetwork(list allow.List, limits Limits, files []*os.File) (*netServer,
 		return nil, fmt.Errorf("network allow mode: DNS socket: %w", err)
 	}
 	n := &netServer{log: newNetLog()}
-	cache := resolver.NewAddrCache(nil, 0, 0)
+	cache := resolver.NewAddrCache(upstreamLookup, 0, 0)
 	n.dns = resolver.New(resolver.Config{Allow: list, Cache: cache, Events: n.log.dnsEvent})
 	n.proxy, err = proxy.New(proxy.Config{
 		Allow:    list,

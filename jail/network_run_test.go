@@ -1,12 +1,18 @@
 package jail_test
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +181,132 @@ func openFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents)
+}
+
+// hostsLookup maps made-up names to addresses, as the host's resolver
+// would answer them.
+type hostsLookup map[string][]netip.Addr
+
+func (h hostsLookup) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, a := range h[host] {
+		if network == "ip" || (network == "ip4") == a.Unmap().Is4() && !(network == "ip6" && a.Is4In6()) {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return out, nil
+}
+
+// names asks the HTTP proxy for http://NAME:PORT/ and the resolver for
+// NAME's A and AAAA records, for each name in NAMES, and prints
+// "NAME STATUS-LINE | BODY" and "NAME dns RCODE ANSWERS".
+const names = `
+import socket, os, struct
+port = os.environ["PORT"]
+for name in os.environ["NAMES"].split():
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(("GET http://%s:%s/ HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (name, port, name, port)).encode())
+    data = b""
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        data += b
+    head, _, body = data.partition(b"\r\n\r\n")
+    print(name, head.split(b"\r\n")[0].decode(), "|", body.decode().strip())
+    for qtype in (1, 28):
+        q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\x00" + struct.pack(">HH", qtype, 1)
+        d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); d.settimeout(10)
+        d.sendto(q, ("127.0.0.1", 53)); r = d.recv(1500)
+        print(name, "dns", qtype, r[3] & 15, struct.unpack(">H", r[6:8])[0])
+`
+
+// Names on the list that resolve to local or special addresses are
+// refused by address, however the address is written (IPv4-mapped,
+// NAT64), both by the proxy and by the resolver, and only a name whose
+// address is named by an IP entry too reaches the upstream. The names
+// come from a test-only resolver (SetUpstreamLookup).
+func TestAllowModeRefusesNamesOfLocalAddresses(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 here")
+	}
+	var hits atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintln(w, "upstream", r.Host)
+	}))
+	defer up.Close()
+	upAddr := netip.MustParseAddrPort(up.Listener.Addr().String())
+	port := strconv.Itoa(int(upAddr.Port()))
+	restore := jail.SetUpstreamLookup(hostsLookup{
+		"good.test":     {netip.MustParseAddr("127.0.0.1")},
+		"meta.test":     {netip.MustParseAddr("169.254.169.254")},
+		"internal.test": {netip.MustParseAddr("10.1.2.3")},
+		"ula.test":      {netip.MustParseAddr("fd00::1")},
+		"mapped.test":   {netip.MustParseAddr("::ffff:10.1.2.3")},
+		"nat64.test":    {netip.MustParseAddr("64:ff9b::a01:203")},
+		"aws6.test":     {netip.MustParseAddr("fd00:ec2::254")},
+	})
+	defer restore()
+	all := "good.test meta.test internal.test ula.test mapped.test nat64.test aws6.test"
+	p, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := "allow"
+	p.Network.Mode = &mode
+	for _, n := range strings.Fields(all) {
+		p.Network.Allow = append(p.Network.Allow, n+":"+port)
+	}
+	p.Network.Allow = append(p.Network.Allow, "127.0.0.1:"+port)
+	no := false
+	p.Filesystem.Workdir = &no
+	p.AllowDegraded = append(p.AllowDegraded, jail.LayerCgroup)
+	spec, err := p.Spec(profiles.Request{Args: []string{"/usr/bin/python3", "-c", names}, Cwd: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Env = append(spec.Env, "PORT="+port, "NAMES="+all)
+	var out strings.Builder
+	cmd := jail.Command(spec)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	res, err := cmd.Run()
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v %+v\n%s", err, res, out.String())
+	}
+	want := map[string]struct{ status, reason, dnsA, dnsAAAA string }{
+		"good.test":     {"200 OK", "allowed", "0 1", "0 0"},
+		"meta.test":     {"403 Forbidden", "metadata address", "5 0", "0 0"},
+		"internal.test": {"403 Forbidden", "private address", "5 0", "0 0"},
+		"ula.test":      {"403 Forbidden", "private address", "0 0", "5 0"},
+		"mapped.test":   {"403 Forbidden", "private address", "5 0", "0 0"},
+		"nat64.test":    {"403 Forbidden", "private address", "0 0", "5 0"},
+		"aws6.test":     {"403 Forbidden", "metadata address", "0 0", "5 0"},
+	}
+	text := out.String()
+	for name, w := range want {
+		if !strings.Contains(text, name+" HTTP/1.1 "+w.status) {
+			t.Errorf("%s: want %s\n%s", name, w.status, text)
+		}
+		if w.reason != "allowed" && !strings.Contains(text, w.reason) {
+			t.Errorf("%s: the refusal does not say %q\n%s", name, w.reason, text)
+		}
+		if !strings.Contains(text, name+" dns 1 "+w.dnsA+"\n") || !strings.Contains(text, name+" dns 28 "+w.dnsAAAA+"\n") {
+			t.Errorf("%s: DNS A %s, AAAA %s wanted (rcode, answers)\n%s", name, w.dnsA, w.dnsAAAA, text)
+		}
+		found := false
+		for _, e := range res.Network {
+			if e.Proto == "http" && e.Host == name && e.Decision == w.reason {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no http entry %q in the report: %+v", name, w.reason, res.Network)
+		}
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("the upstream served %d requests, want 1 (good.test)", n)
+	}
 }
