@@ -208,10 +208,14 @@ func (c *Cmd) readMessages() {
 				n, err := startNetwork(list, c.Spec.Limits, files)
 				files = nil // startNetwork closed them
 				if err != nil {
+					// The init waits for the byte below: the command
+					// never starts.
 					c.setupErr = &SetupError{Code: ExitSetup, Err: err}
 					netErr = true
+				} else {
+					c.net = n
+					unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
 				}
-				c.net = n
 			}
 		}
 		c.mu.Unlock()

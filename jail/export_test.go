@@ -1,6 +1,12 @@
 package jail
 
-import "github.com/tooljail/tooljail/network/resolver"
+import (
+	"errors"
+	"net"
+	"os"
+
+	"github.com/tooljail/tooljail/network/resolver"
+)
 
 // InitPID is the pid of a started run's init, for tests that look at it
 // from the host.
@@ -12,4 +18,11 @@ func InitPID(c *Cmd) int { return c.proc.pid }
 func SetUpstreamLookup(l resolver.Lookup) (restore func()) {
 	upstreamLookup = l
 	return func() { upstreamLookup = nil }
+}
+
+// FailNetListeners makes the supervisor fail to serve the allow mode's
+// listeners until the returned function restores it.
+func FailNetListeners() (restore func()) {
+	fileListener = func(*os.File) (net.Listener, error) { return nil, errors.New("test: no listener") }
+	return func() { fileListener = net.FileListener }
 }

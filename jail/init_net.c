@@ -50,9 +50,9 @@ int tj_loopback(struct tj_builder *b) {
 // tj_net_listeners makes the allow mode's sockets on 127.0.0.1 in the
 // jail's network namespace (only the init can: an unprivileged supervisor
 // cannot enter it) and sends them to the supervisor, which serves them
-// for the life of the run, in one record before the command starts. The
-// init keeps no copy: the command can connect to them, never accept on
-// them. No SO_REUSEADDR or SO_REUSEPORT: the command runs as the same host
+// for the life of the run, in one record, and waits until the supervisor
+// says it serves them before the command starts. The init keeps no copy:
+// the command can connect to them, never accept on them. No SO_REUSEADDR or SO_REUSEPORT: the command runs as the same host
 // uid, and either option would let it bind the same address beside them.
 int tj_net_listeners(struct tj_builder *b) {
 	if (!b->p->netallow) {
@@ -105,6 +105,17 @@ int tj_net_listeners(struct tj_builder *b) {
 		}
 		if (n < 0) {
 			r = tj_failed(b, TJ_I_NET_LISTEN, TJ_OP_SEND, errno, 0, NULL);
+		}
+	}
+	// Wait for the supervisor's byte: it serves them. Without it the
+	// command must not start (the supervisor ends the run instead).
+	if (r == 0) {
+		char ack;
+		ssize_t n;
+		while ((n = recv(b->sock, &ack, 1, 0)) < 0 && errno == EINTR) {
+		}
+		if (n != 1) {
+			r = -1; // the supervisor is gone, or gave up on this run
 		}
 	}
 	for (int i = 0; i < 4; i++) {

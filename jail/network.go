@@ -130,6 +130,10 @@ func allowModeLayers(userns Layer, abi int) []Layer {
 // or environment variable reaches it.
 var upstreamLookup resolver.Lookup
 
+// fileListener is net.FileListener; a test makes it fail
+// (FailNetListeners in export_test.go).
+var fileListener = net.FileListener
+
 // netServer serves the allow mode's listeners for one run.
 type netServer struct {
 	proxy *proxy.Proxy
@@ -164,7 +168,7 @@ func startNetwork(list allow.List, limits Limits, files []*os.File) (*netServer,
 	}
 	var err error
 	for i, f := range []*os.File{files[0], files[1], files[3]} {
-		if ls[i], err = net.FileListener(f); err != nil {
+		if ls[i], err = fileListener(f); err != nil {
 			closeAll()
 			return nil, fmt.Errorf("network allow mode: listener %d: %w", i, err)
 		}

@@ -310,3 +310,29 @@ func TestAllowModeRefusesNamesOfLocalAddresses(t *testing.T) {
 		t.Errorf("the upstream served %d requests, want 1 (good.test)", n)
 	}
 }
+
+// The command starts only once the supervisor serves the listeners: when
+// it cannot, the run is a setup error and the command never ran.
+func TestAllowModeNoServiceNoCommand(t *testing.T) {
+	restore := jail.FailNetListeners()
+	defer restore()
+	dir := t.TempDir()
+	p, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := "allow"
+	p.Network.Mode = &mode
+	p.AllowDegraded = append(p.AllowDegraded, jail.LayerCgroup)
+	spec, err := p.Spec(profiles.Request{Args: []string{"/bin/sh", "-c", "echo ran > ran"}, Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := jail.Command(spec).Run()
+	if err == nil || res.Status != jail.StatusSetupError || !strings.Contains(res.Reason, "test: no listener") {
+		t.Fatalf("run without the listeners served: %v, %+v", err, res)
+	}
+	if _, err := os.Stat(dir + "/ran"); err == nil {
+		t.Errorf("the command ran although the supervisor did not serve the listeners")
+	}
+}
