@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -451,5 +453,54 @@ func TestNetAllowServed(t *testing.T) {
 				t.Errorf("the server holds fd %s, %s, a %s socket, after the runs ended", e.Name(), target, table)
 			}
 		}
+	})
+}
+
+// Real clients through the allow mode, where the host has them (they run
+// from the host's /usr in the jail): curl over the HTTP proxy and SOCKS5,
+// Python's urllib, and git clone over smart HTTP from a `git http-backend`
+// the test serves. NO_PROXY names 127.0.0.1, where these upstreams are,
+// so the clients are told to use the proxies for it; that they cannot get
+// there otherwise is TestNetAllowReachesOnlyTheList's.
+func TestNetAllowRealClients(t *testing.T) {
+	for _, tool := range []string{"/usr/bin/curl", "/usr/bin/python3", "/usr/bin/git"} {
+		if _, err := os.Stat(tool); err != nil {
+			t.Skipf("no %s here", tool)
+		}
+	}
+	root := t.TempDir()
+	for _, c := range [][]string{
+		{"git", "init", "-q", "-b", "main", root + "/src"},
+		{"git", "-C", root + "/src", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "tjmark-commit"},
+		{"git", "clone", "-q", "--bare", root + "/src", root + "/repo.git"},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	gitSrv := httptest.NewServer(&cgi.Handler{Path: "/usr/bin/git", Args: []string{"http-backend"},
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}})
+	t.Cleanup(gitSrv.Close) // the subtests run after this function returns
+	eachUser(t, func(t *testing.T, u *user) {
+		up := newUpstream(t, false)
+		p, gp := up.port(t), strings.TrimPrefix(gitSrv.URL, "http://127.0.0.1:")
+		w := u.workdir(t)
+		script := fmt.Sprintf(`unset no_proxy NO_PROXY
+curl -sS -x http://127.0.0.1:3128 http://127.0.0.1:%[1]d/ || echo curl-http failed
+curl -sS -x socks5h://127.0.0.1:1080 http://127.0.0.1:%[1]d/ || echo curl-socks failed
+python3 -c 'import urllib.request as u; print(u.build_opener(u.ProxyHandler({"http": "http://127.0.0.1:3128"})).open("http://127.0.0.1:%[1]d/").read().decode().strip())'
+git -c http.proxy=http://127.0.0.1:3128 clone -q http://127.0.0.1:%[2]s/repo.git /tmp/clone && git -C /tmp/clone log --format=%%s
+`, p, gp)
+		o := u.jailRun(t, w, run{args: []string{"--net", "allow", "--allow-host", fmt.Sprintf("127.0.0.1:%d", p), "--allow-host", "127.0.0.1:" + gp}}, "/bin/sh", "-c", script)
+		l := o.ok(t, 4)
+		if l[0] != up.mark || l[1] != up.mark || l[2] != up.mark {
+			t.Errorf("curl over the HTTP proxy and SOCKS5, urllib: %q, want the marker\n%s", l[:3], o)
+		}
+		if l[3] != "tjmark-commit" {
+			t.Errorf("git clone through the proxy: %q\n%s", l[3], o)
+		}
+		r := o.net(t)
+		r.entry(t, o, "http", "127.0.0.1", p, "allowed")
+		r.entry(t, o, "socks5", "127.0.0.1", p, "allowed")
 	})
 }
