@@ -3,6 +3,7 @@ package jail
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -177,6 +178,13 @@ func startNetwork(list allow.List, limits Limits, files []*os.File) (*netServer,
 		closeAll()
 		return nil, fmt.Errorf("network allow mode: DNS socket: %w", err)
 	}
+	// Each is what its server expects, or the record is not the init's.
+	for i, a := range []net.Addr{ls[0].Addr(), ls[1].Addr(), ls[2].Addr(), pc.LocalAddr()} {
+		if !loopbackPort(a, []int{ProxyHTTPPort, ProxySOCKS5Port, DNSPort, DNSPort}[i]) {
+			closeAll()
+			return nil, fmt.Errorf("network allow mode: socket %d is on %s, not where the init makes it", i, a)
+		}
+	}
 	n := &netServer{log: newNetLog()}
 	cache := resolver.NewAddrCache(upstreamLookup, 0, 0)
 	n.dns = resolver.New(resolver.Config{Allow: list, Cache: cache, Events: n.log.dnsEvent})
@@ -203,6 +211,12 @@ func startNetwork(list allow.List, limits Limits, files []*os.File) (*netServer,
 	serve(func() error { return n.dns.ServeTCP(ls[2]) })
 	serve(func() error { return n.dns.ServeUDP(pc) })
 	return n, nil
+}
+
+// loopbackPort says whether a is 127.0.0.1:port (TCP or UDP).
+func loopbackPort(a net.Addr, port int) bool {
+	ap, err := netip.ParseAddrPort(a.String())
+	return err == nil && ap == netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port))
 }
 
 // stop closes every listener and connection, waits for every goroutine

@@ -2,6 +2,7 @@ package jail
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -198,5 +199,24 @@ func TestNetworkViolationsAndLimits(t *testing.T) {
 	}
 	if netLimitHits(entries[:3]) != nil {
 		t.Errorf("limit hits without any: %v", netLimitHits(entries[:3]))
+	}
+}
+
+func TestLoopbackPort(t *testing.T) {
+	for _, c := range []struct {
+		a    net.Addr
+		port int
+		want bool
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 3128}, 3128, true},
+		{&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53}, 53, true},
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 3129}, 3128, false},
+		{&net.TCPAddr{IP: net.IPv4(0, 0, 0, 0), Port: 3128}, 3128, false},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 53}, 53, false},
+		{&net.UnixAddr{Name: "/x", Net: "unix"}, 53, false},
+	} {
+		if got := loopbackPort(c.a, c.port); got != c.want {
+			t.Errorf("loopbackPort(%v, %d) = %v", c.a, c.port, got)
+		}
 	}
 }
