@@ -235,8 +235,8 @@ func TestNetAllowReachesOnlyTheList(t *testing.T) {
 
 // A name on the list that resolves to a loopback address is refused, for
 // a connection and in DNS, unless the address is on the list too; without
-// an entry the same upstream is refused by address; and the upstream sees
-// nothing.
+// an entry the same upstream is refused by address, as is an IPv6 literal
+// asked of SOCKS5; and the upstream sees nothing.
 func TestNetAllowRefusesLocalAddresses(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		up := newUpstream(t, false)
@@ -246,8 +246,9 @@ func TestNetAllowRefusesLocalAddresses(t *testing.T) {
 			"httpget", "http://127.0.0.1:3128", fmt.Sprintf("http://localhost:%d/", p), ";",
 			"httpget", "socks5://127.0.0.1:1080", fmt.Sprintf("http://localhost:%d/", p), ";",
 			"httpget", "http://127.0.0.1:3128", fmt.Sprintf("http://127.0.0.1:%d/", p), ";",
-			"dns", "localhost", "A")
-		o.ok(t, 4)
+			"dns", "localhost", "A", ";",
+			"httpget", "socks5://127.0.0.1:1080", "http://[fd00::1]:80/")
+		o.ok(t, 5)
 		var v httpValue
 		o.value(t, 0, &v)
 		if v.Status != 403 || !strings.Contains(v.Body, "loopback address") {
@@ -265,10 +266,14 @@ func TestNetAllowRefusesLocalAddresses(t *testing.T) {
 		if dns.Rcode != 5 {
 			t.Errorf("DNS for an allowed name whose only address is refused: %+v, want REFUSED", dns)
 		}
+		if l := o.lines()[4]; !strings.HasPrefix(l, "error ") {
+			t.Errorf("SOCKS5 to an IPv6 literal not on the list: %s, want an error", l)
+		}
 		if n := up.hits.Load(); n != 0 {
 			t.Errorf("the upstream served %d requests, want none", n)
 		}
 		r := o.net(t)
+		r.entry(t, o, "socks5", "fd00::1", 80, "not in allowlist")
 		if _, _, addr := r.entry(t, o, "http", "localhost", p, "loopback address"); addr != "127.0.0.1" {
 			t.Errorf("the refusal names address %q, want 127.0.0.1", addr)
 		}
