@@ -127,6 +127,8 @@ func (u *upstream) port(t *testing.T) int {
 type httpValue struct {
 	Status int    `json:"status"`
 	Body   string `json:"body"`
+	Bytes  int    `json:"bytes"` // with Error: the body was cut after Bytes
+	Error  string `json:"error"`
 }
 
 // Through the allow mode the command reaches exactly the allowed upstreams:
@@ -507,5 +509,41 @@ git -c http.proxy=http://127.0.0.1:3128 clone -q http://127.0.0.1:%[2]s/repo.git
 		r := o.net(t)
 		r.entry(t, o, "http", "127.0.0.1", p, "allowed")
 		r.entry(t, o, "socks5", "127.0.0.1", p, "allowed")
+	})
+}
+
+// The byte cap: a download over --net-bytes is cut where the cap falls,
+// the next connection is refused, and the report counts both.
+func TestNetAllowByteLimit(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(strings.Repeat("x", 256<<10)))
+		}))
+		t.Cleanup(big.Close)
+		addr := strings.TrimPrefix(big.URL, "http://")
+		w := u.workdir(t)
+		o := u.jail(t, w, []string{"--net", "allow", "--allow-host", addr, "--net-bytes", "64K"},
+			"httpget", "http://127.0.0.1:3128", big.URL+"/", ";",
+			"httpget", "http://127.0.0.1:3128", big.URL+"/")
+		o.ok(t, 2)
+		var v httpValue
+		o.value(t, 0, &v)
+		if v.Error == "" || v.Bytes >= 64<<10 {
+			t.Errorf("a 256 KiB download under a 64 KiB cap: status %d, %d bytes, error %q; want it cut below 64 KiB", v.Status, v.Bytes, v.Error)
+		}
+		o.value(t, 1, &v)
+		if v.Status != 503 || !strings.Contains(v.Body, "byte limit") {
+			t.Errorf("a connection after the cap: %+v, want 503 byte limit", v)
+		}
+		r := o.net(t)
+		var cut bool
+		for _, e := range r.Network {
+			if e.Cut == "byte limit" && e.BytesDown <= 64<<10 {
+				cut = true
+			}
+		}
+		if !cut || r.NetworkLimitHits["byte limit"] < 2 || r.Limits.NetBytes != 64<<10 {
+			t.Errorf("the report: cut %v, limit hits %v, limits.net_bytes %d\n%s", cut, r.NetworkLimitHits, r.Limits.NetBytes, o)
+		}
 	})
 }

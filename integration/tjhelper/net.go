@@ -17,7 +17,8 @@ import (
 // netAction runs the network allow mode's probes; false for another action.
 //
 //	httpget PROXY URL         GET URL through PROXY (http://..., socks5://..., or - for none):
-//	                          value {"status", "body"} or the error
+//	                          value {"status", "body"}, with "bytes" read and "error" when
+//	                          the body was cut, or the error
 //	tunnel PROXY TARGET SNI   CONNECT TARGET through the HTTP proxy PROXY (host:port), then
 //	                          TLS with server name SNI (certificate not checked: the proxy
 //	                          is under test) and GET /: value {"status", "body"} or the error
@@ -78,8 +79,14 @@ func httpGet(proxy, target string) {
 		return
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	value(map[string]any{"status": resp.StatusCode, "body": strings.TrimSpace(string(body))})
+	// The whole body (at most 16 MiB), to see where a server or the
+	// proxy cut it; the first 4 KiB of it is shown.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	v := map[string]any{"status": resp.StatusCode, "body": strings.TrimSpace(string(body[:min(len(body), 4096)]))}
+	if err != nil {
+		v["bytes"], v["error"] = len(body), err.Error()
+	}
+	value(v)
 }
 
 func tunnel(proxy, target, sni string) {
