@@ -157,8 +157,10 @@ func TestNetAllowReachesOnlyTheList(t *testing.T) {
 			"udp", "192.0.2.1:53", ";",
 			"dns", "evil.example", "TXT", ";",
 			"dns", "localhost", "A", ";",
-			"env")
-		l := o.ok(t, 11)
+			"env", ";",
+			"dns", "evil.example", "A", "tcp", ";",
+			"dns", "localhost", "A", "tcp")
+		l := o.ok(t, 13)
 		var v httpValue
 		for i, how := range []string{"HTTP proxy", "SOCKS5"} {
 			o.value(t, i, &v)
@@ -190,6 +192,14 @@ func TestNetAllowReachesOnlyTheList(t *testing.T) {
 		o.value(t, 9, &dns)
 		if dns.Rcode != 0 || dns.Answers != 1 {
 			t.Errorf("DNS for an allowed name: %+v, want one answer", dns)
+		}
+		o.value(t, 11, &dns)
+		if dns.Rcode != 5 || dns.Answers != 0 {
+			t.Errorf("DNS over TCP for a name not on the list: %+v, want REFUSED (5)", dns)
+		}
+		o.value(t, 12, &dns)
+		if dns.Rcode != 0 || dns.Answers != 1 {
+			t.Errorf("DNS over TCP for an allowed name: %+v, want one answer", dns)
 		}
 		for _, want := range []string{"HTTP_PROXY=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128", "ALL_PROXY=socks5h://127.0.0.1:1080", "NO_PROXY=localhost,127.0.0.1"} {
 			if !strings.Contains(l[10], want) {

@@ -22,8 +22,8 @@ import (
 //	tunnel PROXY TARGET SNI   CONNECT TARGET through the HTTP proxy PROXY (host:port), then
 //	                          TLS with server name SNI (certificate not checked: the proxy
 //	                          is under test) and GET /: value {"status", "body"} or the error
-//	dns NAME TYPE             one UDP query (type A, AAAA or TXT) to 127.0.0.1:53: value
-//	                          {"rcode", "answers"} or the error
+//	dns NAME TYPE [tcp]       one query (type A, AAAA or TXT) to 127.0.0.1:53, over UDP or
+//	                          TCP: value {"rcode", "answers"} or the error
 //	udp HOST:PORT             send a datagram and wait 2 s for a reply: ok or the error
 //	holdconn HOST:PORT        connect, send the start of an HTTP request and keep the
 //	                          connection open until the helper exits: ok or the error
@@ -34,7 +34,7 @@ func netAction(a []string) bool {
 	case "tunnel":
 		tunnel(arg(a, 1), arg(a, 2), arg(a, 3))
 	case "dns":
-		dnsQuery(arg(a, 1), arg(a, 2))
+		dnsQuery(arg(a, 1), arg(a, 2), len(a) > 3 && a[3] == "tcp")
 	case "udp":
 		c, err := net.Dial("udp", arg(a, 1))
 		if err == nil {
@@ -134,7 +134,7 @@ type bufConn struct {
 
 func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
-func dnsQuery(name, typ string) {
+func dnsQuery(name, typ string, tcp bool) {
 	types := map[string]uint16{"A": 1, "AAAA": 28, "TXT": 16}
 	t, ok := types[typ]
 	if !ok {
@@ -151,7 +151,12 @@ func dnsQuery(name, typ string) {
 	q = append(q, 0)
 	q = binary.BigEndian.AppendUint16(q, t)
 	q = binary.BigEndian.AppendUint16(q, 1)
-	c, err := net.Dial("udp", "127.0.0.1:53")
+	network := "udp"
+	if tcp {
+		// RFC 1035 4.2.2: a two-byte length before the message.
+		network, q = "tcp", append(binary.BigEndian.AppendUint16(nil, uint16(len(q))), q...)
+	}
+	c, err := net.Dial(network, "127.0.0.1:53")
 	if err != nil {
 		result(err)
 		return
@@ -163,7 +168,16 @@ func dnsQuery(name, typ string) {
 		return
 	}
 	b := make([]byte, 1500)
-	n, err := c.Read(b)
+	var n int
+	if tcp {
+		var hdr [2]byte
+		if _, err = io.ReadFull(c, hdr[:]); err == nil {
+			n = int(binary.BigEndian.Uint16(hdr[:]))
+			_, err = io.ReadFull(c, b[:min(n, len(b))])
+		}
+	} else {
+		n, err = c.Read(b)
+	}
 	if err != nil {
 		result(err)
 		return
