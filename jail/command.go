@@ -20,6 +20,7 @@ import (
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/landlock"
+	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
@@ -55,7 +56,8 @@ type Cmd struct {
 	group    *cgroup.Group
 	monitor  *seccomp.Monitor
 	watcher  *landlock.Watcher
-	nonsTmp  *tmpDir // the private temporary directory of a run without namespaces
+	nonsTmp  *tmpDir    // the private temporary directory of a run without namespaces
+	net      *netServer // the allow mode's proxies and resolver
 	sock     int
 	timer    *time.Timer
 	// staleDone is closed when CleanupStale, started by openGroup, is done.
@@ -165,6 +167,7 @@ func (c *Cmd) fail(e *SetupError) error {
 func (c *Cmd) readMessages() {
 	defer close(c.msgDone)
 	var monitorErr error
+	netErr := false
 	for {
 		pk, err := recvPacket(c.sock)
 		files := pk.files
@@ -230,6 +233,22 @@ func (c *Cmd) readMessages() {
 			if first {
 				close(c.exitSeen)
 			}
+		case C.TJ_REC_NET:
+			// Once, from the init, before stage 2 starts.
+			if c.net == nil && !c.ready && c.Spec.Net == NetAllow && c.setupErr == nil {
+				list, _ := allow.ParseList(c.Spec.Allow) // checked by Validate
+				n, err := startNetwork(list, c.Spec.Limits, files)
+				files = nil // startNetwork closed them
+				if err != nil {
+					// The init waits for the byte below: the command
+					// never starts.
+					c.setupErr = &SetupError{Code: ExitSetup, Err: err}
+					netErr = true
+				} else {
+					c.net = n
+					unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
+				}
+			}
 		}
 		c.mu.Unlock()
 		for _, f := range files {
@@ -238,6 +257,11 @@ func (c *Cmd) readMessages() {
 		if monitorErr != nil {
 			c.kill(StatusAborted, monitorFailed(monitorErr))
 			monitorErr = nil
+		}
+		if netErr {
+			// Before the command started: the setup error decides.
+			c.kill(StatusAborted, "")
+			netErr = false
 		}
 	}
 }
@@ -353,6 +377,13 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	if c.net != nil {
+		// The jail is gone (on the exit record, the init has killed what
+		// was left): nothing can connect any more. Closing ends the
+		// connections still forwarding.
+		c.res.Network = c.net.stop()
+		c.net = nil
+	}
 	c.res.Stdout = c.relays[0].stream()
 	c.res.Stderr = c.relays[1].stream()
 	var violations []seccomp.Violation
@@ -416,6 +447,8 @@ func (c *Cmd) finish(end initEnd, wall time.Duration, violations []seccomp.Viola
 	r := c.res
 	r.WallTimeMs = ms(wall)
 	r.Violations = append(r.Violations, reportViolations(violations, denials)...)
+	r.Violations = append(r.Violations, networkViolations(r.Network)...)
+	r.NetworkLimitHits = netLimitHits(r.Network)
 	if c.ready && c.initPlan != nil && c.initPlan.enforced != nil {
 		ll := c.initPlan.enforced
 		r.Enforcement.LandlockABI = ll.ABI

@@ -1,5 +1,28 @@
 package jail
 
+import (
+	"errors"
+	"net"
+	"os"
+
+	"github.com/tooljail/tooljail/network/resolver"
+)
+
 // InitPID is the pid of a started run's init, for tests that look at it
 // from the host.
 func InitPID(c *Cmd) int { return c.proc.pid }
+
+// SetUpstreamLookup makes the allow mode resolve names with l until the
+// returned function restores the host's resolver. Tests that set it must
+// not run in parallel with other allow-mode runs.
+func SetUpstreamLookup(l resolver.Lookup) (restore func()) {
+	upstreamLookup = l
+	return func() { upstreamLookup = nil }
+}
+
+// FailNetListeners makes the supervisor fail to serve the allow mode's
+// listeners until the returned function restores it.
+func FailNetListeners() (restore func()) {
+	fileListener = func(*os.File) (net.Listener, error) { return nil, errors.New("test: no listener") }
+	return func() { fileListener = net.FileListener }
+}

@@ -99,6 +99,8 @@ var initCases = []failureCase{
 	{step: "DETACH", op: "CHDIR", err: syscall.ENOENT, want: "detach host root: chdir: no such file or directory"},
 	{step: "HOSTNAME", err: syscall.EINVAL, path: "box", want: `set hostname "box": invalid argument`},
 	{step: "LOOPBACK", op: "IOCTL_SET", err: syscall.EPERM, want: "bring loopback up: set flags: operation not permitted"},
+	{step: "NET_LISTEN", op: "BIND_PORT", err: syscall.EADDRINUSE, index: 2, want: "network allow mode: the DNS (UDP) socket on the jail's loopback: take its port: address already in use"},
+	{step: "NET_LISTEN", op: "SEND", err: syscall.EPIPE, index: 0, want: "network allow mode: the HTTP proxy socket on the jail's loopback: send to the supervisor: broken pipe"},
 	{step: "LL_CREATE", err: syscall.EOPNOTSUPP, want: "landlock: create ruleset (ABI 6): operation not supported"},
 	{step: "LL_OPEN", op: "OPEN", err: syscall.ENOENT, index: 0, path: "/usr", want: "landlock: rule /usr (rx): open: no such file or directory (the jail must only pass paths it mounted)"},
 	{step: "LL_DIRONLY", index: 1, path: "/etc/passwd", want: `landlock: rule /etc/passwd: access "list" applies to directories only`},

@@ -250,5 +250,6 @@ func Check() HostCheck {
 	in := readContainerInputs()
 	c := detectContainer(in)
 	diagnose(&c, layers, in, h.userNSCause, probe)
+	layers = append(layers, allowModeLayers(userns, h.Landlock.ABI)...)
 	return HostCheck{Layers: layers, Container: c}
 }

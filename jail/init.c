@@ -14,7 +14,8 @@
 //     (/oldroot), the jail's root is a second tmpfs (/newroot) populated
 //     from /oldroot, and a final pivot_root enters it and detaches
 //     everything else;
-//   - host name and loopback (init_net.c), the Landlock ruleset
+//   - host name and loopback, and the allow mode's listeners, which go to
+//     the supervisor (init_net.c), the Landlock ruleset
 //     (init_landlock.c, its paths resolve in the jail);
 //   - stage 2 (stage2.c), then reap every orphan and forward signals until
 //     the command ends, report its status and exit (init_reap.c), which
@@ -90,6 +91,7 @@ void tj_init_main(const struct tj_init *p) {
 	// The rest of the jail (init_net.c, init_landlock.c).
 	tj_step(&b, tj_hostname(&b));
 	tj_step(&b, tj_loopback(&b));
+	tj_step(&b, tj_net_listeners(&b));
 	tj_step(&b, tj_landlock(&b));
 	tj_close_sources(&b);
 

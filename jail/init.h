@@ -77,7 +77,7 @@ struct tj_landlock {
 	int nports;
 };
 
-#define TJ_ETC_FILES 4
+#define TJ_ETC_FILES 5
 
 // At most this many binds (descriptors) in one plan, sent this many to a
 // message (the kernel takes at most 253).
@@ -112,6 +112,12 @@ struct tj_init {
 	const char *etc_data[TJ_ETC_FILES];
 	const char *hostname;
 	int netnone;
+	// The allow mode (netallow): the ports of the listeners the init makes
+	// on 127.0.0.1 in the jail's network namespace and sends the
+	// supervisor (init_net.c), in this order: HTTP proxy, SOCKS5 proxy,
+	// DNS (one UDP and one TCP socket).
+	int netallow;
+	int net_ports[3];
 	struct tj_landlock *landlock; // NULL: no Landlock
 	struct tj_stage2 stage2;
 	// The plan's own mappings (initplan.go's arena): the fork keeps them

@@ -81,6 +81,7 @@ int tj_enter_root(struct tj_builder *b);
 // init_net.c: the jail's host name and network.
 int tj_hostname(struct tj_builder *b);
 int tj_loopback(struct tj_builder *b);
+int tj_net_listeners(struct tj_builder *b);
 
 // init_landlock.c: the Landlock ruleset, for stage 2.
 int tj_landlock(struct tj_builder *b);

@@ -470,7 +470,7 @@ int tj_dev(struct tj_builder *b) {
 }
 
 // tj_etc writes the files the jail generates (the jail user's identity,
-// the host name, loopback names).
+// the host name, loopback names, and resolv.conf in the allow mode).
 int tj_etc(struct tj_builder *b) {
 	int etc = tj_dest_copy(b, "/etc", 1);
 	if (etc < 0) {
@@ -479,6 +479,9 @@ int tj_etc(struct tj_builder *b) {
 	int r = 0;
 	for (int i = 0; r == 0 && i < TJ_ETC_FILES; i++) {
 		const char *name = b->p->etc_names[i], *data = b->p->etc_data[i];
+		if (name == NULL) {
+			continue;
+		}
 		int fd = openat(etc, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
 		if (fd < 0) {
 			r = tj_failed(b, TJ_I_ETC_CREATE, TJ_OP_CREATE, errno, -1, name);

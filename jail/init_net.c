@@ -1,8 +1,11 @@
 // The jail's host name and, when it has a network namespace of its own,
-// its loopback interface.
+// its loopback interface, and in the allow mode the listeners the
+// supervisor serves.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -41,5 +44,84 @@ int tj_loopback(struct tj_builder *b) {
 		}
 	}
 	close(fd);
+	return r;
+}
+
+// tj_net_listeners makes the allow mode's sockets on 127.0.0.1 in the
+// jail's network namespace (only the init can: an unprivileged supervisor
+// cannot enter it) and sends them to the supervisor, which serves them
+// for the life of the run, in one record, and waits until the supervisor
+// says it serves them before the command starts. The init keeps no copy:
+// the command can connect to them, never accept on them. No SO_REUSEADDR or SO_REUSEPORT: the command runs as the same host
+// uid, and either option would let it bind the same address beside them.
+int tj_net_listeners(struct tj_builder *b) {
+	if (!b->p->netallow) {
+		return 0;
+	}
+	static const int types[4] = {SOCK_STREAM, SOCK_STREAM, SOCK_DGRAM, SOCK_STREAM};
+	int fds[4] = {-1, -1, -1, -1};
+	int r = 0;
+	for (int i = 0; r == 0 && i < 4; i++) {
+		int port = b->p->net_ports[i < 3 ? i : 2];
+		fds[i] = socket(AF_INET, types[i] | SOCK_CLOEXEC, 0);
+		if (fds[i] < 0) {
+			r = tj_failed(b, TJ_I_NET_LISTEN, TJ_OP_SOCKET, errno, i, NULL);
+			break;
+		}
+		struct sockaddr_in sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sin_family = AF_INET;
+		sa.sin_port = htons((uint16_t)port);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(fds[i], (struct sockaddr *)&sa, sizeof sa) < 0) {
+			r = tj_failed(b, TJ_I_NET_LISTEN, TJ_OP_BIND_PORT, errno, i, NULL);
+		} else if (types[i] == SOCK_STREAM && listen(fds[i], SOMAXCONN) < 0) {
+			r = tj_failed(b, TJ_I_NET_LISTEN, TJ_OP_LISTEN, errno, i, NULL);
+		}
+	}
+	if (r == 0) {
+		struct tj_record rec;
+		memset(&rec, 0, offsetof(struct tj_record, path) + 1);
+		rec.type = TJ_REC_NET;
+		struct iovec iov = {&rec, tj_record_size(&rec)};
+		union {
+			char buf[CMSG_SPACE(sizeof fds)];
+			struct cmsghdr align;
+		} u;
+		memset(&u, 0, sizeof u);
+		struct msghdr mh;
+		memset(&mh, 0, sizeof mh);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof u.buf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof fds);
+		memcpy(CMSG_DATA(c), fds, sizeof fds);
+		ssize_t n;
+		while ((n = sendmsg(b->sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+		}
+		if (n < 0) {
+			r = tj_failed(b, TJ_I_NET_LISTEN, TJ_OP_SEND, errno, 0, NULL);
+		}
+	}
+	// Wait for the supervisor's byte: it serves them. Without it the
+	// command must not start (the supervisor ends the run instead).
+	if (r == 0) {
+		char ack;
+		ssize_t n;
+		while ((n = recv(b->sock, &ack, 1, 0)) < 0 && errno == EINTR) {
+		}
+		if (n != 1) {
+			r = -1; // the supervisor is gone, or gave up on this run
+		}
+	}
+	for (int i = 0; i < 4; i++) {
+		if (fds[i] >= 0) {
+			close(fds[i]);
+		}
+	}
 	return r;
 }

@@ -48,6 +48,7 @@
 	X(DETACH, "detach host root: {cause}") \
 	X(HOSTNAME, "set hostname {hostname}: {errno}") \
 	X(LOOPBACK, "bring loopback up: {cause}") \
+	X(NET_LISTEN, "network allow mode: the {index:HTTP proxy|SOCKS5 proxy|DNS (UDP)|DNS (TCP)} socket on the jail's loopback: {cause}") \
 	X(LL_CREATE, "landlock: create ruleset (ABI {abi}): {errno}") \
 	X(LL_OPEN, "landlock: rule {path} ({access}): {cause} (the jail must only pass paths it mounted)") \
 	X(LL_DIRONLY, "landlock: rule {path}: access \"{access}\" applies to directories only") \
@@ -79,6 +80,9 @@
 	X(IOCTL_GET, "get flags") \
 	X(IOCTL_SET, "set flags") \
 	X(CHDIR, "chdir") \
+	X(BIND_PORT, "take its port") \
+	X(LISTEN, "listen") \
+	X(SEND, "send to the supervisor") \
 	X(TOO_MANY, "more than " TJ_STR(TJ_MAX_OWNED) " tmpfs mounts")
 
 // X(op, text): what went wrong without a failed system call. The text

@@ -215,9 +215,15 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 	c := &cs[0]
 	ip.c = c
 	flags := unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
-	if s.Net == NetNone {
+	if s.Net != NetHost {
 		flags |= unix.CLONE_NEWNET
 		c.netnone = 1
+	}
+	if s.Net == NetAllow {
+		c.netallow = 1
+		for i, port := range []int{ProxyHTTPPort, ProxySOCKS5Port, DNSPort} {
+			c.net_ports[i] = C.int(port)
+		}
 	}
 	c.clone_flags = C.ulong(flags)
 	c.cgroup_fd = C.int(cgroupFD)
@@ -284,8 +290,15 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 		{"group", fmt.Sprintf("root:x:0:\n%s:x:%d:\nnogroup:x:65534:\n", JailUser, JailGID)},
 		{"hostname", hostname + "\n"},
 		{"hosts", fmt.Sprintf("127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n", hostname)},
+		{}, // resolv.conf, in the allow mode
+	}
+	if s.Net == NetAllow {
+		etc[4] = [2]string{"resolv.conf", allowResolvConf}
 	}
 	for i, f := range etc {
+		if f[0] == "" {
+			continue // the init skips a NULL name
+		}
 		if c.etc_names[i], err = ip.cstring(f[0]); err != nil {
 			return err
 		}

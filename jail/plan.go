@@ -86,7 +86,7 @@ func (s *Spec) plan(h Host) (*plan, error) {
 	p := &plan{
 		enf: Enforcement{
 			Mode:       ModeNamespaces,
-			Namespaces: Namespaces{User: true, Mount: true, PID: true, Net: s.Net == NetNone, IPC: true, UTS: true, Cgroup: true},
+			Namespaces: Namespaces{User: true, Mount: true, PID: true, Net: s.Net != NetHost, IPC: true, UTS: true, Cgroup: true},
 			Seccomp:    "none",
 			Cgroup:     string(cgroup.ModeNone),
 			NoNewPrivs: true,
@@ -97,7 +97,7 @@ func (s *Spec) plan(h Host) (*plan, error) {
 	p.root = privileged()
 	p.stage2 = stage2Config{
 		Args:    s.Args,
-		Env:     s.Env,
+		Env:     commandEnv(s),
 		Dir:     s.Dir,
 		NoFile:  s.Limits.NoFile,
 		FSize:   s.Limits.FSize,
@@ -131,6 +131,9 @@ func (s *Spec) plan(h Host) (*plan, error) {
 	}
 
 	p.enf.UnixSockets = unixSockets(p.enf.LandlockABI, p.mounts)
+	if s.Net == NetAllow {
+		p.enf.Network = allowEnforcement(p.landlock, p.enf.LandlockABI)
+	}
 
 	if s.Seccomp != nil {
 		switch {

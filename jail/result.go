@@ -78,6 +78,13 @@ type Result struct {
 	Violations  []Violation  `json:"violations"`
 	Limits      ReportLimits `json:"limits"`
 	Enforcement Enforcement  `json:"enforcement"`
+
+	// Network is what the command did through the allow mode's proxies
+	// and resolver (NetAllow); absent in the other modes.
+	Network []NetworkEntry `json:"network,omitempty"`
+	// NetworkLimitHits counts, per limit ("connection limit", "byte
+	// limit"), the connections the allow mode refused or cut for it.
+	NetworkLimitHits map[string]int `json:"network_limit_hits,omitempty"`
 }
 
 // Stream is what the command wrote to stdout or stderr.
@@ -147,8 +154,13 @@ func textCut(text string, n int) int {
 
 // Violation is something the jail denied or killed for.
 type Violation struct {
-	Kind    string   `json:"kind"` // "syscall", "arch", "landlock"
-	Syscall string   `json:"syscall,omitempty"`
+	Kind    string `json:"kind"` // "syscall", "arch", "landlock", "network"
+	Syscall string `json:"syscall,omitempty"`
+	// Host, Port and Reason are a refusal of the allow mode (kind
+	// "network"): what the command asked for and why it was refused.
+	Host    string   `json:"host,omitempty"`
+	Port    int      `json:"port,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
 	Args    []string `json:"args,omitempty"`
 	Path    string   `json:"path,omitempty"`
 	Access  []string `json:"access,omitempty"`
@@ -170,6 +182,8 @@ type ReportLimits struct {
 	OutputLimitBytes int64   `json:"output_limit_bytes,omitempty"`
 	CoreBytes        int64   `json:"core_bytes"`
 	MaxViolations    int     `json:"max_violations,omitempty"`
+	NetConns         int     `json:"net_connections,omitempty"`
+	NetBytes         int64   `json:"net_bytes,omitempty"`
 }
 
 // Enforcement is what was really enforced on this host.
@@ -212,6 +226,23 @@ type Enforcement struct {
 	UnixSockets string `json:"unix_sockets"`
 	// Degraded lists the layers that were asked for and are not enforced.
 	Degraded []string `json:"degraded"`
+	// Network is how the allow mode was enforced (NetAllow only).
+	Network *NetworkEnforcement `json:"network,omitempty"`
+}
+
+// NetworkEnforcement is how the allow mode held on this host.
+type NetworkEnforcement struct {
+	Mode string `json:"mode"` // "allow"
+	// The listeners the command reaches, on 127.0.0.1 in the jail.
+	HTTPProxy   string `json:"http_proxy"`
+	SOCKS5Proxy string `json:"socks5_proxy"`
+	DNS         string `json:"dns"`
+	// Route says what a connection that bypasses the proxies meets: the
+	// jail's namespace has only lo, so no route leaves it.
+	Route string `json:"route"`
+	// LandlockConnect says whether Landlock also limits TCP connect to
+	// the proxies' and the resolver's ports (ABI 4+), or why not.
+	LandlockConnect string `json:"landlock_connect"`
 }
 
 // Namespaces the jail runs in.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
@@ -93,6 +94,11 @@ const (
 	NetNone NetMode = "none"
 	// NetHost shares the host's network (trusted tools only).
 	NetHost NetMode = "host"
+	// NetAllow gives the jail its own network namespace with only lo up,
+	// and in it an HTTP proxy, a SOCKS5 proxy and a DNS resolver that the
+	// supervisor serves: the command reaches the hosts Spec.Allow names,
+	// through them, and nothing else (network.go).
+	NetAllow NetMode = "allow"
 )
 
 // Limits are the resource caps of a run. Zero means "no limit" for every
@@ -115,6 +121,13 @@ type Limits struct {
 	// denied call kills the whole run, with status violation. 0: no bound.
 	// With "kill" the first denied call ends the run anyway.
 	MaxViolations int
+	// NetConns caps the connections the allow mode's proxies serve at
+	// once (NetAllow); 0 is the proxy's default, 128. There is always a
+	// cap: every connection costs the supervisor a goroutine and buffers.
+	NetConns int
+	// NetBytes caps the bytes the allow mode's proxies forward in one run,
+	// both directions together (NetAllow). 0: no cap.
+	NetBytes int64
 }
 
 // Report is l in the report's units, as the report's "limits" shows it.
@@ -129,6 +142,8 @@ func (l Limits) Report() ReportLimits {
 		FSizeBytes:       l.FSize,
 		OutputLimitBytes: l.OutputLimit,
 		MaxViolations:    l.MaxViolations,
+		NetConns:         l.NetConns,
+		NetBytes:         l.NetBytes,
 	}
 }
 
@@ -162,6 +177,8 @@ func (l *Limits) UnmarshalJSON(b []byte) error {
 		FSize:         r.FSizeBytes,
 		OutputLimit:   r.OutputLimitBytes,
 		MaxViolations: r.MaxViolations,
+		NetConns:      r.NetConns,
+		NetBytes:      r.NetBytes,
 	}
 	return nil
 }
@@ -230,6 +247,11 @@ type Spec struct {
 	// profile makes it writable (usually a tmpfs mount).
 	Home string
 	Net  NetMode
+	// Allow is what the command may reach with Net NetAllow: patterns of
+	// package network/allow (a host name, a "*." wildcard, an IP or CIDR,
+	// each with an optional ":port"; 80 and 443 without). Empty in the
+	// allow mode allows nothing; it must be empty in the other modes.
+	Allow []string
 	// Mounts on top of the frame (see Mount).
 	Mounts []Mount
 	Limits Limits
@@ -290,8 +312,15 @@ func (s *Spec) Validate() error {
 	}
 	switch s.Net {
 	case NetNone, NetHost:
+		if len(s.Allow) > 0 {
+			return fmt.Errorf("allowed hosts (%s) need network mode %q, not %q", strings.Join(s.Allow, ", "), NetAllow, s.Net)
+		}
+	case NetAllow:
+		if _, err := allow.ParseList(s.Allow); err != nil {
+			return fmt.Errorf("allowed hosts: %w", err)
+		}
 	default:
-		return fmt.Errorf("network mode %q: want %q or %q", s.Net, NetNone, NetHost)
+		return fmt.Errorf("network mode %q: want %q, %q or %q", s.Net, NetNone, NetHost, NetAllow)
 	}
 	switch s.OnViolation {
 	case ViolationDeny, ViolationKill:
@@ -322,7 +351,7 @@ func (s *Spec) Validate() error {
 		}
 	}
 	l := s.Limits
-	if l.Memory < 0 || l.CPUs < 0 || l.Pids < 0 || l.Timeout < 0 || l.CPUTime < 0 || l.FSize < 0 || l.OutputLimit < 0 || l.MaxViolations < 0 {
+	if l.Memory < 0 || l.CPUs < 0 || l.Pids < 0 || l.Timeout < 0 || l.CPUTime < 0 || l.FSize < 0 || l.OutputLimit < 0 || l.MaxViolations < 0 || l.NetConns < 0 || l.NetBytes < 0 {
 		return fmt.Errorf("limits must not be negative")
 	}
 	if math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {

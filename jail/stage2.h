@@ -73,6 +73,7 @@ enum {
 	TJ_REC_STAGE2_FAIL,   // stage 2 failed at step (TJ_STEP_*)
 	TJ_REC_READY,         // stage 2 is about to execve
 	TJ_REC_EXIT,          // the command ended
+	TJ_REC_NET,           // the allow mode's listeners, as SCM_RIGHTS (init_net.c)
 };
 
 struct tj_record {

@@ -73,7 +73,7 @@ func Compile(p Policy) (Plan, Enforced, error) {
 	if err != nil {
 		return Plan{}, Enforced{ABI: s.ABI}, err
 	}
-	handled, en, flags := config(s.ABI, p.RestrictTCP)
+	handled, en, flags := configNet(s.ABI, p.handledTCP())
 	paths, ports, err := compileRules(p, handled)
 	if err != nil {
 		return Plan{}, en, err
@@ -117,13 +117,33 @@ var probe = Probe
 // landlock_restrict_self flags. Only the handled sets of the returned
 // config are used.
 func config(abi int, restrictTCP bool) (gl.Config, Enforced, uint32) {
+	var tcp gl.AccessNetSet
+	if restrictTCP {
+		tcp = tcpRights
+	}
+	return configNet(abi, tcp)
+}
+
+// handledTCP is the TCP rights p asks the domain to handle.
+func (p Policy) handledTCP() gl.AccessNetSet {
+	switch {
+	case p.RestrictTCP:
+		return tcpRights
+	case p.RestrictConnect:
+		return gl.AccessNetSet(ll.AccessNetConnectTCP)
+	}
+	return 0
+}
+
+// configNet is config with the TCP rights to handle.
+func configNet(abi int, tcp gl.AccessNetSet) (gl.Config, Enforced, uint32) {
 	best := presets[BestABI]
 	preset := presets[abi]
 	cfg := gl.Config{HandledAccessFS: preset.HandledAccessFS, Scoped: preset.Scoped}
 	want := gl.Config{HandledAccessFS: best.HandledAccessFS, Scoped: best.Scoped}
-	if restrictTCP {
-		cfg.HandledAccessNet = preset.HandledAccessNet & tcpRights
-		want.HandledAccessNet = tcpRights
+	if tcp != 0 {
+		cfg.HandledAccessNet = preset.HandledAccessNet & tcp
+		want.HandledAccessNet = tcp
 	}
 	en := Enforced{
 		ABI:       abi,
@@ -168,10 +188,12 @@ func compileRules(p Policy, cfg gl.Config) ([]PathPlan, []PortPlan, error) {
 		paths = append(paths, pp)
 	}
 	var ports []PortPlan
-	if cfg.HandledAccessNet != 0 {
+	if cfg.HandledAccessNet&gl.AccessNetSet(ll.AccessNetBindTCP) != 0 {
 		for _, port := range dedup(p.BindTCP) {
 			ports = append(ports, PortPlan{ll.AccessNetBindTCP, port})
 		}
+	}
+	if cfg.HandledAccessNet&gl.AccessNetSet(ll.AccessNetConnectTCP) != 0 {
 		for _, port := range dedup(p.ConnectTCP) {
 			ports = append(ports, PortPlan{ll.AccessNetConnectTCP, port})
 		}

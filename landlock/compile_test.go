@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	gl "github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
@@ -109,6 +110,36 @@ func TestCompileRules(t *testing.T) {
 		_, got, err := compileRules(ports, cfg)
 		if err != nil || !slices.Equal(got, c.want) {
 			t.Errorf("ABI %d restrict_tcp %v: ports %v, %v; want %v", c.abi, c.restrictTCP, got, err, c.want)
+		}
+	}
+}
+
+// TestRestrictConnectHandlesConnectOnly: RestrictConnect (the jail's
+// allow mode) handles TCP connect and not bind, so the bind rules are
+// dropped and binding stays free; RestrictTCP handles both, whatever
+// RestrictConnect says; below ABI 4 neither is handled.
+func TestRestrictConnectHandlesConnectOnly(t *testing.T) {
+	connect := gl.AccessNetSet(ll.AccessNetConnectTCP)
+	for _, c := range []struct {
+		abi         int
+		p           Policy
+		wantHandled gl.AccessNetSet
+		wantRights  []string
+		wantPorts   []PortPlan
+	}{
+		{7, Policy{RestrictConnect: true, BindTCP: []uint16{80}, ConnectTCP: []uint16{3128, 53}}, connect, []string{"connect_tcp"},
+			[]PortPlan{{ll.AccessNetConnectTCP, 53}, {ll.AccessNetConnectTCP, 3128}}},
+		{7, Policy{RestrictConnect: true, RestrictTCP: true, BindTCP: []uint16{80}, ConnectTCP: []uint16{53}}, tcpRights, []string{"bind_tcp", "connect_tcp"},
+			[]PortPlan{{ll.AccessNetBindTCP, 80}, {ll.AccessNetConnectTCP, 53}}},
+		{3, Policy{RestrictConnect: true, ConnectTCP: []uint16{53}}, 0, nil, nil},
+	} {
+		cfg, en, _ := configNet(c.abi, c.p.handledTCP())
+		if cfg.HandledAccessNet != c.wantHandled || !slices.Equal(en.NetRights, c.wantRights) {
+			t.Errorf("ABI %d %+v: handled %v rights %v, want %v %v", c.abi, c.p, cfg.HandledAccessNet, en.NetRights, c.wantHandled, c.wantRights)
+		}
+		_, ports, err := compileRules(c.p, cfg)
+		if err != nil || !slices.Equal(ports, c.wantPorts) {
+			t.Errorf("ABI %d %+v: ports %v, %v; want %v", c.abi, c.p, ports, err, c.wantPorts)
 		}
 	}
 }

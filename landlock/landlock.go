@@ -75,6 +75,11 @@ type Policy struct {
 	RestrictTCP bool     `json:"restrict_tcp,omitempty"`
 	BindTCP     []uint16 `json:"bind_tcp,omitempty"`
 	ConnectTCP  []uint16 `json:"connect_tcp,omitempty"`
+	// RestrictConnect handles TCP connect alone (ABI 4+): only the ports
+	// of ConnectTCP may be connected to, binds are not restricted (unless
+	// RestrictTCP). The jail's network allow mode sets it, so that a
+	// command still serves on loopback and reaches only the proxies.
+	RestrictConnect bool `json:"restrict_connect,omitempty"`
 }
 
 // ErrNotEnforced is returned (wrapped, with the reason and the fix) by

@@ -55,6 +55,25 @@ var limitKeys = []limitKey{
 		set: func(l *jail.Limits, s string) (err error) { l.OutputLimit, err = units.ParseSize(s); return }},
 	{key: "max_violations", integer: true, set: setMaxViolations,
 		comment: "denied system calls after which the next one kills the whole run (status violation); 0 = no limit"},
+	{key: "net_connections", integer: true, set: setNetConns,
+		comment: "network allow mode: connections through the proxies at once (1 to 65535; never unlimited)"},
+	{key: "net_bytes", comment: "network allow mode: bytes the proxies forward in a run, both directions; 0 = no limit",
+		set: func(l *jail.Limits, s string) (err error) { l.NetBytes, err = units.ParseSize(s); return }},
+}
+
+// setNetConns reads net_connections: a count from 1 to 65535. Every
+// connection costs the supervisor a goroutine and buffers, so there is
+// no "unlimited".
+func setNetConns(l *jail.Limits, s string) error {
+	n, err := units.ParseCount(s)
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > 65535 {
+		return fmt.Errorf("%q: want a count of connections from 1 to 65535 (the proxies always have a cap)", s)
+	}
+	l.NetConns = int(n)
+	return nil
 }
 
 // setCPUTime reads cpu_time. RLIMIT_CPU counts whole seconds: a shorter

@@ -24,6 +24,8 @@ var limitSamples = []struct {
 	{"fsize", `"1M"`, "1M", "fsize = '1M'", jail.Limits{FSize: 1 << 20}},
 	{"output_limit", `"16M"`, "16M", "output_limit = '16M'", jail.Limits{OutputLimit: 16 << 20}},
 	{"max_violations", "7", "7", "max_violations = 7", jail.Limits{MaxViolations: 7}},
+	{"net_connections", "16", "16", "net_connections = 16", jail.Limits{NetConns: 16}},
+	{"net_bytes", `"4G"`, "4G", "net_bytes = '4G'", jail.Limits{NetBytes: 4 << 30}},
 }
 
 // Every key of the table round-trips: decode -> parse -> Marshal -> decode.
@@ -115,6 +117,10 @@ fsize = '1G'
 output_limit = '16M'
 # denied system calls after which the next one kills the whole run (status violation); 0 = no limit
 max_violations = 10000
+# network allow mode: connections through the proxies at once (1 to 65535; never unlimited)
+net_connections = 128
+# network allow mode: bytes the proxies forward in a run, both directions; 0 = no limit
+net_bytes = '0'
 
 [network]
 `
@@ -151,12 +157,12 @@ func TestLimitsShown(t *testing.T) {
 // rather than ignored; SetLimit names the known keys.
 func TestLimitsUnknownKey(t *testing.T) {
 	if _, err := (Limits{"memory": "1G", "memroy": "2G"}).parse(); err == nil ||
-		err.Error() != "limits.memroy: unknown limit (known: memory, cpus, pids, timeout, cpu_time, nofile, fsize, output_limit, max_violations)" {
+		err.Error() != "limits.memroy: unknown limit (known: memory, cpus, pids, timeout, cpu_time, nofile, fsize, output_limit, max_violations, net_connections, net_bytes)" {
 		t.Errorf("parse with an unknown key: %v", err)
 	}
 	p := &Profile{}
 	if err := p.SetLimit("memroy", "1G"); err == nil ||
-		err.Error() != `unknown limit "memroy" (known: memory, cpus, pids, timeout, cpu_time, nofile, fsize, output_limit, max_violations)` {
+		err.Error() != `unknown limit "memroy" (known: memory, cpus, pids, timeout, cpu_time, nofile, fsize, output_limit, max_violations, net_connections, net_bytes)` {
 		t.Errorf("SetLimit of an unknown key: %v", err)
 	}
 	if err := p.SetLimit("pids", "12"); err != nil || p.Limits["pids"] != "12" {

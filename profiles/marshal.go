@@ -35,7 +35,8 @@ type shownFS struct {
 }
 
 type shownNetwork struct {
-	Mode *string `toml:"mode,omitempty" comment:"none (own namespace, loopback only) or host"`
+	Mode  *string  `toml:"mode,omitempty" comment:"none (own namespace, loopback only), host, or allow (only the hosts below, through tooljail's proxies and DNS)"`
+	Allow []string `toml:"allow" comment:"mode allow: HOST, *.DOMAIN, IP or CIDR, each with an optional :PORT (default 80 and 443)"`
 }
 
 type shownEnv struct {
@@ -72,7 +73,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 			Workdir: p.Filesystem.Workdir, HomeSize: p.Filesystem.HomeSize,
 		},
 		Limits:  p.Limits.shown(),
-		Network: shownNetwork{Mode: p.Network.Mode},
+		Network: shownNetwork{Mode: p.Network.Mode, Allow: nonNil(p.Network.Allow)},
 		Env:     shownEnv{Set: p.Env.Set, Pass: nonNil(p.Env.Pass)},
 		Seccomp: shownSeccomp{
 			Enabled: p.Seccomp.Enabled, OnViolation: p.Seccomp.OnViolation,

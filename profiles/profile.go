@@ -100,8 +100,15 @@ type Filesystem struct {
 
 // Network is the [network] table.
 type Network struct {
-	// Mode is "none" (own namespace, loopback only) or "host".
+	// Mode is "none" (own namespace, loopback only), "host" or "allow"
+	// (own namespace; the hosts Allow names, through the supervisor's
+	// proxies and resolver).
 	Mode *string `toml:"mode"`
+	// Allow is what mode "allow" lets the command reach: a host name, a
+	// "*." wildcard, an IP or a CIDR, each with an optional ":port" (80
+	// and 443 without); see package network/allow. Other modes ignore it,
+	// so a child (or a served request) may turn the network off.
+	Allow []string `toml:"allow"`
 }
 
 // Env is the [env] table. The command's environment is Set, then the Pass

@@ -13,6 +13,7 @@ import (
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
@@ -71,6 +72,7 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		Hostname:      JailHostname,
 		Home:          JailHome,
 		Net:           jail.NetMode(*p.Network.Mode),
+		Allow:         allowList(p.Network),
 		Limits:        limits,
 		OnViolation:   jail.OnViolation(*p.Seccomp.OnViolation),
 		AllowDegraded: append([]string(nil), p.AllowDegraded...),
@@ -146,6 +148,24 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	return s, nil
+}
+
+// allowList is the jail's Allow: the profile's entries in the allow mode,
+// none in the others (which ignore them).
+func allowList(n Network) []string {
+	if *n.Mode != string(jail.NetAllow) {
+		return nil
+	}
+	return append([]string(nil), n.Allow...)
+}
+
+// AddAllowHost adds one network.allow entry (--allow-host), checked.
+func (p *Profile) AddAllowHost(pattern string) error {
+	if _, err := allow.Parse(pattern); err != nil {
+		return err
+	}
+	p.Network.Allow = append(p.Network.Allow, pattern)
+	return nil
 }
 
 // dropShadowed keeps only the last of several mounts at one destination

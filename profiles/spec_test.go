@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestSpecDefault(t *testing.T) {
 	if !reflect.DeepEqual(s.Args, []string{"make", "test"}) {
 		t.Errorf("args %v", s.Args)
 	}
-	want := jail.Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, Timeout: 10 * time.Minute, NoFile: 1024, FSize: 1 << 30, OutputLimit: 16 << 20, MaxViolations: 10000}
+	want := jail.Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, Timeout: 10 * time.Minute, NoFile: 1024, FSize: 1 << 30, OutputLimit: 16 << 20, MaxViolations: 10000, NetConns: 128}
 	if s.Limits != want {
 		t.Errorf("limits %+v, want %+v", s.Limits, want)
 	}
@@ -297,7 +298,7 @@ func TestSpecEnvironment(t *testing.T) {
 	if err := p.AddEnv("EMPTY="); err != nil {
 		t.Fatal(err)
 	}
-	p.Env.Pass = append(p.Env.Pass, "CI", "UNSET_HERE", "TERM")
+	p.Env.Pass = append(p.Env.Pass, "CI", "UNSET_HERE", "TERM", "HTTPS_PROXY")
 	*p.Filesystem.Workdir = false
 	environ := []string{"HTTPS_PROXY=http://old", "HTTPS_PROXY=http://proxy:3128", "CI=true", "TERM=xterm", "SECRET=x", "HOME=/root", "=weird", "noequals"}
 	s, err := p.Spec(Request{Args: []string{"env"}, Cwd: "/", Environ: environ})
@@ -309,8 +310,8 @@ func TestSpecEnvironment(t *testing.T) {
 	if !reflect.DeepEqual(s.Env, want) {
 		t.Errorf("env\n got %v\nwant %v", s.Env, want)
 	}
-	if s.Net != jail.NetHost {
-		t.Errorf("network profile: net %q", s.Net)
+	if s.Net != jail.NetAllow || !slices.Contains(s.Allow, "pypi.org:443") || !slices.Contains(s.Allow, "github.com:443") {
+		t.Errorf("network profile: net %q, allow %q", s.Net, s.Allow)
 	}
 	for _, bad := range []string{"HOME=/x", "NOVALUE", "=x", "A\x00B=1"} {
 		if err := p.AddEnv(bad); err == nil {
@@ -338,7 +339,7 @@ func TestSpecLimitsAndLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := jail.Limits{Memory: 1 << 30, CPUs: 2.5, Timeout: 90 * time.Second, CPUTime: 30 * time.Second, NoFile: 4096, FSize: 1 << 20, MaxViolations: 5}
+	want := jail.Limits{Memory: 1 << 30, CPUs: 2.5, Timeout: 90 * time.Second, CPUTime: 30 * time.Second, NoFile: 4096, FSize: 1 << 20, MaxViolations: 5, NetConns: 128}
 	if s.Limits != want {
 		t.Errorf("limits %+v, want %+v", s.Limits, want)
 	}
@@ -391,5 +392,33 @@ func TestSpecRefusesUnresolvedProfile(t *testing.T) {
 	*p.Filesystem.Workdir = false
 	if _, err := p.Spec(Request{Cwd: "/"}); err == nil || !strings.Contains(err.Error(), "no command") {
 		t.Errorf("no command: %v", err)
+	}
+}
+
+// network.allow goes to the jail only in the allow mode: a child (or a
+// served request) that turns the network off or to the host's keeps no
+// list the jail would refuse; AddAllowHost checks each pattern.
+func TestSpecAllowList(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		want []string
+	}{{"allow", []string{"pypi.org:443", "files.pythonhosted.org:443"}}, {"none", nil}, {"host", nil}} {
+		p := mustLoad(t, "network")
+		*p.Filesystem.Workdir = false
+		p.Network.Mode = &c.mode
+		s, err := p.Spec(Request{Args: []string{"true"}, Cwd: "/"})
+		if err != nil {
+			t.Fatalf("mode %s: %v", c.mode, err)
+		}
+		if string(s.Net) != c.mode || !slices.Equal(s.Allow[:min(2, len(s.Allow))], c.want) {
+			t.Errorf("mode %s: net %q allow %q, want the list %q", c.mode, s.Net, s.Allow, c.want)
+		}
+	}
+	p := mustLoad(t, "default")
+	if err := p.AddAllowHost("*.example.com:8443"); err != nil || !slices.Equal(p.Network.Allow, []string{"*.example.com:8443"}) {
+		t.Errorf("AddAllowHost: %v, %q", err, p.Network.Allow)
+	}
+	if err := p.AddAllowHost("exa mple.com"); err == nil || !strings.Contains(err.Error(), `allow pattern "exa mple.com"`) {
+		t.Errorf("AddAllowHost of a bad pattern: %v", err)
 	}
 }

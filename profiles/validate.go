@@ -7,6 +7,7 @@ import (
 
 	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/network/allow"
 )
 
 // KeyError is a bad value under one profile key.
@@ -78,8 +79,11 @@ func (p *Profile) Validate() error {
 	if _, err := p.Limits.parse(); err != nil {
 		return err
 	}
-	if m := p.Network.Mode; m != nil && *m != string(jail.NetNone) && *m != string(jail.NetHost) {
-		return keyErr("network.mode", "%q: want %q or %q", *m, jail.NetNone, jail.NetHost)
+	if m := p.Network.Mode; m != nil && *m != string(jail.NetNone) && *m != string(jail.NetHost) && *m != string(jail.NetAllow) {
+		return keyErr("network.mode", "%q: want %q, %q or %q", *m, jail.NetNone, jail.NetHost, jail.NetAllow)
+	}
+	if _, err := allow.ParseList(p.Network.Allow); err != nil {
+		return &KeyError{Key: "network.allow", Err: err}
 	}
 	for k, v := range p.Env.Set {
 		if err := checkEnvName(k); err != nil {

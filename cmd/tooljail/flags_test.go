@@ -15,7 +15,7 @@ import (
 
 // repeatable are the run flags that add up; every other flag that takes a
 // value may be given once.
-var repeatable = map[string]bool{"ro": true, "rw": true, "tmpfs": true, "mask": true, "env": true, "pass-env": true, "allow-degraded": true}
+var repeatable = map[string]bool{"ro": true, "rw": true, "tmpfs": true, "mask": true, "env": true, "pass-env": true, "allow-degraded": true, "allow-host": true}
 
 // Every flag that takes a value and is not repeatable is refused twice,
 // even with the same value: TestScalarFlagsOnce lists them, this test
@@ -25,6 +25,7 @@ func TestEveryScalarFlagOnce(t *testing.T) {
 		"profile": "default", "workdir": "/w", "host-user": "1000", "report": "r.json", "audit-log": "a.log",
 		"net": "none", "on-violation": "deny", "memory": "1G", "cpus": "1", "pids": "10", "timeout": "1s",
 		"cpu-time": "1s", "nofile": "10", "fsize": "1M", "output-limit": "1M", "max-violations": "10", "server": "/s",
+		"net-connections": "16", "net-bytes": "1G",
 	}
 	fs := newRunFlagSet(&runFlags{})
 	fs.VisitAll(func(fl *flag.Flag) {
@@ -50,7 +51,12 @@ func TestFlagValuesCheckedWhenParsed(t *testing.T) {
 		args []string
 		want string // in the error
 	}{
-		{[]string{"--net=hots", "--net", "none"}, `invalid value "hots" for flag -net: want "none" or "host"`},
+		{[]string{"--net=hots", "--net", "none"}, `invalid value "hots" for flag -net: want "none", "host" or "allow"`},
+		{[]string{"--allow-host", "*.com.:99999"}, `invalid value "*.com.:99999" for flag -allow-host: allow pattern`},
+		{[]string{"--allow-host", "http://pypi.org"}, `allow pattern "http://pypi.org"`},
+		{[]string{"--net-connections", "0"}, "from 1 to 65535"},
+		{[]string{"--net-connections", "unlimited"}, "from 1 to 65535"},
+		{[]string{"--net-bytes", "1XB"}, `invalid size "1XB"`},
 		{[]string{"--net", "none", "--net=hots"}, `"hots"`},
 		{[]string{"--on-violation", "log", "--on-violation", "deny"}, `invalid value "log" for flag -on-violation`},
 		{[]string{"--memory", "12XB", "--memory", "1G"}, `invalid size "12XB"`},

@@ -10,10 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +57,7 @@ type runFlags struct {
 	noWorkdir     bool
 	limits        [][2]string // key, value in flag order
 	net           scalar
+	allowHosts    []string
 	onViolation   scalar
 	hostUser      scalar
 	env, passEnv  []string
@@ -191,7 +194,11 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Func("fsize", "largest file the command may write, `SIZE` (RLIMIT_FSIZE)", limit("fsize"))
 	fs.Func("output-limit", "cap `SIZE` on relayed stdout+stderr; the rest is counted and dropped", limit("output_limit"))
 	fs.Func("max-violations", "after `N` denied system calls the next one kills the whole run (status violation); 0 for no limit", limit("max_violations"))
-	fs.Var(&f.net, "net", "`MODE`: none (own namespace, loopback only) or host (trusted tools only)")
+	fs.Var(&f.net, "net", "`MODE`: none (own namespace, loopback only), host (trusted tools only) or allow (only the --allow-host hosts, through tooljail's proxies and DNS)")
+	fs.Func("allow-host", "with --net allow (or a profile in mode allow): let the command reach `PATTERN`, a host name, *.DOMAIN, IP or CIDR with an optional :PORT (default 80 and 443) (repeatable)", list(&f.allowHosts,
+		asProfile((*profiles.Profile).AddAllowHost)))
+	fs.Func("net-connections", "network allow mode: at most `N` connections through the proxies at once", limit("net_connections"))
+	fs.Func("net-bytes", "network allow mode: at most `SIZE` forwarded by the proxies in the run, both directions; 0 for no limit", limit("net_bytes"))
 	fs.Var(&f.onViolation, "on-violation", "`ACTION`: deny (EPERM, the run goes on) or kill (the run is killed)")
 	fs.Var(&f.hostUser, "host-user", fmt.Sprintf("when tooljail runs as root, the host `USER` the jail runs as: a name, UID or UID:GID, never root (default: the profile's host_user, else the workdir's owner unless that is root, else %d:%d); other callers can only name themselves",
 		jail.DefaultHostUser.UID, jail.DefaultHostUser.GID))
@@ -453,6 +460,16 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 	if f.net.value != "" {
 		p.Network.Mode = &f.net.value
 	}
+	if len(f.allowHosts) > 0 {
+		if *p.Network.Mode != string(jail.NetAllow) {
+			return nil, fmt.Errorf("--allow-host needs the network allow mode: add --net allow (the profile's network mode is %q)", *p.Network.Mode)
+		}
+		for _, h := range f.allowHosts {
+			if err := p.AddAllowHost(h); err != nil {
+				return nil, fmt.Errorf("--allow-host: %w", err)
+			}
+		}
+	}
 	if f.onViolation.value != "" {
 		p.Seccomp.OnViolation = &f.onViolation.value
 	}
@@ -610,9 +627,16 @@ func summary(r *jail.Result) string {
 			parts = append(parts, r.Reason)
 		}
 	}
-	denied := 0
-	var names []string
+	denied, refused := 0, 0
+	var names, hosts []string
 	for _, v := range r.Violations {
+		if v.Kind == "network" {
+			refused += v.Count
+			if len(hosts) < 5 {
+				hosts = append(hosts, fmt.Sprintf("%s (%s)", netHost(v.Host, v.Port), v.Reason))
+			}
+			continue
+		}
 		denied += v.Count
 		name := v.Syscall
 		if v.Kind != "syscall" {
@@ -625,6 +649,12 @@ func summary(r *jail.Result) string {
 	if denied > 0 && r.Status != jail.StatusViolation {
 		parts = append(parts, fmt.Sprintf("%d denied call(s): %s", denied, strings.Join(names, ", ")))
 	}
+	if refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d network refusal(s): %s", refused, strings.Join(hosts, ", ")))
+	}
+	for _, l := range slices.Sorted(maps.Keys(r.NetworkLimitHits)) {
+		parts = append(parts, fmt.Sprintf("network %s hit %d time(s)", l, r.NetworkLimitHits[l]))
+	}
 	if r.PidsLimitHits != nil && *r.PidsLimitHits > 0 {
 		parts = append(parts, fmt.Sprintf("process limit hit %d time(s)", *r.PidsLimitHits))
 	}
@@ -632,6 +662,15 @@ func summary(r *jail.Result) string {
 		parts = append(parts, fmt.Sprintf("output over the limit of %d bytes dropped", r.Limits.OutputLimitBytes))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// netHost is host:port as the summary shows it (IPv6 in brackets; a DNS
+// query has no port).
+func netHost(host string, port int) string {
+	if port == 0 {
+		return host
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }
@@ -662,6 +701,7 @@ var notServed = []struct {
 	{"--rw", func(f *runFlags) bool { return len(f.rw) > 0 }, "binds come from the server's profile"},
 	{"--tmpfs", func(f *runFlags) bool { return len(f.tmpfs) > 0 }, "mounts come from the server's profile"},
 	{"--mask", func(f *runFlags) bool { return len(f.mask) > 0 }, "masks come from the server's profile"},
+	{"--allow-host", func(f *runFlags) bool { return len(f.allowHosts) > 0 }, "the hosts come from the server's profile (network.allow)"},
 	{"--on-violation", func(f *runFlags) bool { return f.onViolation.set }, "the server's profile sets seccomp.on_violation"},
 	{"--host-user", func(f *runFlags) bool { return f.hostUser.set }, "the server decides the host user"},
 	{"--allow-degraded", func(f *runFlags) bool { return len(f.allowDegraded) > 0 }, "the server's profile sets allow_degraded"},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,7 +29,7 @@ func TestScalarFlagsOnce(t *testing.T) {
 		"memory": {"1000", "2000"}, "cpus": {"1", "2"}, "pids": {"1000", "2000"}, "timeout": {"1s", "2s"},
 		"cpu-time": {"1s", "2s"}, "nofile": {"1000", "2000"}, "fsize": {"1000", "2000"},
 		"output-limit": {"1000", "2000"}, "max-violations": {"1000", "2000"},
-		"server": {"/a", "/b"},
+		"server": {"/a", "/b"}, "net-connections": {"1", "2"}, "net-bytes": {"1M", "2M"},
 	} {
 		var f runFlags
 		fs := newRunFlagSet(&f)
@@ -47,6 +48,43 @@ func TestScalarFlagsOnce(t *testing.T) {
 	}
 	if f.profile.set {
 		t.Errorf("profile set without the flag: %+v", f.profile)
+	}
+}
+
+// --allow-host adds to the profile's network.allow in the allow mode (the
+// flag's or the profile's), and is an error in any other mode, naming it.
+func TestAllowHostFlag(t *testing.T) {
+	dir := t.TempDir()
+	allowProfile := writeProfile(t, dir, "allow.toml", "extends = \"default\"\n[network]\nmode = \"allow\"\nallow = [\"pypi.org\"]\n")
+	for _, c := range []struct {
+		args      []string
+		wantAllow []string
+		wantErr   string
+	}{
+		{[]string{"--net", "allow", "--allow-host", "github.com", "--allow-host", "10.1.2.3:5432"}, []string{"github.com", "10.1.2.3:5432"}, ""},
+		{[]string{"--net", "allow"}, nil, ""},
+		{[]string{"--profile", allowProfile, "--allow-host", "*.pythonhosted.org:443"}, []string{"pypi.org", "*.pythonhosted.org:443"}, ""},
+		{[]string{"--profile", allowProfile, "--net", "none"}, nil, ""}, // the list is the allow mode's only
+		{[]string{"--allow-host", "github.com"}, nil, `--allow-host needs the network allow mode: add --net allow (the profile's network mode is "none")`},
+		{[]string{"--net", "host", "--allow-host", "github.com"}, nil, "--allow-host needs the network allow mode"},
+	} {
+		_, spec, _, err := parseRun(append(append([]string{"--no-workdir"}, c.args...), "--", "true"), func() (string, error) { return dir, nil }, nil)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%q: error %v, want %q", c.args, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.args, err)
+			continue
+		}
+		if !slices.Equal(spec.Allow, c.wantAllow) {
+			t.Errorf("%q: allow %q, want %q", c.args, spec.Allow, c.wantAllow)
+		}
+		for _, o := range spec.Trusted {
+			o.Close()
+		}
 	}
 }
 
@@ -278,6 +316,7 @@ func TestServedFlags(t *testing.T) {
 		{[]string{"--host-user", "1000"}, "--host-user cannot be used with a server"},
 		{[]string{"--allow-degraded", "cgroup"}, "--allow-degraded cannot be used with a server"},
 		{[]string{"--audit-log", "/a.log"}, "--audit-log cannot be used with a server"},
+		{[]string{"--net", "allow", "--allow-host", "pypi.org"}, "--allow-host cannot be used with a server"},
 		{[]string{"--workdir", "/w", "--no-workdir"}, "contradict"},
 		{[]string{"--report", "out/r.json"}, "inside the run's workdir"},
 		{[]string{"--workdir", "/w", "--report", "/w/r.json"}, "inside the run's workdir"},

@@ -599,6 +599,9 @@ func do(a []string) {
 		}
 		os.Exit(ws.ExitStatus())
 	default:
+		if netAction(a) {
+			return
+		}
 		fmt.Fprintf(os.Stderr, "tjhelper: unknown action %q\n", a[0])
 		os.Exit(2)
 	}

@@ -228,8 +228,12 @@ func (s *Server) ServeUDP(pc net.PacketConn) error {
 		s.wg.Add(1) // ServeUDP's own count keeps wg above zero here
 		go func() {
 			defer s.wg.Done()
-			defer s.release()
-			if out := s.lookup(st, dnsmsg.MaxUDP, t0); out != nil {
+			out := s.lookup(st, dnsmsg.MaxUDP, t0)
+			// The slot is for waiting on upstream, as in serveConn: free
+			// before the reply, so that a client that asks again as soon
+			// as it has it finds the slot free, not busy.
+			s.release()
+			if out != nil {
 				pc.WriteTo(out, from)
 			}
 		}()

@@ -1,0 +1,230 @@
+package jail
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tooljail/tooljail/landlock"
+	"github.com/tooljail/tooljail/network/allow"
+	"github.com/tooljail/tooljail/network/proxy"
+	"github.com/tooljail/tooljail/network/resolver"
+)
+
+// The allow mode (NetAllow, DESIGN.md section 11). The jail keeps a
+// network namespace of its own with only lo, as with NetNone; the init
+// makes four sockets on 127.0.0.1 there (init_net.c) and sends them to the
+// supervisor before the command starts. The supervisor serves them from
+// its own network namespace with package network: an HTTP proxy, a SOCKS5
+// proxy and a DNS resolver that let through only what Spec.Allow names,
+// connecting itself to the addresses it checked. Nothing else leaves the
+// jail: its namespace has no route but lo. An unprivileged supervisor
+// cannot enter the jail's namespace to make the sockets itself; no helper
+// process and no host socket is involved.
+
+// The ports of the allow mode's listeners on 127.0.0.1 in the jail.
+const (
+	ProxyHTTPPort   = 3128
+	ProxySOCKS5Port = 1080
+	DNSPort         = 53
+)
+
+// allowResolvConf is the jail's /etc/resolv.conf in the allow mode.
+const allowResolvConf = "# tooljail allow mode: the supervisor answers for the allowed names only\nnameserver 127.0.0.1\n"
+
+// proxyEnv is what the command's environment says in the allow mode, over
+// whatever the Spec set under the same names: these are the only routes
+// out. curl reads only the lower-case http_proxy, most other tools either.
+// ALL_PROXY is SOCKS5 with the name resolved by the proxy (socks5h), so
+// that the allowlist sees the name the command asked for.
+var proxyEnv = func() []string {
+	httpProxy := "http://127.0.0.1:" + strconv.Itoa(ProxyHTTPPort)
+	socks := "socks5h://127.0.0.1:" + strconv.Itoa(ProxySOCKS5Port)
+	var env []string
+	for _, kv := range [][2]string{
+		{"HTTP_PROXY", httpProxy}, {"HTTPS_PROXY", httpProxy}, {"ALL_PROXY", socks}, {"NO_PROXY", "localhost,127.0.0.1"},
+	} {
+		env = append(env, kv[0]+"="+kv[1], strings.ToLower(kv[0])+"="+kv[1])
+	}
+	return env
+}()
+
+// commandEnv is the command's environment: the Spec's, and in the allow
+// mode the proxy variables in place of any the Spec had.
+func commandEnv(s *Spec) []string {
+	if s.Net != NetAllow {
+		return s.Env
+	}
+	out := make([]string, 0, len(s.Env)+len(proxyEnv))
+	for _, kv := range s.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(name) {
+		case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, proxyEnv...)
+}
+
+// allowPorts are the TCP ports the command connects to in the allow mode.
+var allowPorts = []uint16{DNSPort, ProxySOCKS5Port, ProxyHTTPPort}
+
+// allowEnforcement is how the allow mode holds with Landlock policy ll
+// (nil: none) on ABI abi. On ABI 4 and later ll also limits TCP connect to
+// the listeners' ports, a second wall behind the namespace that has no
+// route: a connect to anything else fails with EACCES even to a service
+// the command starts on lo. ll gets the port rules here.
+func allowEnforcement(ll *landlock.Policy, abi int) *NetworkEnforcement {
+	e := &NetworkEnforcement{
+		Mode:        string(NetAllow),
+		HTTPProxy:   "127.0.0.1:" + strconv.Itoa(ProxyHTTPPort),
+		SOCKS5Proxy: "127.0.0.1:" + strconv.Itoa(ProxySOCKS5Port),
+		DNS:         "127.0.0.1:" + strconv.Itoa(DNSPort),
+		Route:       "none: the jail's network namespace has only lo",
+	}
+	switch {
+	case ll == nil:
+		e.LandlockConnect = "not enforced: Landlock is off or unavailable"
+	case abi < 4:
+		e.LandlockConnect = fmt.Sprintf("not enforced: Landlock ABI %d has no TCP rules (needs ABI 4, Linux 6.7)", abi)
+	default:
+		ll.RestrictConnect = true
+		ll.ConnectTCP = append(slices.Clone(ll.ConnectTCP), allowPorts...)
+		ports := make([]string, 0, len(ll.ConnectTCP))
+		for _, p := range slices.Compact(slices.Sorted(slices.Values(ll.ConnectTCP))) {
+			ports = append(ports, strconv.Itoa(int(p)))
+		}
+		e.LandlockConnect = "tcp connect only to ports " + strings.Join(ports, ", ")
+	}
+	return e
+}
+
+// allowModeLayers are check's lines for the allow mode: it needs what
+// every jail needs (userns, the user and network namespaces tried for
+// real), and Landlock ABI 4 for its second wall.
+func allowModeLayers(userns Layer, abi int) []Layer {
+	mode := Layer{Name: "network allow", Enforced: userns.Enforced}
+	if mode.Enforced {
+		mode.Detail = "--net allow: proxies and DNS served from listeners the jail makes in its own network namespace"
+	} else {
+		mode.Reason, mode.Fix = "it needs user and network namespaces: "+userns.Reason, userns.Fix
+	}
+	tcp := Layer{Name: "landlock tcp", Enforced: abi >= 4}
+	if tcp.Enforced {
+		tcp.Detail = fmt.Sprintf("ABI %d: in the allow mode TCP connect reaches only the proxies and DNS", abi)
+	} else {
+		tcp.Reason = fmt.Sprintf("Landlock ABI %d has no TCP rules: the allow mode relies on its namespace alone (no route out)", abi)
+		tcp.Fix = "Linux 6.7 or later with Landlock enabled (ABI 4)"
+	}
+	return []Layer{mode, tcp}
+}
+
+// upstreamLookup resolves the allowed names; nil is the host's resolver.
+// Only this package's tests set it (SetUpstreamLookup in export_test.go),
+// to map made-up names to the addresses a test needs: no flag, profile key
+// or environment variable reaches it.
+var upstreamLookup resolver.Lookup
+
+// fileListener is net.FileListener; a test makes it fail
+// (FailNetListeners in export_test.go).
+var fileListener = net.FileListener
+
+// netServer serves the allow mode's listeners for one run.
+type netServer struct {
+	proxy *proxy.Proxy
+	dns   *resolver.Server
+	log   *netLog
+	wg    sync.WaitGroup
+}
+
+// startNetwork serves the four sockets the init sent (TJ_REC_NET, in the
+// order of tj_net_listeners) for list. It takes the files: on return they
+// are closed, their descriptors now the listeners'.
+func startNetwork(list allow.List, limits Limits, files []*os.File) (*netServer, error) {
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	if len(files) != 4 {
+		return nil, fmt.Errorf("network allow mode: the init sent %d sockets, want 4", len(files))
+	}
+	var ls [3]net.Listener
+	var pc net.PacketConn
+	closeAll := func() {
+		for _, l := range ls {
+			if l != nil {
+				l.Close()
+			}
+		}
+		if pc != nil {
+			pc.Close()
+		}
+	}
+	var err error
+	for i, f := range []*os.File{files[0], files[1], files[3]} {
+		if ls[i], err = fileListener(f); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("network allow mode: listener %d: %w", i, err)
+		}
+	}
+	if pc, err = net.FilePacketConn(files[2]); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("network allow mode: DNS socket: %w", err)
+	}
+	// Each is what its server expects, or the record is not the init's.
+	for i, a := range []net.Addr{ls[0].Addr(), ls[1].Addr(), ls[2].Addr(), pc.LocalAddr()} {
+		if !loopbackPort(a, []int{ProxyHTTPPort, ProxySOCKS5Port, DNSPort, DNSPort}[i]) {
+			closeAll()
+			return nil, fmt.Errorf("network allow mode: socket %d is on %s, not where the init makes it", i, a)
+		}
+	}
+	n := &netServer{log: newNetLog()}
+	cache := resolver.NewAddrCache(upstreamLookup, 0, 0)
+	n.dns = resolver.New(resolver.Config{Allow: list, Cache: cache, Events: n.log.dnsEvent})
+	n.proxy, err = proxy.New(proxy.Config{
+		Allow:    list,
+		Resolver: cache,
+		Limits:   proxy.Limits{MaxConns: limits.NetConns, MaxBytes: limits.NetBytes},
+		Events:   n.log.proxyEvent,
+	})
+	if err != nil {
+		closeAll()
+		n.dns.Close()
+		return nil, fmt.Errorf("network allow mode: %w", err)
+	}
+	serve := func(f func() error) {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			f()
+		}()
+	}
+	serve(func() error { return n.proxy.ServeHTTP(ls[0]) })
+	serve(func() error { return n.proxy.ServeSOCKS5(ls[1]) })
+	serve(func() error { return n.dns.ServeTCP(ls[2]) })
+	serve(func() error { return n.dns.ServeUDP(pc) })
+	return n, nil
+}
+
+// loopbackPort says whether a is 127.0.0.1:port (TCP or UDP).
+func loopbackPort(a net.Addr, port int) bool {
+	ap, err := netip.ParseAddrPort(a.String())
+	return err == nil && ap == netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port))
+}
+
+// stop closes every listener and connection, waits for every goroutine
+// the servers started, and returns what the run's network did.
+func (n *netServer) stop() []NetworkEntry {
+	// What closing the listeners returns says nothing about the run.
+	n.proxy.Close()
+	n.dns.Close()
+	n.wg.Wait()
+	return n.log.entries()
+}

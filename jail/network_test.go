@@ -1,0 +1,222 @@
+package jail
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tooljail/tooljail/landlock"
+	"github.com/tooljail/tooljail/network/dnsmsg"
+	"github.com/tooljail/tooljail/network/proxy"
+	"github.com/tooljail/tooljail/network/resolver"
+)
+
+// The allow mode's Spec: every pattern is checked (all bad ones named at
+// once), a list needs the allow mode, and the limits may not be negative.
+func TestValidateAllowMode(t *testing.T) {
+	s := validSpec()
+	s.Net, s.Allow = NetAllow, []string{"pypi.org", "*.pythonhosted.org:443", "10.0.0.0/8", "[2001:db8::1]:443"}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("valid allow spec: %v", err)
+	}
+	s.Allow = nil
+	if err := s.Validate(); err != nil {
+		t.Errorf("allow mode without entries (allows nothing): %v", err)
+	}
+	for _, c := range []struct {
+		net   NetMode
+		allow []string
+		conns int
+		want  []string
+	}{
+		{NetAllow, []string{"pypi.org", "http://x.org", "10.0.0.0/40"}, 0, []string{`"http://x.org"`, `"10.0.0.0/40"`}},
+		{NetAllow, []string{"*"}, 0, []string{`allow pattern "*"`}},
+		{NetNone, []string{"pypi.org"}, 0, []string{`need network mode "allow", not "none"`}},
+		{NetHost, []string{"pypi.org"}, 0, []string{`not "host"`}},
+		{NetAllow, nil, -1, []string{"must not be negative"}},
+	} {
+		s := validSpec()
+		s.Net, s.Allow, s.Limits.NetConns = c.net, c.allow, c.conns
+		err := s.Validate()
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("net %s allow %q conns %d: %v, want %q", c.net, c.allow, c.conns, err, w)
+			}
+		}
+	}
+}
+
+// In the allow mode the proxy variables are the jail's, whatever the
+// Spec said under those names (in any case); other modes keep the Spec's.
+func TestCommandEnv(t *testing.T) {
+	s := validSpec()
+	s.Env = []string{"A=1", "HTTP_PROXY=http://evil:1", "https_proxy=http://evil:2", "No_Proxy=*", "PATH=/bin"}
+	if got := commandEnv(s); !slices.Equal(got, s.Env) {
+		t.Errorf("mode none: %q, want the Spec's", got)
+	}
+	s.Net = NetAllow
+	got := commandEnv(s)
+	want := []string{"A=1", "PATH=/bin",
+		"HTTP_PROXY=http://127.0.0.1:3128", "http_proxy=http://127.0.0.1:3128",
+		"HTTPS_PROXY=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
+		"ALL_PROXY=socks5h://127.0.0.1:1080", "all_proxy=socks5h://127.0.0.1:1080",
+		"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("allow mode env\n got %q\nwant %q", got, want)
+	}
+}
+
+// Landlock limits TCP connect to the listeners' ports from ABI 4 on, and
+// the report says so; below it, or without Landlock, it says why not.
+func TestAllowEnforcement(t *testing.T) {
+	ll := &landlock.Policy{ConnectTCP: []uint16{5432}}
+	e := allowEnforcement(ll, 4)
+	if !ll.RestrictConnect || ll.RestrictTCP || !slices.Equal(ll.ConnectTCP, []uint16{5432, 53, 1080, 3128}) {
+		t.Errorf("ABI 4 policy: %+v", ll)
+	}
+	if e.LandlockConnect != "tcp connect only to ports 53, 1080, 3128, 5432" || e.HTTPProxy != "127.0.0.1:3128" || e.SOCKS5Proxy != "127.0.0.1:1080" || e.DNS != "127.0.0.1:53" {
+		t.Errorf("ABI 4 enforcement: %+v", e)
+	}
+	ll = &landlock.Policy{}
+	if e := allowEnforcement(ll, 2); ll.RestrictConnect || !strings.Contains(e.LandlockConnect, "ABI 2 has no TCP rules") {
+		t.Errorf("ABI 2: %+v, %+v", ll, e)
+	}
+	if e := allowEnforcement(nil, 7); !strings.HasPrefix(e.LandlockConnect, "not enforced: Landlock is off") {
+		t.Errorf("no Landlock: %+v", e)
+	}
+}
+
+func TestProxyEntry(t *testing.T) {
+	a := netip.MustParseAddr("169.254.169.254")
+	for _, c := range []struct {
+		ev   proxy.Event
+		want NetworkEntry
+	}{
+		{proxy.Event{Proto: "connect", Host: "pypi.org", Port: 443, Addr: netip.MustParseAddr("151.101.0.223"), BytesUp: 10, BytesDown: 20, Allowed: true},
+			NetworkEntry{Proto: "connect", Host: "pypi.org", Port: 443, Address: "151.101.0.223", BytesUp: 10, BytesDown: 20, Decision: "allowed", Count: 1}},
+		{proxy.Event{Proto: "http", Host: "meta.example", Port: 80, Addr: a, Reason: "metadata address"},
+			NetworkEntry{Proto: "http", Host: "meta.example", Port: 80, Address: "169.254.169.254", Decision: "metadata address", Count: 1}},
+		{proxy.Event{Proto: "socks5", Host: "x.org", Port: 443, Addr: a, Allowed: true, Reason: proxy.ReasonByteLimit, BytesDown: 5},
+			NetworkEntry{Proto: "socks5", Host: "x.org", Port: 443, Address: "169.254.169.254", BytesDown: 5, Decision: "allowed", Cut: "byte limit", Count: 1}},
+		{proxy.Event{Proto: "http", Reason: proxy.ReasonBadRequest},
+			NetworkEntry{Proto: "http", Decision: "bad request", Count: 1}},
+	} {
+		if got := proxyEntry(c.ev); got != c.want {
+			t.Errorf("%+v:\n got %+v\nwant %+v", c.ev, got, c.want)
+		}
+	}
+}
+
+func TestDNSEntry(t *testing.T) {
+	pub, priv := netip.MustParseAddr("151.101.0.223"), netip.MustParseAddr("10.1.2.3")
+	for _, c := range []struct {
+		ev   resolver.Event
+		want NetworkEntry
+	}{
+		{resolver.Event{Name: "evil.example", Type: dnsmsg.TypeA, Reason: resolver.ReasonDNSRefused, Count: 3},
+			NetworkEntry{Proto: "dns", Host: "evil.example", DNSType: "A", Decision: "dns refused", Count: 3}},
+		{resolver.Event{Name: "pypi.org", Type: dnsmsg.TypeA, Allowed: true, Answered: []netip.Addr{pub}, Count: 1},
+			NetworkEntry{Proto: "dns", Host: "pypi.org", DNSType: "A", Address: "151.101.0.223", Decision: "allowed", Count: 1}},
+		{resolver.Event{Name: "internal.example", Type: dnsmsg.TypeA, Dropped: []netip.Addr{priv}, Reason: "private address", Count: 1},
+			NetworkEntry{Proto: "dns", Host: "internal.example", DNSType: "A", Address: "10.1.2.3", Decision: "private address", Count: 1}},
+		{resolver.Event{Name: "pypi.org", Type: dnsmsg.TypeAAAA, Allowed: true, Reason: resolver.ReasonLookupFailed, Count: 1},
+			NetworkEntry{Proto: "dns", Host: "pypi.org", DNSType: "AAAA", Decision: "lookup failed", Count: 1}},
+		{resolver.Event{Reason: resolver.ReasonBusy},
+			NetworkEntry{Proto: "dns", Decision: "resolver busy", Count: 1}},
+	} {
+		if got := dnsEntry(c.ev); got != c.want {
+			t.Errorf("%+v:\n got %+v\nwant %+v", c.ev, got, c.want)
+		}
+	}
+}
+
+// Identical entries add up; past maxNetEntries distinct ones, new kinds
+// are counted under host "other" per proto and decision, so a flood of
+// names costs bounded memory.
+func TestNetLogBounded(t *testing.T) {
+	l := newNetLog()
+	for i := 0; i < 3; i++ {
+		l.proxyEvent(proxy.Event{Proto: "connect", Host: "pypi.org", Port: 443, Addr: netip.MustParseAddr("151.101.0.223"), BytesUp: 1, BytesDown: 2, Allowed: true})
+	}
+	for i := 0; i < 10*maxNetEntries; i++ {
+		l.proxyEvent(proxy.Event{Proto: "http", Host: fmt.Sprintf("h%d.example", i), Port: 80, Reason: proxy.ReasonNotAllowed})
+		l.dnsEvent(resolver.Event{Name: fmt.Sprintf("d%d.example", i), Type: dnsmsg.TypeA, Reason: resolver.ReasonDNSRefused, Count: 1})
+	}
+	got := l.entries()
+	if len(got) > maxNetEntries+2 {
+		t.Fatalf("%d entries, want at most %d", len(got), maxNetEntries+2)
+	}
+	if got[0].Count != 3 || got[0].BytesUp != 3 || got[0].BytesDown != 6 {
+		t.Errorf("first entry %+v, want 3 connections, 3 up, 6 down", got[0])
+	}
+	total := map[string]int{}
+	others := 0
+	for _, e := range got {
+		total[e.Proto] += e.Count
+		if e.Host == "other" {
+			others++
+			if e.Port != 0 || e.Address != "" || e.DNSType != "" {
+				t.Errorf("other entry keeps details: %+v", e)
+			}
+		}
+	}
+	if total["http"] != 10*maxNetEntries || total["dns"] != 10*maxNetEntries || others != 2 {
+		t.Errorf("counts %v, %d other entries; want every event counted, in 2 other entries", total, others)
+	}
+}
+
+// Refusals become violations (one per host, port and reason); failures
+// that are not the policy's do not; limit hits are counted per limit.
+func TestNetworkViolationsAndLimits(t *testing.T) {
+	entries := []NetworkEntry{
+		{Proto: "connect", Host: "pypi.org", Port: 443, Decision: "allowed", Count: 4},
+		{Proto: "http", Host: "evil.example", Port: 80, Decision: "not in allowlist", Count: 2},
+		{Proto: "connect", Host: "evil.example", Port: 80, Decision: "not in allowlist", Count: 1},
+		{Proto: "dns", Host: "evil.example", DNSType: "TXT", Decision: "dns refused", Count: 7},
+		{Proto: "connect", Host: "down.example", Port: 443, Decision: "connect failed", Count: 1},
+		{Proto: "connect", Host: "nx.example", Port: 443, Decision: "dns failed", Count: 1},
+		{Proto: "dns", Host: "pypi.org", DNSType: "A", Decision: "lookup failed", Count: 1},
+		{Proto: "socks5", Host: "big.example", Port: 443, Decision: "allowed", Cut: "byte limit", Count: 1},
+		{Proto: "socks5", Host: "big.example", Port: 443, Decision: "byte limit", Count: 2},
+		{Proto: "http", Decision: "connection limit", Count: 5},
+	}
+	got := networkViolations(entries)
+	want := []Violation{
+		{Kind: "network", Host: "evil.example", Port: 80, Reason: "not in allowlist", Count: 3, Action: "denied"},
+		{Kind: "network", Host: "evil.example", Reason: "dns refused", Count: 7, Action: "denied"},
+		{Kind: "network", Host: "big.example", Port: 443, Reason: "byte limit", Count: 2, Action: "denied"},
+		{Kind: "network", Reason: "connection limit", Count: 5, Action: "denied"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("violations\n got %+v\nwant %+v", got, want)
+	}
+	hits := netLimitHits(entries)
+	if len(hits) != 2 || hits["byte limit"] != 3 || hits["connection limit"] != 5 {
+		t.Errorf("limit hits %v", hits)
+	}
+	if netLimitHits(entries[:3]) != nil {
+		t.Errorf("limit hits without any: %v", netLimitHits(entries[:3]))
+	}
+}
+
+func TestLoopbackPort(t *testing.T) {
+	for _, c := range []struct {
+		a    net.Addr
+		port int
+		want bool
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 3128}, 3128, true},
+		{&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53}, 53, true},
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 3129}, 3128, false},
+		{&net.TCPAddr{IP: net.IPv4(0, 0, 0, 0), Port: 3128}, 3128, false},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 53}, 53, false},
+		{&net.UnixAddr{Name: "/x", Net: "unix"}, 53, false},
+	} {
+		if got := loopbackPort(c.a, c.port); got != c.want {
+			t.Errorf("loopbackPort(%v, %d) = %v", c.a, c.port, got)
+		}
+	}
+}
