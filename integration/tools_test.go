@@ -15,20 +15,29 @@ import (
 // exampleTools copies examples/tools.toml where every user can read it.
 func exampleTools(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(base, "examples-tools.toml")
+	dir := filepath.Join(base, "examples")
+	p := filepath.Join(dir, "tools.toml")
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	b, err := os.ReadFile(filepath.Join("..", "examples", "tools.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := p + "." + marker("tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		t.Fatal(err)
+	// The profiles it names by relative path first, the tool file last:
+	// once it is there, the copy is whole.
+	for _, rel := range []string{"profiles/docs-fetch.toml", "tools.toml"} {
+		b, err := os.ReadFile(filepath.Join("..", "examples", rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tmp := dst + "." + marker("tmp")
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, dst); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return p
 }
@@ -151,7 +160,9 @@ func TestToolsCallExamples(t *testing.T) {
 		if !strings.Contains(pytest.stdout, "1 passed") && !strings.Contains(pytest.stderr, "No module named pytest") {
 			t.Errorf("run_tests: %s", pytest)
 		}
-		expect(u.toolCall(t, repo, audit, "", "fetch_url", "url=https://go.dev/doc/"), 6, "", "Could not resolve host")
+		// Through the allow mode's proxy, which cannot resolve go.dev on
+		// this machine (no network beyond it): curl gets the proxy's 502.
+		expect(u.toolCall(t, repo, audit, "", "fetch_url", "url=https://go.dev/doc/"), 22, "", "502")
 
 		// Refusals: nothing runs, and each is one audit line.
 		expect(u.toolCall(t, repo, audit, "", "fetch_url", "url=http://169.254.169.254/"), 125, "", `refused by rule pattern`)

@@ -128,7 +128,10 @@ func describeTool(t *tools.Tool, r call.Resolved) string {
 	}
 	fmt.Fprintf(&b, "  profile: %s\n", prof)
 	wd := "read-write"
-	if r.ReadOnlyWorkdir {
+	switch {
+	case r.NoWorkdir:
+		wd = "none"
+	case r.ReadOnlyWorkdir:
 		wd = "read-only"
 	}
 	fmt.Fprintf(&b, "  workdir: %s; network: %s; stdin: %s; output: %s\n", wd, r.Network, yesNo(t.Stdin), t.Output)

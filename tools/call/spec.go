@@ -115,6 +115,7 @@ func setupFailure(argv []string, err error) *jail.Result {
 type Resolved struct {
 	Profile         string            // the profile's name or file, as loaded
 	ReadOnlyWorkdir bool              // the default's read-only workdir applies
+	NoWorkdir       bool              // the profile binds no workdir
 	Network         string            // the network mode the run gets
 	Limits          map[string]string // every [limits] key: the profile's, the default's and the tool's over it
 	Rate            tools.Rate
@@ -135,6 +136,7 @@ func Resolve(f *tools.File, d tools.Defaults, t *tools.Tool) (Resolved, error) {
 		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)
 	}
 	r := Resolved{Profile: ref, ReadOnlyWorkdir: pol.ReadOnlyWorkdir, Limits: map[string]string(p.Limits), Rate: pol.Rate}
+	r.NoWorkdir = p.Filesystem.Workdir != nil && !*p.Filesystem.Workdir
 	r.Network = pol.Network
 	if r.Network == "" && p.Network.Mode != nil {
 		r.Network = *p.Network.Mode
