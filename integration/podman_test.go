@@ -278,8 +278,8 @@ func TestPodmanDefaultSecurity(t *testing.T) {
 			w := podmanDir(t, pu.uid)
 			r := podman(t, pu.opts, "run", "--workdir", w, "--allow-degraded", "cgroup", "--", "/bin/true")
 			// Podman's profile lets the namespaces be made: the jail's
-			// init fails at its /proc, and says why.
-			oneLineError(t, r.outcome(), "/proc", "masks", "docs/containers.md")
+			// init fails at its /proc, and says why and the way out.
+			oneLineError(t, r.outcome(), "/proc", "masks", "docs/containers.md", "--allow-degraded namespaces")
 		})
 	}
 }
