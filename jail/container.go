@@ -559,7 +559,7 @@ func diagnose(c *Container, layers []Layer, in containerInputs, cause userNSCaus
 }
 
 // probeSteps are the child's steps in the order it takes them.
-var probeSteps = []string{stepClone, stepMount, stepTmpfs, stepProc, stepHostname}
+var probeSteps = []string{stepClone, stepMount, stepTmpfs, stepHostname, stepProc}
 
 // refuse adds a refusal of layer, once per layer and cause.
 func (c *Container) refuse(layer string, r remedy) {

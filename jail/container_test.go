@@ -333,7 +333,7 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "seccomp refuses sethostname", in: docker, probe: nsProbe{step: stepHostname, errno: unix.EPERM}, cgroupOK: true,
 			layer: "user namespaces", reason: "refuses sethostname", fix: "seccomp=FILE",
-			refusals: []string{"user namespaces: refuses sethostname"},
+			refusals: []string{"user namespaces: refuses sethostname", "user namespaces: next, the container masks"},
 		},
 		{
 			name: "AppArmor restriction for container root", in: docker, cause: causeAppArmor, cgroupOK: true,

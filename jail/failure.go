@@ -144,7 +144,7 @@ func failureHint(r record) string {
 	// The kernel refuses a fresh procfs in a user namespace while parts of
 	// the /proc it can see are hidden: a container's masked /proc paths.
 	if r.typ == recInitFail && r.step == stepFS && r.path == "/proc" && syscall.Errno(r.err) == syscall.EPERM {
-		return "a container that masks paths in /proc prevents a fresh /proc for the jail: see `tooljail check` and docs/containers.md"
+		return "a container that masks paths in /proc prevents a fresh /proc for the jail: see `tooljail check` and docs/containers.md; or run without namespaces, confined by Landlock and seccomp alone: --allow-degraded namespaces"
 	}
 	return ""
 }

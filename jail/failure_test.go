@@ -70,7 +70,7 @@ var initCases = []failureCase{
 	{step: "OLDROOT", op: "OPEN", err: syscall.EACCES, want: "open old root: permission denied"},
 	{step: "MASKFILE", op: "CREATE", err: syscall.EROFS, want: "create mask file: read-only file system"},
 	{step: "ROOTFS", op: "FSMOUNT", err: syscall.EPERM, want: "mount jail root: fsmount: operation not permitted"},
-	{step: "FS", op: "MOVE_MOUNT", err: syscall.EPERM, path: "/proc", want: "mount /proc: move_mount: operation not permitted; a container that masks paths in /proc prevents a fresh /proc for the jail: see `tooljail check` and docs/containers.md"},
+	{step: "FS", op: "MOVE_MOUNT", err: syscall.EPERM, path: "/proc", want: "mount /proc: move_mount: operation not permitted; a container that masks paths in /proc prevents a fresh /proc for the jail: see `tooljail check` and docs/containers.md; or run without namespaces, confined by Landlock and seccomp alone: --allow-degraded namespaces"},
 	{step: "PROC_KNOB", op: "OPEN_TREE", err: syscall.EPERM, path: "sys", want: "make /proc/sys read-only or masked: open_tree: operation not permitted"},
 	{step: "DEVNODE", op: "OPEN", err: syscall.ENOENT, path: "/dev/null", want: "host /dev/null: no such file or directory (the jail needs the host's basic device nodes)"},
 	{step: "DEVBIND", op: "SETATTR", err: syscall.EPERM, path: "/dev/tty", want: "bind /dev/tty: mount_setattr: operation not permitted"},

@@ -144,7 +144,7 @@ const argProbe = "tooljail-probe"
 
 // probeChild runs in a fresh set of namespaces, as the jail's init does,
 // and tries what the init needs: a private mount tree, a tmpfs through the
-// new mount API, a fresh /proc, the host name. On failure it writes one
+// new mount API, the host name, a fresh /proc. On failure it writes one
 // line for parseProbe and exits 1.
 func probeChild() {
 	fail := func(step string, err error) {
@@ -164,11 +164,15 @@ func probeChild() {
 	if err != nil {
 		fail(stepTmpfs, err)
 	}
-	if _, err := freshMount("proc", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil {
-		fail(stepProc, err)
-	}
+	// The host name before /proc: a container's filter on sethostname
+	// (Podman's default) is then found even where its /proc masks refuse
+	// the procfs too, and check names both fixes at once (diagnose's
+	// "next" covers the masks).
 	if err := unix.Sethostname([]byte("tooljail")); err != nil {
 		fail(stepHostname, fmt.Errorf("sethostname: %w", err))
+	}
+	if _, err := freshMount("proc", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil {
+		fail(stepProc, err)
 	}
 	os.Exit(0)
 }
