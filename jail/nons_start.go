@@ -191,33 +191,18 @@ func mapsID(idMap string, id uint64) bool {
 // lets it go.
 func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 	np := c.plan.nons
-	child, err := c.openSocket()
+	lf, err := c.openLaunch(stdio)
 	if err != nil {
 		return err
 	}
-	defer child.Close()
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer syncR.Close()
-	defer syncW.Close()
-	cgroupFD := -1
-	if c.group != nil {
-		cgroupFD = c.group.DirFD()
-	}
-	st2 := c.plan.stage2
-	st2.WaitAck = c.watcher != nil
-	st2.NoHugePages = thpDisabled()
+	defer lf.close()
+	st2 := c.stage2Config()
 	st2.Dir, st2.Env = nonsPaths(c.nonsTmp.path, c.Spec.Mounts, st2.Dir, st2.Env)
 	var setid *HostID
 	if hs.root {
 		setid = &hs.id
 	}
-	ip, err := newNoNSInitPlan(np.spec, c.plan, initFiles{
-		stdin: int(stdio.stdin.Fd()), stdout: int(stdio.out[0].Fd()), stderr: int(stdio.out[1].Fd()),
-		sock: int(child.Fd()), sync: int(syncR.Fd()),
-	}, cgroupFD, &st2, setid)
+	ip, err := newNoNSInitPlan(np.spec, c.plan, lf.files, lf.cgroupFD, &st2, setid)
 	if err != nil {
 		return err
 	}
@@ -227,7 +212,7 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 		return err
 	}
 	c.proc.killSig = killAllSignal
-	syncR.Close()
+	lf.syncR.Close()
 	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
 	fdList, err := ip.fillLate(hs.sources, nil, hs.prog)
 	if err != nil {
@@ -236,7 +221,7 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 	if err := sendFDs(c.sock, fdList); err != nil {
 		return err
 	}
-	if _, err := syncW.Write([]byte{0}); err != nil {
+	if _, err := lf.syncW.Write([]byte{0}); err != nil {
 		return fmt.Errorf("start the run's reaper: %w", err)
 	}
 	c.supervise()

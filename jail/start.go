@@ -144,32 +144,13 @@ func (s *childStdio) close() {
 // supervisor has written its id maps and handed over the host side; if
 // the supervisor gives up first, the pipe's end ends the init.
 func (c *Cmd) launch(hs *hostSide, stdio *childStdio) error {
-	child, err := c.openSocket()
+	lf, err := c.openLaunch(stdio)
 	if err != nil {
 		return err
 	}
-	defer child.Close()
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer syncR.Close()
-	defer syncW.Close()
-
-	cgroupFD := -1
-	if c.group != nil {
-		cgroupFD = c.group.DirFD()
-	}
-	st2 := c.plan.stage2
-	st2.WaitAck = c.watcher != nil
-	st2.Warm = c.warm != nil
-	// The supervisor's own setting: startInit turns it off only around
-	// the fork.
-	st2.NoHugePages = thpDisabled()
-	ip, err := newInitPlan(c.Spec, c.plan, initFiles{
-		stdin: int(stdio.stdin.Fd()), stdout: int(stdio.out[0].Fd()), stderr: int(stdio.out[1].Fd()),
-		sock: int(child.Fd()), sync: int(syncR.Fd()),
-	}, cgroupFD, &st2)
+	defer lf.close()
+	st2 := c.stage2Config()
+	ip, err := newInitPlan(c.Spec, c.plan, lf.files, lf.cgroupFD, &st2)
 	if err != nil {
 		return err
 	}
@@ -179,17 +160,66 @@ func (c *Cmd) launch(hs *hostSide, stdio *childStdio) error {
 	if err := c.startInit(ip); err != nil {
 		return err
 	}
-	syncR.Close()
+	lf.syncR.Close()
 	if err := c.handOver(hs, ip); err != nil {
 		return err
 	}
 	// Nothing in the jail has run yet: the init is in its cgroup and waits
 	// for this byte.
-	if _, err := syncW.Write([]byte{0}); err != nil {
+	if _, err := lf.syncW.Write([]byte{0}); err != nil {
 		return fmt.Errorf("start the jail's init: %w", err)
 	}
 	c.supervise()
 	return nil
+}
+
+// launchFiles is what a launch hands the process it forks (the init, or
+// the reaper of a run without namespaces): the other end of the record
+// socket, the read end of the sync pipe, the run's cgroup and the stdio.
+type launchFiles struct {
+	child, syncR, syncW *os.File
+	cgroupFD            int // -1: none
+	files               initFiles
+}
+
+func (c *Cmd) openLaunch(stdio *childStdio) (*launchFiles, error) {
+	child, err := c.openSocket()
+	if err != nil {
+		return nil, err
+	}
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		child.Close()
+		return nil, err
+	}
+	l := &launchFiles{child: child, syncR: syncR, syncW: syncW, cgroupFD: -1}
+	if c.group != nil {
+		l.cgroupFD = c.group.DirFD()
+	}
+	l.files = initFiles{
+		stdin: int(stdio.stdin.Fd()), stdout: int(stdio.out[0].Fd()), stderr: int(stdio.out[1].Fd()),
+		sock: int(child.Fd()), sync: int(syncR.Fd()),
+	}
+	return l, nil
+}
+
+// close closes the supervisor's copies once the launch is over (closing
+// twice, after an early close of syncR, is harmless).
+func (l *launchFiles) close() {
+	l.child.Close()
+	l.syncR.Close()
+	l.syncW.Close()
+}
+
+// stage2Config is the plan's stage 2 with what only the running
+// supervisor knows: whether to wait for its ack, a warm jail, and its own
+// huge page setting (startInit turns it off only around the fork).
+func (c *Cmd) stage2Config() stage2Config {
+	st2 := c.plan.stage2
+	st2.WaitAck = c.watcher != nil
+	st2.Warm = c.warm != nil
+	st2.NoHugePages = thpDisabled()
+	return st2
 }
 
 // openSocket makes the socket pair the init and stage 2 send their
