@@ -30,7 +30,7 @@ func TestToolsCheck(t *testing.T) {
 		"  profile: default (the default: the tool names no profile)\n  workdir: read-only; network: none; stdin: no; output: text\n",
 		"run_python\n", "  profile: strict\n  workdir: read-write; network: none; stdin: yes",
 		// The tool's limits over the profile's: strict's memory, the tool's timeout.
-		"memory 256M, nofile 256, output_limit 1M, pids 64, timeout 30s\n  rate: per_minute 10, per_hour 200, concurrency 2",
+		"memory 256M, net_bytes 0, net_connections 128, nofile 256, output_limit 1M, pids 64, timeout 30s\n  rate: per_minute 10, per_hour 200, concurrency 2",
 		// The server-wide default's timeout for a tool that sets none.
 		"pids 256, timeout 10s\n  rate: per_minute 30, per_hour unlimited, concurrency 4",
 	} {

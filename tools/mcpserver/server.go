@@ -20,7 +20,14 @@ import (
 // limits first (call.Resolve): a tool that could never run is an error
 // here, before any client sees it.
 func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
+	return newServer(c, context.Background(), func(*mcp.CallToolRequest) jail.Peer { return client })
+}
+
+// newServer is New with the client of each call named by clientOf, and
+// done, whose end ends every running call (the jail kills its tree).
+func newServer(c *call.Caller, done context.Context, clientOf func(*mcp.CallToolRequest) jail.Peer) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tooljail", Version: jail.Version}, nil)
+	h := func(name string) mcp.ToolHandler { return handler(c, name, done, clientOf) }
 	for _, t := range c.File.Tools {
 		r, err := call.Resolve(c.File, c.Defaults, t)
 		if err != nil {
@@ -30,7 +37,7 @@ func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
 		// schema and refuse a bad call before it reaches the handler, and
 		// so before the audit log: the raw form leaves every decision to
 		// call.Caller, which records each one.
-		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: Schema(t), Annotations: annotations(r)}, handler(c, t.Name, client))
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: Schema(t), Annotations: annotations(r)}, h(t.Name))
 	}
 	// A call of a tool the file does not declare would be the SDK's
 	// protocol error, seen by no audit log: it goes through call.Caller
@@ -38,7 +45,7 @@ func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil && c.File.Lookup(r.Params.Name) == nil {
-				return handler(c, r.Params.Name, client)(ctx, r)
+				return h(r.Params.Name)(ctx, r)
 			}
 			return next(ctx, method, req)
 		}
@@ -54,9 +61,12 @@ func annotations(r call.Resolved) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{ReadOnlyHint: r.ReadOnlyWorkdir, OpenWorldHint: &open}
 }
 
-func handler(c *call.Caller, name string, client jail.Peer) mcp.ToolHandler {
+func handler(c *call.Caller, name string, done context.Context, clientOf func(*mcp.CallToolRequest) jail.Peer) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r := call.Request{Tool: name, Client: client}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(done, cancel)()
+		r := call.Request{Tool: name, Client: clientOf(req)}
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
 			// Not an object: a refusal the model can read, recorded as

@@ -50,6 +50,29 @@ rate = { per_minute = 1 }
 // connect serves testFile in memory and returns a client session.
 func connect(t *testing.T) (*mcp.ClientSession, string) {
 	t.Helper()
+	c, logPath := testCaller(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ct, st := mcp.NewInMemoryTransports()
+	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, logPath
+}
+
+// testCaller is a caller of testFile in a new working directory, and the
+// path of its audit log.
+func testCaller(t *testing.T) (*call.Caller, string) {
+	t.Helper()
 	f, err := tools.Parse("tools.toml", []byte(testFile))
 	if err != nil {
 		t.Fatal(err)
@@ -76,22 +99,7 @@ func connect(t *testing.T) (*mcp.ClientSession, string) {
 	if os.Geteuid() != 0 {
 		c.AllowDegraded = []string{"cgroup"}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	ct, st := mcp.NewInMemoryTransports()
-	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := srv.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs, logPath
+	return c, logPath
 }
 
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, string, map[string]any) {
