@@ -24,13 +24,15 @@ import (
 
 const toolsUsage = `Usage: tooljail tools check FILE
        tooljail tools call [flags] FILE NAME [--arg K=V]...
+       tooljail tools call [flags] FILE run_command [--arg timeout=D] -- PROG [ARG]...
 
 Tool files declare the commands an agent may call (docs/tools.md): each tool's
 argv template, its parameters and their allowlists, its profile, limits and
 rate limits. 'check' validates a file and prints each tool as a call would run
 it: the resolved command, profile, limits and rate. 'call' makes one call
 through the same checks as 'tooljail mcp', without a server, and records it in
-the audit log.
+the audit log. The generic run_command tool (a file's [run_command] table)
+takes the words after its name as its argv, passed as they are.
 
 Exit codes of 'call': the command's own, as 'tooljail run'; 125 when the call
 was refused (an argument outside its rule, stdin for a tool without it), when
@@ -118,7 +120,11 @@ func describeTool(t *tools.Tool, r call.Resolved) string {
 			words[i] = shellWord(a.Text)
 		}
 	}
-	fmt.Fprintf(&b, "  command: %s\n", strings.Join(words, " "))
+	if t.Generic {
+		fmt.Fprintf(&b, "  command: the call's argv, as given (at most %d elements; no shell); the call may shorten the timeout\n", t.MaxArgs)
+	} else {
+		fmt.Fprintf(&b, "  command: %s\n", strings.Join(words, " "))
+	}
 	for _, p := range t.Params {
 		fmt.Fprintf(&b, "  param %s: %s\n", p.Name, describeParam(p))
 	}
@@ -340,8 +346,13 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v; see 'tooljail tools --help'", err)
 	}
+	var argv []string
+	if len(pos) > 2 && pos[1] == tools.RunCommand {
+		// run_command's argv: the words after NAME.
+		pos, argv = pos[:2], pos[2:]
+	}
 	if len(pos) != 2 {
-		return fail(stderr, "tools call: want FILE NAME (got %d arguments); see 'tooljail tools --help'", len(pos))
+		return fail(stderr, "tools call: want FILE NAME (got %d arguments), and after run_command its argv; see 'tooljail tools --help'", len(pos))
 	}
 	c, closeCaller, ok := f.caller(pos[0], stderr)
 	if !ok {
@@ -351,6 +362,13 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	file := c.File
 	req := call.Request{Tool: pos[1], Args: callArgs(file.Lookup(pos[1]), f.args),
 		Client: jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}}
+	if argv != nil {
+		words := make([]any, len(argv))
+		for i, w := range argv {
+			words[i] = w
+		}
+		req.Args[tools.ArgvArg] = words
+	}
 	if t := file.Lookup(pos[1]); t != nil && t.Stdin {
 		if req.Stdin, err = readStdin(stdin); err != nil {
 			return fail(stderr, "read stdin: %v", err)

@@ -338,3 +338,23 @@ func TestExampleToolsCheck(t *testing.T) {
 		t.Error("fetch_url does not run with --net none")
 	}
 }
+
+func TestToolsCheckRunCommand(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rc.toml")
+	if err := os.WriteFile(file, []byte("[run_command]\nprofile = \"strict\"\nlimits.timeout = \"20s\"\nrate.per_minute = 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"tools", "check", file}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{
+		"run_command\n  description: Run a command: argv is the program",
+		"  command: the call's argv, as given (at most 256 elements; no shell); the call may shorten the timeout\n",
+		"  profile: strict\n", "timeout 20s\n", "rate: per_minute 3,",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("tools check lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}

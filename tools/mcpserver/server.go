@@ -37,7 +37,11 @@ func newServer(c *call.Caller, done context.Context, clientOf func(*mcp.CallTool
 		// schema and refuse a bad call before it reaches the handler, and
 		// so before the audit log: the raw form leaves every decision to
 		// call.Caller, which records each one.
-		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: Schema(t), Annotations: annotations(r)}, h(t.Name))
+		desc := t.Description
+		if t.Generic {
+			desc += fmt.Sprintf(" It runs under the profile %s; timeout at most %s.", r.Profile, r.Limits["timeout"])
+		}
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: desc, InputSchema: Schema(t), Annotations: annotations(r)}, h(t.Name))
 	}
 	// A call of a tool the file does not declare would be the SDK's
 	// protocol error, seen by no audit log: it goes through call.Caller

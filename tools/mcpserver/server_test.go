@@ -205,3 +205,52 @@ func TestNewRefusesAToolThatCannotRun(t *testing.T) {
 		t.Errorf("New: %v", err)
 	}
 }
+
+// TestRunCommandOverMCP: a file with [run_command] serves it with its
+// schema (argv, timeout, stdin; no other property) and the limit in its
+// description; a call runs its argv as given, and a longer timeout is
+// refused.
+func TestRunCommandOverMCP(t *testing.T) {
+	c, _ := testCaller(t)
+	f, err := tools.Parse("tools.toml", []byte("[run_command]\nprofile = \"default\"\nlimits.timeout = \"15s\"\nmax_args = 8\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.File = f
+	ct, st := mcp.NewInMemoryTransports()
+	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || len(list.Tools) != 1 {
+		t.Fatalf("%v %v", list, err)
+	}
+	tool := list.Tools[0]
+	s, _ := json.Marshal(tool.InputSchema)
+	for _, want := range []string{`"argv":{"description":"The program and its arguments`, `"items":{"type":"string"},"maxItems":8,"minItems":1,"type":"array"}`, `"timeout":{"description":"A shorter timeout`, `"stdin":{"description"`, `"required":["argv"]`, `"additionalProperties":false`} {
+		if !strings.Contains(string(s), want) {
+			t.Errorf("schema lacks %s: %s", want, s)
+		}
+	}
+	if tool.Name != "run_command" || !strings.Contains(tool.Description, "It runs under the profile default; timeout at most 15s.") {
+		t.Errorf("%s: %q", tool.Name, tool.Description)
+	}
+	r, text, _ := callTool(t, cs, "run_command", map[string]any{"argv": []string{"printf", "%s|", "a b", "*"}, "stdin": "ignored"})
+	if r.IsError || text != "a b|*|" {
+		t.Errorf("argv: %v %q", r.IsError, text)
+	}
+	r, text, st2 := callTool(t, cs, "run_command", map[string]any{"argv": []string{"true"}, "timeout": "1m"})
+	if !r.IsError || st2["decision"] != "refused: timeout" || !strings.Contains(text, "above the limit the tool file sets") {
+		t.Errorf("a longer timeout: %q %v", text, st2)
+	}
+}
