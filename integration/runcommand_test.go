@@ -9,9 +9,10 @@ import (
 
 // TestRunCommand calls the generic tool of a file that enables it, as each
 // user: through `tools call` (argv after its name, passed as given: no
-// shell) and through MCP over stdio; a timeout above the file's is
-// refused (125) and recorded; the example file, which does not enable it,
-// has no such tool.
+// shell) and through MCP over stdio, alone and with a second tool file; a
+// timeout above the file's is refused (125) and recorded; a name declared
+// twice is an error naming both files; the example file, which does not
+// enable it, has no such tool.
 func TestRunCommand(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		repo := u.dir(t)
@@ -60,6 +61,28 @@ func TestRunCommand(t *testing.T) {
 		}
 		if r := mcpCall(t, cs, "run_command", map[string]any{"argv": "ls -l"}); !r.isError || r.structured["decision"] != "refused: type array" {
 			t.Errorf("argv as a string over MCP: %+v", r)
+		}
+
+		// With a second file: the tools of both.
+		agent := filepath.Join(u.dir(t), "agent.toml")
+		if err := os.WriteFile(agent, []byte(agentTools), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cs2 := u.mcpSessionFiles(t, []string{agent, file}, repo, audit)
+		list, err := cs2.ListTools(t.Context(), nil)
+		if err != nil || len(list.Tools) != 5 {
+			t.Fatalf("two files: %v %v", list, err)
+		}
+		if r := mcpCall(t, cs2, "read_file", map[string]any{"path": "made.txt"}); r.isError || r.text != "made\n" {
+			t.Errorf("read_file of the first file: %+v", r)
+		}
+		if r := mcpCall(t, cs2, "run_command", map[string]any{"argv": []string{"cat", "made.txt"}}); r.isError || r.text != "made\n" {
+			t.Errorf("run_command of the second file: %+v", r)
+		}
+		// The same file twice declares every name twice.
+		o = u.exec(t, run{args: []string{"mcp", "--tools", file, "--tools", agent, "--tools", file}})
+		if o.code != 125 || !strings.Contains(o.stderr, "tool run_command is declared in "+file+" and again in "+file) {
+			t.Errorf("a file twice: %s", o)
 		}
 
 		// Off by default.

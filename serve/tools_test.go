@@ -60,7 +60,7 @@ func toolServer(t *testing.T) (*testServer, string) {
 	if err := os.Chmod(wd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return startWith(t, func(s *Server) { s.Tools = file }), wd
+	return startWith(t, func(s *Server) { s.Tools = []string{file} }), wd
 }
 
 func TestToolCalls(t *testing.T) {

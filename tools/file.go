@@ -65,6 +65,7 @@ func (f *File) Lookup(name string) *Tool {
 // Tool is one [tools.NAME] table, checked.
 type Tool struct {
 	Name        string
+	File        string // the name of the file that declares it, as given to Parse
 	Description string
 	Command     []Arg
 	Params      []*Param // in the order of the file
@@ -215,6 +216,9 @@ func Parse(name string, data []byte) (*File, error) {
 	})
 	if generic != nil {
 		f.Tools = append(f.Tools, generic)
+	}
+	for _, t := range f.Tools {
+		t.File = name
 	}
 	return f, nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/tooljail/tooljail/tools/mcpserver"
 )
 
-const mcpUsage = `Usage: tooljail mcp --tools FILE [--listen ADDR] [--workdir DIR] [--audit-log FILE] [--allow-degraded LAYERS]
+const mcpUsage = `Usage: tooljail mcp --tools FILE [--tools FILE]... [--listen ADDR] [--workdir DIR] [--audit-log FILE] [--allow-degraded LAYERS]
 
 Serves the tools of FILE to an agent over MCP (the Model Context Protocol) on
 stdin and stdout, as an MCP host starts a local server; with --listen, over
@@ -41,15 +41,20 @@ Flags:
 // mcpFlags are the parsed `mcp` flags.
 type mcpFlags struct {
 	callerFlags
-	tools  scalar
+	tools  []string
 	listen scalar
 }
 
 func newMCPFlagSet(f *mcpFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	f.tools.check = nonEmpty("a tool file")
-	fs.Var(&f.tools, "tools", "serve the tools of `FILE`, a tool file (required; docs/tools.md)")
+	fs.Func("tools", "serve the tools of `FILE`, a tool file (required; repeatable: the tools of every file, a name declared in two files an error; docs/tools.md)", func(v string) error {
+		if v == "" {
+			return errors.New("empty; give a tool file")
+		}
+		f.tools = append(f.tools, v)
+		return nil
+	})
 	f.listen.check = func(v string) error {
 		_, err := mcpserver.ParseAddress(v)
 		return err
@@ -73,10 +78,10 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(stderr, "mcp takes no arguments (got %q); see 'tooljail mcp --help'", fs.Args())
 	}
-	if !f.tools.set {
+	if len(f.tools) == 0 {
 		return fail(stderr, "mcp: --tools FILE is required: the tools to serve")
 	}
-	c, closeCaller, ok := f.caller(f.tools.value, stderr)
+	c, closeCaller, ok := f.caller(f.tools, stderr)
 	if !ok {
 		return jail.ExitSetup
 	}

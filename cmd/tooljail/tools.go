@@ -22,14 +22,16 @@ import (
 	"github.com/tooljail/tooljail/tools/call"
 )
 
-const toolsUsage = `Usage: tooljail tools check FILE
+const toolsUsage = `Usage: tooljail tools check FILE...
        tooljail tools call [flags] FILE NAME [--arg K=V]...
        tooljail tools call [flags] FILE run_command [--arg timeout=D] -- PROG [ARG]...
 
 Tool files declare the commands an agent may call (docs/tools.md): each tool's
 argv template, its parameters and their allowlists, its profile, limits and
 rate limits. 'check' validates a file and prints each tool as a call would run
-it: the resolved command, profile, limits and rate. 'call' makes one call
+it: the resolved command, profile, limits and rate; several files are checked
+as 'tooljail mcp --tools A --tools B' serves them (a name declared twice is an
+error). 'call' makes one call
 through the same checks as 'tooljail mcp', without a server, and records it in
 the audit log. The generic run_command tool (a file's [run_command] table)
 takes the words after its name as its argv, passed as they are.
@@ -59,13 +61,31 @@ func toolsCommand(args []string, stdout, stderr io.Writer) int {
 	return fail(stderr, "tools: unknown command %q; want check or call", args[0])
 }
 
-// loadTools loads a tool file, printing each of its problems on a line.
-func loadTools(path string, stderr io.Writer) (*tools.File, bool) {
-	f, err := tools.Load(path)
-	if err != nil {
+// loadTools loads tool files and joins them (tools.Merge), printing each
+// problem on a line: every file's, then names declared twice.
+func loadTools(paths []string, stderr io.Writer) (*tools.File, bool) {
+	printErr := func(err error) {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintf(stderr, "tooljail: %s\n", line)
 		}
+	}
+	var files []*tools.File
+	ok := true
+	for _, path := range paths {
+		f, err := tools.Load(path)
+		if err != nil {
+			printErr(err)
+			ok = false
+			continue
+		}
+		files = append(files, f)
+	}
+	if !ok {
+		return nil, false
+	}
+	f, err := tools.Merge(files...)
+	if err != nil {
+		printErr(err)
 		return nil, false
 	}
 	return f, true
@@ -77,10 +97,10 @@ func toolsCheck(args []string, stdout, stderr io.Writer) int {
 		printFlags(stdout, newToolsCallFlagSet(&toolsCallFlags{}))
 		return 0
 	}
-	if len(args) != 1 {
-		return fail(stderr, "tools check: want one FILE; see 'tooljail tools --help'")
+	if len(args) == 0 {
+		return fail(stderr, "tools check: want a FILE (or several, served together); see 'tooljail tools --help'")
 	}
-	f, ok := loadTools(args[0], stderr)
+	f, ok := loadTools(args, stderr)
 	if !ok {
 		return jail.ExitSetup
 	}
@@ -88,7 +108,7 @@ func toolsCheck(args []string, stdout, stderr io.Writer) int {
 	for i, t := range f.Tools {
 		r, err := call.Resolve(f, tools.ServerDefaults, t)
 		if err != nil {
-			fmt.Fprintf(stderr, "tooljail: %s: %v\n", f.Name, oneLine(err.Error()))
+			fmt.Fprintf(stderr, "tooljail: %s: %v\n", t.File, oneLine(err.Error()))
 			code = jail.ExitSetup
 			continue
 		}
@@ -237,15 +257,15 @@ func (f *callerFlags) register(fs *flag.FlagSet) {
 	})
 }
 
-// caller loads the tool file and opens what its calls need; close
-// releases it. Problems of the file are printed, one a line.
-func (f *callerFlags) caller(path string, stderr io.Writer) (c *call.Caller, close func(), ok bool) {
+// caller loads the tool files and opens what their calls need; close
+// releases it. Problems of the files are printed, one a line.
+func (f *callerFlags) caller(paths []string, stderr io.Writer) (c *call.Caller, close func(), ok bool) {
 	cwd, err := unix.Getwd()
 	if err != nil {
 		fail(stderr, "current directory: %v", err)
 		return nil, nil, false
 	}
-	file, ok := loadTools(path, stderr)
+	file, ok := loadTools(paths, stderr)
 	if !ok {
 		return nil, nil, false
 	}
@@ -254,14 +274,22 @@ func (f *callerFlags) caller(path string, stderr io.Writer) (c *call.Caller, clo
 	if f.workdir.set {
 		c.Workdir = absFrom(cwd, f.workdir.value)
 	}
-	// The tool file, shown read-only to a jail whose workdir holds it:
-	// no call may rewrite the tools of the next.
-	obj, err := hostpath.Open(absFrom(cwd, path), hostpath.Options{})
-	if err != nil {
-		fail(stderr, "tool file %s: %v", path, err)
-		return nil, nil, false
+	// The tool files, shown read-only to a jail whose workdir holds
+	// them: no call may rewrite the tools of the next.
+	closeTrusted := func() {
+		for _, o := range c.Trusted {
+			o.Close()
+		}
 	}
-	c.Trusted = append(c.Trusted, obj)
+	for _, path := range paths {
+		obj, err := hostpath.Open(absFrom(cwd, path), hostpath.Options{})
+		if err != nil {
+			closeTrusted()
+			fail(stderr, "tool file %s: %v", path, err)
+			return nil, nil, false
+		}
+		c.Trusted = append(c.Trusted, obj)
+	}
 	logPath := f.auditLog.value
 	if logPath == "" {
 		logPath = os.Getenv("TOOLJAIL_AUDIT_LOG")
@@ -269,14 +297,14 @@ func (f *callerFlags) caller(path string, stderr io.Writer) (c *call.Caller, clo
 	if logPath != "" {
 		l, err := call.OpenLog(absFrom(cwd, logPath))
 		if err != nil {
-			obj.Close()
+			closeTrusted()
 			fail(stderr, "%v", err)
 			return nil, nil, false
 		}
 		c.Log = l
 	}
 	return c, func() {
-		obj.Close()
+		closeTrusted()
 		c.Log.Close()
 	}, true
 }
@@ -354,7 +382,7 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if len(pos) != 2 {
 		return fail(stderr, "tools call: want FILE NAME (got %d arguments), and after run_command its argv; see 'tooljail tools --help'", len(pos))
 	}
-	c, closeCaller, ok := f.caller(pos[0], stderr)
+	c, closeCaller, ok := f.caller(pos[:1], stderr)
 	if !ok {
 		return jail.ExitSetup
 	}

@@ -39,7 +39,7 @@ func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, timeout 
 // holds its files open until the run ends; the caller closes it.
 func (c *Caller) spec(t *tools.Tool, argv []string, timeout time.Duration) (*jail.Spec, *profiles.Profile, error) {
 	pol := c.Defaults.For(t)
-	p, err := profiles.Load(profileRef(pol.Profile, c.File.Name))
+	p, err := profiles.Load(profileRef(pol.Profile, t.File))
 	if err != nil {
 		return nil, nil, fmt.Errorf("tool %s: %w", t.Name, err)
 	}
@@ -129,7 +129,7 @@ type Resolved struct {
 // refuses is an error here, before any call.
 func Resolve(f *tools.File, d tools.Defaults, t *tools.Tool) (Resolved, error) {
 	pol := d.For(t)
-	ref := profileRef(pol.Profile, f.Name)
+	ref := profileRef(pol.Profile, t.File)
 	p, err := profiles.Load(ref)
 	if err != nil {
 		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)
