@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tooljail/tooljail/tools"
 )
 
 func TestParseAddress(t *testing.T) {
@@ -166,6 +168,16 @@ func TestServeHTTPTCP(t *testing.T) {
 	if r, text, _ := callTool(t, cs, "cat", map[string]any{"stdin": "over tcp"}); r.IsError || text != "over tcp" {
 		t.Errorf("cat: %v %q", r.IsError, text)
 	}
+	// DNS rebinding: a page of another name that resolves to loopback.
+	req, _ := http.NewRequest("POST", "http://"+l.Addr().String()+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	req.Host = "evil.example"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a request for another host: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	cs.Close()
 	cancel()
 	if err := <-served; err != nil {
@@ -177,5 +189,58 @@ func TestServeHTTPTCP(t *testing.T) {
 	}
 	if !strings.Contains(string(data), `"peer":{"uid":-1,"gid":-1,"pid":-1}`) {
 		t.Errorf("audit: %s", data)
+	}
+}
+
+// TestServeHTTPEndsRunningCalls: the end of ctx ends a call still running
+// (its jail's tree is killed), records it, and ServeHTTP returns.
+func TestServeHTTPEndsRunningCalls(t *testing.T) {
+	c, logPath := testCaller(t)
+	f, err := tools.Parse("tools.toml", []byte(`
+[tools.hang]
+description = "Say it started, then wait."
+command = ["sh", "-c", "touch started; exec sleep 600"]
+profile = "default"
+limits = { timeout = "0" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.File = f
+	l, err := Listen(Address{Network: "tcp", Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- ServeHTTP(ctx, c, l, time.Second) }()
+	ct := &mcp.StreamableClientTransport{Endpoint: "http://" + l.Addr().String() + "/mcp", MaxRetries: -1}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang"})
+	for {
+		if _, err := os.Stat(filepath.Join(c.Workdir, "started")); err == nil {
+			break
+		}
+		select {
+		case err := <-served:
+			t.Fatalf("ServeHTTP ended first: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("ServeHTTP: %v", err)
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"tool":"hang"`) || !strings.Contains(string(data), `"status":"signaled"`) {
+		t.Errorf("the ended call's line: %s", data)
 	}
 }
