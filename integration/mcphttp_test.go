@@ -151,3 +151,76 @@ func TestMCPListenRefusesTheNetwork(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPHTTPLoopback runs `tooljail mcp --listen 127.0.0.1:0`: the first
+// stderr line gives the URL, the SDK's client calls a tool there, and
+// SIGTERM ends the server (exit 0).
+func TestMCPHTTPLoopback(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		repo := u.dir(t)
+		if err := os.Chmod(repo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		toolFile := filepath.Join(u.dir(t), "agent.toml")
+		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"mcp", "--tools", toolFile, "--workdir", repo, "--listen", "127.0.0.1:0"}
+		for _, l := range u.degraded {
+			args = append(args, "--allow-degraded", l)
+		}
+		cmd := exec.Command(tooljailBin, args...)
+		cmd.Dir = base
+		cmd.Env = u.environ(nil)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := u.newRunCgroup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
+		if err := cmd.Start(); err != nil {
+			rc.release()
+			t.Fatal(err)
+		}
+		exited := false
+		t.Cleanup(func() {
+			if !exited {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+			rc.check(t, cmd.Process.Pid)
+		})
+		lines := bufio.NewScanner(stderr)
+		const prefix = "tooljail: mcp: serving streamable HTTP on "
+		if !lines.Scan() || !strings.HasPrefix(lines.Text(), prefix+"http://127.0.0.1:") {
+			t.Fatalf("first stderr line %q", lines.Text())
+		}
+		url := strings.TrimPrefix(lines.Text(), prefix)
+		go func() {
+			for lines.Scan() {
+				t.Logf("tooljail mcp stderr: %s", lines.Text())
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatalf("connect to %s: %v", url, err)
+		}
+		if r := mcpCall(t, cs, "git_status", nil); r.structured["decision"] != "admitted" {
+			t.Errorf("git_status: %+v", r)
+		}
+		cs.Close()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		exited = true
+		if err != nil {
+			t.Errorf("tooljail mcp after SIGTERM: %v", err)
+		}
+	})
+}
