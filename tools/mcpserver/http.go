@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -89,7 +90,8 @@ type peerKey struct{}
 func ServeHTTP(ctx context.Context, c *call.Caller, l net.Listener, grace time.Duration) error {
 	calls, endCalls := context.WithCancel(context.Background())
 	defer endCalls()
-	srv, err := newServer(c, calls, peerFromHeader)
+	running := newCounter()
+	srv, err := newServer(c, serverOptions{done: calls, clientOf: peerFromHeader, running: running})
 	if err != nil {
 		l.Close()
 		return err
@@ -120,18 +122,65 @@ func ServeHTTP(ctx context.Context, c *call.Caller, l net.Listener, grace time.D
 		return err
 	case <-ctx.Done():
 	}
-	endCalls()
+	// Stop taking connections; the calls that run end (their jails are
+	// killed), and each is recorded before its handler returns: only then
+	// may the caller close the audit log. A call that arrives meanwhile
+	// starts ended, and is recorded too.
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	// A session's event stream (GET) stays open until its client leaves:
-	// Shutdown waits for it until grace, and Close ends it.
-	if err := hs.Shutdown(sctx); err != nil {
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(sctx) }()
+	endCalls()
+	running.wait()
+	// A session's event stream (GET) stays open while its client is
+	// there: closing the sessions ends it, and Shutdown's wait.
+	for ss := range srv.Sessions() {
+		ss.Close()
+	}
+	if err := <-shut; err != nil {
 		hs.Close()
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// counter counts running calls; wait returns once none runs. Unlike a
+// sync.WaitGroup, a call may start while another waits.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	zero *sync.Cond
+}
+
+func newCounter() *counter {
+	c := &counter{}
+	c.zero = sync.NewCond(&c.mu)
+	return c
+}
+
+func (c *counter) add() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *counter) done() {
+	c.mu.Lock()
+	c.n--
+	if c.n == 0 {
+		c.zero.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+func (c *counter) wait() {
+	c.mu.Lock()
+	for c.n > 0 {
+		c.zero.Wait()
+	}
+	c.mu.Unlock()
 }
 
 // peerFromHeader is the client ServeHTTP put in a call's request.

@@ -20,14 +20,25 @@ import (
 // limits first (call.Resolve): a tool that could never run is an error
 // here, before any client sees it.
 func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
-	return newServer(c, context.Background(), func(*mcp.CallToolRequest) jail.Peer { return client })
+	return newServer(c, serverOptions{done: context.Background(), clientOf: func(*mcp.CallToolRequest) jail.Peer { return client }})
 }
 
-// newServer is New with the client of each call named by clientOf, and
-// done, whose end ends every running call (the jail kills its tree).
-func newServer(c *call.Caller, done context.Context, clientOf func(*mcp.CallToolRequest) jail.Peer) (*mcp.Server, error) {
+// serverOptions are what a server over HTTP needs beyond New's.
+type serverOptions struct {
+	// done ends every running call when it ends (the jail kills its
+	// tree; the call is recorded).
+	done context.Context
+	// clientOf names the client of a call.
+	clientOf func(*mcp.CallToolRequest) jail.Peer
+	// running, when not nil, counts the calls whose handler has not
+	// returned.
+	running *counter
+}
+
+// newServer is New with opts.
+func newServer(c *call.Caller, opts serverOptions) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tooljail", Version: jail.Version}, nil)
-	h := func(name string) mcp.ToolHandler { return handler(c, name, done, clientOf) }
+	h := func(name string) mcp.ToolHandler { return handler(c, name, opts) }
 	for _, t := range c.File.Tools {
 		r, err := call.Resolve(c.File, c.Defaults, t)
 		if err != nil {
@@ -65,12 +76,16 @@ func annotations(r call.Resolved) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{ReadOnlyHint: r.ReadOnlyWorkdir, OpenWorldHint: &open}
 }
 
-func handler(c *call.Caller, name string, done context.Context, clientOf func(*mcp.CallToolRequest) jail.Peer) mcp.ToolHandler {
+func handler(c *call.Caller, name string, opts serverOptions) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if opts.running != nil {
+			opts.running.add()
+			defer opts.running.done()
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		defer context.AfterFunc(done, cancel)()
-		r := call.Request{Tool: name, Client: clientOf(req)}
+		defer context.AfterFunc(opts.done, cancel)()
+		r := call.Request{Tool: name, Client: opts.clientOf(req)}
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
 			// Not an object: a refusal the model can read, recorded as
