@@ -18,7 +18,17 @@ import (
 // connects the MCP SDK's own client to it over stdio, as a host does.
 func (u *user) mcpSession(t *testing.T, file, workdir, audit string) *mcp.ClientSession {
 	t.Helper()
-	args := []string{"mcp", "--tools", file, "--workdir", workdir, "--audit-log", audit}
+	return u.mcpSessionFiles(t, []string{file}, workdir, audit)
+}
+
+// mcpSessionFiles is mcpSession with several tool files (--tools each).
+func (u *user) mcpSessionFiles(t *testing.T, files []string, workdir, audit string) *mcp.ClientSession {
+	t.Helper()
+	var args []string
+	for _, f := range files {
+		args = append(args, "--tools", f)
+	}
+	args = append([]string{"mcp"}, append(args, "--workdir", workdir, "--audit-log", audit)...)
 	for _, l := range u.degraded {
 		args = append(args, "--allow-degraded", l)
 	}

@@ -89,9 +89,9 @@ type Server struct {
 	// pool.go); 0 builds every jail when its call arrives. The CLI's
 	// default is DefaultWarm. At most MaxWarm.
 	Warm int
-	// Tools is a tool file whose tools requests may call ("tool",
-	// tools.go); "" for none.
-	Tools string
+	// Tools are tool files whose tools requests may call ("tool",
+	// tools.go), joined by tools.Merge; none for none.
+	Tools []string
 
 	loadOnce sync.Once
 	pool     *pool // nil without warm jails

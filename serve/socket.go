@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/jail"
 )
 
 // DefaultPath is the socket a server listens on when none is given:
@@ -312,3 +314,9 @@ func removeStale(path string) error {
 	}
 	return nil
 }
+
+// PeerOf is the client at the other end of conn as the kernel recorded it
+// when it connected (SO_PEERCRED on a unix socket); -1s when it cannot be
+// had (a TCP connection). `tooljail mcp --listen` records its HTTP
+// clients with it.
+func PeerOf(conn net.Conn) *jail.Peer { return peerOf(conn) }

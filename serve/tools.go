@@ -23,7 +23,7 @@ import (
 // holds across all clients.
 type servedTools struct {
 	file    *tools.File
-	obj     *hostpath.Object // the tool file, trusted: read-only to a jail whose workdir holds it
+	objs    []*hostpath.Object // the tool files, trusted: read-only to a jail whose workdir holds them
 	limiter *tools.Limiter
 	log     *call.Log // nil without an audit log
 	// longest is the longest timeout of the tools, 0 when one has none.
@@ -34,17 +34,27 @@ type servedTools struct {
 	closeOnce sync.Once
 }
 
-// loadTools loads the tool file, resolves every tool (a tool that could
-// never run is an error now) and opens the audit log for tool calls.
+// loadTools loads the tool files (a name declared in two is an error),
+// resolves every tool (a tool that could never run is an error now) and
+// opens the audit log for tool calls.
 func (s *Server) loadTools() error {
-	if s.Tools == "" {
+	if len(s.Tools) == 0 {
 		return nil
 	}
-	abs, err := filepath.Abs(s.Tools)
-	if err != nil {
-		return fmt.Errorf("tool file %s: %w", s.Tools, err)
+	var files []*tools.File
+	var abs []string
+	for _, path := range s.Tools {
+		a, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("tool file %s: %w", path, err)
+		}
+		f, err := tools.Load(a)
+		if err != nil {
+			return err
+		}
+		files, abs = append(files, f), append(abs, a)
 	}
-	f, err := tools.Load(abs)
+	f, err := tools.Merge(files...)
 	if err != nil {
 		return err
 	}
@@ -64,8 +74,13 @@ func (s *Server) loadTools() error {
 	if unlimited {
 		st.longest = 0
 	}
-	if st.obj, err = hostpath.Open(abs, hostpath.Options{}); err != nil {
-		return fmt.Errorf("tool file %s: %w", s.Tools, err)
+	for i, a := range abs {
+		obj, err := hostpath.Open(a, hostpath.Options{})
+		if err != nil {
+			st.closeObjs()
+			return fmt.Errorf("tool file %s: %w", s.Tools[i], err)
+		}
+		st.objs = append(st.objs, obj)
 	}
 	if s.AuditLog != "" {
 		path, err := filepath.Abs(s.AuditLog)
@@ -73,13 +88,19 @@ func (s *Server) loadTools() error {
 			st.log, err = call.OpenLog(path)
 		}
 		if err != nil {
-			st.obj.Close()
+			st.closeObjs()
 			return fmt.Errorf("audit log: %w", err)
 		}
 	}
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 	s.tools = st
 	return nil
+}
+
+func (t *servedTools) closeObjs() {
+	for _, o := range t.objs {
+		o.Close()
+	}
 }
 
 // checkToolRequest refuses what a tool request may not carry: the tool
@@ -132,7 +153,7 @@ func (s *Server) serveTool(conn net.Conn, br *bufio.Reader, out *connWriter, req
 	}()
 	c := &call.Caller{
 		File: s.tools.file, Defaults: tools.ServerDefaults, Workdir: req.Workdir,
-		Limiter: s.tools.limiter, Log: s.tools.log, Trusted: []*hostpath.Object{s.tools.obj},
+		Limiter: s.tools.limiter, Log: s.tools.log, Trusted: s.tools.objs,
 		CheckSpec: func(spec *jail.Spec) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -165,7 +186,7 @@ func (t *servedTools) close() {
 	}
 	t.closeOnce.Do(func() {
 		t.cancel()
-		t.obj.Close()
+		t.closeObjs()
 		t.log.Close()
 	})
 }

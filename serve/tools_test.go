@@ -60,7 +60,7 @@ func toolServer(t *testing.T) (*testServer, string) {
 	if err := os.Chmod(wd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return startWith(t, func(s *Server) { s.Tools = file }), wd
+	return startWith(t, func(s *Server) { s.Tools = []string{file} }), wd
 }
 
 func TestToolCalls(t *testing.T) {
@@ -149,5 +149,41 @@ func TestNoToolsServed(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || !strings.Contains(e.Message, "serves no tools; start it with --tools FILE") {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestToolCallsSeveralFiles serves two tool files, the second with
+// [run_command]: a tool of each is called, run_command's argv taken from
+// its arguments as given.
+func TestToolCallsSeveralFiles(t *testing.T) {
+	dir := t.TempDir()
+	prof := "default"
+	if os.Geteuid() != 0 {
+		prof = profile(t, "default")
+	}
+	one, two := filepath.Join(dir, "one.toml"), filepath.Join(dir, "two.toml")
+	if err := os.WriteFile(one, []byte("[tools.hi]\ndescription = \"d\"\ncommand = [\"echo\", \"hi\"]\nprofile = \""+prof+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(two, []byte("[run_command]\nprofile = \""+prof+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.MkdirTemp("/tmp", "tjserve-tools-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(wd) })
+	if err := os.Chmod(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ts := startWith(t, func(s *Server) { s.Tools = []string{one, two} })
+	c := ts.client()
+	ctx := context.Background()
+	if raw, err := c.RunRaw(ctx, Request{Tool: "hi", Workdir: wd}); err != nil || !strings.Contains(string(raw), `"text":"hi\n"`) {
+		t.Errorf("hi: %s %v", raw, err)
+	}
+	raw, err := c.RunRaw(ctx, Request{Tool: "run_command", Arguments: map[string]any{"argv": []any{"printf", "%s|", "a b", "$x"}}, Workdir: wd})
+	if err != nil || !strings.Contains(string(raw), `"text":"a b|$x|"`) {
+		t.Errorf("run_command: %s %v", raw, err)
 	}
 }

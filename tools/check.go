@@ -57,6 +57,10 @@ func (e *ArgError) Error() string {
 // caller resolves each path value there, at run time, with
 // ResolveBeneath.
 func (t *Tool) Check(args map[string]any) ([]string, error) {
+	if t.Generic {
+		argv, _, err := t.CheckCall(args)
+		return argv, err
+	}
 	for _, name := range sortedKeys(args) {
 		if t.Param(name) == nil {
 			names := make([]string, len(t.Params))

@@ -13,7 +13,17 @@ import (
 // `any` tell unset from zero and leave the type checks that depend on a
 // parameter's type to checker.
 type rawFile struct {
-	Tools map[string]rawTool `toml:"tools"`
+	Tools      map[string]rawTool `toml:"tools"`
+	RunCommand *rawRunCommand     `toml:"run_command"`
+}
+
+// rawRunCommand is the [run_command] table: the generic tool.
+type rawRunCommand struct {
+	Description *string        `toml:"description"`
+	Profile     *string        `toml:"profile"`
+	Limits      map[string]any `toml:"limits"`
+	Rate        rawRate        `toml:"rate"`
+	MaxArgs     *int64         `toml:"max_args"`
 }
 
 type rawTool struct {
@@ -103,8 +113,12 @@ func knownKeys(key []string) string {
 	var known string
 	switch {
 	case len(key) == 1:
-		known = "tools"
-	case len(key) == 3:
+		known = "tools, run_command"
+	case len(key) == 2 && key[0] == "run_command":
+		known = "description, profile, limits, rate, max_args"
+	case len(key) == 3 && key[0] == "run_command" && key[1] == "rate":
+		known = "per_minute, per_hour, concurrency"
+	case len(key) == 3 && key[0] == "tools":
 		known = "description, command, params, profile, limits, rate, stdin, output"
 	case len(key) == 4 && key[2] == "rate":
 		known = "per_minute, per_hour, concurrency"

@@ -65,6 +65,7 @@ func (f *File) Lookup(name string) *Tool {
 // Tool is one [tools.NAME] table, checked.
 type Tool struct {
 	Name        string
+	File        string // the name of the file that declares it, as given to Parse
 	Description string
 	Command     []Arg
 	Params      []*Param // in the order of the file
@@ -82,6 +83,11 @@ type Tool struct {
 	Rate   RateSpec
 	Stdin  bool   // the call may pass stdin
 	Output string // "text" or "json"
+	// Generic is the run_command tool of a [run_command] table: no
+	// Command and no Params; a call gives the whole argv (see
+	// CheckCall). MaxArgs bounds its length.
+	Generic bool
+	MaxArgs int
 }
 
 // Arg is one element of a command template: fixed Text, or the value of
@@ -183,13 +189,20 @@ func Parse(name string, data []byte) (*File, error) {
 	pos := indexPositions(data)
 	c := &checker{file: name, pos: pos}
 	f := &File{Name: name}
-	if len(raw.Tools) == 0 {
-		c.add([]string{"tools"}, "no tools; declare at least one [tools.NAME] table")
+	if len(raw.Tools) == 0 && raw.RunCommand == nil {
+		c.add([]string{"tools"}, "no tools; declare at least one [tools.NAME] table (or [run_command])")
 	}
 	for toolName, rt := range raw.Tools {
 		if t := c.tool(toolName, rt); t != nil {
 			f.Tools = append(f.Tools, t)
 		}
+	}
+	var generic *Tool
+	if raw.RunCommand != nil {
+		if _, ok := raw.Tools[RunCommand]; ok {
+			c.add([]string{"tools", RunCommand}, "%s is the name of the generic tool of [run_command]; name this tool otherwise", RunCommand)
+		}
+		generic = c.runCommand(*raw.RunCommand)
 	}
 	if err := c.err(); err != nil {
 		return nil, err
@@ -201,6 +214,12 @@ func Parse(name string, data []byte) (*File, error) {
 		}
 		return f.Tools[i].Name < f.Tools[j].Name
 	})
+	if generic != nil {
+		f.Tools = append(f.Tools, generic)
+	}
+	for _, t := range f.Tools {
+		t.File = name
+	}
 	return f, nil
 }
 

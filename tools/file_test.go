@@ -68,7 +68,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, want string
 	}{
-		{"unknown top key", "x = 1\n" + minimal, `f.toml:1:1: x: unknown key (known keys here: tools)`},
+		{"unknown top key", "x = 1\n" + minimal, `f.toml:1:1: x: unknown key (known keys here: tools, run_command)`},
 		{"unknown tool key", minimal + "colour = 1\n", `f.toml:6:1: tools.t.colour: unknown key (known keys here: description`},
 		{"unknown param key", minimal + "params.q = { type = \"string\", maxlen = 3 }\n", `f.toml:6:31: tools.t.params.q.maxlen: unknown key (known keys here: type,`},
 		{"unknown rate key", minimal + "rate.per_day = 3\n", `f.toml:6:1: tools.t.rate.per_day: unknown key (known keys here: per_minute`},

@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(minimal)
 	f.Add(minimal + "params.q = { type = \"enum\", values = [\"a\"], default = \"a\" }\n")
 	f.Add("[tools.t]\ndescription = \"d\"\ncommand = [\"x\", \"--a={p}\"]\nparams.p = { type = \"path\", beneath = [\"/\"], default = \"/..\" }\n")
+	f.Add("[run_command]\nprofile = \"default\"\nmax_args = 3\nlimits.timeout = \"5s\"\n")
 	f.Add("[tools.t]\nparams.p = { type = \"integer\", min = 1, max = 0, default = 2 }\nrate.per_minute = 9999999\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		file, err := Parse("f.toml", []byte(text))
@@ -34,7 +35,14 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		for _, tool := range file.Tools {
+		for i, tool := range file.Tools {
+			if tool.Generic {
+				// run_command: last, with no template and no parameters.
+				if i != len(file.Tools)-1 || tool.Name != RunCommand || tool.Command != nil || tool.Params != nil || tool.Profile == "" {
+					t.Fatalf("generic tool %+v at %d", tool, i)
+				}
+				continue
+			}
 			if len(tool.Command) == 0 || tool.Command[0].Param != "" {
 				t.Fatalf("tool %s: command %+v", tool.Name, tool.Command)
 			}

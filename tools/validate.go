@@ -67,36 +67,7 @@ func (c *checker) tool(name string, rt rawTool) *Tool {
 			c.add(at("params", pn), "declared but not used in command; use it as a whole element \"{%s}\" or remove it", pn)
 		}
 	}
-	if rt.Profile != nil {
-		ref := *rt.Profile
-		switch {
-		case ref == "":
-			c.add(at("profile"), `empty; name a shipped profile ("default") or a profile file, or leave it out for the server's default`)
-		case !profiles.IsFile(ref) && !isShipped(ref):
-			c.add(at("profile"), "%s: no such shipped profile (shipped: %s); a file needs a '/' or a .toml suffix", strconv.Quote(ref), strings.Join(shippedNames(), ", "))
-		default:
-			t.Profile = ref
-		}
-	}
-	if rt.Limits != nil {
-		t.Limits = map[string]string{}
-		for _, k := range sortedKeys(rt.Limits) {
-			text, err := profiles.LimitText(rt.Limits[k])
-			if err == nil {
-				// SetLimit knows the keys and parses the value as a
-				// profile's [limits] would.
-				err = (&profiles.Profile{}).SetLimit(k, text)
-			}
-			if err != nil {
-				c.add(at("limits", k), "%v", err)
-				continue
-			}
-			t.Limits[k] = text
-		}
-	}
-	t.Rate.PerMinute = c.rate(at("rate", "per_minute"), rt.Rate.PerMinute)
-	t.Rate.PerHour = c.rate(at("rate", "per_hour"), rt.Rate.PerHour)
-	t.Rate.Concurrency = c.rate(at("rate", "concurrency"), rt.Rate.Concurrency)
+	c.policy(at, t, rt.Profile, rt.Limits, rt.Rate)
 	if rt.Stdin != nil {
 		t.Stdin = *rt.Stdin
 	}
@@ -112,6 +83,41 @@ func (c *checker) tool(name string, rt rawTool) *Tool {
 		}
 	}
 	return t
+}
+
+// policy checks the keys a tool and [run_command] share: profile,
+// limits and rate.
+func (c *checker) policy(at func(k ...string) []string, t *Tool, profile *string, limits map[string]any, rate rawRate) {
+	if profile != nil {
+		ref := *profile
+		switch {
+		case ref == "":
+			c.add(at("profile"), `empty; name a shipped profile ("default") or a profile file, or leave it out for the server's default`)
+		case !profiles.IsFile(ref) && !isShipped(ref):
+			c.add(at("profile"), "%s: no such shipped profile (shipped: %s); a file needs a '/' or a .toml suffix", strconv.Quote(ref), strings.Join(shippedNames(), ", "))
+		default:
+			t.Profile = ref
+		}
+	}
+	if limits != nil {
+		t.Limits = map[string]string{}
+		for _, k := range sortedKeys(limits) {
+			text, err := profiles.LimitText(limits[k])
+			if err == nil {
+				// SetLimit knows the keys and parses the value as a
+				// profile's [limits] would.
+				err = (&profiles.Profile{}).SetLimit(k, text)
+			}
+			if err != nil {
+				c.add(at("limits", k), "%v", err)
+				continue
+			}
+			t.Limits[k] = text
+		}
+	}
+	t.Rate.PerMinute = c.rate(at("rate", "per_minute"), rate.PerMinute)
+	t.Rate.PerHour = c.rate(at("rate", "per_hour"), rate.PerHour)
+	t.Rate.Concurrency = c.rate(at("rate", "concurrency"), rate.Concurrency)
 }
 
 // declared says whether name is a parameter of the raw tool (one whose

@@ -18,9 +18,9 @@ a seccomp allowlist, rlimits and cgroup caps, and a JSON report of the run.
 Usage:
   tooljail run [flags] -- CMD [ARG...]   run CMD in a jail
   tooljail serve [flags]                 serve jailed runs to clients on a unix socket
-  tooljail tools check FILE              validate a tool file; print each tool as it would run
+  tooljail tools check FILE...           validate tool files; print each tool as it would run
   tooljail tools call FILE NAME [flags]  make one tool call (checked, limited, jailed, audited)
-  tooljail mcp --tools FILE [flags]      serve the tools of FILE to an agent over MCP (stdio)
+  tooljail mcp --tools FILE [flags]      serve the tools of FILE to an agent over MCP (stdio, or HTTP with --listen)
   tooljail audit show [flags] FILE       read an audit log back as a table
   tooljail check [--json]                what this host can enforce, and how to fix what it cannot
   tooljail profile list                  shipped profiles

@@ -9,17 +9,21 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/tools/call"
 	"github.com/tooljail/tooljail/tools/mcpserver"
 )
 
-const mcpUsage = `Usage: tooljail mcp --tools FILE [--workdir DIR] [--audit-log FILE] [--allow-degraded LAYERS]
+const mcpUsage = `Usage: tooljail mcp --tools FILE [--tools FILE]... [--listen ADDR] [--workdir DIR] [--audit-log FILE] [--allow-degraded LAYERS]
 
 Serves the tools of FILE to an agent over MCP (the Model Context Protocol) on
-stdin and stdout, as an MCP host starts a local server. Each tool of the file
+stdin and stdout, as an MCP host starts a local server; with --listen, over
+MCP's streamable HTTP transport on a unix socket or a loopback TCP port, to
+any number of sessions at once (one rate limit and one audit log for all). Each tool of the file
 is an MCP tool with an input schema made from its parameters; every call is
 checked, rate-limited, jailed and recorded exactly as 'tooljail tools call'
 does it. The model picks a tool and its arguments, never the program, the
@@ -27,7 +31,8 @@ profile or a limit. A refused or failed call is a result with isError set and
 the reason as text; the outcome (call id, decision, the run's report) is its
 structured content. Nothing but MCP goes to stdout; errors go to stderr.
 
-It ends when stdin closes, or on SIGTERM or SIGINT. docs/tools.md has the
+Over stdio it ends when stdin closes; either way on SIGTERM or SIGINT (running
+calls are ended, their jails killed, and recorded). docs/tools.md has the
 set-up for an MCP host.
 
 Flags:
@@ -36,14 +41,25 @@ Flags:
 // mcpFlags are the parsed `mcp` flags.
 type mcpFlags struct {
 	callerFlags
-	tools scalar
+	tools  []string
+	listen scalar
 }
 
 func newMCPFlagSet(f *mcpFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	f.tools.check = nonEmpty("a tool file")
-	fs.Var(&f.tools, "tools", "serve the tools of `FILE`, a tool file (required; docs/tools.md)")
+	fs.Func("tools", "serve the tools of `FILE`, a tool file (required; repeatable: the tools of every file, a name declared in two files an error; docs/tools.md)", func(v string) error {
+		if v == "" {
+			return errors.New("empty; give a tool file")
+		}
+		f.tools = append(f.tools, v)
+		return nil
+	})
+	f.listen.check = func(v string) error {
+		_, err := mcpserver.ParseAddress(v)
+		return err
+	}
+	fs.Var(&f.listen, "listen", "serve over streamable HTTP on `ADDR`: a unix socket path (holding a /; its directory private to you, the socket mode 0600) or HOST:PORT on loopback (127.0.0.1:8765, [::1]:8765, port 0 for any free one); any other address is refused")
 	f.callerFlags.register(fs)
 	return fs
 }
@@ -62,24 +78,52 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(stderr, "mcp takes no arguments (got %q); see 'tooljail mcp --help'", fs.Args())
 	}
-	if !f.tools.set {
+	if len(f.tools) == 0 {
 		return fail(stderr, "mcp: --tools FILE is required: the tools to serve")
 	}
-	c, closeCaller, ok := f.caller(f.tools.value, stderr)
+	c, closeCaller, ok := f.caller(f.tools, stderr)
 	if !ok {
 		return jail.ExitSetup
 	}
 	defer closeCaller()
-	// Over stdio the client is the host that started this process.
-	client := jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if f.listen.set {
+		return mcpHTTP(ctx, c, f.listen.value, stderr)
+	}
+	// Over stdio the client is the host that started this process.
+	client := jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}
 	srv, err := mcpserver.New(c, client)
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
 	err = srv.Run(ctx, &mcp.StdioTransport{})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		return fail(stderr, "mcp: %v", err)
+	}
+	return 0
+}
+
+// mcpGrace is how long a shutdown waits for open HTTP responses once the
+// running calls are ended.
+const mcpGrace = 5 * time.Second
+
+// mcpHTTP serves c over streamable HTTP on addr until ctx ends.
+func mcpHTTP(ctx context.Context, c *call.Caller, addr string, stderr io.Writer) int {
+	a, err := mcpserver.ParseAddress(addr)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	l, err := mcpserver.Listen(a)
+	if err != nil {
+		return fail(stderr, "mcp: %v", err)
+	}
+	where := "http://" + l.Addr().String() + "/mcp"
+	if a.Network == "unix" {
+		where = "unix socket " + l.Addr().String()
+	}
+	fmt.Fprintf(stderr, "tooljail: mcp: serving streamable HTTP on %s\n", where)
+	if err := mcpserver.ServeHTTP(ctx, c, l, mcpGrace); err != nil {
 		return fail(stderr, "mcp: %v", err)
 	}
 	return 0

@@ -16,7 +16,7 @@ import (
 )
 
 const serveUsage = `Usage: tooljail serve [--socket PATH] [--profile NAME|FILE]... [--audit-log FILE] [--max-runs N]
-       [--warm N] [--allow-client-profiles] [--tools FILE]
+       [--warm N] [--allow-client-profiles] [--tools FILE]...
 
 Serves jailed runs on a unix socket: a client sends one JSON request line per
 connection and gets the run's report, exactly what 'tooljail run --json'
@@ -48,7 +48,7 @@ type serveFlags struct {
 	warm     scalar // a number, checked by warmValue
 	// allowClientProfiles lets a request send a profile of its own.
 	allowClientProfiles bool
-	tools               scalar
+	tools               []string
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
@@ -68,8 +68,13 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	f.warm.check = func(v string) error { _, err := warmValue(v); return err }
 	fs.Var(&f.warm, "warm", fmt.Sprintf("keep `N` jails built ahead of their calls for each shape of call (a served profile and a workdir; 0 to %d, default %d); 0 builds each jail when its call arrives", serve.MaxWarm, serve.DefaultWarm))
 	fs.BoolVar(&f.allowClientProfiles, "allow-client-profiles", false, "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)")
-	f.tools.check = nonEmpty("a tool file")
-	fs.Var(&f.tools, "tools", "also serve the tools of `FILE`, a tool file: a request with \"tool\" and \"arguments\" calls one, checked, rate-limited, jailed and audited as tooljail mcp does (docs/serve.md)")
+	fs.Func("tools", "also serve the tools of `FILE`, a tool file (repeatable: the tools of every file, a name declared in two files an error): a request with \"tool\" and \"arguments\" calls one, checked, rate-limited, jailed and audited as tooljail mcp does (docs/serve.md)", func(v string) error {
+		if v == "" {
+			return errors.New("empty; give a tool file")
+		}
+		f.tools = append(f.tools, v)
+		return nil
+	})
 	return fs
 }
 
@@ -97,7 +102,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		ErrorLog: log.New(stderr, "tooljail serve: ", 0),
 	}
 	srv.AllowClientProfiles = f.allowClientProfiles
-	srv.Tools = f.tools.value
+	srv.Tools = f.tools
 	if f.maxRuns.set {
 		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value) // checked when parsed
 	}

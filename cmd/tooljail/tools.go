@@ -22,15 +22,19 @@ import (
 	"github.com/tooljail/tooljail/tools/call"
 )
 
-const toolsUsage = `Usage: tooljail tools check FILE
+const toolsUsage = `Usage: tooljail tools check FILE...
        tooljail tools call [flags] FILE NAME [--arg K=V]...
+       tooljail tools call [flags] FILE run_command [--arg timeout=D] -- PROG [ARG]...
 
 Tool files declare the commands an agent may call (docs/tools.md): each tool's
 argv template, its parameters and their allowlists, its profile, limits and
 rate limits. 'check' validates a file and prints each tool as a call would run
-it: the resolved command, profile, limits and rate. 'call' makes one call
+it: the resolved command, profile, limits and rate; several files are checked
+as 'tooljail mcp --tools A --tools B' serves them (a name declared twice is an
+error). 'call' makes one call
 through the same checks as 'tooljail mcp', without a server, and records it in
-the audit log.
+the audit log. The generic run_command tool (a file's [run_command] table)
+takes the words after its name as its argv, passed as they are.
 
 Exit codes of 'call': the command's own, as 'tooljail run'; 125 when the call
 was refused (an argument outside its rule, stdin for a tool without it), when
@@ -57,13 +61,31 @@ func toolsCommand(args []string, stdout, stderr io.Writer) int {
 	return fail(stderr, "tools: unknown command %q; want check or call", args[0])
 }
 
-// loadTools loads a tool file, printing each of its problems on a line.
-func loadTools(path string, stderr io.Writer) (*tools.File, bool) {
-	f, err := tools.Load(path)
-	if err != nil {
+// loadTools loads tool files and joins them (tools.Merge), printing each
+// problem on a line: every file's, then names declared twice.
+func loadTools(paths []string, stderr io.Writer) (*tools.File, bool) {
+	printErr := func(err error) {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintf(stderr, "tooljail: %s\n", line)
 		}
+	}
+	var files []*tools.File
+	ok := true
+	for _, path := range paths {
+		f, err := tools.Load(path)
+		if err != nil {
+			printErr(err)
+			ok = false
+			continue
+		}
+		files = append(files, f)
+	}
+	if !ok {
+		return nil, false
+	}
+	f, err := tools.Merge(files...)
+	if err != nil {
+		printErr(err)
 		return nil, false
 	}
 	return f, true
@@ -75,10 +97,10 @@ func toolsCheck(args []string, stdout, stderr io.Writer) int {
 		printFlags(stdout, newToolsCallFlagSet(&toolsCallFlags{}))
 		return 0
 	}
-	if len(args) != 1 {
-		return fail(stderr, "tools check: want one FILE; see 'tooljail tools --help'")
+	if len(args) == 0 {
+		return fail(stderr, "tools check: want a FILE (or several, served together); see 'tooljail tools --help'")
 	}
-	f, ok := loadTools(args[0], stderr)
+	f, ok := loadTools(args, stderr)
 	if !ok {
 		return jail.ExitSetup
 	}
@@ -86,7 +108,7 @@ func toolsCheck(args []string, stdout, stderr io.Writer) int {
 	for i, t := range f.Tools {
 		r, err := call.Resolve(f, tools.ServerDefaults, t)
 		if err != nil {
-			fmt.Fprintf(stderr, "tooljail: %s: %v\n", f.Name, oneLine(err.Error()))
+			fmt.Fprintf(stderr, "tooljail: %s: %v\n", t.File, oneLine(err.Error()))
 			code = jail.ExitSetup
 			continue
 		}
@@ -118,7 +140,11 @@ func describeTool(t *tools.Tool, r call.Resolved) string {
 			words[i] = shellWord(a.Text)
 		}
 	}
-	fmt.Fprintf(&b, "  command: %s\n", strings.Join(words, " "))
+	if t.Generic {
+		fmt.Fprintf(&b, "  command: the call's argv, as given (at most %d elements; no shell); the call may shorten the timeout\n", t.MaxArgs)
+	} else {
+		fmt.Fprintf(&b, "  command: %s\n", strings.Join(words, " "))
+	}
 	for _, p := range t.Params {
 		fmt.Fprintf(&b, "  param %s: %s\n", p.Name, describeParam(p))
 	}
@@ -234,15 +260,15 @@ func (f *callerFlags) register(fs *flag.FlagSet) {
 	})
 }
 
-// caller loads the tool file and opens what its calls need; close
-// releases it. Problems of the file are printed, one a line.
-func (f *callerFlags) caller(path string, stderr io.Writer) (c *call.Caller, close func(), ok bool) {
+// caller loads the tool files and opens what their calls need; close
+// releases it. Problems of the files are printed, one a line.
+func (f *callerFlags) caller(paths []string, stderr io.Writer) (c *call.Caller, close func(), ok bool) {
 	cwd, err := unix.Getwd()
 	if err != nil {
 		fail(stderr, "current directory: %v", err)
 		return nil, nil, false
 	}
-	file, ok := loadTools(path, stderr)
+	file, ok := loadTools(paths, stderr)
 	if !ok {
 		return nil, nil, false
 	}
@@ -251,14 +277,22 @@ func (f *callerFlags) caller(path string, stderr io.Writer) (c *call.Caller, clo
 	if f.workdir.set {
 		c.Workdir = absFrom(cwd, f.workdir.value)
 	}
-	// The tool file, shown read-only to a jail whose workdir holds it:
-	// no call may rewrite the tools of the next.
-	obj, err := hostpath.Open(absFrom(cwd, path), hostpath.Options{})
-	if err != nil {
-		fail(stderr, "tool file %s: %v", path, err)
-		return nil, nil, false
+	// The tool files, shown read-only to a jail whose workdir holds
+	// them: no call may rewrite the tools of the next.
+	closeTrusted := func() {
+		for _, o := range c.Trusted {
+			o.Close()
+		}
 	}
-	c.Trusted = append(c.Trusted, obj)
+	for _, path := range paths {
+		obj, err := hostpath.Open(absFrom(cwd, path), hostpath.Options{})
+		if err != nil {
+			closeTrusted()
+			fail(stderr, "tool file %s: %v", path, err)
+			return nil, nil, false
+		}
+		c.Trusted = append(c.Trusted, obj)
+	}
 	logPath := f.auditLog.value
 	if logPath == "" {
 		logPath = os.Getenv("TOOLJAIL_AUDIT_LOG")
@@ -266,14 +300,14 @@ func (f *callerFlags) caller(path string, stderr io.Writer) (c *call.Caller, clo
 	if logPath != "" {
 		l, err := call.OpenLog(absFrom(cwd, logPath))
 		if err != nil {
-			obj.Close()
+			closeTrusted()
 			fail(stderr, "%v", err)
 			return nil, nil, false
 		}
 		c.Log = l
 	}
 	return c, func() {
-		obj.Close()
+		closeTrusted()
 		c.Log.Close()
 	}, true
 }
@@ -343,10 +377,15 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v; see 'tooljail tools --help'", err)
 	}
-	if len(pos) != 2 {
-		return fail(stderr, "tools call: want FILE NAME (got %d arguments); see 'tooljail tools --help'", len(pos))
+	var argv []string
+	if len(pos) > 2 && pos[1] == tools.RunCommand {
+		// run_command's argv: the words after NAME.
+		pos, argv = pos[:2], pos[2:]
 	}
-	c, closeCaller, ok := f.caller(pos[0], stderr)
+	if len(pos) != 2 {
+		return fail(stderr, "tools call: want FILE NAME (got %d arguments), and after run_command its argv; see 'tooljail tools --help'", len(pos))
+	}
+	c, closeCaller, ok := f.caller(pos[:1], stderr)
 	if !ok {
 		return jail.ExitSetup
 	}
@@ -354,6 +393,13 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	file := c.File
 	req := call.Request{Tool: pos[1], Args: callArgs(file.Lookup(pos[1]), f.args),
 		Client: jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}}
+	if argv != nil {
+		words := make([]any, len(argv))
+		for i, w := range argv {
+			words[i] = w
+		}
+		req.Args[tools.ArgvArg] = words
+	}
 	if t := file.Lookup(pos[1]); t != nil && t.Stdin {
 		if req.Stdin, err = readStdin(stdin); err != nil {
 			return fail(stderr, "read stdin: %v", err)

@@ -50,13 +50,20 @@ func TestToolsBadInput(t *testing.T) {
 	if err := os.WriteFile(missingProfile, []byte("[tools.t]\ndescription = \"d\"\ncommand = [\"x\"]\nprofile = \"nope/p.toml\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	one, two := filepath.Join(dir, "one.toml"), filepath.Join(dir, "two.toml")
+	for _, f := range []string{one, two} {
+		if err := os.WriteFile(f, []byte("[tools.t]\ndescription = \"d\"\ncommand = [\"true\"]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for name, tc := range map[string]struct {
 		args []string
 		want []string // on stderr
 	}{
+		"listen network":  {[]string{"mcp", "--tools", one, "--listen", "0.0.0.0:8765"}, []string{"0.0.0.0 is not a loopback address"}},
 		"no sub":          {[]string{"tools"}, []string{"want 'check FILE' or 'call FILE NAME'"}},
 		"unknown sub":     {[]string{"tools", "run"}, []string{`unknown command "run"`}},
-		"check no file":   {[]string{"tools", "check"}, []string{"want one FILE"}},
+		"check no file":   {[]string{"tools", "check"}, []string{"want a FILE (or several"}},
 		"check missing":   {[]string{"tools", "check", filepath.Join(dir, "none.toml")}, []string{"no such file"}},
 		"check bad":       {[]string{"tools", "check", bad}, []string{"bad.toml:4:1: tools.t.bogus: unknown key"}},
 		"check profile":   {[]string{"tools", "check", missingProfile}, []string{"tool t: profile", "nope/p.toml"}},
@@ -68,6 +75,9 @@ func TestToolsBadInput(t *testing.T) {
 		"mcp no tools":    {[]string{"mcp"}, []string{"--tools FILE is required"}},
 		"mcp args":        {[]string{"mcp", "--tools", bad, "extra"}, []string{"mcp takes no arguments"}},
 		"mcp bad file":    {[]string{"mcp", "--tools", bad}, []string{"unknown key"}},
+		"mcp twice":       {[]string{"mcp", "--tools", one, "--tools", two}, []string{"tool t is declared in " + one + " and again in " + two}},
+		"check twice":     {[]string{"tools", "check", one, two}, []string{"tool t is declared in " + one + " and again in " + two}},
+		"serve twice":     {[]string{"serve", "--socket", filepath.Join(dir, "s", "sock"), "--tools", one, "--tools", two}, []string{"tool t is declared in " + one + " and again in " + two}},
 		"mcp bad profile": {[]string{"mcp", "--tools", missingProfile}, []string{"tool t: profile", "nope/p.toml"}},
 		"mcp bad log":     {[]string{"mcp", "--tools", missingProfile, "--audit-log", filepath.Join(dir, "no", "a.log")}, []string{"audit log"}},
 		"audit no sub":    {[]string{"audit"}, []string{"want 'show FILE'"}},
@@ -334,5 +344,58 @@ func TestExampleToolsCheck(t *testing.T) {
 	// profile, and binds no workdir.
 	if i := strings.Index(stdout.String(), "fetch_url\n"); i < 0 || !strings.Contains(stdout.String()[i:], "workdir: none; network: allow;") {
 		t.Error("fetch_url does not run in the network allow mode without a workdir")
+	}
+}
+
+func TestToolsCheckRunCommand(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rc.toml")
+	if err := os.WriteFile(file, []byte("[run_command]\nprofile = \"strict\"\nlimits.timeout = \"20s\"\nrate.per_minute = 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"tools", "check", file}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{
+		"run_command\n  description: Run a command: argv is the program",
+		"  command: the call's argv, as given (at most 256 elements; no shell); the call may shorten the timeout\n",
+		"  profile: strict\n", "timeout 20s\n", "rate: per_minute 3,",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("tools check lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// TestToolsCheckSeveralFiles: several files are checked together, each
+// tool's profile file found next to its own tool file.
+func TestToolsCheckSeveralFiles(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	one, two := filepath.Join(dir, "one.toml"), filepath.Join(sub, "two.toml")
+	if err := os.WriteFile(one, []byte("[tools.a]\ndescription = \"d\"\ncommand = [\"true\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "p.toml"), []byte("extends = \"default\"\n[limits]\nmemory = \"100M\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(two, []byte("[tools.b]\ndescription = \"d\"\ncommand = [\"true\"]\nprofile = \"p.toml\"\n\n[run_command]\nprofile = \"strict\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"tools", "check", one, two}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"a\n", "\nb\n", "  profile: " + filepath.Join(sub, "p.toml") + "\n", "\nrun_command\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "memory 100M") {
+		t.Errorf("b's profile's memory:\n%s", out)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 	"github.com/tooljail/tooljail/tools"
@@ -130,7 +131,7 @@ func (c *Caller) Call(ctx context.Context, req Request) (*Outcome, error) {
 	if err := c.Log.ready(); err != nil {
 		return nil, err
 	}
-	t, argv, err := c.admit(req)
+	t, argv, timeout, err := c.admit(req)
 	var release func()
 	if err == nil {
 		release, err = c.limiter().Admit(t.Name, start)
@@ -153,7 +154,7 @@ func (c *Caller) Call(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	defer release()
 	out.Decision = "admitted"
-	res, runErr := c.run(ctx, t, argv, req.Stdin)
+	res, runErr := c.run(ctx, t, argv, timeout, req.Stdin)
 	out.Report = res
 	out.ExitCode = res.ExitCode
 	if runErr != nil {
@@ -173,31 +174,55 @@ func (c *Caller) Call(ctx context.Context, req Request) (*Outcome, error) {
 }
 
 // admit checks everything but the rate: the tool, its arguments, stdin,
-// and each path argument where the command will open it.
-func (c *Caller) admit(req Request) (*tools.Tool, []string, error) {
+// each path argument where the command will open it, and the timeout a
+// run_command call asks for (0: none asked).
+func (c *Caller) admit(req Request) (*tools.Tool, []string, time.Duration, error) {
 	t := c.File.Lookup(req.Tool)
 	if t == nil {
 		names := make([]string, len(c.File.Tools))
 		for i, t := range c.File.Tools {
 			names[i] = t.Name
 		}
-		return nil, nil, &Refusal{Rule: "unknown tool", Err: fmt.Errorf("no tool %s in %s; declared: %s", clipQuote(req.Tool), c.File.Name, strings.Join(names, ", "))}
+		return nil, nil, 0, &Refusal{Rule: "unknown tool", Err: fmt.Errorf("no tool %s in %s; declared: %s", clipQuote(req.Tool), c.File.Name, strings.Join(names, ", "))}
 	}
-	argv, err := t.Check(req.Args)
+	argv, timeout, err := t.CheckCall(req.Args)
 	if err != nil {
 		var ae *tools.ArgError
 		if errors.As(err, &ae) {
-			return nil, nil, &Refusal{Rule: ae.Rule, Err: err}
+			return nil, nil, 0, &Refusal{Rule: ae.Rule, Err: err}
 		}
-		return nil, nil, &Refusal{Rule: "arguments", Err: err}
+		return nil, nil, 0, &Refusal{Rule: "arguments", Err: err}
 	}
 	if req.Stdin != nil && !t.Stdin {
-		return nil, nil, &Refusal{Rule: "stdin", Err: fmt.Errorf("tool %s: takes no stdin (its file does not say stdin = true)", t.Name)}
+		return nil, nil, 0, &Refusal{Rule: "stdin", Err: fmt.Errorf("tool %s: takes no stdin (its file does not say stdin = true)", t.Name)}
 	}
 	if err := c.resolvePaths(t, argv); err != nil {
-		return nil, nil, &Refusal{Rule: "beneath", Err: err}
+		return nil, nil, 0, &Refusal{Rule: "beneath", Err: err}
 	}
-	return t, argv, nil
+	if timeout > 0 {
+		if err := c.holdTimeout(t, timeout); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	return t, argv, timeout, nil
+}
+
+// holdTimeout refuses a timeout a call asks for above the one the tool
+// runs with (its profile's, under the default's and the file's limits):
+// a call may only tighten it.
+func (c *Caller) holdTimeout(t *tools.Tool, d time.Duration) error {
+	r, err := Resolve(c.File, c.Defaults, t)
+	if err != nil {
+		return &Refusal{Rule: "internal", Err: err}
+	}
+	limit, err := units.ParseDuration(r.Limits["timeout"])
+	if err != nil {
+		return &Refusal{Rule: "internal", Err: fmt.Errorf("tool %s: its timeout %q: %v", t.Name, r.Limits["timeout"], err)}
+	}
+	if limit > 0 && d > limit {
+		return &Refusal{Rule: "timeout", Err: fmt.Errorf("tool %s: parameter %s = %q: refused by rule timeout %s: above the limit the tool file sets; a call may only shorten it", t.Name, tools.TimeoutArg, d, limit)}
+	}
+	return nil
 }
 
 func (c *Caller) now() time.Time {

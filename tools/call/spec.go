@@ -17,8 +17,8 @@ import (
 
 // run jails argv under t's policy and waits for it. The error is the
 // run's setup error (the command never ran); the Result is never nil.
-func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, stdin []byte) (*jail.Result, error) {
-	spec, p, err := c.spec(t, argv)
+func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, timeout time.Duration, stdin []byte) (*jail.Result, error) {
+	spec, p, err := c.spec(t, argv, timeout)
 	if err != nil {
 		return setupFailure(argv, err), err
 	}
@@ -34,13 +34,17 @@ func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, stdin []
 // spec builds the jail.Spec of one call: the tool's profile (or the
 // default's), the default's limits and then the tool's over it, the
 // default's network and read-only workdir for a tool that names no
-// profile, and the operator's allowed degraded layers. The profile holds
-// its files open until the run ends; the caller closes it.
-func (c *Caller) spec(t *tools.Tool, argv []string) (*jail.Spec, *profiles.Profile, error) {
+// profile, the operator's allowed degraded layers, and the timeout the
+// call asked for (0: none; admit held it to the tool's). The profile
+// holds its files open until the run ends; the caller closes it.
+func (c *Caller) spec(t *tools.Tool, argv []string, timeout time.Duration) (*jail.Spec, *profiles.Profile, error) {
 	pol := c.Defaults.For(t)
-	p, err := profiles.Load(profileRef(pol.Profile, c.File.Name))
+	p, err := profiles.Load(profileRef(pol.Profile, t.File))
 	if err != nil {
 		return nil, nil, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	if timeout > 0 {
+		pol.Limits["timeout"] = timeout.String()
 	}
 	s, err := c.overlay(p, pol, t, argv)
 	if err != nil {
@@ -126,7 +130,7 @@ type Resolved struct {
 // refuses is an error here, before any call.
 func Resolve(f *tools.File, d tools.Defaults, t *tools.Tool) (Resolved, error) {
 	pol := d.For(t)
-	ref := profileRef(pol.Profile, f.Name)
+	ref := profileRef(pol.Profile, t.File)
 	p, err := profiles.Load(ref)
 	if err != nil {
 		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)

@@ -33,6 +33,16 @@ func Schema(t *tools.Tool) *jsonschema.Schema {
 		Properties:           map[string]*jsonschema.Schema{},
 		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 	}
+	if t.Generic {
+		one, most := 1, t.MaxArgs
+		s.Properties[tools.ArgvArg] = &jsonschema.Schema{
+			Type: "array", MinItems: &one, MaxItems: &most, Items: &jsonschema.Schema{Type: "string"},
+			Description: "The program and its arguments, each element one argument as it is: no shell, no splitting, no globbing.",
+		}
+		s.Properties[tools.TimeoutArg] = &jsonschema.Schema{Type: "string", Description: `A shorter timeout for this call, as a duration ("5s", "2m"); one above the server's limit is refused.`}
+		s.PropertyOrder = []string{tools.ArgvArg, tools.TimeoutArg}
+		s.Required = []string{tools.ArgvArg}
+	}
 	for _, p := range t.Params {
 		s.Properties[p.Name] = paramSchema(p)
 		s.PropertyOrder = append(s.PropertyOrder, p.Name)

@@ -20,7 +20,25 @@ import (
 // limits first (call.Resolve): a tool that could never run is an error
 // here, before any client sees it.
 func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
+	return newServer(c, serverOptions{done: context.Background(), clientOf: func(*mcp.CallToolRequest) jail.Peer { return client }})
+}
+
+// serverOptions are what a server over HTTP needs beyond New's.
+type serverOptions struct {
+	// done ends every running call when it ends (the jail kills its
+	// tree; the call is recorded).
+	done context.Context
+	// clientOf names the client of a call.
+	clientOf func(*mcp.CallToolRequest) jail.Peer
+	// running, when not nil, counts the calls whose handler has not
+	// returned.
+	running *counter
+}
+
+// newServer is New with opts.
+func newServer(c *call.Caller, opts serverOptions) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tooljail", Version: jail.Version}, nil)
+	h := func(name string) mcp.ToolHandler { return handler(c, name, opts) }
 	for _, t := range c.File.Tools {
 		r, err := call.Resolve(c.File, c.Defaults, t)
 		if err != nil {
@@ -30,7 +48,11 @@ func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
 		// schema and refuse a bad call before it reaches the handler, and
 		// so before the audit log: the raw form leaves every decision to
 		// call.Caller, which records each one.
-		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: Schema(t), Annotations: annotations(r)}, handler(c, t.Name, client))
+		desc := t.Description
+		if t.Generic {
+			desc += fmt.Sprintf(" It runs under the profile %s; timeout at most %s.", r.Profile, r.Limits["timeout"])
+		}
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: desc, InputSchema: Schema(t), Annotations: annotations(r)}, h(t.Name))
 	}
 	// A call of a tool the file does not declare would be the SDK's
 	// protocol error, seen by no audit log: it goes through call.Caller
@@ -38,7 +60,7 @@ func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil && c.File.Lookup(r.Params.Name) == nil {
-				return handler(c, r.Params.Name, client)(ctx, r)
+				return h(r.Params.Name)(ctx, r)
 			}
 			return next(ctx, method, req)
 		}
@@ -54,9 +76,16 @@ func annotations(r call.Resolved) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{ReadOnlyHint: r.ReadOnlyWorkdir, OpenWorldHint: &open}
 }
 
-func handler(c *call.Caller, name string, client jail.Peer) mcp.ToolHandler {
+func handler(c *call.Caller, name string, opts serverOptions) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r := call.Request{Tool: name, Client: client}
+		if opts.running != nil {
+			opts.running.add()
+			defer opts.running.done()
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(opts.done, cancel)()
+		r := call.Request{Tool: name, Client: opts.clientOf(req)}
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
 			// Not an object: a refusal the model can read, recorded as

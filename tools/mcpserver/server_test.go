@@ -50,6 +50,29 @@ rate = { per_minute = 1 }
 // connect serves testFile in memory and returns a client session.
 func connect(t *testing.T) (*mcp.ClientSession, string) {
 	t.Helper()
+	c, logPath := testCaller(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ct, st := mcp.NewInMemoryTransports()
+	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, logPath
+}
+
+// testCaller is a caller of testFile in a new working directory, and the
+// path of its audit log.
+func testCaller(t *testing.T) (*call.Caller, string) {
+	t.Helper()
 	f, err := tools.Parse("tools.toml", []byte(testFile))
 	if err != nil {
 		t.Fatal(err)
@@ -76,22 +99,7 @@ func connect(t *testing.T) (*mcp.ClientSession, string) {
 	if os.Geteuid() != 0 {
 		c.AllowDegraded = []string{"cgroup"}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	ct, st := mcp.NewInMemoryTransports()
-	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := srv.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs, logPath
+	return c, logPath
 }
 
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, string, map[string]any) {
@@ -195,5 +203,54 @@ func TestNewRefusesAToolThatCannotRun(t *testing.T) {
 	_, err = New(&call.Caller{File: f, Defaults: tools.ServerDefaults, Workdir: "/tmp"}, jail.Peer{})
 	if err == nil || !strings.Contains(err.Error(), "tool t: profile /nonexistent/profiles/missing.toml") {
 		t.Errorf("New: %v", err)
+	}
+}
+
+// TestRunCommandOverMCP: a file with [run_command] serves it with its
+// schema (argv, timeout, stdin; no other property) and the limit in its
+// description; a call runs its argv as given, and a longer timeout is
+// refused.
+func TestRunCommandOverMCP(t *testing.T) {
+	c, _ := testCaller(t)
+	f, err := tools.Parse("tools.toml", []byte("[run_command]\nprofile = \"default\"\nlimits.timeout = \"15s\"\nmax_args = 8\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.File = f
+	ct, st := mcp.NewInMemoryTransports()
+	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || len(list.Tools) != 1 {
+		t.Fatalf("%v %v", list, err)
+	}
+	tool := list.Tools[0]
+	s, _ := json.Marshal(tool.InputSchema)
+	for _, want := range []string{`"argv":{"description":"The program and its arguments`, `"items":{"type":"string"},"maxItems":8,"minItems":1,"type":"array"}`, `"timeout":{"description":"A shorter timeout`, `"stdin":{"description"`, `"required":["argv"]`, `"additionalProperties":false`} {
+		if !strings.Contains(string(s), want) {
+			t.Errorf("schema lacks %s: %s", want, s)
+		}
+	}
+	if tool.Name != "run_command" || !strings.Contains(tool.Description, "It runs under the profile default; timeout at most 15s.") {
+		t.Errorf("%s: %q", tool.Name, tool.Description)
+	}
+	r, text, _ := callTool(t, cs, "run_command", map[string]any{"argv": []string{"printf", "%s|", "a b", "*"}, "stdin": "ignored"})
+	if r.IsError || text != "a b|*|" {
+		t.Errorf("argv: %v %q", r.IsError, text)
+	}
+	r, text, st2 := callTool(t, cs, "run_command", map[string]any{"argv": []string{"true"}, "timeout": "1m"})
+	if !r.IsError || st2["decision"] != "refused: timeout" || !strings.Contains(text, "above the limit the tool file sets") {
+		t.Errorf("a longer timeout: %q %v", text, st2)
 	}
 }

@@ -1,0 +1,226 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestMCPHTTP runs `tooljail mcp --listen SOCKET` as each user and drives
+// it with the SDK's client over streamable HTTP: it lists the tools, calls
+// one, gets a refusal, finds both in the audit log with this process as
+// their client; SIGTERM ends the server cleanly and removes its socket.
+func TestMCPHTTP(t *testing.T) {
+	needPrograms(t, "python3", "git")
+	eachUser(t, func(t *testing.T, u *user) {
+		repo := u.dir(t)
+		if err := os.Chmod(repo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("over http\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		toolFile := filepath.Join(u.dir(t), "agent.toml")
+		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		audit := filepath.Join(u.dir(t), "audit.log")
+		sock := filepath.Join(u.dir(t), "mcp.sock")
+		args := []string{"mcp", "--tools", toolFile, "--workdir", repo, "--audit-log", audit, "--listen", sock}
+		for _, l := range u.degraded {
+			args = append(args, "--allow-degraded", l)
+		}
+		cmd := exec.Command(tooljailBin, args...)
+		cmd.Dir = base
+		cmd.Env = u.environ(nil)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := u.newRunCgroup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
+		if err := cmd.Start(); err != nil {
+			rc.release()
+			t.Fatal(err)
+		}
+		exited := false
+		t.Cleanup(func() {
+			if !exited {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+			rc.check(t, cmd.Process.Pid)
+		})
+		// The first line says it serves; the rest goes to the test's log.
+		lines := bufio.NewScanner(stderr)
+		if !lines.Scan() || !strings.Contains(lines.Text(), "tooljail: mcp: serving streamable HTTP on unix socket "+sock) {
+			t.Fatalf("first stderr line %q", lines.Text())
+		}
+		go func() {
+			for lines.Scan() {
+				t.Logf("tooljail mcp stderr: %s", lines.Text())
+			}
+		}()
+		if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("socket: %v %v", fi, err)
+		}
+
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
+		defer cancel()
+		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}
+		ct := &mcp.StreamableClientTransport{Endpoint: "http://tooljail/mcp", HTTPClient: &http.Client{Transport: tr}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range list.Tools {
+			names = append(names, tool.Name)
+		}
+		if strings.Join(names, " ") != "git_status read_file run_tests write_file" {
+			t.Errorf("tools %q", names)
+		}
+		if r := mcpCall(t, cs, "read_file", map[string]any{"path": "a.txt"}); r.isError || r.text != "over http\n" {
+			t.Errorf("read_file: %+v", r)
+		}
+		if r := mcpCall(t, cs, "read_file", map[string]any{"path": "../../etc/passwd"}); !r.isError || !strings.Contains(r.text, `leads out of the working directory through ".."`) {
+			t.Errorf("read_file out of the workdir: %+v", r)
+		}
+		cs.Close()
+
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		exited = true
+		if err != nil {
+			t.Errorf("tooljail mcp after SIGTERM: %v", err)
+		}
+		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+			t.Errorf("the socket after SIGTERM: %v", err)
+		}
+		calls := u.auditCalls(t, audit)
+		if len(calls) != 2 {
+			t.Fatalf("%d audit lines, want 2: %v", len(calls), calls)
+		}
+		if calls[0]["decision"] != "admitted" || calls[1]["decision"] != `refused: beneath ["."]` {
+			t.Errorf("decisions: %v / %v", calls[0]["decision"], calls[1]["decision"])
+		}
+		for _, c := range calls {
+			p, _ := c["peer"].(map[string]any)
+			if p["uid"] != float64(os.Getuid()) || p["pid"] != float64(os.Getpid()) {
+				t.Errorf("peer %v, want this test (uid %d, pid %d)", p, os.Getuid(), os.Getpid())
+			}
+		}
+	})
+}
+
+// TestMCPListenRefusesTheNetwork: an address that is not loopback is
+// refused before anything listens.
+func TestMCPListenRefusesTheNetwork(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		toolFile := filepath.Join(u.dir(t), "agent.toml")
+		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "10.0.0.1:8765"} {
+			o := u.exec(t, run{args: []string{"mcp", "--tools", toolFile, "--listen", addr}})
+			if o.code != 125 || !strings.Contains(o.stderr, "never on the network") && !strings.Contains(o.stderr, "listens on every address") {
+				t.Errorf("--listen %s: %s", addr, o)
+			}
+		}
+	})
+}
+
+// TestMCPHTTPLoopback runs `tooljail mcp --listen 127.0.0.1:0`: the first
+// stderr line gives the URL, the SDK's client calls a tool there, and
+// SIGTERM ends the server (exit 0).
+func TestMCPHTTPLoopback(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		repo := u.dir(t)
+		if err := os.Chmod(repo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		toolFile := filepath.Join(u.dir(t), "agent.toml")
+		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"mcp", "--tools", toolFile, "--workdir", repo, "--listen", "127.0.0.1:0"}
+		for _, l := range u.degraded {
+			args = append(args, "--allow-degraded", l)
+		}
+		cmd := exec.Command(tooljailBin, args...)
+		cmd.Dir = base
+		cmd.Env = u.environ(nil)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := u.newRunCgroup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
+		if err := cmd.Start(); err != nil {
+			rc.release()
+			t.Fatal(err)
+		}
+		exited := false
+		t.Cleanup(func() {
+			if !exited {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+			rc.check(t, cmd.Process.Pid)
+		})
+		lines := bufio.NewScanner(stderr)
+		const prefix = "tooljail: mcp: serving streamable HTTP on "
+		if !lines.Scan() || !strings.HasPrefix(lines.Text(), prefix+"http://127.0.0.1:") {
+			t.Fatalf("first stderr line %q", lines.Text())
+		}
+		url := strings.TrimPrefix(lines.Text(), prefix)
+		go func() {
+			for lines.Scan() {
+				t.Logf("tooljail mcp stderr: %s", lines.Text())
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatalf("connect to %s: %v", url, err)
+		}
+		if r := mcpCall(t, cs, "git_status", nil); r.structured["decision"] != "admitted" {
+			t.Errorf("git_status: %+v", r)
+		}
+		cs.Close()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		exited = true
+		if err != nil {
+			t.Errorf("tooljail mcp after SIGTERM: %v", err)
+		}
+	})
+}
