@@ -365,3 +365,28 @@ func (p *Proxy) connCount() int {
 	defer p.mu.Unlock()
 	return len(p.conns)
 }
+
+// A cap large enough that the download moves in spliced chunks, each
+// counted before it moves: the cut is still exact.
+func TestByteLimitSpliced(t *testing.T) {
+	srv := startServers(t)
+	bulkPort := portOf(t, srv.bulk)
+	const max = 512 << 10
+	for _, via := range []string{"connect", "socks5"} {
+		p := startProxy(t, Config{Allow: mustList(t, fmt.Sprintf("127.0.0.1:%d", bulkPort)), Limits: Limits{MaxBytes: max}})
+		var c net.Conn
+		var r io.Reader
+		if via == "connect" {
+			c, r, _ = connect(t, p.http, fmt.Sprintf("127.0.0.1:%d", bulkPort))
+		} else {
+			c, r, _ = socks(t, p.socks, socksRequest(1, "127.0.0.1", bulkPort))
+		}
+		io.WriteString(c, "go\n")
+		got, _ := io.Copy(io.Discard, r)
+		if got != max-3 {
+			t.Errorf("%s: received %d bytes of %d; want exactly what the limit leaves, %d", via, got, bulkSize, max-3)
+		}
+		checkEvent(t, p.events.next(t), Event{Proto: via, Host: "127.0.0.1", Port: bulkPort, Addr: loopback,
+			BytesUp: 3, BytesDown: max - 3, Allowed: true, Reason: ReasonByteLimit})
+	}
+}
