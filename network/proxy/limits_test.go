@@ -98,22 +98,26 @@ func TestSlowClient(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	srv := startServers(t)
 	echoPort := portOf(t, srv.echo)
-	p := startProxy(t, Config{
-		Allow:  mustList(t, fmt.Sprintf("127.0.0.1:%d", echoPort)),
-		Limits: Limits{IdleTimeout: 200 * time.Millisecond},
-	})
-	c, br, resp := connect(t, p.http, fmt.Sprintf("127.0.0.1:%d", echoPort))
-	if resp.StatusCode != 200 {
-		t.Fatalf("CONNECT: %s", resp.Status)
+	// Under a byte cap relay waits for bytes before it counts them: the
+	// idle timeout holds there too.
+	for _, max := range []int64{0, 1 << 30} {
+		p := startProxy(t, Config{
+			Allow:  mustList(t, fmt.Sprintf("127.0.0.1:%d", echoPort)),
+			Limits: Limits{IdleTimeout: 200 * time.Millisecond, MaxBytes: max},
+		})
+		c, br, resp := connect(t, p.http, fmt.Sprintf("127.0.0.1:%d", echoPort))
+		if resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %s", resp.Status)
+		}
+		io.WriteString(c, "a\n")
+		if line, _ := br.ReadString('\n'); line != "a\n" {
+			t.Fatalf("cap %d: echo: %q", max, line)
+		}
+		if b, err := io.ReadAll(br); len(b) != 0 || err != nil {
+			t.Errorf("cap %d: idle tunnel: %q, %v; want it closed", max, b, err)
+		}
+		checkEvent(t, p.events.next(t), Event{Proto: "connect", Host: "127.0.0.1", Port: echoPort, Addr: loopback, BytesUp: 2, BytesDown: 2, Allowed: true})
 	}
-	io.WriteString(c, "a\n")
-	if line, _ := br.ReadString('\n'); line != "a\n" {
-		t.Fatalf("echo: %q", line)
-	}
-	if b, err := io.ReadAll(br); len(b) != 0 || err != nil {
-		t.Errorf("idle tunnel: %q, %v; want it closed", b, err)
-	}
-	checkEvent(t, p.events.next(t), Event{Proto: "connect", Host: "127.0.0.1", Port: echoPort, Addr: loopback, BytesUp: 2, BytesDown: 2, Allowed: true})
 }
 
 func TestConnectionLimit(t *testing.T) {
@@ -389,4 +393,16 @@ func TestByteLimitSpliced(t *testing.T) {
 		checkEvent(t, p.events.next(t), Event{Proto: via, Host: "127.0.0.1", Port: bulkPort, Addr: loopback,
 			BytesUp: 3, BytesDown: max - 3, Allowed: true, Reason: ReasonByteLimit})
 	}
+
+	// Under a cap it does not reach, the whole download comes through,
+	// and the server's end passes on as the end of the tunnel.
+	p := startProxy(t, Config{Allow: mustList(t, fmt.Sprintf("127.0.0.1:%d", bulkPort)), Limits: Limits{MaxBytes: 4 * bulkSize}})
+	c, r, _ := connect(t, p.http, fmt.Sprintf("127.0.0.1:%d", bulkPort))
+	io.WriteString(c, "go\n")
+	if got, err := io.Copy(io.Discard, r); got != bulkSize || err != nil {
+		t.Errorf("under the cap: received %d bytes, %v; want all %d and a clean end", got, err, bulkSize)
+	}
+	c.Close()
+	checkEvent(t, p.events.next(t), Event{Proto: "connect", Host: "127.0.0.1", Port: bulkPort, Addr: loopback,
+		BytesUp: 3, BytesDown: bulkSize, Allowed: true})
 }

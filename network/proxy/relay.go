@@ -84,6 +84,7 @@ func (s *session) relay(dst, src net.Conn) (int64, error) {
 			}
 			err = rerr
 		default:
+			want = min(want, maxChunk)
 			g := want
 			if capped {
 				g = int64(s.p.reserve(int(want)))
@@ -91,6 +92,11 @@ func (s *session) relay(dst, src net.Conn) (int64, error) {
 			*wd = now.Add(s.act.idle)
 			dst.SetWriteDeadline(*wd)
 			n, err = io.CopyN(dst, src, g)
+			if capped && n < g {
+				// The chunk failed midway: what did not move is not
+				// counted.
+				s.p.used.Add(n - g)
+			}
 			if err == nil && g < want {
 				err = errByteLimit
 			}
