@@ -35,12 +35,12 @@ const (
 // fits, then relay fails with errByteLimit. A few bytes (under minChunk)
 // go through a buffer.
 //
-// The idle timeout holds as in connReader: a chunk's read deadline is an
-// eighth of the idle time away, so a chunk ends at least that often to
-// count its progress, and a read that timed out waits on while the
-// connection is not idle. A chunk's write deadline is the idle time: a
-// write that times out loses the bytes in splice's pipe, so it ends the
-// relay.
+// The idle timeout holds as in connReader: a chunk's read deadline is at
+// most an eighth of the idle time away, so a chunk ends at least that
+// often to count its progress, and a read that timed out waits on while
+// the connection is not idle. A chunk's write deadline is at least 7/8 of
+// the idle time away: a write that times out loses the bytes in splice's
+// pipe, so it ends the relay.
 func (s *session) relay(dst, src net.Conn) (int64, error) {
 	r := &connReader{c: src, act: &s.act}
 	wd := &s.upWD
@@ -58,9 +58,13 @@ func (s *session) relay(dst, src net.Conn) (int64, error) {
 	var total int64
 	for {
 		now := time.Now()
-		rd := now.Add(s.act.idle / 8)
-		src.SetReadDeadline(rd)
-		r.set = rd
+		// Setting a deadline costs a timer update: the read deadline
+		// moves when less than half its period is left (or when r.Read
+		// set a longer one), the write deadline by steps (refresh).
+		if d := r.set.Sub(now); d < s.act.idle/16 || d > s.act.idle/8 {
+			r.set = now.Add(s.act.idle / 8)
+			src.SetReadDeadline(r.set)
+		}
 		n, want := int64(0), int64(maxChunk)
 		var err error
 		if capped {
@@ -89,8 +93,10 @@ func (s *session) relay(dst, src net.Conn) (int64, error) {
 			if capped {
 				g = int64(s.p.reserve(int(want)))
 			}
-			*wd = now.Add(s.act.idle)
-			dst.SetWriteDeadline(*wd)
+			if want := now.Add(s.act.idle); refresh(*wd, want, now, s.act.idle) {
+				*wd = want
+				dst.SetWriteDeadline(want)
+			}
 			n, err = io.CopyN(dst, src, g)
 			if capped && n < g {
 				// The chunk failed midway: what did not move is not
