@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tooljail/tooljail/bench"
 )
 
@@ -52,6 +54,9 @@ type netResult struct {
 	Commands map[string]string `json:"commands"` // variant -> the download's command, with PORT for the port
 	// Download is MB/s (10^6 bytes per second) per download, by variant.
 	Download map[string][]float64 `json:"download_mb_per_s"`
+	// SupervisorCPU is the CPU time of tooljail's own process per
+	// download run, in ms, start and teardown included, by variant.
+	SupervisorCPU map[string][]float64 `json:"supervisor_cpu_ms_per_download_run"`
 	// Request is ms per small request on a new connection, by variant.
 	Request map[string][]float64 `json:"request_ms"`
 }
@@ -147,24 +152,50 @@ func netServer() (*http.Server, int, error) {
 	return srv, l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// runCurl runs argv and returns curl's transfers, checked.
-func runCurl(argv []string, wd string, n int, size int64) ([]curlSample, error) {
+// runCurl runs argv and returns curl's transfers, checked, and the CPU
+// time of tooljail's own process (the supervisor, every thread; not the
+// jail's processes) in ms, sampled every millisecond until it exits.
+func runCurl(argv []string, wd string, n int, size int64) ([]curlSample, float64, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = wd
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", shellJoin(argv), err, strings.TrimSpace(stderr.String()))
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
 	}
-	s, err := parseCurlW(string(out))
+	var cpu int64
+	if procDir, err := unix.Open("/proc/"+strconv.Itoa(cmd.Process.Pid), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				c, err := processCPU(procDir)
+				if err != nil || c == 0 {
+					return // gone
+				}
+				// The largest sample: as the process ends, its threads
+				// go, and what is left reads less.
+				cpu = max(cpu, c)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		err = cmd.Wait()
+		<-done
+		unix.Close(procDir)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w: %s", shellJoin(argv), err, strings.TrimSpace(stderr.String()))
+		}
+	} else if err := cmd.Wait(); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w: %s", shellJoin(argv), err, strings.TrimSpace(stderr.String()))
+	}
+	s, err := parseCurlW(stdout.String())
 	if err == nil {
 		err = checkTransfers(s, n, size)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", shellJoin(argv), err)
+		return nil, 0, fmt.Errorf("%s: %w", shellJoin(argv), err)
 	}
-	return s, nil
+	return s, float64(cpu) / 1e6, nil
 }
 
 // netBench measures the section: runs downloads per variant, and runs
@@ -182,7 +213,7 @@ func netBench(tooljail, wd string, runs, requests int) (*netResult, error) {
 	defer srv.Shutdown(context.Background())
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	res := &netResult{Date: began.UTC().Format(time.RFC3339), Runs: runs, Requests: requests, Load: [2]string{loadAvg()},
-		Commands: map[string]string{}, Download: map[string][]float64{}, Request: map[string][]float64{}}
+		Commands: map[string]string{}, Download: map[string][]float64{}, SupervisorCPU: map[string][]float64{}, Request: map[string][]float64{}}
 	small := make([]string, requests)
 	for i := range small {
 		small[i] = base + "/small"
@@ -190,7 +221,7 @@ func netBench(tooljail, wd string, runs, requests int) (*netResult, error) {
 	for _, v := range netVariants {
 		res.Commands[v.key] = strings.ReplaceAll(shellJoin(netArgv(tooljail, v.key, port, base+"/big")), strconv.Itoa(port), "PORT")
 		// A warm-up run each, which also checks the way works.
-		if _, err := runCurl(netArgv(tooljail, v.key, port, base+"/big"), wd, 1, netMiB<<20); err != nil {
+		if _, _, err := runCurl(netArgv(tooljail, v.key, port, base+"/big"), wd, 1, netMiB<<20); err != nil {
 			return nil, err
 		}
 	}
@@ -198,15 +229,16 @@ func netBench(tooljail, wd string, runs, requests int) (*netResult, error) {
 	for r := 0; r < runs; r++ {
 		for k := range netVariants {
 			v := netVariants[(r+k)%len(netVariants)].key
-			s, err := runCurl(netArgv(tooljail, v, port, base+"/big"), wd, 1, netMiB<<20)
+			s, cpu, err := runCurl(netArgv(tooljail, v, port, base+"/big"), wd, 1, netMiB<<20)
 			if err != nil {
 				return nil, err
 			}
 			res.Download[v] = append(res.Download[v], float64(s[0].Size)/s[0].Total/1e6)
+			res.SupervisorCPU[v] = append(res.SupervisorCPU[v], cpu)
 		}
 		for k := range netVariants {
 			v := netVariants[(r+k)%len(netVariants)].key
-			s, err := runCurl(netArgv(tooljail, v, port, small...), wd, requests, 0)
+			s, _, err := runCurl(netArgv(tooljail, v, port, small...), wd, requests, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -257,7 +289,7 @@ func renderNet(p func(string, ...any), n *netResult) {
 	for _, v := range netVariants {
 		d, q := n.Download[v.key], n.Request[v.key]
 		dl = append(dl, []string{v.label, mbText(bench.Median(d)), mbText(bench.Percentile(d, 10)), mbText(bench.Percentile(d, 90)),
-			bench.FormatRatio(bench.Median(d), hostMB)})
+			bench.FormatRatio(bench.Median(d), hostMB), bench.FormatMs(bench.Median(n.SupervisorCPU[v.key]))})
 		beyond := "—"
 		if v.key != "host" {
 			beyond = bench.FormatMs(bench.Median(q) - hostMs)
@@ -265,7 +297,11 @@ func renderNet(p func(string, ...any), n *netResult) {
 		rq = append(rq, []string{v.label, bench.FormatMs(bench.Median(q)), bench.FormatMs(bench.Percentile(q, 90)), beyond})
 	}
 	p("A %d MiB download, %d per variant (MB/s: 10⁶ bytes per second; ÷ host is of the medians; target ≥ %.2f×):\n\n", netMiB, n.Runs, netTarget)
-	p("%s\n", bench.Table([]string{"way", "median", "p10", "p90", "÷ --net host"}, dl))
+	p("%s\n", bench.Table([]string{"way", "median", "p10", "p90", "÷ --net host", "supervisor CPU per run"}, dl))
+	p("The supervisor's CPU time is its own process's (every thread, from `/proc/<pid>/task/*/schedstat`,\n")
+	p("sampled until it exits; not the jail's processes), median per download run, the jail's start and\n")
+	p("teardown included: beyond --net host's it is what the proxy spends on %d MiB, and it is spent outside\n", netMiB)
+	p("the jail's CPU cap. It depends less on the machine's load than the rates do.\n\n")
 	p("A request on a new connection (an empty response, `Connection: close`), %d per run, %d runs per variant:\n\n", n.Requests, n.Runs)
 	p("%s\n", bench.Table([]string{"way", "median", "p90", "set-up beyond --net host"}, rq))
 	p("curl runs in a default-profile jail and times each transfer itself (`-w '%%{time_total}'`), so the\n")

@@ -98,10 +98,11 @@ func TestNetServer(t *testing.T) {
 
 func netFixture(connect, http, host float64) *netResult {
 	n := &netResult{Runs: 3, Requests: 2, Commands: map[string]string{"connect": "tooljail run CONNECT", "http": "tooljail run HTTP", "host": "tooljail run HOST"},
-		Download: map[string][]float64{}, Request: map[string][]float64{}}
+		Download: map[string][]float64{}, SupervisorCPU: map[string][]float64{}, Request: map[string][]float64{}}
 	for v, rate := range map[string]float64{"connect": connect, "http": http, "host": host} {
 		if rate > 0 {
 			n.Download[v] = []float64{rate * 0.5, rate, rate * 2}
+			n.SupervisorCPU[v] = []float64{rate / 100, rate / 100, 1}
 		}
 		n.Request[v] = []float64{1000 / max(rate, 1), 1000 / max(rate, 1)}
 	}
@@ -132,7 +133,8 @@ func TestRenderNet(t *testing.T) {
 		t.Errorf("no heading first:\n%s", out)
 	}
 	for _, want := range []string{
-		"| --net allow, CONNECT tunnel (`curl -p`, as for HTTPS) | 900 MB/s | 540 MB/s | 1620 MB/s | 0.90× |",
+		"| --net allow, CONNECT tunnel (`curl -p`, as for HTTPS) | 900 MB/s | 540 MB/s | 1620 MB/s | 0.90× | 9.00 ms |",
+		"| --net host, direct | 1000 MB/s | 600 MB/s | 1800 MB/s | 1.00× | 10.0 ms |",
 		"| --net allow, plain HTTP through the proxy | 600 MB/s |",
 		"| 0.60× |",
 		"| --net host, direct | 1000 MB/s |",
