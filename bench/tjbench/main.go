@@ -39,7 +39,8 @@ type config struct {
 	leakRuns              int
 	deniedCalls           int
 	deniedRuns            int
-	only                  string // "" (everything) or "serve"
+	only                  string // "" (everything), "serve" or "net"
+	netRuns, netRequests  int
 	python, servePy       string
 	serveRuns             int
 	serveLeakRuns         int
@@ -78,12 +79,14 @@ func main() {
 	flag.IntVar(&c.deniedRuns, "denied-runs", envInt("BENCH_DENIED_RUNS", 11), "runs of the denied-call flood, 0 to skip (BENCH_DENIED_RUNS)")
 	flag.IntVar(&c.serveRuns, "serve-runs", envInt("BENCH_SERVE_RUNS", 2000), "calls per variant from Python, for latency and again for throughput, 0 to skip the served section (BENCH_SERVE_RUNS)")
 	flag.IntVar(&c.serveLeakRuns, "serve-leak-runs", envInt("BENCH_SERVE_LEAK_RUNS", 10000), "served runs of the server's leak check, 0 to skip (BENCH_SERVE_LEAK_RUNS)")
+	flag.IntVar(&c.netRuns, "net-runs", envInt("BENCH_NET_RUNS", 15), "downloads, and runs of small requests, per variant of the network section, 0 to skip it (BENCH_NET_RUNS)")
+	flag.IntVar(&c.netRequests, "net-requests", envInt("BENCH_NET_REQUESTS", 50), "small requests per run of the network section (BENCH_NET_REQUESTS)")
 	flag.StringVar(&c.python, "python", "python3", "the Python interpreter of the served section")
 	flag.StringVar(&c.servePy, "serve-py", "bench/serve_bench.py", "the Python side of the served section")
-	flag.StringVar(&c.only, "only", "", "measure only this part and rewrite only its section of -out, keeping the rest of the file: serve")
+	flag.StringVar(&c.only, "only", "", "measure only this part and rewrite only its section of -out, keeping the rest of the file: serve or net")
 	flag.Parse()
-	if c.only != "" && c.only != "serve" {
-		fmt.Fprintf(os.Stderr, "tjbench: -only %q: the one part that can run alone is serve\n", c.only)
+	if c.only != "" && c.only != "serve" && c.only != "net" {
+		fmt.Fprintf(os.Stderr, "tjbench: -only %q: the parts that can run alone are serve and net\n", c.only)
 		os.Exit(2)
 	}
 	if err := run(&c); err != nil {
@@ -108,6 +111,7 @@ type results struct {
 	Unpriv     *unprivResult     `json:"unprivileged,omitempty"`
 	Leaks      *leakResult       `json:"leaks,omitempty"`
 	Serve      *serveResult      `json:"serve,omitempty"`
+	Net        *netResult        `json:"network,omitempty"`
 	Seconds    float64           `json:"seconds"`
 	FDsStart   int               `json:"fds_start"` // the driver's open descriptors before the first run
 	FDsEnd     int               `json:"fds_end"`   // ... and after the last
@@ -152,7 +156,10 @@ func run(c *config) error {
 	if c.only == "serve" && c.serveRuns == 0 {
 		return fmt.Errorf("-only serve with BENCH_SERVE_RUNS=0 (-serve-runs 0) measures nothing")
 	}
-	if c.serveRuns > 0 {
+	if c.only == "net" && (c.netRuns == 0 || c.netRequests == 0) {
+		return fmt.Errorf("-only net with BENCH_NET_RUNS=0 or BENCH_NET_REQUESTS=0 measures nothing")
+	}
+	if c.serveRuns > 0 && c.only != "net" {
 		if c.python, err = exec.LookPath(c.python); err != nil {
 			return fmt.Errorf("python for the served section: %w (install python3, or skip the section: BENCH_SERVE_RUNS=0)", err)
 		}
@@ -195,7 +202,8 @@ func run(c *config) error {
 	r := &results{Machine: describeMachine(c.tooljail, c.bwrap), Commands: map[string]string{}}
 	r.Config = map[string]int{"startup_runs": c.startupRuns, "layer_runs": c.layerRuns, "tput_runs": c.tputRuns,
 		"loop_calls": c.loopCalls, "loop_reps": c.loopReps, "fstat_reps": c.fstatReps, "rss_reps": c.rssReps, "unpriv_runs": c.unprivRuns, "leak_runs": c.leakRuns,
-		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns, "serve_runs": c.serveRuns, "serve_leak_runs": c.serveLeakRuns}
+		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns, "serve_runs": c.serveRuns, "serve_leak_runs": c.serveLeakRuns,
+		"net_runs": c.netRuns, "net_requests": c.netRequests}
 	step("%s, %d cores, kernel %s, cgroups %s", r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Machine.CgroupMode)
 
 	bw, err := bwrapArgv(c.bwrap, wd, "/bin/true")
@@ -216,8 +224,14 @@ func run(c *config) error {
 	// before and after any jail work, as bwrap pays a C process's.
 	goproc := execRunner("tooljail version", goArgv, wd, nil, nil)
 
-	if c.only == "serve" {
-		if r.Serve, err = served(c, wd, bw); err != nil {
+	if c.only != "" {
+		switch c.only {
+		case "serve":
+			r.Serve, err = served(c, wd, bw)
+		case "net":
+			r.Net, err = netBench(c.tooljail, wd, c.netRuns, c.netRequests)
+		}
+		if err != nil {
 			return err
 		}
 		r.Machine.LoadAfter = loadAvg()
@@ -316,6 +330,12 @@ func run(c *config) error {
 		}
 		l := leaks(c.tooljail, wd, tmpDir, c.leakRuns, 4)
 		r.Leaks = &l
+	}
+
+	if c.netRuns > 0 && c.netRequests > 0 {
+		if r.Net, err = netBench(c.tooljail, wd, c.netRuns, c.netRequests); err != nil {
+			return err
+		}
 	}
 
 	if c.serveRuns > 0 {

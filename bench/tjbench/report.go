@@ -249,6 +249,9 @@ func render(c *config, r *results, svgRef string) string {
 			p("root may write, so the unprivileged run has no memory/CPU/pids caps (bwrap has none either).\n\n")
 		}
 	}
+	if r.Net != nil {
+		renderNet(p, r.Net)
+	}
 	// Last before the notes: where -only serve puts it in a report that
 	// has none yet.
 	if r.Serve != nil {
@@ -274,7 +277,14 @@ func writeOnly(c *config, r *results) error {
 		return fmt.Errorf("-only %s rewrites one section of an existing report: %w (run the whole bench first: make bench)", c.only, err)
 	}
 	var b strings.Builder
-	renderServe(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }, r)
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	heading := serveHeading
+	if c.only == "net" {
+		heading = netHeading
+		renderNet(p, r.Net)
+	} else {
+		renderServe(p, r)
+	}
 	doc, err := spliceSection(string(old), b.String())
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.out, err)
@@ -282,7 +292,7 @@ func writeOnly(c *config, r *results) error {
 	if err := os.WriteFile(c.out, []byte(doc), 0o644); err != nil {
 		return err
 	}
-	step("rewrote the section %q of %s, and %s, in %.0f s", strings.TrimPrefix(serveHeading, "## "), c.out, raw, r.Seconds)
+	step("rewrote the section %q of %s, and %s, in %.0f s", strings.TrimPrefix(heading, "## "), c.out, raw, r.Seconds)
 	return nil
 }
 
@@ -403,6 +413,9 @@ func targets(r *results) [][]string {
 	}
 	if r.Denied != nil {
 		rows = append(rows, deniedRow(r.Denied))
+	}
+	if r.Net != nil {
+		rows = append(rows, netRow(r.Net))
 	}
 	hwm := toFloat(r.RSS.HWM)
 	h := bench.Median(hwm)

@@ -141,14 +141,15 @@ func (s *session) serveHTTP() {
 		return
 	}
 	if req.Method == http.MethodConnect {
-		s.connect(req, r)
+		// The tunnel's first bytes may be in r, or in br behind it.
+		s.connect(req, buffered(r, br))
 		return
 	}
 	s.plain(req, head)
 }
 
 // connect serves CONNECT host:port.
-func (s *session) connect(req *http.Request, r *bufio.Reader) {
+func (s *session) connect(req *http.Request, pending []byte) {
 	s.ev.Proto = "connect"
 	host, port, ok := splitHostPort(req.RequestURI, 0)
 	if !ok {
@@ -165,7 +166,7 @@ func (s *session) connect(req *http.Request, r *bufio.Reader) {
 		return
 	}
 	s.cr.setDeadline(time.Time{})
-	s.tunnel(t, r)
+	s.tunnel(t, pending)
 }
 
 // plain serves a request in absolute form: one request, then the
@@ -207,7 +208,7 @@ func (s *session) plain(req *http.Request, head []byte) {
 			s.up.Close()
 		}
 	}()
-	down, downErr := s.pump(s.c, &connReader{c: s.up, act: &s.act})
+	down, downErr := s.relay(s.c, s.up)
 	// The response is over: the request is not read further (a body the
 	// server did not wait for, or a second request, goes nowhere).
 	s.cr.stop()

@@ -98,22 +98,26 @@ func TestSlowClient(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	srv := startServers(t)
 	echoPort := portOf(t, srv.echo)
-	p := startProxy(t, Config{
-		Allow:  mustList(t, fmt.Sprintf("127.0.0.1:%d", echoPort)),
-		Limits: Limits{IdleTimeout: 200 * time.Millisecond},
-	})
-	c, br, resp := connect(t, p.http, fmt.Sprintf("127.0.0.1:%d", echoPort))
-	if resp.StatusCode != 200 {
-		t.Fatalf("CONNECT: %s", resp.Status)
+	// Under a byte cap relay waits for bytes before it counts them: the
+	// idle timeout holds there too.
+	for _, max := range []int64{0, 1 << 30} {
+		p := startProxy(t, Config{
+			Allow:  mustList(t, fmt.Sprintf("127.0.0.1:%d", echoPort)),
+			Limits: Limits{IdleTimeout: 200 * time.Millisecond, MaxBytes: max},
+		})
+		c, br, resp := connect(t, p.http, fmt.Sprintf("127.0.0.1:%d", echoPort))
+		if resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %s", resp.Status)
+		}
+		io.WriteString(c, "a\n")
+		if line, _ := br.ReadString('\n'); line != "a\n" {
+			t.Fatalf("cap %d: echo: %q", max, line)
+		}
+		if b, err := io.ReadAll(br); len(b) != 0 || err != nil {
+			t.Errorf("cap %d: idle tunnel: %q, %v; want it closed", max, b, err)
+		}
+		checkEvent(t, p.events.next(t), Event{Proto: "connect", Host: "127.0.0.1", Port: echoPort, Addr: loopback, BytesUp: 2, BytesDown: 2, Allowed: true})
 	}
-	io.WriteString(c, "a\n")
-	if line, _ := br.ReadString('\n'); line != "a\n" {
-		t.Fatalf("echo: %q", line)
-	}
-	if b, err := io.ReadAll(br); len(b) != 0 || err != nil {
-		t.Errorf("idle tunnel: %q, %v; want it closed", b, err)
-	}
-	checkEvent(t, p.events.next(t), Event{Proto: "connect", Host: "127.0.0.1", Port: echoPort, Addr: loopback, BytesUp: 2, BytesDown: 2, Allowed: true})
 }
 
 func TestConnectionLimit(t *testing.T) {
@@ -364,4 +368,41 @@ func (p *Proxy) connCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.conns)
+}
+
+// A cap large enough that the download moves in spliced chunks, each
+// counted before it moves: the cut is still exact.
+func TestByteLimitSpliced(t *testing.T) {
+	srv := startServers(t)
+	bulkPort := portOf(t, srv.bulk)
+	const max = 512 << 10
+	for _, via := range []string{"connect", "socks5"} {
+		p := startProxy(t, Config{Allow: mustList(t, fmt.Sprintf("127.0.0.1:%d", bulkPort)), Limits: Limits{MaxBytes: max}})
+		var c net.Conn
+		var r io.Reader
+		if via == "connect" {
+			c, r, _ = connect(t, p.http, fmt.Sprintf("127.0.0.1:%d", bulkPort))
+		} else {
+			c, r, _ = socks(t, p.socks, socksRequest(1, "127.0.0.1", bulkPort))
+		}
+		io.WriteString(c, "go\n")
+		got, _ := io.Copy(io.Discard, r)
+		if got != max-3 {
+			t.Errorf("%s: received %d bytes of %d; want exactly what the limit leaves, %d", via, got, bulkSize, max-3)
+		}
+		checkEvent(t, p.events.next(t), Event{Proto: via, Host: "127.0.0.1", Port: bulkPort, Addr: loopback,
+			BytesUp: 3, BytesDown: max - 3, Allowed: true, Reason: ReasonByteLimit})
+	}
+
+	// Under a cap it does not reach, the whole download comes through,
+	// and the server's end passes on as the end of the tunnel.
+	p := startProxy(t, Config{Allow: mustList(t, fmt.Sprintf("127.0.0.1:%d", bulkPort)), Limits: Limits{MaxBytes: 4 * bulkSize}})
+	c, r, _ := connect(t, p.http, fmt.Sprintf("127.0.0.1:%d", bulkPort))
+	io.WriteString(c, "go\n")
+	if got, err := io.Copy(io.Discard, r); got != bulkSize || err != nil {
+		t.Errorf("under the cap: received %d bytes, %v; want all %d and a clean end", got, err, bulkSize)
+	}
+	c.Close()
+	checkEvent(t, p.events.next(t), Event{Proto: "connect", Host: "127.0.0.1", Port: bulkPort, Addr: loopback,
+		BytesUp: 3, BytesDown: bulkSize, Allowed: true})
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -153,30 +154,9 @@ func (s *session) send(dst net.Conn, b []byte) (int, error) {
 	return n, err
 }
 
-// bufPool holds the copy buffers: 128 KiB, four times io.Copy's, halves
-// the system calls of a download.
+// bufPool holds relay's buffers for the bytes near the byte cap: 128
+// KiB, four times io.Copy's, halves the system calls there.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
-
-// pump copies src to dst until src ends (io.EOF) or something fails.
-func (s *session) pump(dst net.Conn, src io.Reader) (int64, error) {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
-	var total int64
-	for {
-		n, rerr := src.Read(buf)
-		if n > 0 {
-			w, err := s.send(dst, buf[:n])
-			total += int64(w)
-			if err != nil {
-				return total, err
-			}
-		}
-		if rerr != nil {
-			return total, rerr
-		}
-	}
-}
 
 // open decides on t and, if it is allowed, connects to one checked
 // address of it (s.up), filling the event's host, port and address. It
@@ -231,7 +211,7 @@ func (s *session) open(t target) string {
 	return ReasonConnect
 }
 
-// closeBoth ends the exchange at once; the pumps fail and return.
+// closeBoth ends the exchange at once; the relays fail and return.
 func (s *session) closeBoth() {
 	s.c.Close()
 	s.up.Close()
@@ -266,17 +246,18 @@ func lingerClose(c net.Conn) {
 	io.CopyN(io.Discard, c, lingerBytes)
 }
 
-// tunnel relays between the client (read through r, which may hold bytes
-// already buffered) and s.up after the client was told it is connected.
-// The client's first bytes are held until clientHello has judged them.
-func (s *session) tunnel(t target, r io.Reader) {
-	upR := &connReader{c: s.up, act: &s.act}
+// tunnel relays between the client and s.up after the client was told
+// it is connected; pending are the bytes of the client read already,
+// past its request. The client's first bytes are held until clientHello
+// has judged them; then both directions are relays between the raw
+// connections.
+func (s *session) tunnel(t target, pending []byte) {
 	var down int64
 	var downErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		down, downErr = s.pump(s.c, upR)
+		down, downErr = s.relay(s.c, s.up)
 		if downErr == io.EOF {
 			closeWrite(s.c)
 		} else {
@@ -284,7 +265,8 @@ func (s *session) tunnel(t target, r io.Reader) {
 		}
 	}()
 
-	first, reason := s.clientHello(t, r)
+	pr := bytes.NewReader(pending)
+	first, reason := s.clientHello(t, io.MultiReader(pr, s.cr))
 	var up int64
 	var upErr error
 	switch {
@@ -294,12 +276,14 @@ func (s *session) tunnel(t target, r io.Reader) {
 		// The client closed (or went idle) without a word.
 		closeWrite(s.up)
 	default:
+		// What clientHello did not need of pending goes with it.
+		rest, _ := io.ReadAll(pr)
 		var n int
-		n, upErr = s.send(s.up, first)
+		n, upErr = s.send(s.up, append(first, rest...))
 		up = int64(n)
 		if upErr == nil {
 			var m int64
-			m, upErr = s.pump(s.up, r)
+			m, upErr = s.relay(s.up, s.c)
 			up += m
 		}
 		if upErr == io.EOF {

@@ -146,5 +146,5 @@ func (s *session) serveSOCKS5() {
 		return
 	}
 	s.cr.setDeadline(time.Time{})
-	s.tunnel(t, br)
+	s.tunnel(t, buffered(br))
 }
