@@ -87,6 +87,9 @@ func lookup(proc string, local, remote netip.AddrPort) (Owner, error) {
 			return o, fmt.Errorf("%s: %w", path, err)
 		}
 		o.UID = uid
+		if inode == 0 {
+			return o, nil // no file holds the socket (it is being torn down)
+		}
 		if pid, ok := holder(proc, inode); ok {
 			o.PID = pid
 			o.GID = gidOf(proc, pid)
