@@ -153,8 +153,10 @@ func TestMCPListenRefusesTheNetwork(t *testing.T) {
 }
 
 // TestMCPHTTPLoopback runs `tooljail mcp --listen 127.0.0.1:0`: the first
-// stderr line gives the URL, the SDK's client calls a tool there, and
-// SIGTERM ends the server (exit 0).
+// stderr line gives the URL, the SDK's client calls a tool there, SIGTERM
+// ends the server (exit 0), and the call is recorded with this test as
+// its client, as the kernel's socket tables name it: its uid, and its pid
+// where the server may see the test's open files (the same user, or root).
 func TestMCPHTTPLoopback(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		repo := u.dir(t)
@@ -165,7 +167,8 @@ func TestMCPHTTPLoopback(t *testing.T) {
 		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		args := []string{"mcp", "--tools", toolFile, "--workdir", repo, "--listen", "127.0.0.1:0"}
+		audit := filepath.Join(u.dir(t), "audit.log")
+		args := []string{"mcp", "--tools", toolFile, "--workdir", repo, "--audit-log", audit, "--listen", "127.0.0.1:0"}
 		for _, l := range u.degraded {
 			args = append(args, "--allow-degraded", l)
 		}
@@ -221,6 +224,18 @@ func TestMCPHTTPLoopback(t *testing.T) {
 		exited = true
 		if err != nil {
 			t.Errorf("tooljail mcp after SIGTERM: %v", err)
+		}
+		pid, gid := os.Getpid(), os.Getegid()
+		if u.uid != 0 && u.uid != os.Geteuid() {
+			pid, gid = -1, -1 // another user's /proc/PID/fd is closed to the server
+		}
+		calls := u.auditCalls(t, audit)
+		if len(calls) != 1 {
+			t.Fatalf("%d audit lines, want 1: %v", len(calls), calls)
+		}
+		p, _ := calls[0]["peer"].(map[string]any)
+		if p["uid"] != float64(os.Geteuid()) || p["pid"] != float64(pid) || p["gid"] != float64(gid) {
+			t.Errorf("peer %v, want this test (uid %d, gid %d, pid %d)", p, os.Geteuid(), gid, pid)
 		}
 	})
 }

@@ -317,6 +317,6 @@ func removeStale(path string) error {
 
 // PeerOf is the client at the other end of conn as the kernel recorded it
 // when it connected (SO_PEERCRED on a unix socket); -1s when it cannot be
-// had (a TCP connection). `tooljail mcp --listen` records its HTTP
-// clients with it.
+// had (a TCP connection: internal/tcppeer names a loopback one).
+// `tooljail mcp --listen` records its unix socket's HTTP clients with it.
 func PeerOf(conn net.Conn) *jail.Peer { return peerOf(conn) }

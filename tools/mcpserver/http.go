@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tooljail/tooljail/internal/tcppeer"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/serve"
 	"github.com/tooljail/tooljail/tools/call"
@@ -84,9 +85,12 @@ type peerKey struct{}
 // it stops accepting, ends the running calls (their jails are killed and
 // the calls recorded), and closes what is still open after grace. All
 // sessions share c, so its rate limits and its audit log hold across
-// them. Each call is recorded with its client as the kernel names it
-// (SO_PEERCRED) on a unix socket; over TCP the client cannot be told,
-// and is recorded as uid, gid and pid -1.
+// them. Each call is recorded with its client as the kernel names it:
+// SO_PEERCRED on a unix socket; on a loopback TCP port the uid that owns
+// the client's socket in the kernel's socket tables, and the pid and gid
+// of a process holding it (tcppeer), -1 for what cannot be seen (a
+// client that closed first, a process of another user when the server
+// is not root).
 func ServeHTTP(ctx context.Context, c *call.Caller, l net.Listener, grace time.Duration) error {
 	calls, endCalls := context.WithCancel(context.Background())
 	defer endCalls()
@@ -99,19 +103,25 @@ func ServeHTTP(ctx context.Context, c *call.Caller, l net.Listener, grace time.D
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	hs := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p, _ := r.Context().Value(peerKey{}).(*jail.Peer)
-			if p == nil {
-				p = &jail.Peer{UID: -1, GID: -1, PID: -1}
+			p := &jail.Peer{UID: -1, GID: -1, PID: -1}
+			if peer, ok := r.Context().Value(peerKey{}).(func() *jail.Peer); ok {
+				p = peer()
 			}
 			r.Header.Set(peerHeader, fmt.Sprintf("%d %d %d", p.UID, p.GID, p.PID))
 			h.ServeHTTP(w, r)
 		}),
 		ConnContext: func(ctx context.Context, conn net.Conn) context.Context {
-			if _, ok := conn.(*net.UnixConn); !ok {
-				// SO_PEERCRED of a TCP socket names no one.
-				return ctx
+			if _, ok := conn.(*net.UnixConn); ok {
+				p := serve.PeerOf(conn)
+				return context.WithValue(ctx, peerKey{}, func() *jail.Peer { return p })
 			}
-			return context.WithValue(ctx, peerKey{}, serve.PeerOf(conn))
+			// SO_PEERCRED of a TCP socket names no one: the socket
+			// tables do. They are read once per connection, as soon as
+			// it is accepted (while the client surely holds it), off the
+			// accept loop (a scan of /proc/*/fd takes a while).
+			peer := make(chan *jail.Peer, 1)
+			go func() { peer <- tcpPeer(conn) }()
+			return context.WithValue(ctx, peerKey{}, sync.OnceValue(func() *jail.Peer { return <-peer }))
 		},
 		ReadHeaderTimeout: 10 * time.Second,
 	}
@@ -144,6 +154,16 @@ func ServeHTTP(ctx context.Context, c *call.Caller, l net.Listener, grace time.D
 		return err
 	}
 	return nil
+}
+
+// tcpPeer is the client of a loopback TCP connection, -1s when the
+// kernel's tables do not show it.
+func tcpPeer(conn net.Conn) *jail.Peer {
+	o, err := tcppeer.Of(conn)
+	if err != nil {
+		return &jail.Peer{UID: -1, GID: -1, PID: -1}
+	}
+	return &jail.Peer{UID: o.UID, GID: o.GID, PID: o.PID}
 }
 
 // counter counts running calls; wait returns once none runs. Unlike a

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -148,8 +149,8 @@ func TestServeHTTP(t *testing.T) {
 }
 
 // TestServeHTTPTCP serves on a loopback port: a call works, and is
-// recorded with no client identity (uid, gid, pid -1), since TCP carries
-// none.
+// recorded with its client (this process) as the kernel's socket tables
+// name it, not as the header the client sends claims.
 func TestServeHTTPTCP(t *testing.T) {
 	c, logPath := testCaller(t)
 	l, err := Listen(Address{Network: "tcp", Addr: "127.0.0.1:0"})
@@ -187,8 +188,9 @@ func TestServeHTTPTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(data), `"peer":{"uid":-1,"gid":-1,"pid":-1}`) {
-		t.Errorf("audit: %s", data)
+	want := fmt.Sprintf(`"peer":{"uid":%d,"gid":%d,"pid":%d}`, os.Geteuid(), os.Getegid(), os.Getpid())
+	if !strings.Contains(string(data), want) || strings.Contains(string(data), `"uid":-1`) {
+		t.Errorf("audit, want %s on every line: %s", want, data)
 	}
 }
 
