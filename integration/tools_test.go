@@ -2,7 +2,9 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,10 @@ func exampleTools(t *testing.T) string {
 	// once it is there, the copy is whole.
 	for _, rel := range []string{"profiles/docs-fetch.toml", "tools.toml"} {
 		b, err := os.ReadFile(filepath.Join("..", "examples", rel))
+		if errors.Is(err, fs.ErrNotExist) {
+			// The VM guests run the suite's binary without the tree.
+			t.Skipf("examples/%s is not here (no source tree beside the suite): %v", rel, err)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
