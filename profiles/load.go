@@ -287,6 +287,27 @@ func (r ref) parent(extends string) (ref, error) {
 
 // unsetKeys lists the dotted keys of nil scalar pointers below v, and of
 // the limits missing from [limits]. The description is optional.
+// emptyLists makes every list key a root profile left out an empty list:
+// left out means none, as `[]` does, and Marshal writes `[]`, so that a
+// profile and its printed form load the same (FuzzLoad found the
+// difference: a nil list against an empty one).
+func emptyLists(v reflect.Value) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if key := t.Field(i).Tag.Get("toml"); key == "" || key == "-" {
+			continue
+		}
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Slice:
+			if f.IsNil() {
+				f.Set(reflect.MakeSlice(f.Type(), 0, 0))
+			}
+		case reflect.Struct:
+			emptyLists(f)
+		}
+	}
+}
+
 func unsetKeys(v reflect.Value, prefix string) []string {
 	var out []string
 	t := v.Type()

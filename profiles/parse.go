@@ -104,6 +104,7 @@ func resolve(display string, data []byte, rootOK bool, parent func(extends strin
 				"a profile without `extends` must set every key, missing: %s; add extends = \"default\" to inherit them",
 				strings.Join(missing, ", "))}
 		}
+		emptyLists(reflect.ValueOf(p).Elem())
 		return p, nil
 	}
 	base, err := parent(*extends)
