@@ -359,7 +359,10 @@ func TestCgroupCPU(t *testing.T) {
 			t.Errorf("2 s busy under --cpus 0.5 used %d ms of CPU, want about 1000: the cap is not applied", cpu)
 		}
 		if *r.CPUThrottledMs <= 0 {
-			if cpu < 800 {
+			// The quota is 1000 ms in 2 s. A loop that got less than
+			// that (863 ms beside two CPU hogs, once) may never have
+			// used a whole period's share: no throttling is due.
+			if cpu < 950 {
 				t.Skipf("the loop got only %d ms of CPU in 2 s: the host is too busy to reach the quota", cpu)
 			}
 			t.Errorf("cpu_throttled_ms %d with %d ms of CPU in 2 s under --cpus 0.5", *r.CPUThrottledMs, cpu)
