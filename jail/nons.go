@@ -201,12 +201,7 @@ func nonsSeccomp(p seccomp.Policy, abi int, net NetMode) seccomp.Policy {
 // supervisor), /proc and the basic device nodes, nothing else. There is
 // no rule on / or on /etc as a whole: they are the host's.
 func nonsLandlock(s *Spec, mounts []Mount) *landlock.Policy {
-	p := &landlock.Policy{
-		MinABI:      s.Landlock.MinABI,
-		RestrictTCP: s.Landlock.RestrictTCP,
-		BindTCP:     s.Landlock.BindTCP,
-		ConnectTCP:  s.Landlock.ConnectTCP,
-	}
+	p := specLandlock(s)
 	add := func(path string, a landlock.Access) { p.Rules = append(p.Rules, landlock.Rule{Path: path, Access: a}) }
 	// The host's (or the container's) /proc: other processes are listed,
 	// but Landlock keeps their memory, environment and descriptors from

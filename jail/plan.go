@@ -266,16 +266,22 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// landlockPolicy mirrors the mounts: read+exec on system directories, read
-// on read-only binds and /etc, read-write on writable binds and tmpfs, device
-// access on the jail's device nodes.
-func landlockPolicy(s *Spec, mounts []Mount) *landlock.Policy {
-	p := &landlock.Policy{
+// specLandlock is a Landlock policy with the Spec's ABI floor and TCP
+// rules and no path rule yet: both modes add their own.
+func specLandlock(s *Spec) *landlock.Policy {
+	return &landlock.Policy{
 		MinABI:      s.Landlock.MinABI,
 		RestrictTCP: s.Landlock.RestrictTCP,
 		BindTCP:     s.Landlock.BindTCP,
 		ConnectTCP:  s.Landlock.ConnectTCP,
 	}
+}
+
+// landlockPolicy mirrors the mounts: read+exec on system directories, read
+// on read-only binds and /etc, read-write on writable binds and tmpfs, device
+// access on the jail's device nodes.
+func landlockPolicy(s *Spec, mounts []Mount) *landlock.Policy {
+	p := specLandlock(s)
 	add := func(path string, a landlock.Access) { p.Rules = append(p.Rules, landlock.Rule{Path: path, Access: a}) }
 	// Listing directories is harmless (the view holds only what was
 	// mounted) and tools expect `ls /` to work.
