@@ -3,12 +3,14 @@ GO        ?= go
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 BIN       := bin/tooljail
 HELPER    := bin/tjhelper
+TJSYSBIN  := bin/tjsys
 TAGS      := osusergo,netgo
 LDFLAGS   := -X github.com/tooljail/tooljail/jail.Version=$(VERSION) -linkmode external -extldflags "-static"
 GOFILES   := $(shell find . \( -name '*.go' -o -name '*.c' -o -name '*.h' \) -not -path './integration/*' 2>/dev/null) $(wildcard profiles/*.toml)
 # Integration tests run the built binary as root and as this unprivileged uid.
 export TOOLJAIL := $(CURDIR)/$(BIN)
 export TJHELPER := $(CURDIR)/$(HELPER)
+export TJSYS    := $(CURDIR)/$(TJSYSBIN)
 
 .PHONY: all build deps test unit fuzz integration python vm demo bench clean fmt vet
 
@@ -19,9 +21,21 @@ $(BIN): $(GOFILES) go.mod go.sum
 	@$(MAKE) --no-print-directory deps
 	CGO_ENABLED=1 $(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/tooljail
 
+# The test build: the same binary, plus the allow mode resolving made-up
+# names from TOOLJAIL_TEST_HOSTS (jail/testhooks.go). Never shipped.
+TESTHOOKS := bin/tooljail-testhooks
+export TOOLJAIL_TESTHOOKS := $(CURDIR)/$(TESTHOOKS)
+$(TESTHOOKS): $(GOFILES) go.mod go.sum
+	@$(MAKE) --no-print-directory deps
+	CGO_ENABLED=1 $(GO) build -tags $(TAGS),tooljail_testhooks -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/tooljail
+
 # The test helper runs inside jails and VMs: static, no cgo.
 $(HELPER): $(wildcard integration/tjhelper/*.go)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./integration/tjhelper
+
+# The raw system call prober the policy tests run in jails (and the VMs).
+$(TJSYSBIN): $(wildcard integration/tjsys/*.go)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./integration/tjsys
 
 # What the build and the tests need, installed with apt-get when missing.
 deps:
@@ -60,7 +74,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParse -fuzztime=300000x ./network/hello
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParseQuery -fuzztime=300000x ./network/dnsmsg
 
-integration: $(BIN) $(HELPER)
+integration: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN)
 	$(GO) test -count=1 -timeout 15m ./integration/
 
 # The Python client (python/): its unittest suite, through the CLI and a real
@@ -74,9 +88,9 @@ bin/integration.test: $(wildcard integration/*.go) $(wildcard integration/tjhelp
 
 # The integration suite under Debian's 6.1 and 6.12 kernels with pure cgroup v2.
 # Both guests at once: an emulated guest keeps less than one core busy.
-vm: $(BIN) $(HELPER) bin/integration.test
+vm: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN) bin/integration.test
 	./integration/vm/deps.sh
-	VM_PARALLEL=$${VM_PARALLEL:-1} ./integration/vm/run-matrix.sh bin/integration.test
+	VM_PARALLEL=$${VM_PARALLEL:-1} VM_USERS="$${VM_USERS:-root user root-nouserns user-nouserns}" ./integration/vm/run-matrix.sh bin/integration.test
 
 # Every stage is bounded (go test -timeout, timeout(1) with a traceback for
 # the Python suite, VM_TIMEOUT for each guest): a hang fails with where it

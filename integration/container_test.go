@@ -213,6 +213,12 @@ func TestContainerEmulatedFilter(t *testing.T) {
 func TestContainerRunWorks(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		w := u.workdir(t)
+		// The container's root runs the jail as itself: its workdir is
+		// its own (a test directory of another owner, where the host
+		// cannot idmap, is of a uid the container does not map).
+		if err := os.Chown(w, u.uid, u.gid); err != nil {
+			t.Fatal(err)
+		}
 		h := w + "/tjhelper"
 		o := u.inContainer(t, []string{"--seccomp", "tooljail"}, run{
 			args: []string{"run", "--workdir", w, "--allow-degraded", "cgroup", "--",

@@ -167,7 +167,7 @@ func TestLandlockMaskedFile(t *testing.T) {
 			if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			os.Chown(p, u.uid, u.gid)
+			os.Chown(p, u.dirUID, u.dirGID) // the command's own: link(2) needs that (protected_hardlinks)
 		}
 		calls := []string{
 			"read:" + other,                       // 0 control

@@ -44,7 +44,8 @@ type noNSViolation struct {
 	Path    string `json:"path"`
 }
 
-// noNSWrap is the emulated container the tests force the mode in.
+// noNSWrap is the emulated container the tests force the mode in; empty
+// where the host itself refuses user namespaces (hostNoUserNS).
 var noNSWrap = []string{"_container", "--no-userns", "--seccomp", "docker", "--"}
 
 // noNSOwner is who owns the directories of a run as u: the command's
@@ -249,6 +250,16 @@ func TestNoNamespacesFailsClosed(t *testing.T) {
 		if c.code != 1 || !strings.Contains(c.stdout, "default profile: cannot be enforced here") || !strings.Contains(c.stdout, "--allow-degraded namespaces") {
 			t.Errorf("check does not name the mode without namespaces\n%s", c)
 		}
+		if hostNoUserNS {
+			// The host's own refusal: check names the knob and its fix.
+			for _, want := range []string{"user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000"} {
+				if !strings.Contains(c.stdout, want) {
+					t.Errorf("check does not say %q\n%s", want, c)
+				}
+			}
+			// The rest needs a user namespace to emulate a container in.
+			return
+		}
 		if u.uid != 0 {
 			return
 		}
@@ -271,6 +282,9 @@ func TestNoNamespacesFailsClosed(t *testing.T) {
 
 // Where namespaces can be made, allowing the mode changes nothing.
 func TestNoNamespacesOnlyWhereRefused(t *testing.T) {
+	if hostNoUserNS {
+		t.Skip("this host refuses user namespaces")
+	}
 	eachUser(t, func(t *testing.T, u *user) {
 		w := u.workdir(t)
 		o := u.jail(t, w, []string{"--allow-degraded", "namespaces"}, "exit", "0")
@@ -316,9 +330,12 @@ func TestNoNamespacesSupervisorKilled(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		w, _, _ := noNSDirs(t, u)
 		daemon, fg := marker("nonskdaemon"), marker("nonskfg")
-		args := append(append([]string{}, noNSWrap...), tooljailBin, "run", "-q", "--workdir", w, "--allow-degraded", "namespaces,cgroup",
-			"--", filepath.Join(w, "tjhelper"), "daemon", daemon, ";", "hold", fg)
-		cmd := exec.Command(helperBin, args...)
+		argv := []string{tooljailBin, "run", "-q", "--workdir", w, "--allow-degraded", "namespaces,cgroup",
+			"--", filepath.Join(w, "tjhelper"), "daemon", daemon, ";", "hold", fg}
+		if len(noNSWrap) > 0 {
+			argv = append(append([]string{helperBin}, noNSWrap...), argv...)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
 		// A supervisor killed so leaves its private directory behind
 		// until the next run: in a directory of the test's.
 		tmpdir := u.dir(t)

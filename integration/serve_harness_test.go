@@ -438,6 +438,9 @@ func (s *server) start(t *testing.T, q req) *pending {
 		t.Fatalf("write the request: %v", err)
 	}
 	p := &pending{c: c, br: bufio.NewReaderSize(c, 1<<20)}
+	// A test that fails before finish must not leave the call running:
+	// the server would wait for it in its drain.
+	t.Cleanup(func() { c.Close() })
 	first := errors.New("first stream line")
 	p.r, err = readReply(p.br, func() error { return first })
 	if err != first {

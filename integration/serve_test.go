@@ -845,7 +845,7 @@ func TestServeWarmJail(t *testing.T) {
 		}
 		sleepArgs, mark := sleepMark()
 		p := s.start(t, req{Argv: []string{"/bin/sh", "-c", "echo started; exec sleep " + sleepArgs}, Workdir: w})
-		cmds := hostProcs(mark)
+		cmds := settledProcs(mark)
 		if len(cmds) != 1 {
 			t.Fatalf("want the one marked command running, got %q", cmds)
 		}

@@ -119,12 +119,20 @@ func (o containerOpts) flags() []string {
 }
 
 // containerOuter starts the inner half in new user, mount and PID
-// namespaces and exits with its status.
+// namespaces and exits with its status; with --no-userns it is the inner
+// half.
 func containerOuter(args []string) int {
 	o, err := parseContainerOpts(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tjhelper %s: %v\n", containerArg, err)
 		return 2
+	}
+	if o.noUserns {
+		// No namespace to enter: this process becomes the command, so
+		// that it leaves nothing of its own in the caller's cgroup (on
+		// cgroup v2 a process there keeps tooljail from sub-groups).
+		runtime.LockOSThread()
+		return containerInner(args)
 	}
 	cmd := exec.Command("/proc/self/exe", append(append([]string{containerInnerArg}, o.flags()...), o.args...)...)
 	cmd.Args[0] = os.Args[0]
@@ -135,9 +143,6 @@ func containerOuter(args []string) int {
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
 		Pdeathsig:                  syscall.SIGKILL,
-	}
-	if o.noUserns {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	}
 	err = cmd.Run()
 	var ee *exec.ExitError

@@ -107,15 +107,23 @@ chown -R 65534:65534 $CG/suite-user/test || fatal "delegate suite-user/test"
 echo "tjvm: kernel $(uname -r); cgroup controllers: $(cat $CG/cgroup.subtree_control); ready at uptime $(cut -d" " -f1 /proc/uptime)s"
 
 # run_suite WHO UID GID HOME NAME: the test binary with /suite/env and /suite/args.
+# WHO-nouserns runs as WHO, in WHO's cgroup, after user.max_user_namespaces=0, only the
+# tests of the mode without namespaces (a later -test.run wins), with TJ_VM_NOUSERNS=1.
 run_suite() {
 	who=$1 uid=$2 gid=$3 home=$4 name=$5
+	as=${who%-nouserns}
 	set --
 	while IFS= read -r l; do set -- "$@" "$l"; done </suite/env
+	[ "$as" = "$who" ] || set -- "$@" "TJ_VM_NOUSERNS=1"
 	set -- "$@" "PATH=$PATH" "HOME=$home" "TMPDIR=/tmp" "USER=$name" "LOGNAME=$name" \
-		"TJ_VM=1" "TJ_VM_USER=$who" "TJ_VM_CGROUP=$CG/suite-$who" \
-		/suite/bin/runas -cgroup "$CG/suite-$who/test" -uid "$uid" -gid "$gid" -dir /suite -- \
+		"TJ_VM=1" "TJ_VM_USER=$as" "TJ_VM_CGROUP=$CG/suite-$as" \
+		/suite/bin/runas -cgroup "$CG/suite-$as/test" -uid "$uid" -gid "$gid" -dir /suite -- \
 		/suite/bin/test
 	while IFS= read -r a; do set -- "$@" "$a"; done </suite/args
+	if [ "$as" != "$who" ]; then
+		echo 0 >/proc/sys/user/max_user_namespaces || fatal "user.max_user_namespaces=0"
+		set -- "$@" "-test.run=^TestNoNamespaces"
+	fi
 	echo "@@TJVM BEGIN $who@@"
 	env -i "$@" </dev/null
 	rc=$?
@@ -126,8 +134,8 @@ run_suite() {
 result=0
 for who in $(cat /suite/users); do
 	case $who in
-	root) run_suite root 0 0 /root root ;;
-	user) run_suite user 65534 65534 /home/nobody nobody ;;
+	root | root-nouserns) run_suite $who 0 0 /root root ;;
+	user | user-nouserns) run_suite $who 65534 65534 /home/nobody nobody ;;
 	*) fatal "unknown suite user $who" ;;
 	esac
 	rc=$?
