@@ -12,6 +12,9 @@ import (
 // from the host.
 func InitPID(c *Cmd) int { return c.proc.pid }
 
+// HostsLookup is the test table resolver (testhosts.go).
+type HostsLookup = hostsLookup
+
 // SetUpstreamLookup makes the allow mode resolve names with l until the
 // returned function restores the host's resolver. Tests that set it must
 // not run in parallel with other allow-mode runs.

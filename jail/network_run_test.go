@@ -1,9 +1,7 @@
 package jail_test
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -191,23 +189,6 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// hostsLookup maps made-up names to addresses, as the host's resolver
-// would answer them.
-type hostsLookup map[string][]netip.Addr
-
-func (h hostsLookup) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	var out []netip.Addr
-	for _, a := range h[host] {
-		if network == "ip" || (network == "ip4") == a.Unmap().Is4() && !(network == "ip6" && a.Is4In6()) {
-			out = append(out, a)
-		}
-	}
-	if len(out) == 0 {
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-	}
-	return out, nil
-}
-
 // names asks the HTTP proxy for http://NAME:PORT/ and the resolver for
 // NAME's A and AAAA records, for each name in NAMES, and prints
 // "NAME STATUS-LINE | BODY" and "NAME dns RCODE ANSWERS".
@@ -248,7 +229,7 @@ func TestAllowModeRefusesNamesOfLocalAddresses(t *testing.T) {
 	defer up.Close()
 	upAddr := netip.MustParseAddrPort(up.Listener.Addr().String())
 	port := strconv.Itoa(int(upAddr.Port()))
-	restore := jail.SetUpstreamLookup(hostsLookup{
+	restore := jail.SetUpstreamLookup(jail.HostsLookup{
 		"good.test":     {netip.MustParseAddr("127.0.0.1")},
 		"meta.test":     {netip.MustParseAddr("169.254.169.254")},
 		"internal.test": {netip.MustParseAddr("10.1.2.3")},

@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -217,6 +219,41 @@ func TestLoopbackPort(t *testing.T) {
 	} {
 		if got := loopbackPort(c.a, c.port); got != c.want {
 			t.Errorf("loopbackPort(%v, %d) = %v", c.a, c.port, got)
+		}
+	}
+}
+
+// The test resolver's table: entries parse or fail naming themselves, and
+// a lookup answers a family's addresses only (an IPv4-mapped one is IPv6
+// to DNS but an IPv4 address to connect to, as the host resolver's).
+func TestParseHosts(t *testing.T) {
+	h, err := parseHosts(" meta.test=169.254.169.254 ; Dual.test=10.1.2.3,fd00::1;mapped.test=::ffff:10.1.2.3;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ network, host, want string }{
+		{"ip", "meta.test", "[169.254.169.254]"},
+		{"ip6", "meta.test", "not found"},
+		{"ip4", "dual.test", "[10.1.2.3]"},
+		{"ip6", "DUAL.test", "[fd00::1]"},
+		{"ip", "dual.test", "[10.1.2.3 fd00::1]"},
+		{"ip4", "mapped.test", "[::ffff:10.1.2.3]"},
+		{"ip6", "mapped.test", "not found"},
+		{"ip", "other.test", "not found"},
+	} {
+		got, err := h.LookupNetIP(context.Background(), c.network, c.host)
+		s := fmt.Sprint(got)
+		var de *net.DNSError
+		if errors.As(err, &de) && de.IsNotFound {
+			s = "not found"
+		}
+		if s != c.want {
+			t.Errorf("%s %s: %s (%v), want %s", c.network, c.host, s, err, c.want)
+		}
+	}
+	for _, bad := range []string{"meta.test", "=10.0.0.1", "a.test=", "a.test=10.0.0.300", "a.test=10.0.0.1,,"} {
+		if _, err := parseHosts(bad); err == nil || !strings.Contains(err.Error(), "hosts entry") {
+			t.Errorf("%q: %v, want an error naming the entry", bad, err)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // netAction runs the network allow mode's probes; false for another action.
@@ -25,6 +27,8 @@ import (
 //	dns NAME TYPE [tcp]       one query (type A, AAAA or TXT) to 127.0.0.1:53, over UDP or
 //	                          TCP: value {"rcode", "answers"} or the error
 //	udp HOST:PORT             send a datagram and wait 2 s for a reply: ok or the error
+//	icmp ping|raw IPV4        an ICMP echo request to IPV4 over a ping socket (SOCK_DGRAM)
+//	                          or a raw one, then 2 s for a reply: ok or the first error
 //	holdconn HOST:PORT        connect, send the start of an HTTP request and keep the
 //	                          connection open until the helper exits: ok or the error
 func netAction(a []string) bool {
@@ -46,6 +50,8 @@ func netAction(a []string) bool {
 			_, err = c.Read(make([]byte, 16))
 		}
 		result(err)
+	case "icmp":
+		result(icmpEcho(arg(a, 1), arg(a, 2)))
 	case "holdconn":
 		c, err := net.DialTimeout("tcp", arg(a, 1), 5*time.Second)
 		if err == nil {
@@ -187,4 +193,46 @@ func dnsQuery(name, typ string, tcp bool) {
 		return
 	}
 	value(map[string]int{"rcode": int(b[3] & 0x0f), "answers": int(binary.BigEndian.Uint16(b[6:8]))})
+}
+
+// icmpEcho sends one ICMP echo request to addr over a ping socket (how
+// ping(8) works without privileges) or a raw socket, and waits for a
+// reply.
+func icmpEcho(kind, addr string) error {
+	typ := unix.SOCK_DGRAM
+	if kind == "raw" {
+		typ = unix.SOCK_RAW
+	}
+	ip := net.ParseIP(addr).To4()
+	if ip == nil {
+		return fmt.Errorf("icmp: %q is not an IPv4 address", addr)
+	}
+	fd, err := unix.Socket(unix.AF_INET, typ|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	// Type 8 (echo request), code 0, checksum over the 8-byte header
+	// (a ping socket fills in its own identifier and checksum).
+	msg := []byte{8, 0, 0, 0, 0x12, 0x34, 0, 1}
+	var sum uint32
+	for i := 0; i < len(msg); i += 2 {
+		sum += uint32(msg[i])<<8 | uint32(msg[i+1])
+	}
+	sum = (sum >> 16) + (sum & 0xffff)
+	binary.BigEndian.PutUint16(msg[2:], ^uint16(sum+(sum>>16)))
+	sa := &unix.SockaddrInet4{}
+	copy(sa.Addr[:], ip)
+	if err := unix.Sendto(fd, msg, 0, sa); err != nil {
+		return err
+	}
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(pfd, 2000)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errors.New("no reply within 2s")
+	}
+	return nil
 }
