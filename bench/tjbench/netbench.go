@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -41,6 +42,7 @@ const (
 var netVariants = []struct{ key, label string }{
 	{"connect", "--net allow, CONNECT tunnel (`curl -p`, as for HTTPS)"},
 	{"http", "--net allow, plain HTTP through the proxy"},
+	{"relay", "--net host, through a bare relay (no decisions: any proxy's ceiling)"},
 	{"host", "--net host, direct"},
 }
 
@@ -111,7 +113,7 @@ func netArgv(tooljail, variant string, port int, urls ...string) []string {
 	argv := []string{tooljail, "run", "-q"}
 	curl := []string{netCurl, "-sS", "-o", "/dev/null", "-w", netCurlW}
 	switch variant {
-	case "host":
+	case "host", "relay":
 		argv = append(argv, "--net", "host")
 		curl = append(curl, "--noproxy", "*")
 	default:
@@ -124,6 +126,39 @@ func netArgv(tooljail, variant string, port int, urls ...string) []string {
 	argv = append(argv, "--")
 	argv = append(argv, curl...)
 	return append(argv, urls...)
+}
+
+// netRelay listens on the host's loopback and relays each connection to
+// port, both ways, as the allow mode's proxy does once it has decided
+// (io.Copy between two *net.TCPConn: splice(2)), with nothing else: what
+// any user-space proxy costs at least. It ends when l is closed.
+func netRelay(port int) (net.Listener, int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, err
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() {
+					io.Copy(up, c)
+					up.(*net.TCPConn).CloseWrite()
+				}()
+				io.Copy(c, up)
+			}()
+		}
+	}()
+	return l, l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // netServer serves /big (netMiB MiB) and /small (an empty body, and the
@@ -152,10 +187,12 @@ func netServer() (*http.Server, int, error) {
 	return srv, l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// runCurl runs argv and returns curl's transfers, checked, and the CPU
-// time of tooljail's own process (the supervisor, every thread; not the
-// jail's processes) in ms, sampled every millisecond until it exits.
-func runCurl(argv []string, wd string, n int, size int64) ([]curlSample, float64, error) {
+// runCurl runs argv and returns curl's transfers, checked, and with
+// sample the CPU time of tooljail's own process (the supervisor, every
+// thread; not the jail's processes) in ms, sampled every millisecond until
+// it exits. Sampling takes CPU from the download on a busy host, so the
+// bench samples in runs of their own, whose rates it does not keep.
+func runCurl(argv []string, wd string, n int, size int64, sample bool) ([]curlSample, float64, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = wd
 	var stdout, stderr strings.Builder
@@ -164,7 +201,11 @@ func runCurl(argv []string, wd string, n int, size int64) ([]curlSample, float64
 		return nil, 0, err
 	}
 	var cpu int64
-	if procDir, err := unix.Open("/proc/"+strconv.Itoa(cmd.Process.Pid), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+	procDir := -1
+	if sample {
+		procDir, _ = unix.Open("/proc/"+strconv.Itoa(cmd.Process.Pid), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	if procDir >= 0 {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -179,7 +220,7 @@ func runCurl(argv []string, wd string, n int, size int64) ([]curlSample, float64
 				time.Sleep(time.Millisecond)
 			}
 		}()
-		err = cmd.Wait()
+		err := cmd.Wait()
 		<-done
 		unix.Close(procDir)
 		if err != nil {
@@ -211,17 +252,33 @@ func netBench(tooljail, wd string, runs, requests int) (*netResult, error) {
 		return nil, err
 	}
 	defer srv.Shutdown(context.Background())
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	rl, relayPort, err := netRelay(port)
+	if err != nil {
+		return nil, err
+	}
+	defer rl.Close()
+	direct := fmt.Sprintf("http://127.0.0.1:%d", port)
+	baseOf := func(variant string) string {
+		if variant == "relay" {
+			return fmt.Sprintf("http://127.0.0.1:%d", relayPort)
+		}
+		return direct
+	}
 	res := &netResult{Date: began.UTC().Format(time.RFC3339), Runs: runs, Requests: requests, Load: [2]string{loadAvg()},
 		Commands: map[string]string{}, Download: map[string][]float64{}, SupervisorCPU: map[string][]float64{}, Request: map[string][]float64{}}
-	small := make([]string, requests)
-	for i := range small {
-		small[i] = base + "/small"
+	small := func(variant string) []string {
+		urls := make([]string, requests)
+		for i := range urls {
+			urls[i] = baseOf(variant) + "/small"
+		}
+		return urls
 	}
 	for _, v := range netVariants {
-		res.Commands[v.key] = strings.ReplaceAll(shellJoin(netArgv(tooljail, v.key, port, base+"/big")), strconv.Itoa(port), "PORT")
+		cmd := shellJoin(netArgv(tooljail, v.key, port, baseOf(v.key)+"/big"))
+		cmd = strings.ReplaceAll(cmd, strconv.Itoa(relayPort), "RELAYPORT")
+		res.Commands[v.key] = strings.ReplaceAll(cmd, strconv.Itoa(port), "PORT")
 		// A warm-up run each, which also checks the way works.
-		if _, _, err := runCurl(netArgv(tooljail, v.key, port, base+"/big"), wd, 1, netMiB<<20); err != nil {
+		if _, _, err := runCurl(netArgv(tooljail, v.key, port, baseOf(v.key)+"/big"), wd, 1, netMiB<<20, false); err != nil {
 			return nil, err
 		}
 	}
@@ -229,16 +286,23 @@ func netBench(tooljail, wd string, runs, requests int) (*netResult, error) {
 	for r := 0; r < runs; r++ {
 		for k := range netVariants {
 			v := netVariants[(r+k)%len(netVariants)].key
-			s, cpu, err := runCurl(netArgv(tooljail, v, port, base+"/big"), wd, 1, netMiB<<20)
+			s, _, err := runCurl(netArgv(tooljail, v, port, baseOf(v)+"/big"), wd, 1, netMiB<<20, false)
 			if err != nil {
 				return nil, err
 			}
 			res.Download[v] = append(res.Download[v], float64(s[0].Size)/s[0].Total/1e6)
+		}
+		for k := range netVariants {
+			v := netVariants[(r+k)%len(netVariants)].key
+			_, cpu, err := runCurl(netArgv(tooljail, v, port, baseOf(v)+"/big"), wd, 1, netMiB<<20, true)
+			if err != nil {
+				return nil, err
+			}
 			res.SupervisorCPU[v] = append(res.SupervisorCPU[v], cpu)
 		}
 		for k := range netVariants {
 			v := netVariants[(r+k)%len(netVariants)].key
-			s, _, err := runCurl(netArgv(tooljail, v, port, small...), wd, requests, 0)
+			s, _, err := runCurl(netArgv(tooljail, v, port, small(v)...), wd, requests, 0, false)
 			if err != nil {
 				return nil, err
 			}
@@ -270,8 +334,10 @@ func netRow(n *netResult) []string {
 	}
 	return []string{fmt.Sprintf("network allow mode: a %d MiB download through the proxy (CONNECT) ÷ --net host, medians of %d", netMiB, n.Runs),
 		fmt.Sprintf("≥ %.2f×", netTarget),
-		fmt.Sprintf("%s (%s vs %s)", bench.FormatRatio(bench.Median(n.Download["connect"]), bench.Median(n.Download["host"])),
-			mbText(bench.Median(n.Download["connect"])), mbText(bench.Median(n.Download["host"]))), met}
+		fmt.Sprintf("%s (%s vs %s; a bare relay: %s, the proxy ÷ it: %s)", bench.FormatRatio(bench.Median(n.Download["connect"]), bench.Median(n.Download["host"])),
+			mbText(bench.Median(n.Download["connect"])), mbText(bench.Median(n.Download["host"])),
+			bench.FormatRatio(bench.Median(n.Download["relay"]), bench.Median(n.Download["host"])),
+			bench.FormatRatio(bench.Median(n.Download["connect"]), bench.Median(n.Download["relay"]))), met}
 }
 
 func mbText(mbps float64) string {
@@ -285,11 +351,16 @@ func mbText(mbps float64) string {
 func renderNet(p func(string, ...any), n *netResult) {
 	p("%s\n\n", netHeading)
 	hostMB, hostMs := bench.Median(n.Download["host"]), bench.Median(n.Request["host"])
+	relayMB := bench.Median(n.Download["relay"])
 	var dl, rq [][]string
 	for _, v := range netVariants {
 		d, q := n.Download[v.key], n.Request[v.key]
+		cpu := bench.FormatMs(bench.Median(n.SupervisorCPU[v.key]))
+		if v.key == "relay" {
+			cpu += " (the relay's own CPU is the bench's, not counted)"
+		}
 		dl = append(dl, []string{v.label, mbText(bench.Median(d)), mbText(bench.Percentile(d, 10)), mbText(bench.Percentile(d, 90)),
-			bench.FormatRatio(bench.Median(d), hostMB), bench.FormatMs(bench.Median(n.SupervisorCPU[v.key]))})
+			bench.FormatRatio(bench.Median(d), hostMB), bench.FormatRatio(bench.Median(d), relayMB), cpu})
 		beyond := "—"
 		if v.key != "host" {
 			beyond = bench.FormatMs(bench.Median(q) - hostMs)
@@ -297,11 +368,19 @@ func renderNet(p func(string, ...any), n *netResult) {
 		rq = append(rq, []string{v.label, bench.FormatMs(bench.Median(q)), bench.FormatMs(bench.Percentile(q, 90)), beyond})
 	}
 	p("A %d MiB download, %d per variant (MB/s: 10⁶ bytes per second; ÷ host is of the medians; target ≥ %.2f×):\n\n", netMiB, n.Runs, netTarget)
-	p("%s\n", bench.Table([]string{"way", "median", "p10", "p90", "÷ --net host", "supervisor CPU per run"}, dl))
+	p("%s\n", bench.Table([]string{"way", "median", "p10", "p90", "÷ --net host", "÷ bare relay", "supervisor CPU per run"}, dl))
+	p("The bare relay is this bench's own: for each connection, a connection to the server and `io.Copy`\n")
+	p("both ways between the two (splice(2)), with no decision, no limit and no jail, on the host's loopback.\n")
+	p("It is what a proxy in user space costs at least, measured in the same run: a byte crosses a second\n")
+	p("loopback TCP connection and a process that moves it. Where the bare relay is far below --net host (a\n")
+	p("quiet machine with few cores), no proxy can reach the target; ÷ bare relay is then how close the allow\n")
+	p("mode's proxy comes to that ceiling.\n\n")
 	p("The supervisor's CPU time is its own process's (every thread, from `/proc/<pid>/task/*/schedstat`,\n")
-	p("sampled until it exits; not the jail's processes), median per download run, the jail's start and\n")
-	p("teardown included: beyond --net host's it is what the proxy spends on %d MiB, and it is spent outside\n", netMiB)
-	p("the jail's CPU cap. It depends less on the machine's load than the rates do.\n\n")
+	p("sampled every millisecond until it exits; not the jail's processes), median per download run, the\n")
+	p("jail's start and teardown included, from runs of their own: sampling takes CPU from the transfer,\n")
+	p("so the rates above come from runs that are not sampled. Beyond --net host's it is what the proxy\n")
+	p("spends on %d MiB, and it is spent outside the jail's CPU cap. It depends less on the machine's load\n", netMiB)
+	p("than the rates do.\n\n")
 	p("A request on a new connection (an empty response, `Connection: close`), %d per run, %d runs per variant:\n\n", n.Requests, n.Runs)
 	p("%s\n", bench.Table([]string{"way", "median", "p90", "set-up beyond --net host"}, rq))
 	p("curl runs in a default-profile jail and times each transfer itself (`-w '%%{time_total}'`), so the\n")
@@ -310,8 +389,8 @@ func renderNet(p func(string, ...any), n *netResult) {
 	p("(the jail's to the supervisor, the supervisor's to the server) and the supervisor moves it between them\n")
 	p("with splice(2); on loopback the second connection's kernel work competes with curl and the server for\n")
 	p("the same cores. A request through the proxy adds the proxy's accept, its decision, its own connection to\n")
-	p("the server and, for CONNECT, one more round trip. The download's commands (PORT: the server's port; the\n")
-	p("requests' are the same with %d URLs of /small):\n\n", n.Requests)
+	p("the server and, for CONNECT, one more round trip. The download's commands (PORT: the server's port,\n")
+	p("RELAYPORT the bare relay's; the requests' are the same with %d URLs of /small):\n\n", n.Requests)
 	for _, v := range netVariants {
 		p("    %s\n", n.Commands[v.key])
 	}
