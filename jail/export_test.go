@@ -12,6 +12,17 @@ import (
 // from the host.
 func InitPID(c *Cmd) int { return c.proc.pid }
 
+// ForgeWarmCalls makes every warm call's message and descriptors pass
+// through f until the returned function restores them. Tests that set it
+// must not run warm jails in parallel.
+func ForgeWarmCalls(f func(msg []byte, fds []int) ([]byte, []int)) (restore func()) {
+	forgeCall = f
+	return func() { forgeCall = nil }
+}
+
+// CallHeaderSize is the size of a warm call's header (stage2.h).
+const CallHeaderSize = 16
+
 // HostsLookup is the test table resolver (testhosts.go).
 type HostsLookup = hostsLookup
 

@@ -214,7 +214,12 @@ func callSize(s *Spec) (bytes, strings int) {
 	return bytes, strings
 }
 
-// encodeCall is the call message init_park.c reads.
+// forgeCall, set only by this package's tests (ForgeWarmCalls in
+// export_test.go), rewrites a call's message and descriptors before they
+// are sent: what a stage 2 receives is its only input once confined.
+var forgeCall func(msg []byte, fds []int) ([]byte, []int)
+
+// encodeCall is the call message stage2.c reads.
 func encodeCall(args, env, paths []string) []byte {
 	var b bytes.Buffer
 	for _, v := range []uint32{C.TJ_CALL_MAGIC, uint32(len(args)), uint32(len(env)), uint32(len(paths))} {
@@ -265,7 +270,14 @@ func (c *Cmd) startCall() error {
 	stdio, err := c.childStdio()
 	if err == nil {
 		msg := encodeCall(c.Spec.Args, c.Spec.Env, paths)
-		rights := unix.UnixRights(int(stdio.stdin.Fd()), int(stdio.out[0].Fd()), int(stdio.out[1].Fd()))
+		fds := []int{int(stdio.stdin.Fd()), int(stdio.out[0].Fd()), int(stdio.out[1].Fd())}
+		if forgeCall != nil {
+			msg, fds = forgeCall(msg, fds)
+		}
+		var rights []byte
+		if len(fds) > 0 {
+			rights = unix.UnixRights(fds...)
+		}
 		err = unix.Sendmsg(c.sock, msg, rights, nil, unix.MSG_NOSIGNAL)
 		stdio.close()
 		if err != nil {

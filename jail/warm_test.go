@@ -1,6 +1,7 @@
 package jail_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -245,5 +246,85 @@ func TestWaitResultLeavesNothing(t *testing.T) {
 		if again, err := cmd.Wait(); err != nil || again != res {
 			t.Errorf("warm %v: Wait after WaitResult: %v, the same Result: %v", warm, err, again == res)
 		}
+	}
+}
+
+// A parked stage 2 trusts nothing of its call: a message that is not one
+// the supervisor writes (a wrong magic, counts that do not fit or wrap,
+// a string without its end, bytes after the strings, a cut header, more
+// than it can hold) or that does not bring exactly three descriptors
+// ends the run as a set-up failure of the call, and the command, whose
+// arguments are intact where the forgery leaves them, never runs.
+func TestWarmRefusesMalformedCall(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh here")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	put := func(msg []byte, field int, v uint32) []byte {
+		m := append([]byte(nil), msg...)
+		binary.NativeEndian.PutUint32(m[4*field:], v)
+		return m
+	}
+	for _, c := range []struct {
+		name  string
+		forge func(msg []byte, fds []int) ([]byte, []int)
+	}{
+		{"bad magic", func(m []byte, f []int) ([]byte, []int) { return put(m, 0, 0x746a6330), f }},
+		{"no arguments", func(m []byte, f []int) ([]byte, []int) { return put(m, 1, 0), f }},
+		{"one argument fewer", func(m []byte, f []int) ([]byte, []int) {
+			return put(m, 1, binary.NativeEndian.Uint32(m[4:])-1), f
+		}},
+		{"counts that wrap", func(m []byte, f []int) ([]byte, []int) {
+			return put(put(put(m, 1, 0x80000000), 2, 0x80000000), 3, 0x80000000), f
+		}},
+		{"too many strings", func(m []byte, f []int) ([]byte, []int) { return put(m, 2, 8193), f }},
+		{"a string without its end", func(m []byte, f []int) ([]byte, []int) { return m[:len(m)-1], f }},
+		{"bytes after the strings", func(m []byte, f []int) ([]byte, []int) { return append(m, 'x'), f }},
+		{"a cut header", func(m []byte, f []int) ([]byte, []int) { return m[:jail.CallHeaderSize-2], f }},
+		{"more than the buffer", func(m []byte, f []int) ([]byte, []int) {
+			return append(m, make([]byte, 130<<10)...), f
+		}},
+		{"two descriptors", func(m []byte, f []int) ([]byte, []int) { return m, f[:2] }},
+		{"four descriptors", func(m []byte, f []int) ([]byte, []int) { return m, append(f, f[0]) }},
+		{"no descriptor", func(m []byte, f []int) ([]byte, []int) { return m, nil }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ran := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			marker := fmt.Sprintf("0.%d1", time.Now().UnixNano())
+			spec := warmSpec(t, dir, nil, "/bin/sh", "-c", "echo ran > "+ran+"; exec sleep 1000 "+marker)
+			// Were the forgery taken, the run ends here, and fails.
+			spec.Limits.Timeout = 10 * time.Second
+			w := prepare(t, spec)
+			cmd, err := w.Command(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			restore := jail.ForgeWarmCalls(c.forge)
+			res, err := cmd.Run()
+			restore()
+			if err == nil || res == nil || res.ExitCode != 125 || !strings.Contains(res.Reason, "warm jail: receive the command") {
+				t.Errorf("want a set-up failure of the call (exit 125): %v %+v", err, res)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Errorf("the command ran")
+			}
+			if procs := hostProcsNamed(marker); len(procs) > 0 {
+				t.Errorf("left running: %v", procs)
+			}
+		})
+	}
+	// The control: the same command, unforged, runs.
+	ran := filepath.Join(dir, "control")
+	spec := warmSpec(t, dir, nil, "/bin/sh", "-c", "echo ran > "+ran)
+	cmd, err := prepare(t, spec).Command(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cmd.Run(); err != nil || res.ExitCode != 0 {
+		t.Fatalf("control: %v %+v", err, res)
+	}
+	if _, err := os.Stat(ran); err != nil {
+		t.Errorf("control: the command did not run: %v", err)
 	}
 }
