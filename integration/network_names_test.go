@@ -52,6 +52,16 @@ var testNames = []struct{ name, addr, refusal string }{
 	{"ula.tooljail.test", "fd00::1", "private address"},
 }
 
+// testNamesFlags allows every test name, and the upstream's address by
+// IP, on port.
+func testNamesFlags(port int) []string {
+	flags := []string{"--net", "allow", "--allow-host", fmt.Sprintf("127.0.0.1:%d", port)}
+	for _, n := range testNames {
+		flags = append(flags, "--allow-host", fmt.Sprintf("%s:%d", n.name, port))
+	}
+	return flags
+}
+
 func testHosts() string {
 	var l []string
 	for _, n := range testNames {
@@ -71,10 +81,9 @@ func TestNetAllowTestNames(t *testing.T) {
 		up := newUpstream(t, false)
 		p := up.port(t)
 		w := u.workdir(t)
-		flags := []string{"--net", "allow", "--allow-host", fmt.Sprintf("127.0.0.1:%d", p)}
+		flags := testNamesFlags(p)
 		var actions []string
 		for _, n := range testNames {
-			flags = append(flags, "--allow-host", fmt.Sprintf("%s:%d", n.name, p))
 			url := fmt.Sprintf("http://%s:%d/", n.name, p)
 			qtype := "A"
 			if strings.Contains(n.addr, ":") && !strings.HasPrefix(n.addr, "::ffff:") {
@@ -132,10 +141,9 @@ func TestNetAllowTestNamesClients(t *testing.T) {
 		up := newUpstream(t, false)
 		p := up.port(t)
 		w := u.workdir(t)
-		flags := []string{"--net", "allow", "--allow-host", fmt.Sprintf("127.0.0.1:%d", p)}
+		flags := testNamesFlags(p)
 		var names []string
 		for _, n := range testNames {
-			flags = append(flags, "--allow-host", fmt.Sprintf("%s:%d", n.name, p))
 			names = append(names, n.name)
 		}
 		script := fmt.Sprintf(`unset no_proxy NO_PROXY
