@@ -45,7 +45,7 @@ func TestRunCommand(t *testing.T) {
 		if o.code != 125 || !strings.Contains(o.stderr, `parameter timeout = "1m0s": refused by rule timeout 20s`) {
 			t.Errorf("a longer timeout: %s", o)
 		}
-		o = call("run_command", "--arg", "timeout=3s", "--", "true")
+		o = call("run_command", "--arg", "timeout=15s", "--", "true") // below the rule's 20s, and room for a slow guest
 		if o.code != 0 {
 			t.Errorf("a shorter timeout: %s", o)
 		}

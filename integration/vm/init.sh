@@ -124,10 +124,12 @@ run_suite() {
 		echo 0 >/proc/sys/user/max_user_namespaces || fatal "user.max_user_namespaces=0"
 		set -- "$@" "-test.run=^TestNoNamespaces"
 	fi
+	t0=$(cut -d. -f1 /proc/uptime)
 	echo "@@TJVM BEGIN $who@@"
 	env -i "$@" </dev/null
 	rc=$?
 	echo "@@TJVM END $who rc=$rc@@"
+	echo "tjvm: suite $who took $(($(cut -d. -f1 /proc/uptime) - t0))s"
 	return $rc
 }
 

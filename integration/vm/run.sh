@@ -248,6 +248,7 @@ clean=$(tr -d '\r' <"$log")
 result=$(grep -ao '@@TJVM RESULT rc=[0-9]*@@' <<<"$clean" | tail -n1 | sed 's/.*rc=\([0-9]*\)@@/\1/' || true)
 summary=$(grep -ao '@@TJVM END [a-z-]* rc=[0-9]*@@' <<<"$clean" | sed 's/@@TJVM END \(.*\)@@/\1/' | tr '\n' ' ' | sed 's/ $//' || true)
 boot=$(grep -ao "ready at uptime [0-9.]*s" <<<"$clean" | head -n1 | sed "s/ready at uptime //" || true)
+took=$(grep -ao 'tjvm: suite [a-z-]* took [0-9]*s' <<<"$clean" | sed 's/tjvm: suite \(.*\) took \(.*\)/\1 \2/' | paste -sd, - | sed 's/,/, /g' || true)
 reason=
 if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
 	reason="timed out after ${timeout_s}s (VM_TIMEOUT)"
@@ -258,8 +259,8 @@ elif grep -aq '@@TJVM INIT-FAILED' <<<"$clean"; then
 elif [ -z "$result" ]; then
 	reason="no result marker on the console (qemu exit $qrc): boot failure or the guest died"
 fi
-printf "%s: kernel %s: %s; guest ready after %s, total %ss\n" "$prog" "$series" \
-	"${reason:-suites: ${summary:-none}}" "${boot:-?}" "$elapsed" >&2
+printf "%s: kernel %s: %s; guest ready after %s, total %ss%s\n" "$prog" "$series" \
+	"${reason:-suites: ${summary:-none}}" "${boot:-?}" "$elapsed" "${took:+ (suites took: $took)}" >&2
 if [ -n "$reason" ] || [ "$result" != 0 ]; then
 	if [ "${VM_QUIET:-0}" = 1 ] || [ -n "$reason" ]; then
 		echo "---- last 80 lines of $log ----" >&2
