@@ -652,22 +652,24 @@ func failed(line string) bool {
 
 // report is the part of the tooljail.report/v1 JSON the tests read.
 type report struct {
-	Schema     string   `json:"schema"`
-	Version    string   `json:"version"`
-	ID         string   `json:"id"`
-	Command    []string `json:"command"`
-	Workdir    string   `json:"workdir"`
-	Profile    string   `json:"profile"`
-	StartedAt  string   `json:"started_at"`
-	Status     string   `json:"status"`
-	ExitCode   int      `json:"exit_code"`
-	Signal     string   `json:"signal"`
-	Reason     string   `json:"reason"`
-	WallTimeMs *int64   `json:"wall_time_ms"`
-	Stdout     stream   `json:"stdout"`
-	Stderr     stream   `json:"stderr"`
-	Violations []any    `json:"violations"`
-	Limits     struct {
+	Schema      string   `json:"schema"`
+	Version     string   `json:"version"`
+	ID          string   `json:"id"`
+	Command     []string `json:"command"`
+	Workdir     string   `json:"workdir"`
+	Profile     string   `json:"profile"`
+	StartedAt   string   `json:"started_at"`
+	Status      string   `json:"status"`
+	ExitCode    int      `json:"exit_code"`
+	Signal      string   `json:"signal"`
+	Reason      string   `json:"reason"`
+	WallTimeMs  *int64   `json:"wall_time_ms"`
+	CPUUserMs   *int64   `json:"cpu_user_ms"`
+	CPUSystemMs *int64   `json:"cpu_system_ms"`
+	Stdout      stream   `json:"stdout"`
+	Stderr      stream   `json:"stderr"`
+	Violations  []any    `json:"violations"`
+	Limits      struct {
 		MemoryBytes      int64   `json:"memory_bytes"`
 		CPUs             float64 `json:"cpus"`
 		Pids             int64   `json:"pids"`
