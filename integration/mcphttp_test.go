@@ -30,50 +30,12 @@ func TestMCPHTTP(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("over http\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		toolFile := filepath.Join(u.dir(t), "agent.toml")
-		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		audit := filepath.Join(u.dir(t), "audit.log")
 		sock := filepath.Join(u.dir(t), "mcp.sock")
-		args := []string{"mcp", "--tools", toolFile, "--workdir", repo, "--audit-log", audit, "--listen", sock}
-		for _, l := range u.degraded {
-			args = append(args, "--allow-degraded", l)
+		srv := u.mcpListen(t, repo, audit, sock)
+		if !strings.Contains(srv.first, "tooljail: mcp: serving streamable HTTP on unix socket "+sock) {
+			t.Fatalf("first stderr line %q", srv.first)
 		}
-		cmd := exec.Command(tooljailBin, args...)
-		cmd.Dir = base
-		cmd.Env = u.environ(nil)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, err := u.newRunCgroup()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
-		if err := cmd.Start(); err != nil {
-			rc.release()
-			t.Fatal(err)
-		}
-		exited := false
-		t.Cleanup(func() {
-			if !exited {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-			rc.check(t, cmd.Process.Pid)
-		})
-		// The first line says it serves; the rest goes to the test's log.
-		lines := bufio.NewScanner(stderr)
-		if !lines.Scan() || !strings.Contains(lines.Text(), "tooljail: mcp: serving streamable HTTP on unix socket "+sock) {
-			t.Fatalf("first stderr line %q", lines.Text())
-		}
-		go func() {
-			for lines.Scan() {
-				t.Logf("tooljail mcp stderr: %s", lines.Text())
-			}
-		}()
 		if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("socket: %v %v", fi, err)
 		}
@@ -108,14 +70,7 @@ func TestMCPHTTP(t *testing.T) {
 		}
 		cs.Close()
 
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		exited = true
-		if err != nil {
-			t.Errorf("tooljail mcp after SIGTERM: %v", err)
-		}
+		srv.stop(t)
 		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 			t.Errorf("the socket after SIGTERM: %v", err)
 		}
@@ -163,50 +118,13 @@ func TestMCPHTTPLoopback(t *testing.T) {
 		if err := os.Chmod(repo, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		toolFile := filepath.Join(u.dir(t), "agent.toml")
-		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		audit := filepath.Join(u.dir(t), "audit.log")
-		args := []string{"mcp", "--tools", toolFile, "--workdir", repo, "--audit-log", audit, "--listen", "127.0.0.1:0"}
-		for _, l := range u.degraded {
-			args = append(args, "--allow-degraded", l)
-		}
-		cmd := exec.Command(tooljailBin, args...)
-		cmd.Dir = base
-		cmd.Env = u.environ(nil)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, err := u.newRunCgroup()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
-		if err := cmd.Start(); err != nil {
-			rc.release()
-			t.Fatal(err)
-		}
-		exited := false
-		t.Cleanup(func() {
-			if !exited {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-			rc.check(t, cmd.Process.Pid)
-		})
-		lines := bufio.NewScanner(stderr)
+		srv := u.mcpListen(t, repo, audit, "127.0.0.1:0")
 		const prefix = "tooljail: mcp: serving streamable HTTP on "
-		if !lines.Scan() || !strings.HasPrefix(lines.Text(), prefix+"http://127.0.0.1:") {
-			t.Fatalf("first stderr line %q", lines.Text())
+		if !strings.HasPrefix(srv.first, prefix+"http://127.0.0.1:") {
+			t.Fatalf("first stderr line %q", srv.first)
 		}
-		url := strings.TrimPrefix(lines.Text(), prefix)
-		go func() {
-			for lines.Scan() {
-				t.Logf("tooljail mcp stderr: %s", lines.Text())
-			}
-		}()
+		url := strings.TrimPrefix(srv.first, prefix)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
 		defer cancel()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
@@ -217,14 +135,7 @@ func TestMCPHTTPLoopback(t *testing.T) {
 			t.Errorf("git_status: %+v", r)
 		}
 		cs.Close()
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		exited = true
-		if err != nil {
-			t.Errorf("tooljail mcp after SIGTERM: %v", err)
-		}
+		srv.stop(t)
 		pid, gid := os.Getpid(), os.Getegid()
 		if u.uid != 0 && u.uid != os.Geteuid() {
 			pid, gid = -1, -1 // another user's /proc/PID/fd is closed to the server
@@ -238,4 +149,71 @@ func TestMCPHTTPLoopback(t *testing.T) {
 			t.Errorf("peer %v, want this test (uid %d, gid %d, pid %d)", p, os.Geteuid(), gid, pid)
 		}
 	})
+}
+
+// mcpServer is a `tooljail mcp --listen` the test started.
+type mcpServer struct {
+	cmd    *exec.Cmd
+	first  string // the first line on its stderr (the rest goes to the test's log)
+	exited bool
+}
+
+// mcpListen starts `tooljail mcp` as u with agentTools, workdir repo and
+// audit log audit, listening on listen, in a cgroup of its own; it is
+// killed at the end of the test unless stop ended it.
+func (u *user) mcpListen(t *testing.T, repo, audit, listen string) *mcpServer {
+	t.Helper()
+	toolFile := filepath.Join(u.dir(t), "agent.toml")
+	if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"mcp", "--tools", toolFile, "--workdir", repo, "--audit-log", audit, "--listen", listen}
+	for _, l := range u.degraded {
+		args = append(args, "--allow-degraded", l)
+	}
+	s := &mcpServer{cmd: exec.Command(tooljailBin, args...)}
+	s.cmd.Dir = base
+	s.cmd.Env = u.environ(nil)
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := u.newRunCgroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
+	if err := s.cmd.Start(); err != nil {
+		rc.release()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !s.exited {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+		}
+		rc.check(t, s.cmd.Process.Pid)
+	})
+	lines := bufio.NewScanner(stderr)
+	lines.Scan()
+	s.first = lines.Text()
+	go func() {
+		for lines.Scan() {
+			t.Logf("tooljail mcp stderr: %s", lines.Text())
+		}
+	}()
+	return s
+}
+
+// stop ends the server with SIGTERM, which must end it cleanly.
+func (s *mcpServer) stop(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := s.cmd.Wait()
+	s.exited = true
+	if err != nil {
+		t.Errorf("tooljail mcp after SIGTERM: %v", err)
+	}
 }

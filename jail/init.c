@@ -45,24 +45,27 @@
 
 static int tj_become_root(struct tj_builder *b);
 
-// tj_step ends the init when a step of tj_init_main failed.
-static void tj_step(struct tj_builder *b, int result) {
+void tj_step(struct tj_builder *b, int result) {
 	if (result < 0) {
 		tj_die(b);
 	}
+}
+
+void tj_builder_start(struct tj_builder *b, const struct tj_init *p) {
+	memset(b, 0, sizeof *b);
+	b->p = p;
+	// Stage 2 is prepared in the plan; the steps complete this process's
+	// copy (its Landlock ruleset, its seccomp filter).
+	b->stage2 = (struct tj_stage2 *)&p->stage2;
+	b->sock = p->fds[3];
+	b->oldroot = b->newroot = b->emptyfile = -1;
 }
 
 void tj_init_main(const struct tj_init *p) {
 	// Static: the builder holds the owned mount ids and a failure record,
 	// too much for a stack frame. The init is a process of its own.
 	static struct tj_builder b;
-	memset(&b, 0, sizeof b);
-	b.p = p;
-	// Stage 2 is prepared in the plan; the steps complete this process's
-	// copy (its Landlock ruleset, its seccomp filter).
-	b.stage2 = (struct tj_stage2 *)&p->stage2;
-	b.sock = p->fds[3];
-	b.oldroot = b.newroot = b.emptyfile = -1;
+	tj_builder_start(&b, p);
 
 	// The init itself: its descriptors, the supervisor's go, uid 0 of the jail.
 	tj_default_handlers();

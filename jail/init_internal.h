@@ -52,6 +52,11 @@ struct tj_builder {
 __attribute__((noreturn)) void tj_init_main(const struct tj_init *p);
 int tj_failed(struct tj_builder *b, int step, int op, int err, int index, const char *path);
 __attribute__((noreturn)) void tj_die(struct tj_builder *b);
+// tj_builder_start readies b for the steps of the plan p; tj_step ends the
+// process (tj_die) when a step failed. The reaper of a run without
+// namespaces (nons.c) starts the same way.
+void tj_builder_start(struct tj_builder *b, const struct tj_init *p);
+void tj_step(struct tj_builder *b, int result);
 // tj_utoa writes v in base (up to 16) into buf, NUL-terminated.
 void tj_utoa(char *buf, size_t n, uint64_t v, int base);
 

@@ -32,12 +32,6 @@
 
 #include "init_internal.h"
 
-static void tj_nons_step(struct tj_builder *b, int result) {
-	if (result < 0) {
-		tj_die(b);
-	}
-}
-
 // tj_children_readable checks, before anything runs, that the processes
 // the command will leave can be found.
 static int tj_children_readable(struct tj_builder *b) {
@@ -152,27 +146,23 @@ static __attribute__((noreturn)) void tj_nons_reap(struct tj_builder *b) {
 
 void tj_nons_main(const struct tj_init *p) {
 	static struct tj_builder b;
-	memset(&b, 0, sizeof b);
-	b.p = p;
-	b.stage2 = (struct tj_stage2 *)&p->stage2;
-	b.sock = p->fds[3];
-	b.oldroot = b.newroot = b.emptyfile = -1;
+	tj_builder_start(&b, p);
 
 	tj_default_handlers();
 	// Should the supervisor die, the run ends as if it had asked: every
 	// process killed (the signal stays pending until tj_nons_reap).
 	prctl(PR_SET_PDEATHSIG, TJ_SIG_KILLALL, 0, 0, 0);
-	tj_nons_step(&b, tj_take_fds(&b));
-	tj_nons_step(&b, tj_wait_for_sync());
+	tj_step(&b, tj_take_fds(&b));
+	tj_step(&b, tj_wait_for_sync());
 	tj_hide();
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		tj_failed(&b, TJ_I_SUBREAPER, TJ_OP_NONE, errno, -1, NULL);
 		tj_die(&b);
 	}
-	tj_nons_step(&b, tj_children_readable(&b));
-	tj_nons_step(&b, tj_recv_fds(&b));
-	tj_nons_step(&b, tj_landlock(&b));
+	tj_step(&b, tj_children_readable(&b));
+	tj_step(&b, tj_recv_fds(&b));
+	tj_step(&b, tj_landlock(&b));
 	tj_close_sources(&b);
-	tj_nons_step(&b, tj_start_stage2(&b));
+	tj_step(&b, tj_start_stage2(&b));
 	tj_nons_reap(&b);
 }

@@ -211,14 +211,8 @@ func nonsLandlock(s *Spec, mounts []Mount) *landlock.Policy {
 		add("/dev/"+n, landlock.Device)
 	}
 	for _, m := range mounts {
-		switch {
-		case m.Kind != MountBind:
-		case m.Writable:
-			add(m.Dest, landlock.ReadWrite)
-		case m.Exec:
-			add(m.Dest, landlock.ReadExec)
-		default:
-			add(m.Dest, landlock.Read)
+		if m.Kind == MountBind {
+			add(m.Dest, mountAccess(m))
 		}
 	}
 	return p

@@ -295,15 +295,22 @@ func landlockPolicy(s *Spec, mounts []Mount) *landlock.Policy {
 	add("/dev/ptmx", landlock.Device)
 	add("/dev/shm", landlock.ReadWrite)
 	for _, m := range mounts {
-		switch {
-		case m.Kind == MountMask:
-		case m.Writable:
-			add(m.Dest, landlock.ReadWrite)
-		case m.Exec:
-			add(m.Dest, landlock.ReadExec)
-		default:
-			add(m.Dest, landlock.Read)
+		if m.Kind != MountMask {
+			add(m.Dest, mountAccess(m))
 		}
 	}
 	return p
+}
+
+// mountAccess is what Landlock allows beneath a mount of the Spec: what
+// the mount itself allows.
+func mountAccess(m Mount) landlock.Access {
+	switch {
+	case m.Writable:
+		return landlock.ReadWrite
+	case m.Exec:
+		return landlock.ReadExec
+	default:
+		return landlock.Read
+	}
 }
