@@ -203,6 +203,16 @@ func TestMCPExamples(t *testing.T) {
 	})
 }
 
+// agentToolFile writes agentTools to a file of u's and returns its path.
+func (u *user) agentToolFile(t *testing.T) string {
+	t.Helper()
+	f := filepath.Join(u.dir(t), "agent.toml")
+	if err := os.WriteFile(f, []byte(agentTools), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // agentTools are the tools of a scripted coding agent: its tests run with
 // unittest, which every Python has.
 const agentTools = `
@@ -254,10 +264,7 @@ func TestMCPAgentLoop(t *testing.T) {
 		if err := os.Chmod(repo, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		toolFile := filepath.Join(u.dir(t), "agent.toml")
-		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		toolFile := u.agentToolFile(t)
 		audit := filepath.Join(u.dir(t), "audit.log")
 		cs := u.mcpSession(t, toolFile, repo, audit)
 
@@ -301,10 +308,7 @@ func TestMCPAuditFailsClosed(t *testing.T) {
 		if err := os.Chmod(repo, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		toolFile := filepath.Join(u.dir(t), "agent.toml")
-		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		toolFile := u.agentToolFile(t)
 		audit := filepath.Join(u.dir(t), "audit.log")
 		cs := u.mcpSession(t, toolFile, repo, audit)
 		if r := mcpCall(t, cs, "write_file", map[string]any{"path": "first.txt", "stdin": "1"}); r.isError {

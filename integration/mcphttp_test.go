@@ -94,10 +94,7 @@ func TestMCPHTTP(t *testing.T) {
 // refused before anything listens.
 func TestMCPListenRefusesTheNetwork(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
-		toolFile := filepath.Join(u.dir(t), "agent.toml")
-		if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		toolFile := u.agentToolFile(t)
 		for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "10.0.0.1:8765"} {
 			o := u.exec(t, run{args: []string{"mcp", "--tools", toolFile, "--listen", addr}})
 			if o.code != 125 || !strings.Contains(o.stderr, "never on the network") && !strings.Contains(o.stderr, "listens on every address") {
@@ -163,11 +160,7 @@ type mcpServer struct {
 // killed at the end of the test unless stop ended it.
 func (u *user) mcpListen(t *testing.T, repo, audit, listen string) *mcpServer {
 	t.Helper()
-	toolFile := filepath.Join(u.dir(t), "agent.toml")
-	if err := os.WriteFile(toolFile, []byte(agentTools), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"mcp", "--tools", toolFile, "--workdir", repo, "--audit-log", audit, "--listen", listen}
+	args := []string{"mcp", "--tools", u.agentToolFile(t), "--workdir", repo, "--audit-log", audit, "--listen", listen}
 	for _, l := range u.degraded {
 		args = append(args, "--allow-degraded", l)
 	}

@@ -64,10 +64,7 @@ func TestRunCommand(t *testing.T) {
 		}
 
 		// With a second file: the tools of both.
-		agent := filepath.Join(u.dir(t), "agent.toml")
-		if err := os.WriteFile(agent, []byte(agentTools), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		agent := u.agentToolFile(t)
 		cs2 := u.mcpSessionFiles(t, []string{agent, file}, repo, audit)
 		list, err := cs2.ListTools(t.Context(), nil)
 		if err != nil || len(list.Tools) != 5 {
