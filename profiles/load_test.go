@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,6 +164,11 @@ func TestBadValuesHaveLinesAndQuote(t *testing.T) {
 		{"extends = \"default\"\n[env]\nset = { HOME = \"/root\" }\n", 3, "env.set", "HOME cannot be set"},
 		{"extends = \"default\"\n[env.set]\n\"A=B\" = \"x\"\n", 2, "env.set", `"A=B"`},
 		{"extends = \"\"\n", 1, "extends", "empty"},
+		{"extends = \"default\"\n[filesystem]\nprotect = [\"../.git\"]\n", 3, "filesystem.protect", `"../.git"`},
+		{"extends = \"default\"\n[filesystem]\nprotect = [\"/etc\"]\n", 3, "filesystem.protect", `"/etc"`},
+		{"extends = \"default\"\n[filesystem]\nprotect = [\".git/\"]\n", 3, "filesystem.protect", `".git/"`},
+		{"extends = \"default\"\n[env]\ndeny = [\"A=B\"]\n", 3, "env.deny", `"A=B"`},
+		{"extends = \"default\"\n[env]\ndeny = [\"\"]\n", 3, "env.deny", `""`},
 		{"extends = \"default\"\n[landlock]\nmin_abi = -1\n", 3, "landlock.min_abi", "negative"},
 		{"# who\nextends = \"default\"\nhost_user = \"root\"\n", 3, "host_user", "never runs as the host's root"},
 		{"extends = \"default\"\nhost_user = \"1000:0\"\n", 2, "host_user", "gid 0 is root's"},
@@ -452,5 +458,40 @@ func TestRootProfileMustBeComplete(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "limits.memory") {
 		t.Errorf("error lists a key that is set: %v", err)
+	}
+}
+
+// protect and deny replace the parent's list: a child lifts them with an
+// empty list, narrows them with its own, and inherits them by silence.
+func TestReplacingLists(t *testing.T) {
+	dir := t.TempDir()
+	def, err := Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer def.Close()
+	if len(*def.Filesystem.Protect) < 20 || !slices.Contains(*def.Filesystem.Protect, ".git/hooks") {
+		t.Fatalf("default protect = %q: want the issue's list", *def.Filesystem.Protect)
+	}
+	if !slices.Contains(*def.Env.Deny, "*_TOKEN") {
+		t.Fatalf("default deny = %q: want *_TOKEN in it", *def.Env.Deny)
+	}
+	for _, c := range []struct {
+		body          string
+		protect, deny []string
+	}{
+		{"", *def.Filesystem.Protect, *def.Env.Deny},
+		{"[filesystem]\nprotect = []\n[env]\ndeny = []\n", []string{}, []string{}},
+		{"[filesystem]\nprotect = [\".envrc\"]\n[env]\ndeny = [\"MY_*\"]\n", []string{".envrc"}, []string{"MY_*"}},
+	} {
+		f := writeFile(t, dir, "child.toml", "extends = \"default\"\n"+c.body)
+		p, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(*p.Filesystem.Protect, c.protect) || !slices.Equal(*p.Env.Deny, c.deny) {
+			t.Errorf("%q: protect %q deny %q, want %q and %q", c.body, *p.Filesystem.Protect, *p.Env.Deny, c.protect, c.deny)
+		}
+		p.Close()
 	}
 }

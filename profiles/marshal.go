@@ -24,14 +24,15 @@ type shown struct {
 }
 
 type shownFS struct {
-	System   []string `toml:"system" comment:"host directories shown read-only with execute rights; symlinks kept; missing ones skipped"`
-	Etc      []string `toml:"etc" comment:"entries of the host /etc shown read-only; missing ones skipped"`
-	Ro       []string `toml:"ro" comment:"PATH[:DEST] host paths shown read-only (relative to the current directory)"`
-	Rw       []string `toml:"rw" comment:"PATH[:DEST] host paths shown read-write"`
-	Tmpfs    []string `toml:"tmpfs" comment:"DEST[:SIZE] empty tmpfs (default size 64M)"`
-	Mask     []string `toml:"mask" comment:"paths hidden inside the jail"`
-	Workdir  *bool    `toml:"workdir,omitempty" comment:"bind the working directory read-write and start there"`
-	HomeSize *string  `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox)"`
+	System   []string  `toml:"system" comment:"host directories shown read-only with execute rights; symlinks kept; missing ones skipped"`
+	Etc      []string  `toml:"etc" comment:"entries of the host /etc shown read-only; missing ones skipped"`
+	Ro       []string  `toml:"ro" comment:"PATH[:DEST] host paths shown read-only (relative to the current directory)"`
+	Rw       []string  `toml:"rw" comment:"PATH[:DEST] host paths shown read-write"`
+	Tmpfs    []string  `toml:"tmpfs" comment:"DEST[:SIZE] empty tmpfs (default size 64M)"`
+	Mask     []string  `toml:"mask" comment:"paths hidden inside the jail"`
+	Workdir  *bool     `toml:"workdir,omitempty" comment:"bind the working directory read-write and start there"`
+	HomeSize *string   `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox)"`
+	Protect  *[]string `toml:"protect,omitempty" comment:"paths in each read-write bind bound read-only over themselves when they exist (.git/ entries: every repository found); a child's list replaces its parent's"`
 }
 
 type shownNetwork struct {
@@ -42,6 +43,7 @@ type shownNetwork struct {
 type shownEnv struct {
 	Set  map[string]string `toml:"set" comment:"the environment starts empty but for these, the pass names and HOME"`
 	Pass []string          `toml:"pass" comment:"names copied from the caller's environment when set there"`
+	Deny *[]string         `toml:"deny,omitempty" comment:"a caller's variables matching these (case-insensitive, * any characters) are dropped unless pass names them; a child's list replaces its parent's"`
 }
 
 type shownSeccomp struct {
@@ -71,10 +73,11 @@ func (p *Profile) Marshal() ([]byte, error) {
 			Ro: nonNil(p.Filesystem.Ro), Rw: nonNil(p.Filesystem.Rw),
 			Tmpfs: nonNil(p.Filesystem.Tmpfs), Mask: nonNil(p.Filesystem.Mask),
 			Workdir: p.Filesystem.Workdir, HomeSize: p.Filesystem.HomeSize,
+			Protect: nonNilPtr(p.Filesystem.Protect),
 		},
 		Limits:  p.Limits.shown(),
 		Network: shownNetwork{Mode: p.Network.Mode, Allow: nonNil(p.Network.Allow)},
-		Env:     shownEnv{Set: p.Env.Set, Pass: nonNil(p.Env.Pass)},
+		Env:     shownEnv{Set: p.Env.Set, Pass: nonNil(p.Env.Pass), Deny: nonNilPtr(p.Env.Deny)},
 		Seccomp: shownSeccomp{
 			Enabled: p.Seccomp.Enabled, OnViolation: p.Seccomp.OnViolation,
 			Allow: nonNil(p.Seccomp.Allow), Deny: nonNil(p.Seccomp.Deny),
@@ -96,6 +99,16 @@ func (p *Profile) Marshal() ([]byte, error) {
 		return nil, fmt.Errorf("profile %s: encode: %w", p.Name, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// nonNilPtr keeps a list that replaces its parent's: nil stays unset, and
+// a set list prints even when empty (`protect = []` lifts the parent's).
+func nonNilPtr[T any](s *[]T) *[]T {
+	if s == nil || *s != nil {
+		return s
+	}
+	empty := []T{}
+	return &empty
 }
 
 func nonNil[T any](s []T) []T {

@@ -96,6 +96,13 @@ type Filesystem struct {
 	Workdir *bool `toml:"workdir"`
 	// HomeSize is the size of the private HOME tmpfs.
 	HomeSize *string `toml:"home_size"`
+	// Protect names paths, relative to the root of each read-write bind,
+	// that run code on the host later (.git/hooks, .envrc, shell rc files,
+	// editor and agent configuration): each that exists when the run
+	// starts is bound read-only over itself. Entries under ".git/" apply
+	// to every repository found in the bind. Unlike the other lists, a
+	// child's list replaces its parent's, so that `protect = []` lifts it.
+	Protect *[]string `toml:"protect"`
 }
 
 // Network is the [network] table.
@@ -112,10 +119,18 @@ type Network struct {
 }
 
 // Env is the [env] table. The command's environment is Set, then the Pass
-// names present in the caller's environment, then HOME.
+// names present in the caller's environment, then the variables a caller
+// gives (--env, a served request's env, a client's env=) less those the
+// jail owns and those Deny matches, then HOME.
 type Env struct {
 	Set  map[string]string `toml:"set"`
 	Pass []string          `toml:"pass"`
+	// Deny is a list of case-insensitive name patterns ("*" matches any
+	// run of characters) of variables that look like credentials: a
+	// caller's variable that matches one is dropped unless Pass names it.
+	// Like filesystem.protect, a child's list replaces its parent's, so
+	// that `deny = []` lifts it.
+	Deny *[]string `toml:"deny"`
 }
 
 // Seccomp is the [seccomp] table.

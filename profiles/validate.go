@@ -76,6 +76,13 @@ func (p *Profile) Validate() error {
 			return &KeyError{Key: "filesystem.home_size", Err: err}
 		}
 	}
+	if fs.Protect != nil {
+		for _, e := range *fs.Protect {
+			if err := checkProtectEntry(e); err != nil {
+				return &KeyError{Key: "filesystem.protect", Err: err}
+			}
+		}
+	}
 	if _, err := p.Limits.parse(); err != nil {
 		return err
 	}
@@ -96,6 +103,13 @@ func (p *Profile) Validate() error {
 	for _, k := range p.Env.Pass {
 		if err := checkEnvName(k); err != nil {
 			return &KeyError{Key: "env.pass", Err: err}
+		}
+	}
+	if p.Env.Deny != nil {
+		for _, pat := range *p.Env.Deny {
+			if pat == "" || strings.ContainsAny(pat, "=\x00") {
+				return keyErr("env.deny", "%q: want a variable name pattern such as \"*_TOKEN\" (no '=')", pat)
+			}
 		}
 	}
 	if v := p.Seccomp.OnViolation; v != nil && *v != string(jail.ViolationDeny) && *v != string(jail.ViolationKill) {
@@ -131,6 +145,15 @@ func (p *Profile) Validate() error {
 func checkEtcEntry(e string) error {
 	if e == "" || filepath.IsAbs(e) || filepath.Clean(e) != e || e == "." || e == ".." || strings.HasPrefix(e, "../") {
 		return fmt.Errorf("%q: want an entry of /etc as a clean relative path, e.g. \"ssl/certs\" or \"localtime\"", e)
+	}
+	return nil
+}
+
+// checkProtectEntry accepts a clean relative path, ".git/hooks" or
+// ".envrc": it names a place in every read-write bind, never one outside.
+func checkProtectEntry(e string) error {
+	if e == "" || filepath.IsAbs(e) || filepath.Clean(e) != e || e == "." || e == ".." || strings.HasPrefix(e, "../") {
+		return fmt.Errorf("%q: want a clean path relative to a read-write bind's root, e.g. \".git/hooks\" or \".envrc\"", e)
 	}
 	return nil
 }
