@@ -57,6 +57,12 @@ import (
 //     those are newer than the allowlist, and ENOSYS (as on an older
 //     kernel) makes libc fall back to the older call, where EPERM would be
 //     a hard failure.
+//   - On x86_64, numbers with the x32 bit (__X32_SYSCALL_BIT) set that are
+//     no x32 entry point fail with ENOSYS, as the kernel answers them (x32
+//     or not): syscall(-1) is 0xffffffff and has the bit. Only the real x32
+//     entry points (x32Bit + 0 to x32Entries-1) go on to libseccomp's
+//     bad-arch action: they are the x32 ABI, a violation of kind "arch".
+//     On arm64 there is no x32: every number above the ceiling is ENOSYS.
 //
 // These hold whatever the policy allows: allowing ioctl, socket, chmod,
 // openat2, prlimit64 or setpriority by name (or their groups) does not
@@ -65,17 +71,20 @@ import (
 // pids, which and who are int and resource unsigned int: the low 32 bits
 // are all the kernel reads.
 //
-// It only acts on the native architecture and on numbers below the x32 bit;
-// everything else falls through to libseccomp's program, which starts by
-// checking the architecture again. The syscall number is dispatched once,
-// through a balanced tree of compares, so that a call the prologue does not
-// check costs a handful of instructions; and every instruction on that path
-// compares only the architecture and the number, so that the kernel's
-// per-syscall action cache (Linux 5.11) still skips the filter for calls
-// that are always allowed.
+// It only acts on the native architecture, and on x32-bit numbers only to
+// send the ones that are no entry point to ENOSYS; everything else (other
+// architectures, real x32 calls) falls through to libseccomp's program,
+// which starts by checking the architecture again. The syscall number is
+// dispatched once, through a balanced tree of compares, so that a call the
+// prologue does not check costs a handful of instructions (of the x32
+// split it runs the one compare on the bit; the range compare is on the
+// x32 branch only); and every instruction on that path compares only the
+// architecture and the number, so that the kernel's per-syscall action
+// cache (Linux 5.11) still skips the filter for calls that are always
+// allowed.
 
 // prologueVersion is part of the cache key: bump it when the prologue changes.
-const prologueVersion = 3
+const prologueVersion = 4
 
 const (
 	offNr   = 0
@@ -200,8 +209,19 @@ func whoHandler(process uint32) []insn {
 	return append(in, ldArg(1), jeq(initPid, "deny", "orig"))
 }
 
+// x32Entries bounds the x32 entry points: x32Bit+n is one for n below it.
+// The kernel's x32 table (arch/x86/entry/syscalls/syscall_64.tbl) has the
+// calls common to x86_64 and x32 from 0, and the x32-specific ones at 512
+// to 547; it keeps that range free, so common calls added after 511 get
+// 548 and above. Those libseccomp knows (up to ceiling) are counted as
+// x32 entry points too. Everything from x32Bit+x32Entries up, bit 31
+// included, is no entry point of either ABI.
+func x32Entries(ceiling uint32) uint32 {
+	return max(548, ceiling+1)
+}
+
 // prologue assembles the checks above for the calls in p.nrs: the header
-// (architecture, x32, ceiling), one dispatch on the number, the handlers,
+// (architecture, x32 bit, ceiling), one dispatch on the number, the handlers,
 // and the two shared returns. Only the handlers some call jumps to are
 // emitted.
 func prologue(p prologueParams) ([]unix.SockFilter, error) {
@@ -259,9 +279,14 @@ func prologue(p prologueParams) ([]unix.SockFilter, error) {
 		ld(offArch),
 		jeq(p.arch, "", "orig"),
 		ld(offNr),
-		jge(x32Bit, "orig", ""),
-		jgt(p.ceiling, "enosys", ""),
 	}
+	if p.arch == unix.AUDIT_ARCH_X86_64 {
+		// A native call pays this one compare; the range check is on
+		// the x32 branch only.
+		prog = append(prog, jge(x32Bit, "x32", ""))
+		handlers = append(handlers, labelled("x32", jge(x32Bit+x32Entries(p.ceiling), "enosys", "orig")))
+	}
+	prog = append(prog, jgt(p.ceiling, "enosys", ""))
 	prog = append(prog, dispatch(arms, "orig")...)
 	prog = append(prog, handlers...)
 	prog = append(prog, labelled("enosys", ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))), labelled("deny", ret(p.denyRet)))

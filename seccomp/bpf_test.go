@@ -330,6 +330,62 @@ func TestPrologueNativeOnly(t *testing.T) {
 	}
 }
 
+// On x86_64 the x32 bit alone does not make a call x32: numbers past the
+// x32 table (syscall(-1) among them) fail with ENOSYS, as the kernel
+// answers them, and only the table's numbers are the bad-arch action.
+// Foreign architectures are left as they were, whatever their number.
+func TestFilterX32Numbers(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x86_64 specific numbers")
+	}
+	ceiling, err := libseccompCeiling()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := x32Bit + x32Entries(ceiling) - 1
+	for _, notify := range []bool{false, true} {
+		prog, err := (&Compiler{}).Compile(Policy{}, notify)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insns, _ := decode(prog.Filter)
+		bad := uint32(retKill)
+		if notify {
+			bad = retNotify
+		}
+		for _, tc := range []struct {
+			nr, arch uint32
+			want     uint32
+		}{
+			{0xffffffff, unix.AUDIT_ARCH_X86_64, retENOSYS},      // syscall(-1)
+			{x32Bit | 0x1000, unix.AUDIT_ARCH_X86_64, retENOSYS}, // past the x32 table
+			{0x7fffffff, unix.AUDIT_ARCH_X86_64, retENOSYS},      //
+			{last + 1, unix.AUDIT_ARCH_X86_64, retENOSYS},        // the first number past it
+			{0x80000000, unix.AUDIT_ARCH_X86_64, retENOSYS},      // bit 31 alone
+			{0xc0000027, unix.AUDIT_ARCH_X86_64, retENOSYS},      // bit 31 with an x32 getpid
+			{x32Bit | 39, unix.AUDIT_ARCH_X86_64, bad},           // x32 getpid
+			{x32Bit, unix.AUDIT_ARCH_X86_64, bad},                // x32 read
+			{x32Bit | 512, unix.AUDIT_ARCH_X86_64, bad},          // x32 rt_sigaction
+			{x32Bit | 547, unix.AUDIT_ARCH_X86_64, bad},          // x32 pwritev2, the last x32-only one
+			{last, unix.AUDIT_ARCH_X86_64, bad},                  //
+			{0xffffffff, unix.AUDIT_ARCH_I386, bad},              // i386: the arch decides
+			{20, unix.AUDIT_ARCH_I386, bad},                      // i386 getpid
+			{x32Bit | 0x1000, unix.AUDIT_ARCH_I386, bad},         //
+			{unix.SYS_GETPID, unix.AUDIT_ARCH_X86_64, retAllow},  // native: unchanged
+			{ceiling + 1, unix.AUDIT_ARCH_X86_64, retENOSYS},     //
+			{x32Bit - 1, unix.AUDIT_ARCH_X86_64, retENOSYS},      //
+		} {
+			got, _, err := runBPF(insns, seccompData{nr: tc.nr, arch: tc.arch})
+			if err != nil || got != tc.want {
+				t.Errorf("notify %v, arch %#x, nr %#x: %#x %v, want %#x", notify, tc.arch, tc.nr, got, err, tc.want)
+			}
+		}
+	}
+	if x32Entries(ceiling) < 548 {
+		t.Errorf("x32Entries %d: the x32 table ends at 547 (pwritev2)", x32Entries(ceiling))
+	}
+}
+
 // The prologue alone: the dispatch reaches each handler, a miss falls
 // through to "orig" (the first instruction after it), and it stays small.
 func TestPrologueShape(t *testing.T) {

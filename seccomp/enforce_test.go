@@ -206,6 +206,11 @@ func probes() []probeCall {
 		// Above every number libseccomp knows: treated as a syscall newer
 		// than the list, ENOSYS and not reported.
 		{"newer-than-list", "", unix.ENOSYS, sys(1000)},
+		// Numbers with the x32 bit that are no x32 entry point: ENOSYS, as
+		// from the kernel, not an arch violation (syscall(-1) is one).
+		{"minus-1", "", unix.ENOSYS, sys(^uintptr(0))},
+		{"x32-bit-no-entry", "", unix.ENOSYS, sys(x32Bit | 0x1000)},
+		{"x32-and-bit31", "", unix.ENOSYS, sys(0xc0000000 | unix.SYS_GETPID)},
 		// A hole in the x86_64 table (335-423 were never assigned): the
 		// monitor has no name for it and answers ENOSYS like the kernel
 		// would (EPERM without notify). Checked for amd64 only.

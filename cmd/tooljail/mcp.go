@@ -59,7 +59,7 @@ func newMCPFlagSet(f *mcpFlags) *flag.FlagSet {
 		_, err := mcpserver.ParseAddress(v)
 		return err
 	}
-	fs.Var(&f.listen, "listen", "serve over streamable HTTP on `ADDR`: a unix socket path (holding a /; its directory private to you, the socket mode 0600) or HOST:PORT on loopback (127.0.0.1:8765, [::1]:8765, port 0 for any free one); any other address is refused")
+	fs.Var(&f.listen, "listen", "serve over streamable HTTP on `ADDR`: a unix socket path (holding a /; its directory private to you, the socket mode 0600) or HOST:PORT on loopback (127.0.0.1:8765, [::1]:8765, port 0 for any free one); any other address is refused, and so is a web page's request (an Origin that is not loopback, on a port a Host that is not: 403)")
 	f.callerFlags.register(fs)
 	return fs
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +22,11 @@ import (
 //	httpget PROXY URL         GET URL through PROXY (http://..., socks5://..., or - for none):
 //	                          value {"status", "body"}, with "bytes" read and "error" when
 //	                          the body was cut, or the error
-//	tunnel PROXY TARGET SNI   CONNECT TARGET through the HTTP proxy PROXY (host:port), then
+//	tunnel PROXY TARGET SNI [HEX]
+//	                          CONNECT TARGET through the HTTP proxy PROXY (host:port), then
 //	                          TLS with server name SNI (certificate not checked: the proxy
-//	                          is under test) and GET /: value {"status", "body"} or the error
+//	                          is under test) and GET /: value {"status", "body"} or the error;
+//	                          HEX: bytes sent in the tunnel before the ClientHello
 //	dns NAME TYPE [tcp]       one query (type A, AAAA or TXT) to 127.0.0.1:53, over UDP or
 //	                          TCP: value {"rcode", "answers"} or the error
 //	udp HOST:PORT             send a datagram and wait 2 s for a reply: ok or the error
@@ -36,7 +39,11 @@ func netAction(a []string) bool {
 	case "httpget":
 		httpGet(arg(a, 1), arg(a, 2))
 	case "tunnel":
-		tunnel(arg(a, 1), arg(a, 2), arg(a, 3))
+		var prefix []byte
+		if len(a) > 4 {
+			prefix, _ = hex.DecodeString(a[4])
+		}
+		tunnel(arg(a, 1), arg(a, 2), arg(a, 3), prefix)
 	case "dns":
 		dnsQuery(arg(a, 1), arg(a, 2), len(a) > 3 && a[3] == "tcp")
 	case "udp":
@@ -95,7 +102,7 @@ func httpGet(proxy, target string) {
 	value(v)
 }
 
-func tunnel(proxy, target, sni string) {
+func tunnel(proxy, target, sni string, prefix []byte) {
 	c, err := net.DialTimeout("tcp", proxy, 5*time.Second)
 	if err != nil {
 		result(err)
@@ -115,7 +122,11 @@ func tunnel(proxy, target, sni string) {
 		result(fmt.Errorf("CONNECT: %s: %s", resp.Status, strings.TrimSpace(string(body))))
 		return
 	}
-	tc := tls.Client(&bufConn{c, br}, &tls.Config{ServerName: sni, InsecureSkipVerify: true})
+	var tconn net.Conn = &bufConn{c, br}
+	if len(prefix) > 0 {
+		tconn = &prefixConn{Conn: tconn, prefix: prefix}
+	}
+	tc := tls.Client(tconn, &tls.Config{ServerName: sni, InsecureSkipVerify: true})
 	req, _ := http.NewRequest("GET", "https://"+target+"/", nil)
 	req.Close = true
 	if err := req.Write(tc); err != nil {
@@ -139,6 +150,24 @@ type bufConn struct {
 }
 
 func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// prefixConn sends prefix in front of the first Write.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Write(p []byte) (int, error) {
+	if c.prefix != nil {
+		b := append(c.prefix, p...)
+		c.prefix = nil
+		if _, err := c.Conn.Write(b); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
 
 func dnsQuery(name, typ string, tcp bool) {
 	types := map[string]uint16{"A": 1, "AAAA": 28, "TXT": 16}

@@ -12,7 +12,9 @@
 // colons (for the Landlock tests): write:PATH (create or truncate, write
 // "tjsys"), truncate:PATH, link:OLD:NEW, rename:OLD:NEW, unlink:PATH,
 // read:PATH (prints "data QUOTED-CONTENT" on success), kill:PID:SIGNUM (PID
-// may be "self").
+// may be "self"); nr:NUMBER makes the raw system call NUMBER (decimal, 0x
+// hex, or negative: nr:-1 is syscall(-1)) with zero arguments, only inside
+// a jail (for the x32-bit tests).
 //
 // The arguments are chosen so that a call that gets past the filter does no
 // harm either: null or invalid pointers and descriptors, query-only modes,
@@ -396,7 +398,7 @@ func cloneNewNet() unix.Errno {
 }
 
 // opFields is how many colon-separated fields each operation has.
-var opFields = map[string]int{"write": 2, "truncate": 2, "link": 3, "rename": 3, "unlink": 2, "read": 2, "kill": 3}
+var opFields = map[string]int{"write": 2, "truncate": 2, "link": 3, "rename": 3, "unlink": 2, "read": 2, "kill": 3, "nr": 2}
 
 // op runs a CALL with arguments; ok is false when spec is not one.
 func op(spec string) (line string, ok bool) {
@@ -431,6 +433,12 @@ func op(spec string) (line string, ok bool) {
 			return "", false
 		}
 		err = unix.Kill(pid, unix.Signal(sig))
+	case "nr":
+		nr, err := strconv.ParseInt(f[1], 0, 64)
+		if err != nil {
+			return "", false
+		}
+		return result(sys(uintptr(nr))), true
 	}
 	var e unix.Errno
 	if err != nil && !errors.As(err, &e) {

@@ -29,6 +29,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(ch{noExts: true}.records())
 	f.Add([]byte{0x80, 0x2e, 1, 3, 1})
 	f.Add([]byte("GET / HTTP/1.1\r\n"))
+	f.Add(append([]byte{20, 3, 3, 0, 1, 1}, goHello(f, &tls.Config{ServerName: "example.com"})...))
+	f.Add([]byte{21, 3, 1, 0, 2, 1, 0})
 
 	f.Fuzz(func(t *testing.T, b []byte) {
 		b = b[:len(b):len(b)]
@@ -73,8 +75,17 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Parse waits for more but IsTLS(% x) is false", b[:min(len(b), PeekLen)])
 			}
 		case errors.Is(err, ErrNotTLS):
-			if IsTLS(b) {
-				t.Fatalf("ErrNotTLS but IsTLS(% x) is true: %v", b[:min(len(b), PeekLen)], err)
+			if IsTLS(b) || IsRecord(b) {
+				t.Fatalf("ErrNotTLS but IsTLS or IsRecord(% x) is true: %v", b[:min(len(b), PeekLen)], err)
+			}
+		case errors.Is(err, ErrNotHandshake):
+			// Decided on the first record's type: what follows it is
+			// never looked at.
+			if !IsRecord(b) || IsTLS(b) || b[0] == typeHandshake {
+				t.Fatalf("ErrNotHandshake for % x", b[:min(len(b), PeekLen)])
+			}
+			if _, err := Parse(b[:min(len(b), 2)]); !errors.Is(err, ErrNotHandshake) {
+				t.Fatalf("ErrNotHandshake for % x but not for its first two bytes: %v", b[:min(len(b), PeekLen)], err)
 			}
 		case errors.Is(err, ErrMalformed), errors.Is(err, ErrTooLong):
 		default:

@@ -49,9 +49,14 @@ const MaxLen = 64 << 10
 const PeekLen = 6
 
 const (
-	recordHeaderLen    = 5
-	maxRecordLen       = 1 << 14 // RFC 8446 section 5.1: TLSPlaintext.length
-	typeHandshake      = 22
+	recordHeaderLen = 5
+	maxRecordLen    = 1 << 14 // RFC 8446 section 5.1: TLSPlaintext.length
+	typeHandshake   = 22
+	// The content types a TLS record over TCP can have: change_cipher_spec
+	// (20), alert (21), handshake (22), application_data (23) (RFC 8446
+	// section 5.1) and heartbeat (24, RFC 6520).
+	firstRecordType    = 20
+	lastRecordType     = 24
 	typeClientHello    = 1
 	handshakeHeaderLen = 4
 
@@ -71,8 +76,13 @@ var (
 	// ErrShort: the bytes so far are a valid beginning; more are needed.
 	// The error is a *ShortError saying how many at least.
 	ErrShort = errors.New("TLS ClientHello incomplete")
-	// ErrNotTLS: the first bytes do not start a TLS handshake record.
+	// ErrNotTLS: the first bytes do not start a TLS record (IsRecord is
+	// false) nor an SSLv2-compatible hello.
 	ErrNotTLS = errors.New("not a TLS handshake")
+	// ErrNotHandshake: the first bytes start a TLS record of another
+	// content type than handshake (a ChangeCipherSpec, an alert,
+	// application data...), where the ClientHello must come first.
+	ErrNotHandshake = errors.New("TLS record of another type than handshake where the ClientHello must come first")
 	// ErrTooLong: the ClientHello would take more than MaxLen bytes.
 	ErrTooLong = fmt.Errorf("TLS ClientHello longer than %d bytes", MaxLen)
 	// ErrMalformed: a field is out of bounds or breaks a rule of the
@@ -136,6 +146,21 @@ func IsTLS(b []byte) bool {
 	return isSSLv2(b)
 }
 
+// IsRecord reports whether b, the first bytes of a stream, can be the
+// start of a TLS record of any content type TLS over TCP has (20 to 24:
+// change_cipher_spec, alert, handshake, application_data, heartbeat) with
+// the record version 3.x. It looks at two bytes at most; with one, the
+// content type alone decides. A server reads such bytes as TLS records,
+// so a proxy that checks the server name must find the ClientHello in
+// the first of them (Parse says ErrNotHandshake when the first is of
+// another type) and must not look past one for a later ClientHello.
+func IsRecord(b []byte) bool {
+	if len(b) == 0 || b[0] < firstRecordType || b[0] > lastRecordType {
+		return false
+	}
+	return len(b) == 1 || b[1] == 3
+}
+
 // isSSLv2 matches the SSL 2.0-compatible ClientHello (RFC 5246 appendix
 // E.2): a two-byte length with the top bit set, message type 1, and a
 // version of 3.x.
@@ -152,7 +177,8 @@ func isSSLv2(b []byte) bool {
 // Parse reads the ClientHello at the start of b, which may span several
 // handshake records. Until it is complete the error is a *ShortError
 // (errors.Is(err, ErrShort)); other errors are final and wrap ErrNotTLS,
-// ErrTooLong or ErrMalformed.
+// ErrNotHandshake, ErrTooLong or ErrMalformed. It reads the records of
+// the ClientHello only: it never skips a record to look for one.
 func Parse(b []byte) (Hello, error) {
 	var msg []byte // the handshake message, gathered from the records
 	want := -1     // its length with header, once the header is in
@@ -236,6 +262,8 @@ func checkRecordHeader(b []byte, first bool) error {
 		switch {
 		case first && isSSLv2(b):
 			return malformed("SSLv2-compatible ClientHello: it cannot carry a server name")
+		case first && IsRecord(b):
+			return fmt.Errorf("%w: a record of type %d (%s) comes first", ErrNotHandshake, b[0], recordTypeName(b[0]))
 		case first:
 			return fmt.Errorf("%w: first byte 0x%02x, a TLS handshake record starts with 0x16", ErrNotTLS, b[0])
 		}
@@ -253,6 +281,22 @@ func checkRecordHeader(b []byte, first bool) error {
 		}
 	}
 	return nil
+}
+
+// recordTypeName names a content type between firstRecordType and
+// lastRecordType, for errors.
+func recordTypeName(t byte) string {
+	switch t {
+	case 20:
+		return "change_cipher_spec"
+	case 21:
+		return "alert"
+	case 23:
+		return "application_data"
+	case 24:
+		return "heartbeat"
+	}
+	return "handshake"
 }
 
 func malformed(format string, args ...any) error {

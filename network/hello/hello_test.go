@@ -302,7 +302,14 @@ func TestMalformed(t *testing.T) {
 		{"SSH banner", []byte("SSH-2.0-OpenSSH_9.6\r\n"), ErrNotTLS, ""},
 		{"record version 2", []byte{22, 2, 0, 0, 10}, ErrNotTLS, "version 2.x"},
 		{"SSLv2-compatible hello", []byte{0x80, 0x2e, 1, 3, 1, 0, 0x15}, ErrMalformed, "SSLv2"},
-		{"alert record", []byte{21, 3, 1, 0, 2, 2, 40}, ErrNotTLS, "0x15"},
+		{"alert record", []byte{21, 3, 1, 0, 2, 2, 40}, ErrNotHandshake, "type 21 (alert)"},
+		{"ChangeCipherSpec record", []byte{20, 3, 3, 0, 1, 1}, ErrNotHandshake, "type 20 (change_cipher_spec)"},
+		{"application data record", []byte{23, 3, 3, 0, 2, 'h', 'i'}, ErrNotHandshake, "type 23"},
+		{"heartbeat record", []byte{24, 3, 3, 0, 3, 1, 0, 0}, ErrNotHandshake, "type 24"},
+		{"one byte of a ChangeCipherSpec", []byte{20}, ErrNotHandshake, "type 20"},
+		{"two bytes of an alert", []byte{21, 3}, ErrNotHandshake, "type 21"},
+		{"content type 21, version 2", []byte{21, 2, 0, 0, 2}, ErrNotTLS, "0x15"},
+		{"content type 25", []byte{25, 3, 3, 0, 1, 0}, ErrNotTLS, "0x19"},
 		{"zero-length record", []byte{22, 3, 1, 0, 0}, ErrMalformed, "record length 0"},
 		{"record over 16384", []byte{22, 3, 1, 0x40, 1}, ErrMalformed, "record length 16385"},
 		{"ServerHello", rec([]byte{2, 0, 0, 1, 0}), ErrMalformed, "type 2"},
@@ -411,6 +418,52 @@ func TestDribble(t *testing.T) {
 		t.Fatalf("%d calls for %d bytes; Need should let a caller wait for more", calls, len(full))
 	}
 	t.Logf("%d calls for %d bytes in 1-byte records", calls, len(full))
+}
+
+// TestFirstRecordNotHandshake: a ClientHello behind a record of another
+// type is never reached, however the record and the hello are cut.
+func TestFirstRecordNotHandshake(t *testing.T) {
+	raw := goHello(t, &tls.Config{ServerName: "example.com"})
+	for _, first := range [][]byte{
+		{20, 3, 3, 0, 1, 1},       // ChangeCipherSpec
+		{21, 3, 1, 0, 2, 1, 0},    // warning alert close_notify
+		{23, 3, 3, 0, 1, 0},       // application data
+		{21, 3, 3, 0, 2, 2, 0x28}, // fatal alert
+	} {
+		b := append(append([]byte{}, first...), raw...)
+		for n := 1; n <= len(b); n++ {
+			if _, err := Parse(b[:n:n]); !errors.Is(err, ErrNotHandshake) {
+				t.Fatalf("% x then a ClientHello, first %d bytes: %v, want ErrNotHandshake", first, n, err)
+			}
+		}
+	}
+}
+
+func TestIsRecord(t *testing.T) {
+	hello := goHello(t, &tls.Config{ServerName: "example.com"})
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want bool
+	}{
+		{"empty", nil, false},
+		{"a hello", hello, true},
+		{"one byte of a hello", hello[:1], true},
+		{"ChangeCipherSpec", []byte{20, 3, 3, 0, 1, 1}, true},
+		{"alert, one byte", []byte{21}, true},
+		{"application data", []byte{23, 3, 3}, true},
+		{"heartbeat", []byte{24, 3}, true},
+		{"type 19", []byte{19, 3}, false},
+		{"type 25", []byte{25, 3}, false},
+		{"version 2", []byte{21, 2}, false},
+		{"zero-length handshake", []byte{22, 3, 1, 0, 0}, true},
+		{"HTTP", []byte("GET / HTTP/1.1\r\n"), false},
+		{"SSLv2-compatible hello", []byte{0x80, 0x2e, 1, 3, 1}, false},
+	} {
+		if got := IsRecord(c.b); got != c.want {
+			t.Errorf("%s: IsRecord(% x) = %v, want %v", c.name, c.b[:min(len(c.b), 8)], got, c.want)
+		}
+	}
 }
 
 func TestIsTLS(t *testing.T) {

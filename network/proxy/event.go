@@ -60,6 +60,10 @@ const (
 	// ClientHello without a server name, or the port is 443 and they are
 	// not TLS at all.
 	ReasonNoSNI = "no sni"
+	// ReasonNoHello: the tunnel is to a name, and its first bytes are a
+	// TLS record of another type than handshake (a ChangeCipherSpec, an
+	// alert, application data...) where the ClientHello must come first.
+	ReasonNoHello = "no client hello"
 	// ReasonECH: the ClientHello carries Encrypted Client Hello (or ESNI),
 	// which hides the real server name.
 	ReasonECH = "ech refused"
@@ -79,8 +83,9 @@ const (
 	ReasonByteLimit = "byte limit"
 	// ReasonBadRequest: the client broke the protocol (malformed or
 	// oversized HTTP head, a SOCKS5 command other than CONNECT, a
-	// malformed ClientHello, a port of 0) or did not finish its request
-	// within Limits.HeaderTimeout.
+	// malformed ClientHello or, to a name, a handshake record that does
+	// not start one, a port of 0) or did not finish its request within
+	// Limits.HeaderTimeout.
 	ReasonBadRequest = "bad request"
 )
 
@@ -94,7 +99,7 @@ func Reasons() []string {
 		allow.ReasonInvalid, allow.ReasonZoned, allow.ReasonUnspecified,
 		allow.ReasonLoopback, allow.ReasonPrivate, allow.ReasonLinkLocal, allow.ReasonMetadata,
 		allow.ReasonMulticast, allow.ReasonBroadcast, allow.ReasonReserved,
-		ReasonSNIMismatch, ReasonNoSNI, ReasonECH, ReasonHostMismatch,
+		ReasonSNIMismatch, ReasonNoSNI, ReasonNoHello, ReasonECH, ReasonHostMismatch,
 		ReasonDNS, ReasonConnect, ReasonConnLimit, ReasonByteLimit, ReasonBadRequest,
 	}
 }

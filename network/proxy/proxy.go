@@ -20,13 +20,20 @@
 //     what the client sends first is held until it is judged: when it is
 //     a TLS ClientHello (hello.IsTLS) or the port is 443, it must be a
 //     complete ClientHello, without Encrypted Client Hello, whose server
-//     name is the host asked for. The first byte may take as long as the
-//     client likes (Limits.IdleTimeout); from it, the whole ClientHello
-//     must arrive within Limits.HeaderTimeout. For a tunnel to an IP
-//     literal the server name is not checked: the pattern that allowed
-//     the address allowed whatever is served there, and RFC 6066 forbids
-//     IP literals in SNI. Only the first bytes are judged: a protocol
-//     that starts TLS later (STARTTLS, PostgreSQL) is not looked into.
+//     name is the host asked for. For a tunnel to a name, first bytes
+//     that start a TLS record of any type (hello.IsRecord: a content type
+//     of 20 to 24 and version 3) must be that ClientHello too: a first
+//     record of another type (a ChangeCipherSpec, an alert) is refused,
+//     and nothing is looked for behind it. Other first bytes (plain HTTP,
+//     SSH) go through to any port but 443. The first byte may take as
+//     long as the client likes (Limits.IdleTimeout); from it, the whole
+//     ClientHello must arrive within Limits.HeaderTimeout, in as many
+//     reads and records as the client likes (up to hello.MaxLen bytes).
+//     For a tunnel to an IP literal the server name is not checked: the
+//     pattern that allowed the address allowed whatever is served there,
+//     and RFC 6066 forbids IP literals in SNI. Only the first bytes are
+//     judged: a protocol that starts TLS later (STARTTLS, PostgreSQL) is
+//     not looked into.
 //   - Plain HTTP is a request in absolute form ("GET http://host/path");
 //     its Host header, when present, must name the host and port of the
 //     URL. The request goes upstream in origin form with Connection:

@@ -331,16 +331,25 @@ func (s *session) clientHello(t target, r io.Reader) ([]byte, string) {
 	// From there the hello must come in time.
 	s.cr.setDeadline(time.Now().Add(s.p.lim.HeaderTimeout))
 	defer s.cr.setDeadline(time.Time{})
-	for err == nil && len(buf) < hello.PeekLen && hello.IsTLS(buf) {
+	// To a name, any TLS record must be the ClientHello: a server reads a
+	// record of another type (a ChangeCipherSpec, an alert) and then the
+	// hello behind it, which nothing here would have read. Two bytes tell
+	// a record (its type and version), so a client that sends one and
+	// stops is judged by the one (hello.IsRecord).
+	name := !t.ip.IsValid()
+	for err == nil && (len(buf) < hello.PeekLen && hello.IsTLS(buf) || name && len(buf) < 2 && hello.IsRecord(buf)) {
 		err = readTo(len(buf) + 1)
 	}
-	if !hello.IsTLS(buf) {
+	if !hello.IsTLS(buf) && !(name && hello.IsRecord(buf)) {
 		return buf, notTLS(t)
 	}
 	for {
 		h, perr := hello.Parse(buf)
 		if perr == nil {
 			return buf, checkHello(t, h)
+		}
+		if errors.Is(perr, hello.ErrNotHandshake) {
+			return buf, ReasonNoHello
 		}
 		var short *hello.ShortError
 		if err != nil || !errors.As(perr, &short) {

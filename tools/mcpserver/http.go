@@ -83,9 +83,10 @@ type peerKey struct{}
 // ServeHTTP serves the tools of c over MCP's streamable HTTP transport
 // (the SDK's handler, at any path) on l until ctx ends, then shuts down:
 // it stops accepting, ends the running calls (their jails are killed and
-// the calls recorded), and closes what is still open after grace. All
-// sessions share c, so its rate limits and its audit log hold across
-// them. Each call is recorded with its client as the kernel names it:
+// the calls recorded), and closes what is still open after grace. A
+// request from a web page is refused with 403 (guardOrigin: a foreign
+// Origin, or on TCP a Host that is not loopback). All sessions share c,
+// so its rate limits and its audit log hold across them. Each call is recorded with its client as the kernel names it:
 // SO_PEERCRED on a unix socket; on a loopback TCP port the uid that owns
 // the client's socket in the kernel's socket tables, and the pid and gid
 // of a process holding it (tcppeer), -1 for what cannot be seen (a
@@ -102,14 +103,14 @@ func ServeHTTP(ctx context.Context, c *call.Caller, l net.Listener, grace time.D
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	hs := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Handler: guardOrigin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p := &jail.Peer{UID: -1, GID: -1, PID: -1}
 			if peer, ok := r.Context().Value(peerKey{}).(func() *jail.Peer); ok {
 				p = peer()
 			}
 			r.Header.Set(peerHeader, fmt.Sprintf("%d %d %d", p.UID, p.GID, p.PID))
 			h.ServeHTTP(w, r)
-		}),
+		}), l.Addr().Network() != "unix"),
 		ConnContext: func(ctx context.Context, conn net.Conn) context.Context {
 			if _, ok := conn.(*net.UnixConn); ok {
 				p := serve.PeerOf(conn)
