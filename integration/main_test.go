@@ -669,7 +669,11 @@ type report struct {
 	Stdout      stream   `json:"stdout"`
 	Stderr      stream   `json:"stderr"`
 	Violations  []any    `json:"violations"`
-	Limits      struct {
+	EnvDropped  []struct {
+		Name   string `json:"name"`
+		Reason string `json:"reason"`
+	} `json:"env_dropped"`
+	Limits struct {
 		MemoryBytes      int64   `json:"memory_bytes"`
 		CPUs             float64 `json:"cpus"`
 		Pids             int64   `json:"pids"`

@@ -124,6 +124,7 @@ func (c *Cmd) Start() error {
 	c.res.Command = c.Spec.Args
 	c.res.Workdir = c.Spec.Dir
 	c.res.Profile = c.Spec.Profile
+	c.res.EnvDropped = c.Spec.EnvDropped
 	c.res.Limits = c.Spec.Limits.Report()
 	p, err := c.Spec.plan(hostFor(c.Spec))
 	if err != nil {

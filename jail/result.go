@@ -75,7 +75,10 @@ type Result struct {
 	Stdout Stream `json:"stdout"`
 	Stderr Stream `json:"stderr"`
 
-	Violations  []Violation  `json:"violations"`
+	Violations []Violation `json:"violations"`
+	// EnvDropped names the caller's variables the command did not get
+	// (Spec.EnvDropped); absent when none was dropped.
+	EnvDropped  []EnvDrop    `json:"env_dropped,omitempty"`
 	Limits      ReportLimits `json:"limits"`
 	Enforcement Enforcement  `json:"enforcement"`
 

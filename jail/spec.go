@@ -239,6 +239,9 @@ type Spec struct {
 	Args []string
 	// Env is the command's complete environment (KEY=VALUE).
 	Env []string
+	// EnvDropped names the caller's variables left out of Env and why
+	// (profiles decides), for the report; never their values.
+	EnvDropped []EnvDrop
 	// Dir is the working directory inside the jail.
 	Dir string
 	// Hostname of the jail's UTS namespace.
@@ -282,6 +285,14 @@ type Spec struct {
 	// for the next run. The jail adds its own executable and the seccomp
 	// cache directory.
 	Trusted []*hostpath.Object
+}
+
+// EnvDrop is one variable a caller gave that the command does not get.
+type EnvDrop struct {
+	Name string `json:"name"`
+	// Reason is "jail" (a variable the jail sets itself, such as HOME) or
+	// "credential" (the name matches the profile's env.deny).
+	Reason string `json:"reason"`
 }
 
 // Validate checks what can be checked without touching the host.

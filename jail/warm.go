@@ -122,8 +122,9 @@ func (w *Warm) Command(spec *Spec) (*Cmd, error) {
 		return nil, fmt.Errorf("%w: %s", ErrWarmUnfit, why)
 	}
 	call := *c.Spec
-	call.Args, call.Env = spec.Args, spec.Env
+	call.Args, call.Env, call.EnvDropped = spec.Args, spec.Env, spec.EnvDropped
 	c.Spec = &call
+	c.res.EnvDropped = spec.EnvDropped // Start set the warmed Spec's
 	c.warm.taken = true
 	return c, nil
 }
@@ -169,14 +170,15 @@ func unfit(have, want *Spec, dir *fileID, size, n int) string {
 }
 
 // sameJail says whether a and b make the same jail: equal in everything
-// but Args and Env, and the same trusted files (by identity: they are
-// open files).
+// but Args and Env (and EnvDropped, which is about Env), and the same
+// trusted files (by identity: they are open files).
 func sameJail(a, b *Spec) bool {
 	if !slices.Equal(a.Trusted, b.Trusted) {
 		return false
 	}
 	x, y := *a, *b
 	x.Args, y.Args, x.Env, y.Env, x.Trusted, y.Trusted = nil, nil, nil, nil, nil, nil
+	x.EnvDropped, y.EnvDropped = nil, nil
 	return reflect.DeepEqual(x, y)
 }
 

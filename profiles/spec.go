@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -31,6 +30,11 @@ type Request struct {
 	Cwd     string
 	Workdir string   // --workdir, relative to Cwd; "" = Cwd
 	Environ []string // caller's environment, for env.pass
+	// Vars are the caller's variables ("K=V"; the last of a name wins):
+	// --env, a served request's env, a client's env=. Those the jail
+	// owns and those env.deny matches are dropped and reported, a PATH
+	// adds what the jail shows of it (see environment).
+	Vars []string
 }
 
 // Spec turns the profile and the request into the jail.Spec the jail applies
@@ -129,7 +133,19 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 	for _, m := range fs.Mask {
 		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountMask, Dest: filepath.Clean(m)})
 	}
-	s.Env = environment(p.Env, r.Environ)
+	for _, kv := range r.Vars {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("env %q: want KEY=VALUE", kv)
+		}
+		if err := checkVarName(k); err != nil {
+			return nil, fmt.Errorf("env: %w", err)
+		}
+		if strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("env %s: value contains a NUL byte", k)
+		}
+	}
+	s.Env, s.EnvDropped = environment(p.Env, r.Environ, r.Vars, s.Mounts)
 	if *p.Seccomp.Enabled {
 		s.Seccomp = &seccomp.Policy{
 			Allow: append([]string(nil), p.Seccomp.Allow...),
@@ -205,34 +221,6 @@ func workdir(cwd, flag string) (string, error) {
 		return "", errors.New("workdir /: the host's root cannot be the workdir; run from a project directory, pass --workdir DIR, or --no-workdir")
 	}
 	return dir, nil
-}
-
-// environment builds the command's environment: env.set, then the pass
-// names set in the caller's environment, then HOME; later entries win. The
-// result is sorted by name.
-func environment(e Env, environ []string) []string {
-	vars := map[string]string{}
-	for k, v := range e.Set {
-		vars[k] = v
-	}
-	caller := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
-			caller[k] = v // last wins, as in os.Environ's consumers
-		}
-	}
-	for _, k := range e.Pass {
-		if v, ok := caller[k]; ok {
-			vars[k] = v
-		}
-	}
-	vars["HOME"] = JailHome
-	out := make([]string, 0, len(vars))
-	for k, v := range vars {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // SetLimit sets one [limits] key (see limitKeys: "memory", "timeout", ...)

@@ -187,11 +187,19 @@ func splitTmpfs(s string) (dest string, size int64, err error) {
 	return dest, size, nil
 }
 
+// checkVarName refuses what cannot be a variable's name in any route.
+func checkVarName(k string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return fmt.Errorf("%q: not a valid environment variable name", k)
+	}
+	return nil
+}
+
 // checkEnvName accepts what a process environment can carry as a name.
 // HOME is refused: the jail always sets it to its private home.
 func checkEnvName(k string) error {
-	if k == "" || strings.ContainsAny(k, "=\x00") {
-		return fmt.Errorf("%q: not a valid environment variable name", k)
+	if err := checkVarName(k); err != nil {
+		return err
 	}
 	if k == "HOME" {
 		return fmt.Errorf("HOME cannot be set or passed: the jail sets it to its private home")

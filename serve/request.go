@@ -144,13 +144,12 @@ func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
 	default:
 		return nil, refuse("network %q: a request may only ask for \"none\" or the profile's own mode (%s)", r.Network, *p.Network.Mode)
 	}
+	var vars []string
 	for _, k := range sortedKeys(r.Env) {
 		if k == "" || strings.Contains(k, "=") {
 			return nil, refuse("env: name %q: want a variable name without '='", k)
 		}
-		if err := c.AddEnv(k + "=" + r.Env[k]); err != nil {
-			return nil, refuse("%v", err)
-		}
+		vars = append(vars, k+"="+r.Env[k])
 	}
 	workdir := r.Workdir != ""
 	c.Filesystem.Workdir = &workdir
@@ -160,7 +159,7 @@ func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
 		cwd = "/"
 	}
 	// No Environ: a call never sees the server's environment.
-	s, err := c.Spec(profiles.Request{Args: r.Argv, Cwd: cwd})
+	s, err := c.Spec(profiles.Request{Args: r.Argv, Cwd: cwd, Vars: vars})
 	if err != nil {
 		return nil, refuse("%v", err)
 	}

@@ -19,7 +19,7 @@ func TestBadInput(t *testing.T) {
 		"bad net":            {"run", "--net", "bridge", "--", "true"},
 		"bad on-violation":   {"run", "--on-violation", "log", "--", "true"},
 		"bad layer":          {"run", "--allow-degraded", "apparmor", "--", "true"},
-		"bad env":            {"run", "--env", "NOEQUALS", "--", "true"},
+		"bad env":            {"run", "--env", "=NOEQUALS", "--", "true"},
 		"missing profile":    {"run", "--profile", "/nonexistent/p.toml", "--", "true"},
 		"unknown profile":    {"run", "--profile", "no-such-profile", "--", "true"},
 		"workdir both":       {"run", "--workdir", "/tmp", "--no-workdir", "--", "true"},

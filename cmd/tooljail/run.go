@@ -202,8 +202,8 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Var(&f.onViolation, "on-violation", "`ACTION`: deny (EPERM, the run goes on) or kill (the run is killed)")
 	fs.Var(&f.hostUser, "host-user", fmt.Sprintf("when tooljail runs as root, the host `USER` the jail runs as: a name, UID or UID:GID, never root (default: the profile's host_user, else the workdir's owner unless that is root, else %d:%d); other callers can only name themselves",
 		jail.DefaultHostUser.UID, jail.DefaultHostUser.GID))
-	fs.Func("env", "set `K=V` in the command's environment (repeatable)", list(&f.env,
-		asProfile((*profiles.Profile).AddEnv)))
+	fs.Func("env", "give the command `K=V`, or K with its value in this environment (repeatable); HOME, TMPDIR, USER, LOGNAME, SHELL, PWD, OLDPWD are the jail's and names that look like credentials (env.deny) are dropped, named in the report; a PATH adds its entries the jail shows after the jail's own", list(&f.env,
+		profiles.CheckVarFlag))
 	fs.Func("pass-env", "copy variable `K` from this environment when set (repeatable)", list(&f.passEnv,
 		asProfile(func(p *profiles.Profile, v string) error { p.Env.Pass = []string{v}; return nil })))
 	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced: landlock, seccomp, seccomp-notify, cgroup, memory, cpu, pids, namespaces (no namespaces, confined by Landlock and seccomp, where none can be made)", list(&f.allowDegraded,
@@ -478,11 +478,6 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 			return nil, fmt.Errorf("--host-user: %w", err)
 		}
 	}
-	for _, kv := range f.env {
-		if err := p.AddEnv(kv); err != nil {
-			return nil, fmt.Errorf("--env: %w", err)
-		}
-	}
 	p.Env.Pass = append(p.Env.Pass, f.passEnv...)
 	for _, l := range f.allowDegraded {
 		if err := p.AddAllowDegraded(l); err != nil {
@@ -494,6 +489,7 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 		Cwd:     cwd,
 		Workdir: f.workdir.value,
 		Environ: environ,
+		Vars:    profiles.CallerVars(f.env, environ),
 	})
 }
 
@@ -661,6 +657,17 @@ func summary(r *jail.Result) string {
 	if r.Stdout.Truncated || r.Stderr.Truncated {
 		parts = append(parts, fmt.Sprintf("output over the limit of %d bytes dropped", r.Limits.OutputLimitBytes))
 	}
+	// Only credentials: the jail's own names (HOME, PWD, ...) come with
+	// every os.environ and are dropped as a matter of course.
+	creds := 0
+	for _, d := range r.EnvDropped {
+		if d.Reason == profiles.DropCredential {
+			creds++
+		}
+	}
+	if creds > 0 {
+		parts = append(parts, fmt.Sprintf("dropped %d variable(s) that look like credentials (see the report's env_dropped)", creds))
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -810,20 +817,19 @@ func inside(p, dir string) bool {
 	return dir != "" && (p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/"))
 }
 
-// servedEnv is the request's env: --env, then the --pass-env names set in
-// environ (later entries win, as in a profile's env.set then env.pass).
+// servedEnv is the request's env: the --pass-env names set in environ,
+// then --env (later entries win, as for a run jailed here). The server's
+// profile decides on them as on any caller's variables: a name it does
+// not pass is dropped when it looks like a credential.
 func servedEnv(set, pass, environ []string) map[string]string {
 	env := map[string]string{}
-	for _, kv := range set {
+	for _, kv := range profiles.CallerVars(pass, environ) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	for _, k := range pass {
-		for _, kv := range environ {
-			if v, ok := strings.CutPrefix(kv, k+"="); ok {
-				env[k] = v
-			}
-		}
+	for _, kv := range profiles.CallerVars(set, environ) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
 	if len(env) == 0 {
 		return nil

@@ -332,15 +332,15 @@ func TestServedFlags(t *testing.T) {
 	}
 
 	sr, err := parseServed([]string{"--server", "/s", "--profile", "strict", "--workdir", "sub", "--memory", "256M",
-		"--timeout", "5s", "--net", "none", "--env", "A=1", "--env", "B=2", "--pass-env", "B", "--pass-env", "UNSET",
-		"--report", "/elsewhere/r.json", "--json", "-q", "--", "cmd", "arg"}, getwd, []string{"B=from-caller", "C=3"})
+		"--timeout", "5s", "--net", "none", "--env", "A=1", "--env", "B=2", "--pass-env", "B", "--pass-env", "UNSET", "--env", "C", "--env", "UNSET2", "--pass-env", "D",
+		"--report", "/elsewhere/r.json", "--json", "-q", "--", "cmd", "arg"}, getwd, []string{"B=from-caller", "C=3", "D=4"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := serve.Request{
 		Argv: []string{"cmd", "arg"}, Profile: "strict", Workdir: "/work/dir/sub", Network: "none",
 		Limits: map[string]string{"memory": "256M", "timeout": "5s"},
-		Env:    map[string]string{"A": "1", "B": "from-caller"},
+		Env:    map[string]string{"A": "1", "B": "2", "C": "3", "D": "4"}, // --env wins over --pass-env
 	}
 	if !reflect.DeepEqual(sr.req, want) || sr.socket != "/s" || sr.report != "/elsewhere/r.json" || !sr.flags.json || !sr.flags.quiet {
 		t.Errorf("request %+v (socket %q, report %q), want %+v", sr.req, sr.socket, sr.report, want)
