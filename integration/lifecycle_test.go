@@ -282,8 +282,8 @@ func TestRlimits(t *testing.T) {
 }
 
 // Signals sent to tooljail reach the command: the supervisor passes
-// SIGTERM, SIGINT, SIGHUP and SIGQUIT to the init, which sends them to the
-// command's process group. A second SIGINT kills the whole run.
+// SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT and
+// SIGALRM to the init, which sends them to the command's process group. A second SIGINT kills the whole run.
 func TestSignalsForwarded(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		if _, err := os.Stat("/bin/sh"); err != nil {
@@ -338,8 +338,10 @@ func TestSignalsForwarded(t *testing.T) {
 			return -1
 		}
 
-		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
-			cmd, r := start(`trap 'echo got; exit 7' TERM INT HUP; echo ready; while :; do sleep 0.05; done`)
+		// Those an agent runtime sends too (Python's patch_subprocess: send_signal).
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
+			syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGALRM} {
+			cmd, r := start(`trap 'echo got; exit 7' TERM INT HUP USR1 USR2 WINCH ALRM; echo ready; while :; do sleep 0.05; done`)
 			out := make(chan []byte, 1)
 			go func() {
 				b, _ := io.ReadAll(r)

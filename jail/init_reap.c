@@ -230,7 +230,7 @@ __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
 // the signals it forwards to the command (tj_forward).
 void tj_reaper_signals(sigset_t *set) {
 	sigemptyset(set);
-	static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	static const int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
 	for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) {
 		sigaddset(set, fwd[i]);
 	}

@@ -230,10 +230,10 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	go jail.ProbeHost()
 	// So is the first signal.Notify: it hands each signal to a locked
 	// thread the runtime starts for it.
-	sigs := make(chan os.Signal, 4)
+	sigs := make(chan os.Signal, 16)
 	notified := make(chan struct{})
 	go func() {
-		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+		signal.Notify(sigs, forwardedSignals...)
 		close(notified)
 	}()
 	stopSignals := sync.OnceFunc(func() {
@@ -341,8 +341,18 @@ func lineError(format string, args ...any) error {
 	return errors.New(strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(msg))
 }
 
-// forwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT to the command
-// until sigs is closed; a second SIGINT kills the whole run.
+// forwardedSignals are the signals a run jailed here passes to its command
+// (the jail's init forwards the same set to the command's process group,
+// jail/init_reap.c): those a terminal or an agent runtime sends. SIGKILL
+// cannot be caught: it kills tooljail, and with it the jail (its init has
+// PR_SET_PDEATHSIG).
+var forwardedSignals = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGALRM,
+}
+
+// forwardSignals passes forwardedSignals to the command until sigs is
+// closed; a second SIGINT kills the whole run.
 func forwardSignals(sigs <-chan os.Signal, send func(os.Signal) error) {
 	interrupts := 0
 	for s := range sigs {

@@ -159,6 +159,29 @@ func TestForwarded(t *testing.T) {
 	}
 }
 
+// The signals an agent runtime sends to a jailed command reach it (the
+// Python client's Popen relies on it: send_signal, terminate); SIGKILL,
+// which cannot be caught, is not among them.
+func TestForwardedSignals(t *testing.T) {
+	want := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGALRM}
+	got := map[os.Signal]bool{}
+	for _, s := range forwardedSignals {
+		got[s] = true
+		if s == syscall.SIGKILL || s == syscall.SIGSTOP {
+			t.Errorf("%v cannot be caught, so cannot be forwarded", s)
+		}
+	}
+	for _, s := range want {
+		if !got[s] {
+			t.Errorf("%v is not forwarded", s)
+		}
+		if out, _ := forwarded(s, 0); out != s {
+			t.Errorf("%v forwarded as %v", s, out)
+		}
+	}
+}
+
 // The forwarder ends when the channel is closed, after sending what came
 // before, so that runCommand can stop forwarding once the run is over.
 func TestForwardSignalsEndsOnClose(t *testing.T) {

@@ -84,14 +84,29 @@ class MakeCallTest(unittest.TestCase):
 class SpellingTest(unittest.TestCase):
     def test_cli_argv(self):
         call = make(["cat", "-"], profile="strict", memory="64M", cpus=0.5, pids=8, timeout=2,
-                    network="none", env={"A": "1", "B": "x=y"}, cwd="/proj")
+                    network="none", env={"A": "1", "B": "x=y", "TOOLJAIL_CACHE_DIR": "/c"}, cwd="/proj")
+        # Values go in the CLI's environment, not its argv (any user can read
+        # that); those of tooljail's own variables cannot, and go in argv.
         self.assertEqual(_call.cli_argv("/bin/tj", call), [
             "/bin/tj", "run", "--json", "--quiet", "--profile", "strict",
             "--memory", "64M", "--cpus", "0.5", "--pids", "8", "--timeout", "2000ms",
-            "--net", "none", "--workdir", "/proj", "--env", "A=1", "--env", "B=x=y",
-            "--", "cat", "-"])
+            "--net", "none", "--workdir", "/proj", "--env", "A", "--env", "B",
+            "--env", "TOOLJAIL_CACHE_DIR=/c", "--", "cat", "-"])
         self.assertEqual(_call.cli_argv("tj", make(["true"])),
                          ["tj", "run", "--json", "--quiet", "--workdir", "/w", "--", "true"])
+
+    def test_cli_environ(self):
+        environ = {"PATH": "/bin", "HOME": "/root", "TOOLJAIL_SERVER": "/s", "TOOLJAIL_CACHE_DIR": "/c",
+                   "SECRET_TOKEN": "t"}
+        env = {"A": "1", "PATH": "/mine", "TOOLJAIL_CACHE_DIR": "/x"}
+        # tooljail.run: the caller's environment (the profile's env.pass
+        # reads it) and the command's values; never TOOLJAIL_SERVER.
+        self.assertEqual(_call.cli_environ(env, environ), {
+            "PATH": "/mine", "HOME": "/root", "TOOLJAIL_CACHE_DIR": "/c", "SECRET_TOKEN": "t", "A": "1"})
+        # Popen(env=...): only tooljail's own variables of the caller's.
+        self.assertEqual(_call.cli_environ(env, environ, inherit=False), {
+            "HOME": "/root", "TOOLJAIL_CACHE_DIR": "/c", "A": "1", "PATH": "/mine"})
+        self.assertEqual(_call.env_flags(env), ["--env", "A", "--env", "PATH", "--env", "TOOLJAIL_CACHE_DIR=/x"])
 
     def test_profile_file_or_name(self):
         for profile, want in [("default", False), ("./mine.toml", True), ("mine.toml", True),

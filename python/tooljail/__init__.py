@@ -11,12 +11,12 @@ only. See python/README.md.
 """
 
 from ._errors import CalledProcessError, CompletedProcess, JailError, TimeoutExpired
-from ._patch import patch_subprocess
+from ._patch import JailedPopen, patch_subprocess, unjailed
 from ._report import Report
 from ._run import DEVNULL, PIPE, STDOUT, call, check_call, check_output, run
 
 __all__ = [
-    "run", "call", "check_call", "check_output", "patch_subprocess",
+    "run", "call", "check_call", "check_output", "patch_subprocess", "unjailed", "JailedPopen",
     "CompletedProcess", "CalledProcessError", "TimeoutExpired", "JailError", "Report",
     "PIPE", "STDOUT", "DEVNULL",
 ]

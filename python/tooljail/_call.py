@@ -144,9 +144,44 @@ def cli_argv(binary, call):
     if call.network is not None:
         argv += ["--net", call.network]
     argv += ["--workdir", call.workdir]
-    for key, value in call.env.items():
-        argv += ["--env", "%s=%s" % (key, value)]
+    argv += env_flags(call.env)
     return argv + ["--"] + call.argv
+
+
+# Variables the tooljail process reads for itself (the seccomp cache, home
+# directories it refuses as workdirs, the audit log, the server): a value the
+# command is given for one of them cannot also be the process's, so it goes
+# in argv. HOME is the jail's own anyway (dropped, named in the report).
+TOOLJAIL_OWN = frozenset({
+    "HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "TOOLJAIL_AUDIT_LOG", "TOOLJAIL_CACHE_DIR",
+    "TOOLJAIL_SERVER", "TOOLJAIL_TEST_HOSTS", "KUBERNETES_SERVICE_HOST",
+})
+
+
+def env_flags(env):
+    """The CLI's --env flags for the command's variables: `--env NAME` (the
+    value taken from the tooljail process's environment, see cli_environ), so
+    that no value is in argv, where every user of the host can read it
+    (/proc/PID/cmdline); `--env NAME=VALUE` only for TOOLJAIL_OWN names."""
+    out = []
+    for key, value in env.items():
+        out += ["--env", "%s=%s" % (key, value) if key in TOOLJAIL_OWN else key]
+    return out
+
+
+def cli_environ(env, environ, inherit=True):
+    """The tooljail process's environment for a command given env (a dict,
+    the values of env_flags' bare names): environ (with inherit, so that a
+    profile's env.pass names are read from it; else only its TOOLJAIL_OWN
+    variables, for tooljail itself, and the pass names are read from env),
+    TOOLJAIL_SERVER dropped (the caller decides on a server, with --server),
+    then env's variables but TOOLJAIL_OWN ones."""
+    out = {k: v for k, v in environ.items()
+           if k != "TOOLJAIL_SERVER" and (inherit or k in TOOLJAIL_OWN)}
+    for key, value in env.items():
+        if key not in TOOLJAIL_OWN:
+            out[key] = value
+    return out
 
 
 def server_request(call, profile_text=None):

@@ -10,8 +10,13 @@ import struct
 import subprocess
 import time
 
-from ._call import MAX_PROFILE, SETUP_FAILED, cli_argv, is_profile_file, not_served, server_request
+from ._call import (MAX_PROFILE, SETUP_FAILED, cli_argv, cli_environ, is_profile_file, not_served,
+                    server_request)
 from ._errors import JailError
+
+# subprocess's own Popen, taken before any patch_subprocess(): the CLI is
+# started on the host, never through the patch.
+_Popen = subprocess.Popen
 
 # How long past the jail's own timeout the client waits for the report before
 # it gives up: the jail kills the tree at the timeout and reports at once, so
@@ -33,11 +38,12 @@ def _client_timeout(call):
 def run_cli(binary, call, on_output):
     argv = cli_argv(binary, call)
     try:
-        proc = subprocess.Popen(
+        proc = _Popen(
             argv,
             stdin=subprocess.PIPE if call.stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            env=cli_environ(call.env, os.environ),
         )
     except OSError as e:
         raise JailError(
