@@ -692,6 +692,7 @@ type report struct {
 		Caps        map[string]bool `json:"caps"`
 		NoNewPrivs  bool            `json:"no_new_privs"`
 		Degraded    []string        `json:"degraded"`
+		Protected   []string        `json:"protected"`
 	} `json:"enforcement"`
 }
 

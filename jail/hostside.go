@@ -507,9 +507,12 @@ type hostSide struct {
 	trusted  []*hostpath.Object
 	cache    *hostpath.Object // the seccomp cache directory, or nil
 	over     []overBind
-	prog     *seccomp.Program
-	idmapped []string // destinations of idmapped binds
-	finished bool
+	// protected are the objects of Spec.Protect found in writable binds,
+	// bound read-only over themselves with the trusted ones.
+	protected []*hostpath.Object
+	prog      *seccomp.Program
+	idmapped  []string // destinations of idmapped binds
+	finished  bool
 }
 
 // prepare opens what needs no init: the outputs, the files tooljail
@@ -584,12 +587,17 @@ func (h *hostSide) finish(c *Cmd) error {
 			h.trusted = append(h.trusted, h.cache)
 		}
 	}
-	h.over = overBinds(h.trusted, mounts, h.sources)
+	prot, dests, err := protectIn(c.Spec.Protect, mounts, h.sources)
+	if err != nil {
+		return err
+	}
+	h.protected = prot
+	c.res.Enforcement.Protected = dests
+	h.over = overBinds(append(h.trusted[:len(h.trusted):len(h.trusted)], prot...), mounts, h.sources)
 	var dir *os.File
 	if h.cache != nil && insideWritable(h.cache.Chain, mounts, h.sources) == "" {
 		dir = h.cache.File
 	}
-	var err error
 	h.prog, err = c.plan.compileSeccomp(c.Spec, dir)
 	return err
 }
@@ -599,6 +607,10 @@ func (h *hostSide) finish(c *Cmd) error {
 func (h *hostSide) close() {
 	closeSources(h.sources)
 	h.sources = nil
+	for _, o := range h.protected {
+		o.Close()
+	}
+	h.protected = nil
 	if h.cache != nil {
 		h.cache.Close()
 		h.cache = nil

@@ -107,7 +107,7 @@ func (ip *initPlan) fillLate(srcs []source, over []overBind, prog *seccomp.Progr
 	}
 	l.nfds = C.int(len(fds))
 	if len(over) > maxOver {
-		return nil, fmt.Errorf("%d trusted files and directories inside read-write binds: at most %d", len(over), maxOver)
+		return nil, fmt.Errorf("%d trusted and protected files and directories inside read-write binds: at most %d can be bound read-only; protect fewer (filesystem.protect) or bind a smaller directory", len(over), maxOver)
 	}
 	co := unsafe.Slice(l.over, maxOver)
 	for i, o := range over {

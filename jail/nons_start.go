@@ -99,6 +99,22 @@ func (h *nonsHost) prepare(c *Cmd) error {
 			h.trusted = append(h.trusted, h.cache)
 		}
 	}
+	// Landlock cannot take write access away below a directory it grants
+	// it on, and there are no mounts: a protected path in a writable bind
+	// fails the run.
+	prot, dests, err := protectIn(np.spec.Protect, p.mounts, h.sources)
+	for _, o := range prot {
+		o.Close()
+	}
+	if err != nil {
+		return err
+	}
+	if len(dests) > 0 {
+		if !c.Spec.degradedAllowed(LayerProtect) {
+			return fmt.Errorf("%s is a protected path (filesystem.protect: it runs on the host later) inside a read-write bind; without a mount namespace it cannot be made read-only, and the command could change it: run in a directory without it, or allow it writable with --allow-degraded protect (or protect = [] in a profile)", dests[0])
+		}
+		c.res.Enforcement.Degraded = append(c.res.Enforcement.Degraded, LayerProtect)
+	}
 	for _, o := range overBinds(h.trusted, p.mounts, h.sources) {
 		if o.ReadOnly {
 			return fmt.Errorf("%s is a file tooljail trusts (a profile, this executable or its cache) inside a read-write bind; without a mount namespace it cannot be made read-only there, and the command could change it for the next run: move it out of the bind, or bind another directory", o.Dest)

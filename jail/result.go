@@ -223,6 +223,9 @@ type Enforcement struct {
 	// Idmapped lists the destinations of writable binds that are idmapped
 	// so that files the command writes keep the bind owner's ids.
 	Idmapped []string `json:"idmapped,omitempty"`
+	// Protected lists the paths in the jail bound read-only over
+	// themselves because Spec.Protect names them (sorted).
+	Protected []string `json:"protected,omitempty"`
 	// UnixSockets says whether pathname unix sockets inside binds can be
 	// reached: "landlock" (only those in writable binds and the jail's
 	// own directories, Landlock ABI 9+), or why not.

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -216,10 +217,13 @@ const (
 	// LayerNamespaces lets a run go without every namespace where none
 	// can be made, confined by Landlock and seccomp alone (nons.go).
 	LayerNamespaces = "namespaces"
+	// LayerProtect lets a run without namespaces leave the protected
+	// paths of its writable binds writable (nothing can bind them over).
+	LayerProtect = "protect"
 )
 
 // KnownLayers lists the names AllowDegraded accepts.
-var KnownLayers = []string{LayerLandlock, LayerSeccomp, LayerSeccompNotify, LayerCgroup, LayerMemory, LayerCPU, LayerPids, LayerNamespaces}
+var KnownLayers = []string{LayerLandlock, LayerSeccomp, LayerSeccompNotify, LayerCgroup, LayerMemory, LayerCPU, LayerPids, LayerNamespaces, LayerProtect}
 
 // CheckLayer says why name is not a layer AllowDegraded accepts, or nil.
 // Profiles and the CLI check names with it, so that every caller refuses
@@ -285,6 +289,13 @@ type Spec struct {
 	// for the next run. The jail adds its own executable and the seccomp
 	// cache directory.
 	Trusted []*hostpath.Object
+	// Protect are names, relative to each writable bind, of files that
+	// run on the host later (".git/hooks", ".envrc", ...): each that
+	// exists when the run starts is bound read-only over itself, as a
+	// trusted file. Entries under ".git/" apply to every repository at
+	// the bind's root and two levels below it, and its submodules; a
+	// repository's core.hooksPath inside the bind is protected too.
+	Protect []string
 }
 
 // EnvDrop is one variable a caller gave that the command does not get.
@@ -349,6 +360,11 @@ func (s *Spec) Validate() error {
 		}
 		if strings.ContainsRune(e, 0) {
 			return fmt.Errorf("environment entry %q contains a NUL byte", e)
+		}
+	}
+	for _, p := range s.Protect {
+		if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.ContainsRune(p, 0) {
+			return fmt.Errorf("protected path %q: want a clean path relative to a bind, without \"..\"", p)
 		}
 	}
 	for _, m := range s.Mounts {

@@ -259,6 +259,7 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 	c.res.Enforcement.Idmapped = hs.idmapped
 	if c.warm != nil {
 		c.warm.workdir = workdirID(c.plan.mounts, hs.sources, c.Spec.Dir)
+		c.warm.protected = protectedIDs(c.res.Enforcement.Protected, hs.protected)
 	}
 	fdList, err := ip.fillLate(hs.sources, hs.over, hs.prog)
 	if err != nil {

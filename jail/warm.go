@@ -11,11 +11,14 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/hostpath"
 )
 
 // A warm jail is built ahead of its command, for a caller that runs many
@@ -43,6 +46,10 @@ type warmState struct {
 	isParked bool          // under Cmd.mu
 	taken    bool          // Command gave the Cmd its call
 	workdir  *fileID       // the workdir bind's source as opened, or nil
+	// protected is what the jail binds read-only (Spec.Protect), as
+	// "DEST dev:ino" lines: a call whose binds hold other ones (a hook
+	// added, a repository cloned since) runs cold.
+	protected []string
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -110,6 +117,9 @@ func (w *Warm) Command(spec *Spec) (*Cmd, error) {
 	}
 	size, n := callSize(spec)
 	why := unfit(c.Spec, spec, c.warm.workdir, size, n)
+	if why == "" {
+		why = protectChanged(spec, c.plan.mounts, c.warm.protected)
+	}
 	if why == "" {
 		select {
 		case <-c.msgDone:
@@ -296,4 +306,54 @@ func (c *Cmd) startCall() error {
 	}
 	c.superviseCommand()
 	return nil
+}
+
+// protectedIDs pairs each protected destination with its object's identity.
+func protectedIDs(dests []string, objs []*hostpath.Object) []string {
+	out := make([]string, 0, len(dests))
+	for i, d := range dests {
+		if i < len(objs) {
+			id := objs[i].ID()
+			out = append(out, fmt.Sprintf("%s %d:%d", d, id.Dev, id.Ino))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// protectChanged says why what want's writable binds hold to protect is no
+// longer what the warm jail binds read-only (have), or "". It opens the
+// binds' sources again: the names are looked up as for a cold run.
+func protectChanged(want *Spec, mounts []Mount, have []string) string {
+	if len(want.Protect) == 0 {
+		return ""
+	}
+	writable := make([]Mount, len(mounts))
+	for i, m := range mounts {
+		if m.Kind == MountBind && m.Writable {
+			writable[i] = m
+		}
+	}
+	root, err := os.OpenFile("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "the host's root cannot be opened"
+	}
+	defer root.Close()
+	srcs, err := resolveSources(root, writable, want.Dir)
+	if err != nil {
+		return "a read-write bind cannot be opened again: " + err.Error()
+	}
+	defer closeSources(srcs)
+	objs, dests, err := protectIn(want.Protect, writable, srcs)
+	if err != nil {
+		return err.Error()
+	}
+	now := protectedIDs(dests, objs)
+	for _, o := range objs {
+		o.Close()
+	}
+	if !slices.Equal(now, have) {
+		return "the protected paths of its read-write binds changed since it was built"
+	}
+	return ""
 }

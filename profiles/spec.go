@@ -84,6 +84,9 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		HostUser:      hostUser,
 		Trusted:       append([]*hostpath.Object(nil), p.files...),
 	}
+	if fs.Protect != nil {
+		s.Protect = append([]string(nil), *fs.Protect...)
+	}
 	for _, dir := range fs.System {
 		dir = filepath.Clean(dir)
 		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Exec: true, Optional: true, KeepSymlink: true})

@@ -251,11 +251,11 @@ func run(c *config) error {
 		return err
 	}
 
-	step("start-up by layer: %d x 8 steps, alternating", c.layerRuns)
 	ls, err := layers(c.tooljail, wd, bw)
 	if err != nil {
 		return err
 	}
+	step("start-up by layer: %d x %d steps, alternating", c.layerRuns, len(ls))
 	lrs := make([]runner, len(ls))
 	for i, l := range ls {
 		lrs[i] = l.r

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,10 @@ func layers(tooljail, wd string, bwrapArgv []string) ([]layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	repo := wd + "-repo"
+	if err := repoWorkdir(repo); err != nil {
+		return nil, err
+	}
 	cgroupOnly := full.Limits
 	noCaps := full.Limits
 	noCaps.Memory, noCaps.CPUs, noCaps.Pids = 0, 0, 0
@@ -60,6 +65,7 @@ func layers(tooljail, wd string, bwrapArgv []string) ([]layer, error) {
 		{"+seccomp", "+ the default seccomp allowlist (user notification)", jailRunner("+seccomp", &withSeccomp)},
 		{"+cgroup", "+ memory/cpus/pids caps (512 MiB, 1 CPU, 256): the whole default Spec", jailRunner("+cgroup", &withCgroup)},
 		{"full (tooljail run)", "the CLI: `tooljail run -q -- /bin/true`", execRunner("tooljail run", []string{tooljail, "run", "-q", "--", "/bin/true"}, wd, nil, nil)},
+		{"full, repository workdir", "the CLI in a workdir holding a git repository (hooks, config, info, two submodules, 16 top-level directories): filesystem.protect looks up and binds read-only what would run on the host later", execRunner("tooljail run repo", []string{tooljail, "run", "-q", "--", "/bin/true"}, repo, nil, nil)},
 		{"bwrap (reference)", "bwrap --unshare-all with the same mounts", execRunner("bwrap", bwrapArgv, wd, nil, nil)},
 	}, nil
 }
@@ -117,4 +123,31 @@ func bwrapArgv(bwrap, wd string, cmd ...string) ([]string, error) {
 func bwrapHasSize(bwrap string) bool {
 	out, _ := exec.Command(bwrap, "--help").CombinedOutput()
 	return strings.Contains(string(out), "--size")
+}
+
+// repoWorkdir lays out dir as a project with a git repository, as git
+// leaves one: what filesystem.protect looks at in a run's workdir.
+func repoWorkdir(dir string) error {
+	files := []string{".git/HEAD", ".git/config", ".git/hooks/pre-commit.sample", ".git/info/exclude",
+		".git/objects/pack/x", ".git/refs/heads/main", ".gitmodules", ".gitignore", "README.md"}
+	for _, m := range []string{"a", "b"} {
+		files = append(files, ".git/modules/"+m+"/HEAD", ".git/modules/"+m+"/config", ".git/modules/"+m+"/hooks/x.sample", "third_party/"+m+"/.git")
+	}
+	for i := 0; i < 16; i++ {
+		files = append(files, fmt.Sprintf("dir%02d/sub/file.go", i), fmt.Sprintf("dir%02d/file.go", i))
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		data := ""
+		if strings.HasSuffix(f, "/.git") {
+			data = "gitdir: ../../.git/modules/" + filepath.Base(filepath.Dir(f)) + "\n"
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

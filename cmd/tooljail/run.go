@@ -206,7 +206,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 		profiles.CheckVarFlag))
 	fs.Func("pass-env", "copy variable `K` from this environment when set (repeatable)", list(&f.passEnv,
 		asProfile(func(p *profiles.Profile, v string) error { p.Env.Pass = []string{v}; return nil })))
-	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced: landlock, seccomp, seccomp-notify, cgroup, memory, cpu, pids, namespaces (no namespaces, confined by Landlock and seccomp, where none can be made)", list(&f.allowDegraded,
+	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced: landlock, seccomp, seccomp-notify, cgroup, memory, cpu, pids, namespaces (no namespaces, confined by Landlock and seccomp, where none can be made), protect (without namespaces, the protected paths of the read-write binds stay writable)", list(&f.allowDegraded,
 		asProfile((*profiles.Profile).AddAllowDegraded)))
 	fs.Var(&f.report, "report", "write the JSON report to `FILE` (- for stderr); opened before the run: a regular file, no symlink, outside the run's read-write binds")
 	fs.BoolVar(&f.json, "json", false, "capture stdout/stderr into the report and print only the report on stdout")
