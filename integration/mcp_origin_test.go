@@ -76,7 +76,7 @@ func TestMCPHTTPOrigin(t *testing.T) {
 		}
 		srv.stop(t)
 
-		sock := filepath.Join(u.dir(t), "mcp.sock")
+		sock := filepath.Join(u.serverDir(t), "mcp.sock") // a directory of the server's own uid
 		usrv := u.mcpListen(t, repo, audit, sock)
 		if !strings.Contains(usrv.first, "unix socket "+sock) {
 			t.Fatalf("first stderr line %q", usrv.first)

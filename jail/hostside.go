@@ -510,9 +510,14 @@ type hostSide struct {
 	// protected are the objects of Spec.Protect found in writable binds,
 	// bound read-only over themselves with the trusted ones.
 	protected []*hostpath.Object
-	prog      *seccomp.Program
-	idmapped  []string // destinations of idmapped binds
-	finished  bool
+	// protectedDests are their destinations, for the report (set by
+	// Start once the cgroup, which rewrites the enforcement, is made);
+	// protectDegraded: without namespaces, left writable (LayerProtect).
+	protectedDests  []string
+	protectDegraded bool
+	prog            *seccomp.Program
+	idmapped        []string // destinations of idmapped binds
+	finished        bool
 }
 
 // prepare opens what needs no init: the outputs, the files tooljail
@@ -591,8 +596,7 @@ func (h *hostSide) finish(c *Cmd) error {
 	if err != nil {
 		return err
 	}
-	h.protected = prot
-	c.res.Enforcement.Protected = dests
+	h.protected, h.protectedDests = prot, dests
 	h.over = overBinds(append(h.trusted[:len(h.trusted):len(h.trusted)], prot...), mounts, h.sources)
 	var dir *os.File
 	if h.cache != nil && insideWritable(h.cache.Chain, mounts, h.sources) == "" {

@@ -113,7 +113,7 @@ func (h *nonsHost) prepare(c *Cmd) error {
 		if !c.Spec.degradedAllowed(LayerProtect) {
 			return fmt.Errorf("%s is a protected path (filesystem.protect: it runs on the host later) inside a read-write bind; without a mount namespace it cannot be made read-only, and the command could change it: run in a directory without it, or allow it writable with --allow-degraded protect (or protect = [] in a profile)", dests[0])
 		}
-		c.res.Enforcement.Degraded = append(c.res.Enforcement.Degraded, LayerProtect)
+		h.protectDegraded = true
 	}
 	for _, o := range overBinds(h.trusted, p.mounts, h.sources) {
 		if o.ReadOnly {
@@ -230,6 +230,9 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 	c.proc.killSig = killAllSignal
 	lf.syncR.Close()
 	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
+	if hs.protectDegraded {
+		c.res.Enforcement.Degraded = append(c.res.Enforcement.Degraded, LayerProtect)
+	}
 	fdList, err := ip.fillLate(hs.sources, nil, hs.prog)
 	if err != nil {
 		return err
