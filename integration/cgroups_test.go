@@ -347,7 +347,10 @@ func TestCgroupCPU(t *testing.T) {
 		}
 		cpu := *r.CPUUserMs + *r.CPUSystemMs
 		if slow > 1 {
-			if *r.CPUThrottledMs <= 0 && cpu < 500 {
+			// As on the host (below): a loop that got less than the
+			// quota's 1000 ms (967 ms in a guest beside a CPU hog, once)
+			// may never have used a whole period's share.
+			if *r.CPUThrottledMs <= 0 && cpu < 950 {
 				t.Skipf("the loop got only %d ms of CPU in 2 s: the guest is too busy to reach the quota", cpu)
 			}
 			if *r.CPUThrottledMs <= 0 {
