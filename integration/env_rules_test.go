@@ -51,10 +51,8 @@ func checkEnvRun(t *testing.T, how string, o *outcome, r *report, raw []byte) {
 	}
 	var env []string
 	o.value(t, 0, &env)
-	got := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		got[k] = v
+	got := envMap(env)
+	for k, v := range got {
 		for _, s := range envSecrets {
 			if strings.Contains(v, s) {
 				t.Errorf("%s: a caller's secret reached the jail in %s", how, k)

@@ -484,11 +484,7 @@ func TestEnvironment(t *testing.T) {
 		lines := o.ok(t, 3)
 		var env []string
 		o.value(t, 0, &env)
-		got := map[string]string{}
-		for _, kv := range env {
-			k, v, _ := strings.Cut(kv, "=")
-			got[k] = v
-		}
+		got := envMap(env)
 		want := map[string]string{"ADDED": "1", "LANG": "C", "PASSED": "yes", "HOME": "/home/sandbox", "TERM": "dumb"}
 		for k, v := range want {
 			if got[k] != v {
@@ -507,6 +503,16 @@ func TestEnvironment(t *testing.T) {
 			t.Errorf("HOME is not a private writable directory: %s %s", lines[1], lines[2])
 		}
 	})
+}
+
+// envMap is an environment ("K=V" entries) by name.
+func envMap(env []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }
 
 // Files the command writes to a read-write bind belong to the invoking user.

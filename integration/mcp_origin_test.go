@@ -50,11 +50,7 @@ func TestMCPHTTPOrigin(t *testing.T) {
 		}
 		audit := filepath.Join(u.dir(t), "audit.log")
 		srv := u.mcpListen(t, repo, audit, "127.0.0.1:0")
-		const prefix = "tooljail: mcp: serving streamable HTTP on "
-		if !strings.HasPrefix(srv.first, prefix+"http://127.0.0.1:") {
-			t.Fatalf("first stderr line %q", srv.first)
-		}
-		url := strings.TrimPrefix(srv.first, prefix)
+		url := srv.loopbackURL(t)
 		hostport := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
 		_, port, _ := net.SplitHostPort(hostport)
 		for _, tc := range []struct {

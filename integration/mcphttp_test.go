@@ -117,11 +117,7 @@ func TestMCPHTTPLoopback(t *testing.T) {
 		}
 		audit := filepath.Join(u.dir(t), "audit.log")
 		srv := u.mcpListen(t, repo, audit, "127.0.0.1:0")
-		const prefix = "tooljail: mcp: serving streamable HTTP on "
-		if !strings.HasPrefix(srv.first, prefix+"http://127.0.0.1:") {
-			t.Fatalf("first stderr line %q", srv.first)
-		}
-		url := strings.TrimPrefix(srv.first, prefix)
+		url := srv.loopbackURL(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
 		defer cancel()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
@@ -199,6 +195,17 @@ func (u *user) mcpListen(t *testing.T, repo, audit, listen string) *mcpServer {
 }
 
 // stop ends the server with SIGTERM, which must end it cleanly.
+// loopbackURL is the URL a server listening on 127.0.0.1 names in its
+// first stderr line.
+func (s *mcpServer) loopbackURL(t *testing.T) string {
+	t.Helper()
+	const prefix = "tooljail: mcp: serving streamable HTTP on "
+	if !strings.HasPrefix(s.first, prefix+"http://127.0.0.1:") {
+		t.Fatalf("first stderr line %q", s.first)
+	}
+	return strings.TrimPrefix(s.first, prefix)
+}
+
 func (s *mcpServer) stop(t *testing.T) {
 	t.Helper()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -71,7 +73,7 @@ func protectIn(names []string, mounts []Mount, srcs []source) (objs []*hostpath.
 		l := &protectLookup{root: int(root.File.Fd()), host: root.Path, entries: names,
 			rels: map[string]bool{}, required: map[string]string{}, dirs: map[string]map[string]uint8{}}
 		l.find()
-		for _, rel := range sortedKeys(l.rels) {
+		for _, rel := range slices.Sorted(maps.Keys(l.rels)) {
 			_, required := l.required[rel]
 			if !required && !l.listed(rel) {
 				continue // most names are not there: no open for them
@@ -99,15 +101,6 @@ func missingWhat(err error) string {
 		return "is a symlink (which cannot be bound over)"
 	}
 	return "does not exist"
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // find fills l.rels: the entries at the root and in every repository's

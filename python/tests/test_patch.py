@@ -164,6 +164,27 @@ class PatchRunTest(unittest.TestCase):
         self.assertIsNone(p.jail_error)
         self.assertFalse(os.path.exists(os.path.dirname(p._tj_report)))  # the report's directory is gone
 
+    def test_same_as_subprocess(self):
+        # subprocess without the patch is the oracle: what does not depend
+        # on who runs the command (bytes, exit codes, a signal, text mode,
+        # input) comes back the same jailed.
+        cases = [
+            (["sh", "-c", "printf 'a\\nb'; printf 'err' >&2; exit 3"], {"capture_output": True}),
+            (["sh", "-c", r"printf '\000\377\r\n'"], {"stdout": subprocess.PIPE}),
+            (["sh", "-c", r"printf 'x\r\ny\rz\n'"], {"capture_output": True, "text": True}),
+            (["sh", "-c", "kill -TERM $$"], {}),
+            (["cat"], {"input": b"piped\n", "capture_output": True}),
+            ("echo $((6*7)); exit 0", {"shell": True, "stdout": subprocess.PIPE}),
+            (["sh", "-c", "exit 126"], {"stdout": subprocess.DEVNULL}),
+        ]
+        for args, kw in cases:
+            want = subprocess.run(args, timeout=30, **kw)
+            with tooljail.patch_subprocess(**self.kw):
+                got = subprocess.run(args, timeout=30, **kw)
+            with self.subTest(args=args):
+                self.assertEqual((got.returncode, got.stdout, got.stderr),
+                                 (want.returncode, want.stdout, want.stderr))
+
     def test_stdin_pipe_and_context_manager(self):
         with tooljail.patch_subprocess(**self.kw):
             with subprocess.Popen(["sh", "-c", "read x; echo got $x; id -u"], stdin=subprocess.PIPE,

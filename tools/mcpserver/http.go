@@ -86,7 +86,8 @@ type peerKey struct{}
 // the calls recorded), and closes what is still open after grace. A
 // request from a web page is refused with 403 (guardOrigin: a foreign
 // Origin, or on TCP a Host that is not loopback). All sessions share c,
-// so its rate limits and its audit log hold across them. Each call is recorded with its client as the kernel names it:
+// so its rate limits and its audit log hold across them. Each call is
+// recorded with its client as the kernel names it:
 // SO_PEERCRED on a unix socket; on a loopback TCP port the uid that owns
 // the client's socket in the kernel's socket tables, and the pid and gid
 // of a process holding it (tcppeer), -1 for what cannot be seen (a
