@@ -26,7 +26,7 @@ import (
 // that never ends and one from an upstream that never answers, both left
 // running when the command exits.
 const attack = `
-import socket, os, random, string
+import socket, os, random, string, time
 HTTP, SOCKS, UP = ("127.0.0.1", 3128), ("127.0.0.1", 1080), os.environ["UP"]
 def conn(a):
     s = socket.create_connection(a, timeout=5); return s
@@ -51,9 +51,16 @@ for i in range(10000):
     except OSError: pass
 for c in held: c.close()
 held = []
-for path in ("/stream", "/hang"):
-    s = conn(HTTP); s.sendall(("GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (UP, path, UP)).encode()); held.append(s)
-print("first", held[0].recv(15))
+def get(path):
+    s = conn(HTTP); s.sendall(("GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (UP, path, UP)).encode()); return s
+# The proxies count a closed connection once they see it close: until
+# then the connection limit answers 429. Wait for them, boundedly.
+for i in range(100):
+    s = get("/stream"); head = s.recv(15)
+    if not head.startswith(b"HTTP/1.1 429"): break
+    s.close(); time.sleep(0.05)
+held = [s, get("/hang")]
+print("first", head)
 print("done", flush=True)
 os._exit(0)
 `
