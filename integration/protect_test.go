@@ -14,9 +14,10 @@ import (
 )
 
 // protectRepo is a workdir laid out by hand as git leaves one (no git
-// needed: the guests may not have it): a repository with hooks, config,
-// info and core.hooksPath, a submodule's git directory, a nested
-// repository, a worktree's .git file, and rc files.
+// needed: the guests may not have it): a repository with hooks (one a
+// symlink to a script in the project), config, info and core.hooksPath, a
+// submodule's git directory, a nested repository, a worktree's .git file,
+// and rc files. A value "-> TARGET" makes a symlink.
 var protectRepo = map[string]string{
 	".git/HEAD":                         "ref: refs/heads/main\n",
 	".git/config":                       "[core]\n\tbare = false\n\thooksPath = myhooks\n",
@@ -34,6 +35,8 @@ var protectRepo = map[string]string{
 	"sub/.git/config":                   "[core]\n",
 	"sub/.git/hooks/pre-push":           "#!/bin/sh\n",
 	"myhooks/pre-commit":                "#!/bin/sh\n",
+	".git/hooks/post-merge":             "-> ../../scripts/hook", // a symlink: the script is what runs
+	"scripts/hook":                      "#!/bin/sh\n",
 	".envrc":                            "export X=1\n",
 	".bashrc":                           "alias ls=ls\n",
 	".vscode/settings.json":             "{}\n",
@@ -61,6 +64,7 @@ var protectAttempts = [][2]string{
 	{"worktree-config", "echo x >> .git/worktrees/wt/config.worktree"},
 	{"module-hook", "echo x > .git/modules/m/hooks/post-checkout"},
 	{"module-config", "echo x >> .git/modules/m/config"},
+	{"linked-hook", "echo x >> scripts/hook"},
 }
 
 // What git itself writes in a commit, and ordinary files: never protected.
@@ -76,7 +80,7 @@ var protectAllowed = [][2]string{
 var protectWant = []string{
 	".bashrc", ".envrc", ".git/config", ".git/hooks", ".git/info",
 	".git/modules/m/config", ".git/modules/m/hooks", ".git/worktrees/wt/config.worktree",
-	".vscode", "a/wt/.git", "myhooks", "sub/.git/config", "sub/.git/hooks",
+	".vscode", "a/wt/.git", "myhooks", "scripts/hook", "sub/.git/config", "sub/.git/hooks",
 }
 
 func makeTree(t *testing.T, u *user, root string, files map[string]string) {
@@ -90,7 +94,11 @@ func makeTree(t *testing.T, u *user, root string, files map[string]string) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasSuffix(rel, "/") {
+		if target, ok := strings.CutPrefix(data, "-> "); ok {
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+		} else if !strings.HasSuffix(rel, "/") {
 			writeFile(t, p, data, 0o755)
 		}
 	}

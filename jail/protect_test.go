@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,22 +164,107 @@ func TestProtectIn(t *testing.T) {
 }
 
 // BenchmarkProtectLookup is the start-up cost protection adds to a run in
-// a repository workdir (make bench reports it too).
+// a repository workdir (make bench reports the whole run's too): a .git
+// with hooks, config and info, two submodules, a nested repository and a
+// worktree, then with 16 and 64 top-level directories, each listed for a
+// repository below it.
 func BenchmarkProtectLookup(b *testing.B) {
-	dir := repoTree(b)
-	for i := 0; i < 30; i++ { // a project's top level
-		os.MkdirAll(filepath.Join(dir, "pkg", strings.Repeat("d", i+1)), 0o755)
-		os.MkdirAll(filepath.Join(dir, strings.Repeat("t", i+1), "x"), 0o755)
+	for _, n := range []int{0, 16, 64} {
+		dir := repoTree(b)
+		for _, f := range []string{".git/modules/m2/HEAD", ".git/modules/m2/config", ".git/modules/m2/hooks/x", ".gitmodules"} {
+			os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
+			os.WriteFile(filepath.Join(dir, f), nil, 0o644)
+		}
+		for i := 0; i < n; i++ {
+			os.MkdirAll(filepath.Join(dir, fmt.Sprintf("dir%02d", i), "sub"), 0o755)
+		}
+		root, err := hostpath.Open(dir, hostpath.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("repo+%ddirs", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := protectRoot(b, root, dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		root.Close()
 	}
+}
+
+// protectNamed is protectOf with the list names.
+func protectNamed(t *testing.T, dir string, names ...string) ([]string, error) {
+	t.Helper()
 	root, err := hostpath.Open(dir, hostpath.Options{})
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	defer root.Close()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := protectRoot(b, root, dir); err != nil {
-			b.Fatal(err)
+	objs, dests, err := protectIn(names, []Mount{{Kind: MountBind, Source: dir, Dest: "/work", Writable: true}}, []source{{obj: root}})
+	for _, o := range objs {
+		o.Close()
+	}
+	return dests, err
+}
+
+// A hook that is a symlink to a script in the bind: the script is what git
+// runs, so it is protected; missing, or named through "a/..", the run
+// fails; a target outside the bind is left alone.
+func TestProtectHookLinks(t *testing.T) {
+	dir := repoTree(t)
+	os.MkdirAll(filepath.Join(dir, "scripts"), 0o755)
+	os.WriteFile(filepath.Join(dir, "scripts/pre-push"), nil, 0o755)
+	os.WriteFile(filepath.Join(dir, "scripts/post-merge"), nil, 0o755)
+	os.Symlink("../../scripts/pre-push", filepath.Join(dir, ".git/hooks/pre-push"))
+	os.Symlink("../scripts/post-merge", filepath.Join(dir, "myhooks/post-merge")) // core.hooksPath
+	os.Symlink(filepath.Join(dir, "scripts/pre-push"), filepath.Join(dir, "sub/.git/hooks/abs"))
+	os.Symlink("/usr/share/hooks/x", filepath.Join(dir, ".git/modules/m/hooks/outside"))
+	dests, err := protectNamed(t, dir, ".git/hooks", ".git/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"/work/scripts/pre-push", "/work/scripts/post-merge", "/work/.git/hooks", "/work/myhooks"} {
+		if !slices.Contains(dests, want) {
+			t.Errorf("protected %v: want %s in it", dests, want)
+		}
+	}
+	for _, tc := range []struct{ link, target, want string }{
+		{".git/hooks/pre-rebase", "../../scripts/missing", "scripts/missing does not exist"},
+		{".git/hooks/pre-rebase", "../../sub/../scripts/pre-push", `"..`},
+		{".git/hooks/pre-rebase", "../../abs", "abs is a symlink"},
+	} {
+		dir := repoTree(t)
+		os.Symlink("/etc", filepath.Join(dir, "abs"))
+		os.Symlink(tc.target, filepath.Join(dir, tc.link))
+		if _, err := protectNamed(t, dir, ".git/hooks"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s -> %s: %v, want %q", tc.link, tc.target, err, tc.want)
+		}
+	}
+}
+
+// The git rules follow the list: without .git/hooks and .git/config in it,
+// a repository missing its hooks is no reason to fail, and nothing of .git
+// is protected.
+func TestProtectOnlyWhatIsNamed(t *testing.T) {
+	dir := repoTree(t)
+	os.RemoveAll(filepath.Join(dir, ".git/hooks"))
+	dests, err := protectNamed(t, dir, ".envrc")
+	if err != nil || !slices.Equal(dests, []string{"/work/.envrc"}) {
+		t.Errorf("protect = [.envrc]: %v, %v", dests, err)
+	}
+	if _, err := protectNamed(t, dir, ".git/hooks"); err == nil {
+		t.Errorf("protect = [.git/hooks] without hooks: no error")
+	}
+}
+
+func TestOddDots(t *testing.T) {
+	for p, want := range map[string]bool{
+		"../../scripts/x": false, "scripts/x": false, "./x": false, "../x": false,
+		"a/../x": true, "../a/../x": true, "/srv/p/x": false, "/srv/a/../x": true, "a/..": true,
+	} {
+		if got := oddDots(p); got != want {
+			t.Errorf("oddDots(%q) = %v, want %v", p, got, want)
 		}
 	}
 }
