@@ -35,6 +35,13 @@ type Cmd struct {
 	// (shared by both); nil discards it (it is still counted).
 	Stdout io.Writer
 	Stderr io.Writer
+	// MergeStderr makes the command's stdout and stderr one pipe, as
+	// os/exec does when Stdout and Stderr are the same *os.File: its fd 1
+	// and fd 2 share one open file, so whatever it writes to either keeps
+	// the order it was written in. All of it goes to Stdout (Stderr must
+	// be nil or Stdout) and is counted and captured as Result.Stdout;
+	// Result.Stderr has Merged set and counts nothing.
+	MergeStderr bool
 	// CaptureOutput keeps the output in Result.Stdout.Text/Stderr.Text.
 	CaptureOutput bool
 	// Outputs are host files the caller writes after the run (see
@@ -386,7 +393,11 @@ func (c *Cmd) WaitResult() (*Result, error) {
 		c.net = nil
 	}
 	c.res.Stdout = c.relays[0].stream()
-	c.res.Stderr = c.relays[1].stream()
+	if c.relays[1] != nil {
+		c.res.Stderr = c.relays[1].stream()
+	} else {
+		c.res.Stderr = Stream{Merged: true}
+	}
 	var violations []seccomp.Violation
 	if c.monitor != nil {
 		violations = c.monitor.Stop()

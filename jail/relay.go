@@ -57,6 +57,8 @@ type relay struct {
 	tail []byte // last tailKeep bytes of what was dropped
 	done chan struct{}
 	text *string // made by the first stream call
+	// base64 is the text's bytes when they are not valid UTF-8 (Stream.Base64).
+	base64 []byte
 }
 
 func newRelay(src *os.File, dst io.Writer, budget *outputBudget, capture bool) *relay {
@@ -143,7 +145,8 @@ func (r *relay) stream() Stream {
 		// String does.
 		text := unsafe.String(unsafe.SliceData(b), len(b))
 		r.text, r.head, r.tail = &text, nil, nil
+		r.base64 = Stream{Text: r.text}.withBase64().Base64
 	}
-	s.Text = r.text
+	s.Text, s.Base64 = r.text, r.base64
 	return s
 }

@@ -2,10 +2,13 @@ package jail
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io"
+	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Schema names the report format; fields are added, never renamed or
@@ -90,6 +93,20 @@ type Result struct {
 	NetworkLimitHits map[string]int `json:"network_limit_hits,omitempty"`
 }
 
+// ExecFailed says whether the run ended because its program was not
+// found or could not be executed in the jail (setup_error, 127 or 126):
+// the command never ran, and a shell tool shows its caller only the
+// output, so the CLI and the server also write the reason to stderr.
+func (r *Result) ExecFailed() bool {
+	return r.Status == StatusSetupError && (r.ExitCode == ExitNotFound || r.ExitCode == ExitNotExecutable)
+}
+
+// ReasonLine is the reason as tooljail writes it to stderr: one line
+// with a "tooljail: " prefix and a newline.
+func (r *Result) ReasonLine() string {
+	return "tooljail: " + strings.ReplaceAll(strings.TrimSpace(r.Reason), "\n", "; ") + "\n"
+}
+
 // Stream is what the command wrote to stdout or stderr.
 type Stream struct {
 	Bytes     int64 `json:"bytes"`     // everything the command wrote
@@ -98,10 +115,41 @@ type Stream struct {
 	// truncated also the last bytes of the stream after a marker line. It
 	// is at most the output limit, plus 4 KiB and the marker line when
 	// truncated, and shares the buffer it was captured in. In JSON,
-	// invalid UTF-8 is U+FFFD, as encoding/json has it, and a byte takes
+	// invalid UTF-8 is U+FFFD, as encoding/json has it (Base64 then has
+	// the exact bytes), and a byte takes
 	// at most six bytes (\u0001): WriteTextJSON writes that form without
 	// holding it whole.
 	Text *string `json:"text,omitempty"`
+	// Base64 is the same bytes as Text, and is set (sharing Text's
+	// buffer: do not modify it) exactly when they are not valid UTF-8,
+	// whose JSON text is lossy. In JSON it is the standard base64 of the
+	// bytes, which a reader takes in place of the text; WriteBase64JSON
+	// writes it without holding it whole. A client that decodes a report
+	// (serve.Client) makes Text of it again, so Text is always exact.
+	Base64 []byte `json:"base64,omitempty"`
+	// Merged is set on the stderr entry of a run whose stderr was its
+	// stdout (Cmd.MergeStderr): everything is in the stdout entry, in the
+	// order it was written, and this one counts nothing.
+	Merged bool `json:"merged,omitempty"`
+}
+
+// withBase64 is s with Base64 set as a run's capture sets it: Text's
+// bytes when they are not valid UTF-8, else none.
+func (s Stream) withBase64() Stream {
+	s.Base64 = nil
+	if s.Text != nil && !utf8.ValidString(*s.Text) {
+		s.Base64 = unsafe.Slice(unsafe.StringData(*s.Text), len(*s.Text))
+	}
+	return s
+}
+
+// Exact sets Text from Base64 when there is one: what a reader of the
+// JSON does to get the exact bytes back (Text in JSON is lossy then).
+func (s *Stream) Exact() {
+	if s.Base64 != nil {
+		t := string(s.Base64)
+		s.Text = &t
+	}
 }
 
 // textPiece is how much of a text WriteTextJSON escapes at a time.
@@ -136,6 +184,38 @@ func (s Stream) WriteTextJSON(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, `"`)
 	return err
+}
+
+// base64Piece is how many bytes WriteBase64JSON encodes at a time: a
+// multiple of 3, so that the pieces make the base64 of the whole.
+const base64Piece = 48 << 10
+
+// WriteBase64JSON writes s.Base64 to w as encoding/json writes a []byte
+// (a JSON string of its standard base64; null when there is none), a
+// piece at a time.
+func (s Stream) WriteBase64JSON(w io.Writer) error {
+	if s.Base64 == nil {
+		_, err := io.WriteString(w, "null")
+		return err
+	}
+	b := s.Base64
+	buf := make([]byte, 0, 1+base64.StdEncoding.EncodedLen(min(len(b), base64Piece))+1)
+	buf = append(buf, '"')
+	for {
+		n := min(len(b), base64Piece)
+		buf = base64.StdEncoding.AppendEncode(buf, b[:n])
+		b = b[n:]
+		if len(b) == 0 {
+			buf = append(buf, '"')
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		if len(b) == 0 {
+			return nil
+		}
+		buf = buf[:0]
+	}
 }
 
 // textCut is where to end the piece of text that starts it, near n: where

@@ -111,6 +111,9 @@ type childStdio struct {
 }
 
 func (c *Cmd) childStdio() (*childStdio, error) {
+	if c.MergeStderr && c.Stderr != nil && !sameWriter(c.Stderr, c.Stdout) {
+		return nil, errors.New("Cmd.MergeStderr sends the command's stderr to Stdout: leave Stderr nil")
+	}
 	s := &childStdio{}
 	var err error
 	if s.stdin, err = c.stdinFile(); err != nil {
@@ -119,6 +122,18 @@ func (c *Cmd) childStdio() (*childStdio, error) {
 	budget := &outputBudget{remaining: -1}
 	if n := c.Spec.Limits.OutputLimit; n > 0 {
 		budget.remaining = n
+	}
+	if c.MergeStderr {
+		// One pipe for both, as os/exec's Stdout == Stderr: the kernel
+		// keeps the order of the command's writes to fd 1 and fd 2.
+		r, w, err := os.Pipe()
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.out[0], s.out[1] = w, w
+		c.relays[0] = newRelay(r, c.Stdout, budget, c.CaptureOutput)
+		return s, nil
 	}
 	for i, dst := range []io.Writer{c.Stdout, c.Stderr} {
 		r, w, err := os.Pipe()
@@ -132,9 +147,16 @@ func (c *Cmd) childStdio() (*childStdio, error) {
 	return s, nil
 }
 
+// sameWriter says whether a and b are the same writer; writers of a type
+// that cannot be compared are different (os/exec's interfaceEqual).
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() { recover() }()
+	return a == b
+}
+
 func (s *childStdio) close() {
-	for _, f := range []*os.File{s.stdin, s.out[0], s.out[1]} {
-		if f != nil {
+	for i, f := range []*os.File{s.stdin, s.out[0], s.out[1]} {
+		if f != nil && !(i == 2 && f == s.out[0]) { // merged: one file
 			f.Close()
 		}
 	}

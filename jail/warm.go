@@ -99,7 +99,7 @@ func (w *Warm) Age() time.Duration { return time.Since(w.born) }
 
 // Command takes the warm jail for spec, which must be the Spec it was
 // prepared with but for Args and Env, and returns the Cmd that runs it:
-// set its Stdin, Stdout, Stderr and CaptureOutput, then Start and Wait
+// set its Stdin, Stdout, Stderr, MergeStderr and CaptureOutput, then Start and Wait
 // (or Run) as with a Cmd of Command. ErrWarmUnfit (wrapped) means the caller should run spec cold; the warm
 // jail is then closed.
 func (w *Warm) Command(spec *Spec) (*Cmd, error) {
