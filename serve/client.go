@@ -20,7 +20,8 @@ type Client struct {
 	Path string
 	// OnStream, when set, asks for the output as it comes (Request.Stream)
 	// and gets each chunk, "stdout" or "stderr", in order of arrival. The
-	// report holds the captured output either way.
+	// report then counts the output without holding it (no Text); without
+	// OnStream the report holds it.
 	OnStream func(stream string, data []byte)
 }
 
@@ -51,6 +52,9 @@ func (c *Client) Run(ctx context.Context, req Request) (*jail.Result, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, fmt.Errorf("tooljail server at %s: bad report: %w", c.Path, err)
 	}
+	// The JSON text of output that is not UTF-8 is lossy; its base64 is not.
+	r.Stdout.Exact()
+	r.Stderr.Exact()
 	return &r, nil
 }
 

@@ -43,8 +43,13 @@ type Request struct {
 	Limits map[string]string `json:"limits,omitempty"`
 	// Network may only be "none" or the profile's own mode.
 	Network string `json:"network,omitempty"`
-	// Stream asks for stdout and stderr chunks as they come.
+	// Stream asks for stdout and stderr chunks as they come; the report
+	// then counts the output but does not hold it.
 	Stream bool `json:"stream,omitempty"`
+	// MergeStderr makes the command's stdout and stderr one pipe
+	// (jail.Cmd.MergeStderr): its output, in the order it wrote it, is
+	// the stdout stream and the report's stdout.
+	MergeStderr bool `json:"merge_stderr,omitempty"`
 	// Tool, in place of Argv, calls a tool of the server's tool file
 	// (Server.Tools) with Arguments; with it only ID, Workdir and Stdin
 	// may be given (tools.go).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -107,8 +108,94 @@ func TestStreamOrder(t *testing.T) {
 	if s := strings.Join(got, " "); s != want {
 		t.Errorf("stream %q, want %q", s, want)
 	}
-	if text(r.Stdout) != "1\n3\n" || text(r.Stderr) != "2\n4\n" {
-		t.Errorf("the report's texts: %q, %q", text(r.Stdout), text(r.Stderr))
+	// The output went out in the stream: the report counts it, once.
+	if r.Stdout.Text != nil || r.Stderr.Text != nil || r.Stdout.Bytes != 4 || r.Stderr.Bytes != 4 {
+		t.Errorf("a streamed run's report: stdout %+v, stderr %+v; want counts and no text", r.Stdout, r.Stderr)
+	}
+}
+
+// merge_stderr: one pipe for fd 1 and 2, so thousands of alternating
+// writes keep their order, streamed (all on stdout) and captured (the
+// report's stdout); stderr says merged and counts nothing.
+func TestMergeStderr(t *testing.T) {
+	ts := start(t)
+	script := `echo 1; echo 2 >&2; echo 3; i=0; while [ $i -lt 2000 ]; do echo o$i; echo e$i >&2; i=$((i+1)); done`
+	var want strings.Builder
+	want.WriteString("1\n2\n3\n")
+	for i := range 2000 {
+		fmt.Fprintf(&want, "o%d\ne%d\n", i, i)
+	}
+	for _, streamed := range []bool{false, true} {
+		c := ts.client()
+		var got bytes.Buffer
+		names := map[string]bool{}
+		if streamed {
+			c.OnStream = func(name string, data []byte) {
+				names[name] = true
+				got.Write(data)
+			}
+		}
+		r := run(t, c, Request{Argv: []string{"/bin/sh", "-c", script}, MergeStderr: true})
+		if !streamed {
+			got.WriteString(text(r.Stdout))
+		}
+		if got.String() != want.String() {
+			t.Errorf("streamed %v: the merged output is not in write order: %.200q...", streamed, got.String())
+		}
+		if streamed && (len(names) != 1 || !names["stdout"]) {
+			t.Errorf("streamed: chunks on %v, want stdout only", names)
+		}
+		if r.Stdout.Bytes != int64(want.Len()) || !reflect.DeepEqual(r.Stderr, jail.Stream{Merged: true}) {
+			t.Errorf("streamed %v: stdout %d bytes, stderr %+v", streamed, r.Stdout.Bytes, r.Stderr)
+		}
+	}
+}
+
+// A report with output that is not UTF-8 carries it exactly: Run gives
+// the bytes back as Text, and the raw report has its base64.
+func TestReportBytesExact(t *testing.T) {
+	ts := start(t)
+	c := ts.client()
+	r := run(t, c, Request{Argv: []string{"/bin/sh", "-c", `printf 'caf\351\n'; printf '\377\376h\000' >&2; echo ok`}})
+	if text(r.Stdout) != "caf\xe9\nok\n" || text(r.Stderr) != "\xff\xfeh\x00" {
+		t.Errorf("output %q, %q", text(r.Stdout), text(r.Stderr))
+	}
+	raw, err := c.RunRaw(context.Background(), Request{Argv: []string{"/bin/sh", "-c", `printf 'caf\351'; echo valid >&2`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(`"stdout":{"bytes":4,"truncated":false,"text":"caf\ufffd","base64":"Y2Fm6Q=="}`)) ||
+		!bytes.Contains(raw, []byte(`"stderr":{"bytes":6,"truncated":false,"text":"valid\n"}`)) {
+		t.Errorf("report: %s", raw)
+	}
+}
+
+// A command that is not found or cannot be executed gets its reason on
+// the stderr stream of a streamed run, as the CLI writes it.
+func TestExecFailureStreamsReason(t *testing.T) {
+	ts := start(t)
+	for _, c := range []struct {
+		argv []string
+		code int
+		want string
+	}{
+		{[]string{"no-such-command-here"}, jail.ExitNotFound, "tooljail: no-such-command-here: command not found in the jail (PATH="},
+		{[]string{"/etc/passwd"}, jail.ExitNotExecutable, "tooljail: /etc/passwd: not executable: permission denied\n"},
+	} {
+		cl := ts.client()
+		var chunks []string
+		cl.OnStream = func(name string, data []byte) { chunks = append(chunks, name+":"+string(data)) }
+		r := run(t, cl, Request{Argv: c.argv})
+		if r.ExitCode != c.code || len(chunks) != 1 || !strings.HasPrefix(chunks[0], "stderr:"+c.want) ||
+			chunks[0] != "stderr:"+r.ReasonLine() {
+			t.Errorf("%s: exit %d, chunks %q; want %d and the reason on stderr", c.argv[0], r.ExitCode, chunks, c.code)
+		}
+		// Not streamed: the report's reason has it; its texts stay the
+		// command's (empty).
+		r = run(t, ts.client(), Request{Argv: c.argv})
+		if r.ExitCode != c.code || text(r.Stderr) != "" {
+			t.Errorf("%s, not streamed: exit %d, stderr %q", c.argv[0], r.ExitCode, text(r.Stderr))
+		}
 	}
 }
 
@@ -724,7 +811,8 @@ func TestShutdownKeepsLock(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Fatal(err)
 	}
-	if r := <-res; r == nil || text(r.Stdout) != "started\ndone\n" {
+	// A streamed run: the report counts what the stream carried.
+	if r := <-res; r == nil || r.Status != jail.StatusExited || r.Stdout.Bytes != int64(len("started\ndone\n")) {
 		t.Errorf("the drained run: %+v", r)
 	}
 	if _, err := os.Lstat(ts.path + LockSuffix); !os.IsNotExist(err) {

@@ -523,13 +523,19 @@ func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Requ
 	// Only an admitted call takes a warm jail: one it took runs.
 	cmd := s.command(req, spec)
 	defer s.untrack(cmd)
-	cmd.CaptureOutput = true
+	// A streamed run's output went to the client as it came: the report
+	// counts it, as `tooljail run` without --json does, rather than send
+	// it twice and hold it here meanwhile.
+	cmd.CaptureOutput = !req.Stream
+	cmd.MergeStderr = req.MergeStderr
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
 	if req.Stream {
 		cmd.Stdout = &streamWriter{out: out, name: "stdout", cancel: cmd.Cancel}
-		cmd.Stderr = &streamWriter{out: out, name: "stderr", cancel: cmd.Cancel}
+		if !req.MergeStderr {
+			cmd.Stderr = &streamWriter{out: out, name: "stderr", cancel: cmd.Cancel}
+		}
 	}
 	var watch sync.WaitGroup
 	ended := make(chan struct{})
@@ -553,6 +559,11 @@ func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Requ
 	res, _ := cmd.WaitResult()
 	close(ended)
 	s.writeAudit(res, peer)
+	if res != nil && req.Stream && res.ExecFailed() {
+		// As `tooljail run` writes it to its stderr: a client that shows
+		// only the streams (a shell tool) gets the reason too.
+		out.writeLine(streamLine{Stream: "stderr", Data: []byte(res.ReasonLine())})
+	}
 	if res != nil {
 		out.writeReport(res)
 	}
@@ -690,7 +701,19 @@ func (w *connWriter) writeError(e *Error) {
 	}{e})
 }
 
-func (w *connWriter) writeReport(r *jail.Result) { w.writeLine(r) }
+// writeReport writes the report line as jail.EncodeReport does: the
+// captured output is escaped into it a piece at a time, never held whole
+// in its encoded form (up to six times the output).
+func (w *connWriter) writeReport(r *jail.Result) error {
+	rep, err := jail.EncodeReport(r, "")
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err = rep.WriteTo(w)
+	return err
+}
 
 // streamWriter sends a command's output as stream lines. A client that
 // does not take them gets its run cancelled, rather than holding up the
