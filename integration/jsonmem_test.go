@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -65,8 +66,22 @@ func TestJSONMemoryBound(t *testing.T) {
 				if got, want := *r.Stdout.Text, c.want(); got != want {
 					t.Errorf("the text does not come back: %d bytes, want %d: %.80q...%.80q", len(got), len(want), got, got[max(0, len(got)-80):])
 				}
-				// At most six bytes of JSON for a byte of text.
-				if len(out) > 6*(limit+4096+128)+8192 {
+				// At most six bytes of JSON for a byte of text, and
+				// four for three of base64 when it is not UTF-8.
+				size := 6*(limit+4096+128) + 8192
+				if c.b == 0xff {
+					size += 4 * (limit + 2) / 3
+					var b []byte
+					if r.Stdout.Base64 != nil {
+						b, _ = base64.StdEncoding.DecodeString(*r.Stdout.Base64)
+					}
+					if len(b) != c.n || strings.Trim(string(b), "\xff") != "" {
+						t.Errorf("the base64 of %d bytes of 0xff is not there whole", c.n)
+					}
+				} else if r.Stdout.Base64 != nil {
+					t.Errorf("base64 for UTF-8 output")
+				}
+				if len(out) > size {
 					t.Errorf("report of %d bytes", len(out))
 				}
 			})

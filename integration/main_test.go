@@ -700,6 +700,8 @@ type stream struct {
 	Bytes     int64   `json:"bytes"`
 	Truncated bool    `json:"truncated"`
 	Text      *string `json:"text"`
+	Base64    *string `json:"base64"`
+	Merged    bool    `json:"merged"`
 }
 
 // hostProcs lists host pids whose command line contains s.

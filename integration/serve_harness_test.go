@@ -315,6 +315,7 @@ type req struct {
 	Limits  map[string]any    `json:"limits,omitempty"`
 	Network string            `json:"network,omitempty"`
 	Stream  bool              `json:"stream,omitempty"`
+	Merge   bool              `json:"merge_stderr,omitempty"`
 }
 
 // reply is what came back on one connection.
@@ -344,12 +345,24 @@ func (r *reply) String() string {
 	return b.String()
 }
 
-// text is what the report holds of stdout.
+// stdout is what the report holds of stdout, or for a streamed run
+// (whose report holds no text) what the stdout stream lines carried.
 func (r *reply) stdout() string {
-	if r.report == nil || r.report.Stdout.Text == nil {
-		return ""
+	if r.report != nil && r.report.Stdout.Text != nil {
+		return *r.report.Stdout.Text
 	}
-	return *r.report.Stdout.Text
+	return r.streamed("stdout")
+}
+
+// streamed is what the stream lines of name carried.
+func (r *reply) streamed(name string) string {
+	var b strings.Builder
+	for _, sl := range r.streams {
+		if sl.Stream == name {
+			b.Write(sl.Data)
+		}
+	}
+	return b.String()
 }
 
 // outLines are the helper's result lines, from the report's stdout text.

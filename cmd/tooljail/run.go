@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -64,6 +60,7 @@ type runFlags struct {
 	allowDegraded []string
 	report        scalar
 	json          bool
+	mergeStderr   bool
 	auditLog      scalar
 	quiet         bool
 	server        scalar
@@ -210,6 +207,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 		asProfile((*profiles.Profile).AddAllowDegraded)))
 	fs.Var(&f.report, "report", "write the JSON report to `FILE` (- for stderr); opened before the run: a regular file, no symlink, outside the run's read-write binds")
 	fs.BoolVar(&f.json, "json", false, "capture stdout/stderr into the report and print only the report on stdout")
+	fs.BoolVar(&f.mergeStderr, "merge-stderr", false, "make the command's stderr its stdout (one pipe, as 2>&1): what it writes to either goes to stdout in the order written, and is the report's stdout")
 	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run to `FILE` (also TOOLJAIL_AUDIT_LOG); opened as --report is")
 	fs.Var(&f.server, "server", "send the run to the `SOCKET` of a tooljail serve (also TOOLJAIL_SERVER) instead of jailing it here; the server's profile decides what --ro, --rw, --tmpfs, --mask, --on-violation, --host-user, --allow-degraded and --audit-log would, so they are refused")
 	fs.BoolVar(&f.quiet, "quiet", false, "no summary line on stderr")
@@ -256,9 +254,13 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 
 	cmd := jail.Command(spec)
 	cmd.Stdin = os.Stdin
-	if f.json {
+	cmd.MergeStderr = f.mergeStderr
+	switch {
+	case f.json:
 		cmd.CaptureOutput = true
-	} else {
+	case f.mergeStderr:
+		cmd.Stdout = os.Stdout
+	default:
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	}
 	outs := f.outputs(cwd, os.Getenv("TOOLJAIL_AUDIT_LOG"))
@@ -507,17 +509,17 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 // exit code. Outputs the jail did not open (a failed Start) are skipped.
 func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout, stderr io.Writer) int {
 	code := r.ExitCode
-	var report *encodedReport
+	var report *jail.ReportJSON
 	if f.report.value != "" || f.json {
 		// Only when it is wanted: encoding it costs a noticeable part of
 		// a short run.
 		var err error
-		if report, err = encodeReport(r); err != nil {
+		if report, err = jail.EncodeReport(r, "  "); err != nil {
 			return fail(stderr, "encode report: %v", err)
 		}
 	}
 	if f.report.value == "-" {
-		report.write(stderr)
+		report.WriteTo(stderr)
 	}
 	if o := outs.report; o != nil && o.File != nil {
 		err := writeReport(o.File, report)
@@ -528,7 +530,7 @@ func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout,
 		}
 	}
 	if f.json {
-		report.write(stdout)
+		report.WriteTo(stdout)
 	}
 	if o := outs.audit; o != nil && o.File != nil {
 		if err := jail.AppendAudit(o.File, r); err != nil {
@@ -537,8 +539,9 @@ func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout,
 		}
 	}
 	switch {
+	case errors.Is(runErr, errReasonShown):
 	case runErr != nil:
-		fmt.Fprintf(stderr, "tooljail: %s\n", oneLine(r.Reason))
+		io.WriteString(stderr, r.ReasonLine())
 	case !f.quiet:
 		if line := summary(r); line != "" {
 			fmt.Fprintf(stderr, "tooljail: %s\n", line)
@@ -547,79 +550,21 @@ func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout,
 	return code
 }
 
+// errReasonShown is the run error of a served run whose reason line the
+// server already sent on the stderr stream (Result.ExecFailed).
+var errReasonShown = errors.New("the reason went out on the stderr stream")
+
 // writeReport replaces the content of the report file with report and
 // closes it. The file was opened before the run without truncating it, so
 // that a previous report stays whole until this one is ready.
-func writeReport(f *os.File, report *encodedReport) error {
+func writeReport(f *os.File, report *jail.ReportJSON) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
-	if err := report.write(io.NewOffsetWriter(f, 0)); err != nil {
+	if _, err := report.WriteTo(io.NewOffsetWriter(f, 0)); err != nil {
 		return err
 	}
 	return f.Close()
-}
-
-// encodedReport is the indented JSON report with the captured texts cut
-// out: they are escaped as the report is written (jail.Stream's
-// WriteTextJSON), so that their escaped form, up to six times their size,
-// is never in memory whole. What it writes is byte for byte
-// json.MarshalIndent of the Result and a newline.
-type encodedReport struct {
-	parts [][]byte      // the JSON around the texts
-	texts []jail.Stream // texts[i] is written after parts[i]
-}
-
-// encodeReport encodes r with a placeholder for each captured text and cuts
-// the report at them. A placeholder has a random name drawn after the
-// command ended, so that nothing else in the report can be taken for it.
-func encodeReport(r *jail.Result) (*encodedReport, error) {
-	rr := *r
-	nonce := rand.Text()
-	var rep encodedReport
-	var marks [][]byte
-	for i, s := range []*jail.Stream{&rr.Stdout, &rr.Stderr} {
-		if s.Text == nil {
-			continue
-		}
-		rep.texts = append(rep.texts, *s)
-		mark := fmt.Sprintf("tooljail-text-%d-%s", i, nonce)
-		s.Text = &mark
-		marks = append(marks, []byte(`"`+mark+`"`))
-	}
-	b, err := json.MarshalIndent(&rr, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range marks {
-		if bytes.Count(b, m) != 1 {
-			return nil, fmt.Errorf("placeholder %s is not in the report once", m)
-		}
-	}
-	for _, m := range marks {
-		before, after, _ := bytes.Cut(b, m)
-		rep.parts = append(rep.parts, before)
-		b = after
-	}
-	rep.parts = append(rep.parts, append(b, '\n'))
-	return &rep, nil
-}
-
-// write writes the report to w through a 64 KiB buffer: a report without
-// long texts goes out in one write.
-func (rep *encodedReport) write(w io.Writer) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	for i, p := range rep.parts {
-		if _, err := bw.Write(p); err != nil {
-			return err
-		}
-		if i < len(rep.texts) {
-			if err := rep.texts[i].WriteTextJSON(bw); err != nil {
-				return err
-			}
-		}
-	}
-	return bw.Flush()
 }
 
 // summary is the one line printed when something was denied or a limit hit.
@@ -773,7 +718,7 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 		return nil, lineError("current directory: %v; run tooljail from a directory that exists", err)
 	}
 	sr := &servedRun{flags: &f, socket: socket}
-	sr.req = serve.Request{Argv: command, Network: f.net.value}
+	sr.req = serve.Request{Argv: command, Network: f.net.value, MergeStderr: f.mergeStderr}
 	switch {
 	case f.noWorkdir && f.workdir.set:
 		return nil, errors.New("--workdir and --no-workdir contradict each other")
@@ -867,12 +812,14 @@ func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
 		outs.report = &jail.Output{Path: sr.report, Perm: 0o644, File: f}
 	}
 	c := &serve.Client{Path: sr.socket}
+	var lastErr []byte // the last stderr chunk
 	if !sr.flags.json {
 		c.OnStream = func(stream string, data []byte) {
 			if stream == "stdout" {
 				stdout.Write(data)
 			} else {
 				stderr.Write(data)
+				lastErr = data
 			}
 		}
 	}
@@ -919,6 +866,9 @@ func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
 	var runErr error
 	if r.Status == jail.StatusSetupError || r.Status == jail.StatusAborted {
 		runErr = errors.New(r.Reason)
+		if r.ExecFailed() && string(lastErr) == r.ReasonLine() {
+			runErr = errReasonShown
+		}
 	}
 	return sr.flags.finish(r, runErr, outs, stdout, stderr)
 }

@@ -123,11 +123,15 @@ func TestServeSignalDrains(t *testing.T) {
 	res := make(chan error, 1)
 	running := make(chan struct{})
 	var once sync.Once
-	c.OnStream = func(string, []byte) { once.Do(func() { close(running) }) }
+	var streamed bytes.Buffer // only the client's goroutine writes it
+	c.OnStream = func(_ string, data []byte) {
+		streamed.Write(data)
+		once.Do(func() { close(running) })
+	}
 	go func() {
 		r, err := c.Run(context.Background(), serve.Request{Argv: []string{"/bin/sh", "-c", "echo started; sleep 0.5; echo done"}})
-		if err == nil && (r.Stdout.Text == nil || *r.Stdout.Text != "started\ndone\n") {
-			err = fmt.Errorf("the drained run (profile %s): %s: %s", r.Profile, r.Status, r.Reason)
+		if err == nil && (r.Stdout.Bytes != 13 || r.Stdout.Text != nil || streamed.String() != "started\ndone\n") {
+			err = fmt.Errorf("the drained run (profile %s): %s: %s; streamed %q", r.Profile, r.Status, r.Reason, streamed.String())
 		}
 		res <- err
 	}()
