@@ -70,7 +70,8 @@ func newRelay(src *os.File, dst io.Writer, budget *outputBudget, capture bool) *
 func (r *relay) run() {
 	defer close(r.done)
 	defer r.src.Close()
-	buf := make([]byte, 64<<10)
+	// A read takes what the pipe holds, outputPipeSize at most.
+	buf := make([]byte, outputPipeSize)
 	dstOK := r.dst != nil
 	for {
 		n, err := r.src.Read(buf)

@@ -824,3 +824,17 @@ func TestShutdownKeepsLock(t *testing.T) {
 	}
 	l.Close()
 }
+
+// A stream line is what json.Marshal makes of streamLine, for any bytes.
+func TestAppendStreamLineIsMarshal(t *testing.T) {
+	data := []byte{}
+	for n := range 600 {
+		for _, name := range []string{"stdout", "stderr"} {
+			want, _ := json.Marshal(streamLine{Stream: name, Data: data})
+			if got := appendStreamLine([]byte("old"), name, data); string(got) != "old"+string(want)+"\n" {
+				t.Fatalf("%d bytes: %q, want %q", n, got, want)
+			}
+		}
+		data = append(data, byte(n*7+n/3))
+	}
+}

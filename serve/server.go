@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -689,9 +690,14 @@ func (w *connWriter) writeLine(v any) error {
 	if err != nil {
 		return err
 	}
+	return w.writeRaw(append(b, '\n'))
+}
+
+// writeRaw writes line, a whole line with its newline.
+func (w *connWriter) writeRaw(line []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_, err = w.Write(append(b, '\n'))
+	_, err := w.Write(line)
 	return err
 }
 
@@ -723,14 +729,28 @@ type streamWriter struct {
 	out    *connWriter
 	name   string
 	cancel func(reason string)
+	line   []byte // the last line, its buffer reused: one relay writes through w
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
-	if err := w.out.writeLine(streamLine{Stream: w.name, Data: p}); err != nil {
+	w.line = appendStreamLine(w.line[:0], w.name, p)
+	if err := w.out.writeRaw(w.line); err != nil {
 		w.cancel(reasonClientGone)
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// appendStreamLine appends the stream line of data and its newline: what
+// json.Marshal makes of streamLine{name, data}, name being "stdout" or
+// "stderr", without its allocations (a chunk's base64, then the line
+// again), which for a large output cost more than the copy itself.
+func appendStreamLine(dst []byte, name string, data []byte) []byte {
+	dst = append(dst, `{"stream":"`...)
+	dst = append(dst, name...)
+	dst = append(dst, `","data":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, data)
+	return append(dst, "\"}\n"...)
 }
 
 // streamLine is one stream line of the protocol.
