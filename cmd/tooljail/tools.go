@@ -171,7 +171,12 @@ func describeTool(t *tools.Tool, r call.Resolved) string {
 		lims[i] = k + " " + r.Limits[k]
 	}
 	fmt.Fprintf(&b, "  limits: %s\n", strings.Join(lims, ", "))
-	fmt.Fprintf(&b, "  rate: per_minute %s, per_hour %s, concurrency %s\n", rateText(r.Rate.PerMinute), rateText(r.Rate.PerHour), rateText(r.Rate.Concurrency))
+	fmt.Fprintf(&b, "  rate: per_minute %s, per_hour %s, concurrency %s", rateText(r.Rate.PerMinute), rateText(r.Rate.PerHour), rateText(r.Rate.Concurrency))
+	if r.Rate.Concurrency > 0 {
+		// The queue matters only where concurrency is limited.
+		fmt.Fprintf(&b, ", queue %s", r.Rate.Queue)
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 

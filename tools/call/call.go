@@ -98,6 +98,9 @@ type Outcome struct {
 	// ExitCode is what `tooljail tools call` exits with: the run's exit
 	// code; 125 for a refusal or JSON output that is not JSON.
 	ExitCode int `json:"exit_code"`
+	// QueuedMS is how long an admitted call waited for a concurrency
+	// slot (rate.queue); absent when it waited none.
+	QueuedMS int64 `json:"queued_ms,omitempty"`
 }
 
 // Failed says whether the call did not do what the tool promises: it was
@@ -109,7 +112,7 @@ func (o *Outcome) Failed() bool {
 
 // Refusal is a call refused before any run.
 type Refusal struct {
-	Rule string // "undeclared", "rate per_minute", "stdin", "unknown tool", ...
+	Rule string // "undeclared", "rate per_minute", "stdin", "unknown tool", "cancelled", ...
 	Err  error
 }
 
@@ -133,9 +136,16 @@ func (c *Caller) Call(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	t, argv, timeout, err := c.admit(req)
 	var release func()
+	var queued time.Duration
 	if err == nil {
-		release, err = c.limiter().Admit(t.Name, start)
-		if err != nil {
+		// A call over the tool's concurrency waits in line (rate.queue),
+		// and leaves it when ctx ends: its client went away.
+		release, queued, err = c.limiter().Acquire(ctx, t.Name, c.now)
+		var qe *tools.QueueError
+		switch {
+		case errors.As(err, &qe):
+			err = &Refusal{Rule: "cancelled", Err: err}
+		case err != nil:
 			err = &Refusal{Rule: "rate " + limitOf(err), Err: err}
 		}
 	}
@@ -154,6 +164,7 @@ func (c *Caller) Call(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	defer release()
 	out.Decision = "admitted"
+	out.QueuedMS = queued.Milliseconds()
 	res, runErr := c.run(ctx, t, argv, timeout, req.Stdin)
 	out.Report = res
 	out.ExitCode = res.ExitCode
