@@ -256,6 +256,16 @@ func (l *Limiter) Acquire(ctx context.Context, tool string, now func() time.Time
 	return nil, 0, &LimitError{Tool: tool, Limit: "concurrency", Max: s.rate.Concurrency, Queued: s.rate.Queue}
 }
 
+// Waiting is how many calls of tool wait in line for a slot now.
+func (l *Limiter) Waiting(tool string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.tools[tool]; s != nil {
+		return len(s.queue)
+	}
+	return 0
+}
+
 // windows refuses a call at now that per_minute or per_hour would not
 // admit, counting the calls in line (each will count when it starts).
 func (s *toolState) windows(tool string, now time.Time) *LimitError {

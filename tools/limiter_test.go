@@ -200,9 +200,7 @@ func TestLimiterConcurrencyChurn(t *testing.T) {
 func queued(t *testing.T, l *Limiter, tool string, n int) {
 	t.Helper()
 	for i := 0; ; i++ {
-		l.mu.Lock()
-		got := len(l.tools[tool].queue)
-		l.mu.Unlock()
+		got := l.Waiting(tool)
 		if got == n {
 			return
 		}
