@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/tools/call"
 	"github.com/tooljail/tooljail/tools/mcpserver"
@@ -97,7 +95,9 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
-	err = srv.Run(ctx, &mcp.StdioTransport{})
+	// Not the SDK's mcp.StdioTransport, which ends the session on one
+	// line that is not JSON-RPC: a bad line is answered and dropped.
+	err = srv.Run(ctx, mcpserver.StdioTransport(os.Stdin, os.Stdout))
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fail(stderr, "mcp: %v", err)
 	}

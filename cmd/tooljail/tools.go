@@ -282,6 +282,15 @@ func (f *callerFlags) caller(paths []string, stderr io.Writer) (c *call.Caller, 
 	if f.workdir.set {
 		c.Workdir = absFrom(cwd, f.workdir.value)
 	}
+	if err := c.CheckWorkdir(); err != nil {
+		// Every call would fail on it: say so now, as for a bad file.
+		how := "start from a project directory or pass --workdir DIR"
+		if f.workdir.set {
+			how = "pass a project directory as --workdir DIR"
+		}
+		fail(stderr, "%v; %s", err, how)
+		return nil, nil, false
+	}
 	// The tool files, shown read-only to a jail whose workdir holds
 	// them: no call may rewrite the tools of the next.
 	closeTrusted := func() {

@@ -69,6 +69,10 @@ type Request struct {
 	Tool string
 	// Args as decoded from JSON (string, float64, bool; see tools.Check).
 	Args map[string]any
+	// NotAnObject, when not "", is the JSON the client sent as the
+	// arguments where an object belongs (a string, an array, ...): the
+	// call is refused with rule "arguments", saying so.
+	NotAnObject string
 	// Stdin for a tool with stdin = true; nil for none. Refused for a
 	// tool without it.
 	Stdin []byte
@@ -196,6 +200,9 @@ func (c *Caller) admit(req Request) (*tools.Tool, []string, time.Duration, error
 		}
 		return nil, nil, 0, &Refusal{Rule: "unknown tool", Err: fmt.Errorf("no tool %s in %s; declared: %s", clipQuote(req.Tool), c.File.Name, strings.Join(names, ", "))}
 	}
+	if req.NotAnObject != "" {
+		return nil, nil, 0, &Refusal{Rule: "arguments", Err: fmt.Errorf("tool %s: arguments must be a JSON object, not %s: %s; give each parameter by name: {\"NAME\": VALUE, ...}", t.Name, jsonKind(req.NotAnObject), clipQuote(req.NotAnObject))}
+	}
 	argv, timeout, err := t.CheckCall(req.Args)
 	if err != nil {
 		var ae *tools.ArgError
@@ -292,6 +299,27 @@ func newID() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// jsonKind names the kind of a JSON value by its first byte.
+func jsonKind(raw string) string {
+	raw = strings.TrimLeft(raw, " \t\r\n")
+	if raw == "" {
+		return "empty"
+	}
+	switch raw[:1] {
+	case `"`:
+		return "a string"
+	case "[":
+		return "an array"
+	case "t", "f":
+		return "a boolean"
+	case "n":
+		return "null"
+	case "{":
+		return "an object"
+	}
+	return "a number"
 }
 
 // clipQuote quotes s for a message, cut to 64 bytes.

@@ -254,3 +254,32 @@ func TestRunCommandOverMCP(t *testing.T) {
 		t.Errorf("a longer timeout: %q %v", text, st2)
 	}
 }
+
+// TestArgumentsNotAnObject: arguments that are a string, an array or a
+// number are refused, saying what they are, and recorded as refusals.
+func TestArgumentsNotAnObject(t *testing.T) {
+	cs, logPath := connect(t)
+	for _, tc := range []struct {
+		args any
+		want string
+	}{
+		{"ls -la", `tool show: arguments must be a JSON object, not a string: "\"ls -la\""`},
+		{[]any{"hello"}, `tool show: arguments must be a JSON object, not an array: "[\"hello\"]"`},
+		{7, `tool show: arguments must be a JSON object, not a number: "7"`},
+	} {
+		r, text, st := callTool(t, cs, "show", tc.args)
+		if !r.IsError || !strings.Contains(text, tc.want) || st["decision"] != "refused: arguments" {
+			t.Errorf("arguments %v: %q %v; want %q", tc.args, text, st, tc.want)
+		}
+		if strings.Contains(text, "undeclared") {
+			t.Errorf("arguments %v: %q", tc.args, text)
+		}
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"decision":"refused: arguments"`); n != 3 {
+		t.Errorf("%d refusals recorded, want 3:\n%s", n, b)
+	}
+}
