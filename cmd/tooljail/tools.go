@@ -252,7 +252,7 @@ type callerFlags struct {
 func (f *callerFlags) register(fs *flag.FlagSet) {
 	f.workdir.check = nonEmpty("a directory")
 	f.auditLog.check = nonEmpty("a file path")
-	fs.Var(&f.workdir, "workdir", "run in `DIR` (default: the current directory); path arguments are relative to it, and it is read-only for a tool that names no profile")
+	fs.Var(&f.workdir, "workdir", "run in `DIR` (default: the current directory); path arguments are relative to it, and it is read-only for a tool that names no profile; a directory a run refuses (/, system, top-level and home directories) is refused at start")
 	fs.Var(&f.auditLog, "audit-log", "append one line per call, admitted or refused, to `FILE` (also TOOLJAIL_AUDIT_LOG); once a line cannot be written no call is admitted")
 	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced here (as run's --allow-degraded); the operator's choice, never the caller's", func(v string) error {
 		for _, l := range strings.Split(v, ",") {
