@@ -91,11 +91,13 @@ func (l *Log) Object() *hostpath.Object {
 	return l.obj
 }
 
-// Close closes the log.
+// Close closes the log, after any line being written.
 func (l *Log) Close() error {
 	if l == nil {
 		return nil
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.obj.Close()
 	return l.f.Close()
 }

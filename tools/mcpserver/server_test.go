@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -281,5 +282,60 @@ func TestArgumentsNotAnObject(t *testing.T) {
 	}
 	if n := strings.Count(string(b), `"decision":"refused: arguments"`); n != 3 {
 		t.Errorf("%d refusals recorded, want 3:\n%s", n, b)
+	}
+}
+
+// TestCancelledInQueue: a call waiting for a slot of its tool that the
+// client cancels (MCP's notifications/cancelled) leaves the line, and is
+// recorded as cancelled; the slot's holder is untouched.
+func TestCancelledInQueue(t *testing.T) {
+	c, logPath := testCaller(t)
+	c.Limiter = tools.NewLimiter(map[string]tools.Rate{"show": {Concurrency: 1, Queue: time.Hour}})
+	hold, _, err := c.Limiter.Acquire(context.Background(), "show", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	ct, st := mcp.NewInMemoryTransports()
+	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "show", Arguments: map[string]any{"word": "late"}})
+		done <- err
+	}()
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); c.Limiter.Waiting("show") != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %d calls in line", n)
+			}
+		}
+	}
+	waitFor(1)
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the cancelled call returned no error to its client")
+	}
+	waitFor(0)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		b, _ := os.ReadFile(logPath)
+		if strings.Contains(string(b), `"decision":"refused: cancelled"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cancelled line in the audit log:\n%s", b)
+		}
 	}
 }
