@@ -168,7 +168,10 @@ func (c *Caller) Call(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	defer release()
 	out.Decision = "admitted"
-	out.QueuedMS = queued.Milliseconds()
+	if queued > 0 {
+		// A call that waited says so, however briefly.
+		out.QueuedMS = max(1, queued.Milliseconds())
+	}
 	res, runErr := c.run(ctx, t, argv, timeout, req.Stdin)
 	out.Report = res
 	out.ExitCode = res.ExitCode

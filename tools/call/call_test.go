@@ -420,7 +420,7 @@ func TestQueuedCalls(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	hold()
-	if o := <-done; o.Decision != "admitted" || o.Failed() {
+	if o := <-done; o.Decision != "admitted" || o.Failed() || o.QueuedMS < 1 {
 		t.Errorf("the queued call: %+v", o)
 	}
 	lines := logLines(t, logPath)
@@ -430,6 +430,9 @@ func TestQueuedCalls(t *testing.T) {
 	}
 	if strings.Join(got, ", ") != "refused: rate concurrency, refused: cancelled, admitted" {
 		t.Errorf("decisions %q", got)
+	}
+	if lines[2]["queued_ms"] == nil {
+		t.Errorf("the line of the call that waited: %v", lines[2])
 	}
 }
 
