@@ -3,8 +3,8 @@ package serve
 import (
 	"context"
 	"errors"
-	"net"
 	"fmt"
+	"net"
 	"os"
 	"time"
 	"unicode/utf8"

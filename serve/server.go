@@ -112,10 +112,10 @@ type Server struct {
 	hidden    hiddenSet // what no jail may see: the sockets, the audit log
 	listeners map[net.Listener]struct{}
 	runs      map[*jail.Cmd]struct{}
-	running   int // runs admitted and not yet ended (MaxRuns)
-	pending   pendingSet // connections still reading their request line
-	queue     runQueue   // the run slots, and the calls waiting for one
-	drain     chan struct{} // closed by Shutdown: queued calls are refused
+	running   int                 // runs admitted and not yet ended (MaxRuns)
+	pending   pendingSet          // connections still reading their request line
+	queue     runQueue            // the run slots, and the calls waiting for one
+	drain     chan struct{}       // closed by Shutdown: queued calls are refused
 	budget    *semaphore.Weighted // RequestBudget (budget.go)
 	closing   bool
 	forced    bool           // Shutdown's grace period ended: runs are cancelled
