@@ -196,7 +196,7 @@ const defaultServerMemory = 1 << 30
 // serverHeapGoal is the Go runtime's soft memory limit in a server: past
 // it the garbage collector runs harder, so that the server's peak stays
 // near what it holds (at most serve.RequestBudget of requests).
-const serverHeapGoal = 192 << 20
+const serverHeapGoal = 160 << 20
 
 // queueValue is the duration a --queue-timeout value gives: 0 refuses at
 // once (serve.Server takes that as a negative QueueTimeout).
