@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -89,7 +90,9 @@ func decodeLine(line []byte) (*decoded, error) {
 		case "env":
 			err = cost.env(f.raw)
 		case "arguments":
-			err = cost.any(f.raw)
+			if err = notAnObject(f.raw); err == nil {
+				err = cost.any(f.raw)
+			}
 		case "stdin", "profile_toml":
 		default:
 			if len(f.raw) > maxSmallField {
@@ -129,6 +132,26 @@ func decodeLine(line []byte) (*decoded, error) {
 	// gets).
 	d.held = int64(len(r.Stdin)) + 2*cost.bytes + 16*cost.count
 	return d, nil
+}
+
+// notAnObject refuses a tool call's arguments that are not a JSON object
+// (or null), in words a model can act on: json.Unmarshal would say
+// "cannot unmarshal string into Go value of type map[string]interface {}".
+func notAnObject(raw []byte) error {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 || raw[0] == '{' || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	kind := "a number"
+	switch raw[0] {
+	case '"':
+		kind = "a string"
+	case '[':
+		kind = "an array"
+	case 't', 'f':
+		kind = "a boolean"
+	}
+	return fmt.Errorf("must be a JSON object, not %s; give each parameter by name: {\"NAME\": VALUE, ...}", kind)
 }
 
 // decodeLimits reads the limits object: each value a string or a number.

@@ -82,3 +82,19 @@ func TestDecodeAgreesWithJSON(t *testing.T) {
 		}
 	}
 }
+
+// A tool call's arguments that are not an object are refused in words a
+// model can act on, not as a Go type error.
+func TestDecodeArgumentsNotAnObject(t *testing.T) {
+	for raw, kind := range map[string]string{`"x"`: "a string", `["a"]`: "an array", `1`: "a number", ` true`: "a boolean"} {
+		_, err := decodeRequest([]byte(`{"tool":"t","arguments":` + raw + `}`))
+		if err == nil || !strings.Contains(err.Error(), "arguments: must be a JSON object, not "+kind) || strings.Contains(err.Error(), "Go value") {
+			t.Errorf("arguments %s: %v, want a refusal naming %s", raw, err, kind)
+		}
+	}
+	for _, raw := range []string{`{"a":1}`, `null`, `{}`} {
+		if _, err := decodeRequest([]byte(`{"tool":"t","arguments":` + raw + `}`)); err != nil {
+			t.Errorf("arguments %s: %v", raw, err)
+		}
+	}
+}
