@@ -466,6 +466,10 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 		if err := p.SetLimit(l[0], l[1]); err != nil {
 			return nil, fmt.Errorf("--%s: %w", strings.ReplaceAll(l[0], "_", "-"), err)
 		}
+		// The same words as a server's for a request's limit.
+		if err := p.CheckCeiling(l[0], l[1]); err != nil {
+			return nil, err
+		}
 	}
 	if f.net.value != "" {
 		p.Network.Mode = &f.net.value
