@@ -139,13 +139,13 @@ class RunCases:
         self.assertEqual((e.report.status, e.report.exit_code), ("setup_error", 127))
         self.assertIn("in the jail: /no/such/program", str(e))
         with self.assertRaises(PermissionError) as cm:
-            self.run_(["/etc"])
+            self.run_(["/etc"], capture_output=True)
         self.assertIsInstance(cm.exception, tooljail.CommandNotExecutable)
         self.assertEqual((cm.exception.errno, cm.exception.report.exit_code), (errno.EACCES, 126))
         with self.assertRaises(tooljail.CommandNotFound):
-            self.run_(["/no/such/program"], check=True)
+            self.run_(["/no/such/program"], check=True, capture_output=True)
         with self.assertRaises(tooljail.CommandNotFound) as cm:
-            self.run_(["/bin/echo", "x"], executable="/no/such/echo")
+            self.run_(["/bin/echo", "x"], executable="/no/such/echo", capture_output=True)
         self.assertEqual(cm.exception.filename, "/no/such/echo")
 
     def test_cwd_and_env(self):
@@ -163,11 +163,14 @@ class RunCases:
         self.assertTrue(home)  # the profile's environment is kept
         self.assertEqual(secret, "")  # this process's is not passed
         with self.assertRaises(tooljail.JailError) as cm:
-            self.run_(["true"], cwd="/")
+            self.run_(["true"], cwd="/", capture_output=True)
         self.assertIn("workdir", str(cm.exception))
         self.assertEqual(cm.exception.code, 125)
 
     def test_limits(self):
+        # Looser than the profile's too: the caller could write a profile of
+        # its own; a ceiling is the profile's [limits.max] (CeilingTest).
+        self.assertEqual(self.run_(["true"], memory="64G").report.limits.memory_bytes, 64 << 30)
         r = self.run_(["true"], memory="64M", cpus=0.5, pids=32, network="none")
         self.assertEqual(r.report.limits.memory_bytes, 64 << 20)
         self.assertEqual(r.report.limits.cpus, 0.5)
@@ -185,7 +188,7 @@ class RunCases:
     def test_bad_input(self):
         # A string without shell=True is the program's name, as subprocess's.
         with self.assertRaises(FileNotFoundError) as cm:
-            self.run_("echo hi")
+            self.run_("echo hi", capture_output=True)
         self.assertEqual(cm.exception.filename, "echo hi")
         for kw in ({"pass_fds": (1,)}, {"preexec_fn": print}):
             name = next(iter(kw))
@@ -200,7 +203,7 @@ class RunCases:
         with self.assertRaises(ValueError):
             self.run_([])
         with self.assertRaises(tooljail.JailError) as cm:
-            self.run_(["true"], profile="no-such-profile")
+            self.run_(["true"], profile="no-such-profile", capture_output=True)
         self.assertIn("no-such-profile", str(cm.exception))
         self.assertEqual(cm.exception.code, 125)
         with self.assertRaisesRegex(TypeError, "file object"):
@@ -304,11 +307,38 @@ class ServerTest(ServerMixin, RunCases, unittest.TestCase):
         finally:
             os.unlink(default)
 
-    def test_looser_limit_refused(self):
-        with self.assertRaises(tooljail.JailError) as cm:
-            self.run_(["true"], memory="64G")
-        self.assertIn("memory", str(cm.exception))
-        self.assertEqual(cm.exception.code, 125)
+
+
+@support.need_binary
+class CeilingTest(unittest.TestCase):
+    """A profile's [limits.max]: both paths refuse above it, in the same words."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not support.serve_supported():
+            raise unittest.SkipTest("this tooljail has no serve subcommand")
+        base = "default" if scratch.profile is None else scratch.profile
+        cls.profile = os.path.join(scratch.config, "ceiling.toml")
+        with open(cls.profile, "w") as f:
+            f.write('extends = %s\n[limits]\nmemory = "64M"\n[limits.max]\nmemory = "256M"\n'
+                    % json.dumps(base))
+        cls.server = support.Server(scratch.config, "--profile", cls.profile)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_same_refusal(self):
+        errors = []
+        for transport in ({}, {"socket": self.server.socket}):
+            self.assertEqual(tooljail.run(["true"], memory="128M", profile=self.profile,
+                                          **transport).report.limits.memory_bytes, 128 << 20)
+            with self.assertRaises(tooljail.JailError) as cm:
+                tooljail.run(["true"], memory="1G", profile=self.profile, capture_output=True, **transport)
+            self.assertEqual(cm.exception.code, 125)
+            errors.append(str(cm.exception))
+        self.assertIn("above the ceiling", errors[0])
+        self.assertEqual(errors[0], errors[1])
 
 
 @support.need_binary
