@@ -33,9 +33,10 @@ DIFFERENCES = {
     "executable-argv0": "`executable=`",
     "new-session": "`start_new_session`",
     "pass-fds": "`pass_fds`, `preexec_fn`",
-    "patch-exec": "| the command's exit code | it exited (126/127 when it could not be executed or was not found) |",
+    "patch-exec": "| `126`, `127` | the program is not executable or not found in the jail",
 }
 
+JAIL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BIG = 16 << 20
 RANDOM = os.urandom(BIG)
 TEXT_IN = b"file stdin\n\xff\r\n"
@@ -225,6 +226,18 @@ class ParityTest(unittest.TestCase):
             raise unittest.SkipTest("this tooljail has no serve subcommand")
         served = [] if scratch.profile is None else ["--profile", scratch.profile]
         server = support.Server(scratch.config, *served)
+        # The oracle looks programs up in this PATH, the jail in its own: the
+        # same directories, so that a host PATH with a directory this user
+        # cannot search (EACCES, not ENOENT) does not change the oracle.
+        cls.saved_path = os.environ.get("PATH")
+        os.environ["PATH"] = JAIL_PATH
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.saved_path is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = cls.saved_path
 
     def run_way(self, way, case):
         with contextlib.ExitStack() as stack:
