@@ -147,6 +147,25 @@ class RunCases:
         with self.assertRaises(tooljail.CommandNotFound) as cm:
             self.run_(["/bin/echo", "x"], executable="/no/such/echo", capture_output=True)
         self.assertEqual(cm.exception.filename, "/no/such/echo")
+        # The jail's one line is on the command's stderr too, for whoever
+        # shows only the streams.
+        with tempfile.TemporaryFile() as f:
+            with self.assertRaises(tooljail.CommandNotFound):
+                self.run_(["no-such-program-tj"], stderr=f)
+            f.seek(0)
+            self.assertRegex(f.read(), rb"^tooljail: no-such-program-tj: command not found in the jail .*\n$")
+
+    def test_leftover_killed(self):
+        # A process the command leaves running is killed when it exits
+        # (subprocess would wait 30 s here for the pipes to close): nothing
+        # outlives a run, and the report counts what was killed.
+        marker = os.path.join(os.getcwd(), "leftover-marker")
+        r = self.run_(["/bin/sh", "-c", "(sleep 1; touch leftover-marker) & sleep 30 & echo started"],
+                      capture_output=True, timeout=25)
+        self.assertEqual(r.stdout, b"started\n")
+        self.assertGreaterEqual(r.report.get("killed_leftover_processes", 0), 2)
+        time.sleep(1.5)
+        self.assertFalse(os.path.exists(marker), "a leftover process ran on after the run")
 
     def test_cwd_and_env(self):
         sub = os.path.join(os.getcwd(), "sub")
