@@ -560,10 +560,11 @@ func checkRefusedLine(t *testing.T, a map[string]any, id string) {
 	}
 }
 
-// TestMaxRuns: with MaxRuns runs going, the next request is refused at
-// once, naming --max-runs, and audited; once one ends, a call is served.
+// TestMaxRuns: with MaxRuns runs going and no queue (--queue-timeout 0),
+// the next request is refused at once, naming --max-runs, and audited;
+// once one ends, a call is served.
 func TestMaxRuns(t *testing.T) {
-	ts := startWith(t, func(s *Server) { s.MaxRuns = 2 })
+	ts := startWith(t, func(s *Server) { s.MaxRuns = 2; s.QueueTimeout = -1 })
 	first := ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
 	ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
 	_, err := ts.client().Run(context.Background(), Request{ID: "third", Argv: []string{"/bin/true"}})
@@ -583,12 +584,47 @@ func TestMaxRuns(t *testing.T) {
 	}
 }
 
+// TestQueue: a call that finds every slot busy waits for one and runs
+// when a run ends; one that waits past QueueTimeout is refused, saying
+// what to do, and audited.
+func TestQueue(t *testing.T) {
+	ts := startWith(t, func(s *Server) { s.MaxRuns = 1; s.QueueTimeout = MaxQueueTimeout })
+	first := ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
+	done := make(chan error, 1)
+	go func() {
+		r, err := ts.client().Run(context.Background(), Request{ID: "queued", Argv: []string{"/bin/echo", "ran"}})
+		if err == nil && text(r.Stdout) != "ran\n" {
+			err = fmt.Errorf("report %+v", r)
+		}
+		done <- err
+	}()
+	waitCount(t, ts.Server, "queued calls", func() int { return len(ts.queue.waiting) }, 1)
+	first.Close() // the run is cancelled, its slot goes to the queued call
+	if err := <-done; err != nil {
+		t.Fatalf("the queued call: %v", err)
+	}
+
+	ts = startWith(t, func(s *Server) { s.MaxRuns = 1; s.QueueTimeout = 300 * time.Millisecond })
+	ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
+	_, err := ts.client().Run(context.Background(), Request{ID: "late", Argv: []string{"/bin/true"}})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, "none ended within 300ms while this call waited") ||
+		!strings.Contains(e.Message, "--queue-timeout") {
+		t.Fatalf("a call queued past the timeout: %v, want a refusal naming --max-runs and --queue-timeout", err)
+	}
+	refused := ts.refusedLines(t)
+	if len(refused) != 1 {
+		t.Fatalf("audit: %v, want one refused line", ts.auditLines(t))
+	}
+	checkRefusedLine(t, refused[0], "late")
+}
+
 // TestPendingLimit: at most PendingPerRun × MaxRuns connections wait for
 // their request line; the next one gets an error line and is audited. A
 // connection that sends its request leaves the count.
 func TestPendingLimit(t *testing.T) {
 	ts := startWith(t, func(s *Server) { s.MaxRuns = 1 })
-	pending := func() int { return ts.pending }
+	pending := func() int { return ts.pending.n }
 	waitCount(t, ts.Server, "pending connections", pending, 0)
 	var idle []net.Conn
 	for range PendingPerRun {
@@ -646,7 +682,7 @@ func TestIdleConnectionsDoNotBlock(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending }, 100)
+	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending.n }, 100)
 	if r := run(t, ts.client(), Request{Argv: []string{"/bin/echo", "through"}}); text(r.Stdout) != "through\n" {
 		t.Errorf("a call with 100 idle connections: %+v", r)
 	}
@@ -677,7 +713,7 @@ func TestRequestTimeout(t *testing.T) {
 	for _, a := range refused {
 		checkRefusedLine(t, a, "")
 	}
-	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending }, 0)
+	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending.n }, 0)
 }
 
 // TestRefusalsAudited: every refused request writes one audit line:
