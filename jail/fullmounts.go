@@ -23,6 +23,12 @@ type FullMount struct {
 	RaiseWith string `json:"raise_with,omitempty"`
 }
 
+// What a watched mount ran out of (mountFill.full): init_reap.c's flags.
+const (
+	fullSpace  = C.TJ_FULL_SPACE
+	fullInodes = C.TJ_FULL_INODES
+)
+
 // DevShmPath is the jail's own /dev/shm, a tmpfs of a fixed size.
 const DevShmPath = "/dev/shm"
 
@@ -35,7 +41,7 @@ func fullMounts(fills []mountFill, mounts []Mount) []FullMount {
 			continue
 		}
 		fm := FullMount{Path: DevShmPath, SizeBytes: f.size, PeakUsedBytes: f.peakUse, Full: "inodes"}
-		if f.full&C.TJ_FULL_SPACE != 0 {
+		if f.full&fullSpace != 0 {
 			fm.Full = "space"
 		}
 		if f.mount >= 0 {
