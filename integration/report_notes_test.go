@@ -167,3 +167,23 @@ func TestNetAllowUpstreamFailuresNamed(t *testing.T) {
 		}
 	})
 }
+
+// A served run (a warm jail) reports the same: the processes it left,
+// killed and counted, and /tmp filled up.
+func TestServedReportNotes(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		r := s.call(t, req{Argv: []string{"/bin/sh", "-c", "sleep 100 & sleep 100 & head -c 100M /dev/zero > /tmp/x; exit 0"}, Workdir: w})
+		var n notesReport
+		if err := json.Unmarshal(r.reportRaw, &n); err != nil {
+			t.Fatalf("report: %v\n%s", err, r)
+		}
+		if n.KilledLeftover == nil || *n.KilledLeftover != 2 {
+			t.Errorf("killed_leftover_processes %v, want 2\n%s", n.KilledLeftover, r)
+		}
+		if len(n.FullMounts) != 1 || n.FullMounts[0].Path != "/tmp" || n.FullMounts[0].Full != "space" {
+			t.Errorf("full_mounts %+v, want /tmp full\n%s", n.FullMounts, r)
+		}
+	})
+}
