@@ -92,11 +92,11 @@ func TestFullTmpfsNamed(t *testing.T) {
 			name, path, script, raise, line string
 			size                            int64
 		}{
-			{"tmp", "/tmp", "head -c 100M /dev/zero > /tmp/x", "--tmpfs /tmp:SIZE", "/tmp (8 MiB tmpfs) filled up: raise it with --tmpfs /tmp:SIZE", 8 << 20},
+			{"tmp", "/tmp", "head -c 104857600 /dev/zero > /tmp/x", "--tmpfs /tmp:SIZE", "/tmp (8 MiB tmpfs) filled up: raise it with --tmpfs /tmp:SIZE", 8 << 20},
 			// Full for a second, then emptied: the init's samples see it.
-			{"tmp removed", "/tmp", "head -c 100M /dev/zero > /tmp/x; sleep 1; rm /tmp/x", "--tmpfs /tmp:SIZE", "/tmp (8 MiB tmpfs) filled up", 8 << 20},
-			{"home", "/home/sandbox", `head -c 100M /dev/zero > "$HOME/x"`, "home_size", "/home/sandbox (64 MiB tmpfs) filled up: raise it with home_size", 64 << 20},
-			{"dev shm", "/dev/shm", "head -c 100M /dev/zero > /dev/shm/x", "", "/dev/shm (64 MiB tmpfs) filled up (its size is fixed)", 64 << 20},
+			{"tmp removed", "/tmp", "head -c 104857600 /dev/zero > /tmp/x; sleep 1; rm /tmp/x", "--tmpfs /tmp:SIZE", "/tmp (8 MiB tmpfs) filled up", 8 << 20},
+			{"home", "/home/sandbox", `head -c 104857600 /dev/zero > "$HOME/x"`, "home_size", "/home/sandbox (64 MiB tmpfs) filled up: raise it with home_size", 64 << 20},
+			{"dev shm", "/dev/shm", "head -c 104857600 /dev/zero > /dev/shm/x", "", "/dev/shm (64 MiB tmpfs) filled up (its size is fixed)", 64 << 20},
 		} {
 			o := u.jailRun(t, w, run{args: []string{"--tmpfs", "/tmp:8M"}}, "/bin/sh", "-c", c.script)
 			r := o.notes(t)
@@ -112,7 +112,7 @@ func TestFullTmpfsNamed(t *testing.T) {
 				t.Errorf("%s: summary %q, want %q in it", c.name, s, c.line)
 			}
 		}
-		o := u.jailRun(t, w, run{args: []string{"--tmpfs", "/tmp:8M"}}, "/bin/sh", "-c", `head -c 1M /dev/zero > /tmp/x && head -c 1M /dev/zero > "$HOME/x"`)
+		o := u.jailRun(t, w, run{args: []string{"--tmpfs", "/tmp:8M"}}, "/bin/sh", "-c", `head -c 1048576 /dev/zero > /tmp/x && head -c 1048576 /dev/zero > "$HOME/x"`)
 		if r := o.notes(t); o.code != 0 || len(r.FullMounts) != 0 || o.summaryLine() != "" {
 			t.Errorf("a run within its mounts: full_mounts %+v, summary %q\n%s", r.FullMounts, o.summaryLine(), o)
 		}
@@ -174,7 +174,7 @@ func TestServedReportNotes(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		s := u.startServer(t, "")
 		w := u.workdir(t)
-		r := s.call(t, req{Argv: []string{"/bin/sh", "-c", "sleep 100 & sleep 100 & head -c 100M /dev/zero > /tmp/x; exit 0"}, Workdir: w})
+		r := s.call(t, req{Argv: []string{"/bin/sh", "-c", "sleep 100 & sleep 100 & head -c 104857600 /dev/zero > /tmp/x; exit 0"}, Workdir: w})
 		var n notesReport
 		if err := json.Unmarshal(r.reportRaw, &n); err != nil {
 			t.Fatalf("report: %v\n%s", err, r)
