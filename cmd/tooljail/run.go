@@ -662,11 +662,18 @@ func summary(r *jail.Result) string {
 	if refused > 0 {
 		parts = append(parts, fmt.Sprintf("%d network refusal(s): %s", refused, strings.Join(hosts, ", ")))
 	}
+	if note := upstreamNote(r); note != "" {
+		parts = append(parts, note)
+	}
 	for _, l := range slices.Sorted(maps.Keys(r.NetworkLimitHits)) {
 		parts = append(parts, fmt.Sprintf("network %s hit %d time(s)", l, r.NetworkLimitHits[l]))
 	}
 	if r.PidsLimitHits != nil && *r.PidsLimitHits > 0 {
 		parts = append(parts, fmt.Sprintf("process limit hit %d time(s)", *r.PidsLimitHits))
+	}
+	parts = append(parts, fullMountNotes(r)...)
+	if note := leftoverNote(r); note != "" {
+		parts = append(parts, note)
 	}
 	if r.Stdout.Truncated || r.Stderr.Truncated {
 		parts = append(parts, fmt.Sprintf("output over the limit of %d bytes dropped", r.Limits.OutputLimitBytes))
