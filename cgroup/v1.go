@@ -90,8 +90,12 @@ func (h v1Host) newGroup(id string, r Resources) (backend, error) {
 			made[d] = true
 		}
 		g.dirs[c] = d
-		// The run's directory sits in the supervisor's own cgroup.
+		// The run's directory sits in the supervisor's own cgroup, where
+		// a joining thread goes back (its own memory group, LimitSelf).
 		g.homes[c] = base
+		if c == Memory && selfV1Memory != "" {
+			g.homes[c] = selfV1Memory
+		}
 	}
 	for _, c := range needed(r) {
 		if _, ok := g.dirs[c]; !ok {

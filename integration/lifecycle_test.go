@@ -19,7 +19,8 @@ import (
 )
 
 // Nothing the command starts outlives the run: plain orphans, setsid'ed
-// double-forked daemons and stopped children. PID 1 reaps orphans.
+// double-forked daemons and stopped children. PID 1 reaps orphans. The
+// report counts what was killed.
 func TestChildrenKilledAtExit(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		w := u.workdir(t)
@@ -56,6 +57,11 @@ func TestChildrenKilledAtExit(t *testing.T) {
 			t.Errorf("PID 1 left %d orphans unreaped (zombies)", z["zombies"])
 		}
 		requireGone(t, orphan, daemon, stopped)
+		// The three were killed at the command's end, and counted; the
+		// orphans that had ended on their own are not.
+		if n := o.notes(t).KilledLeftover; n == nil || *n != 3 {
+			t.Errorf("killed_leftover_processes %v, want 3 (orphan, daemon, stopped)\n%s", n, o)
+		}
 	})
 }
 

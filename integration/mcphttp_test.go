@@ -156,7 +156,12 @@ type mcpServer struct {
 // killed at the end of the test unless stop ended it.
 func (u *user) mcpListen(t *testing.T, repo, audit, listen string) *mcpServer {
 	t.Helper()
-	args := []string{"mcp", "--tools", u.agentToolFile(t), "--workdir", repo, "--audit-log", audit, "--listen", listen}
+	return u.mcpListenArgs(t, []string{"mcp", "--tools", u.agentToolFile(t), "--workdir", repo, "--audit-log", audit, "--listen", listen})
+}
+
+// mcpListenArgs starts `tooljail ARGS...` as mcpListen does.
+func (u *user) mcpListenArgs(t *testing.T, args []string) *mcpServer {
+	t.Helper()
 	for _, l := range u.degraded {
 		args = append(args, "--allow-degraded", l)
 	}

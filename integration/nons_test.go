@@ -25,9 +25,10 @@ import (
 
 // noNSReport is what these tests read of the report beyond report.
 type noNSReport struct {
-	Status      string          `json:"status"`
-	Violations  []noNSViolation `json:"violations"`
-	Enforcement struct {
+	Status         string          `json:"status"`
+	KilledLeftover *int64          `json:"killed_leftover_processes"`
+	Violations     []noNSViolation `json:"violations"`
+	Enforcement    struct {
 		Mode        string          `json:"mode"`
 		Namespaces  map[string]bool `json:"namespaces"`
 		LandlockABI int             `json:"landlock_abi"`
@@ -170,6 +171,9 @@ echo "HOME=$HOME"
 			t.Errorf("the private TMPDIR %s is still there after the run: %v", tmp, err)
 		}
 		requireGone(t, daemon)
+		if n := r.KilledLeftover; n == nil || *n != 1 {
+			t.Errorf("killed_leftover_processes %v, want 1 (the daemon)", n)
+		}
 		if err := decoy.Process.Signal(syscall.Signal(0)); err != nil {
 			t.Errorf("the process outside the run is gone: %v", err)
 		}
@@ -235,6 +239,9 @@ func TestNoNamespacesIdentityAndTimeout(t *testing.T) {
 			t.Errorf("NoNewPrivs %q", caps["NoNewPrivs"])
 		}
 		requireGone(t, daemon, orphan)
+		if r.KilledLeftover != nil {
+			t.Errorf("killed_leftover_processes %d in a run killed for its timeout, want absent (not counted)", *r.KilledLeftover)
+		}
 	})
 }
 

@@ -27,7 +27,7 @@ func TestServeClientProfile(t *testing.T) {
 		if s.profile != "" {
 			base = s.profile
 		}
-		mine := fmt.Sprintf("extends = %q\n[limits]\npids = 17\nnofile = 77\n[env]\nset = { TJ_CLIENT_PROFILE = \"mine\" }\n", base)
+		mine := fmt.Sprintf("extends = %q\n[limits]\npids = 17\nnofile = 77\n[limits.max]\npids = 20\n[env]\nset = { TJ_CLIENT_PROFILE = \"mine\" }\n", base)
 
 		t.Run("refused-without-the-flag", func(t *testing.T) {
 			mark := marker("clientprofile-refused")
@@ -54,9 +54,14 @@ func TestServeClientProfile(t *testing.T) {
 			if r.report.Profile != "profile_toml" || r.report.Limits.Pids != 17 || r.report.Limits.NoFile != 77 {
 				t.Errorf("report: profile %q, pids %d, nofile %d; want profile_toml, 17, 77", r.report.Profile, r.report.Limits.Pids, r.report.Limits.NoFile)
 			}
-			// The request's limits still only tighten, now the client's.
-			r = s.callProfileTOML(t, req{Argv: []string{helper, "exit", "0"}, Workdir: w, Limits: map[string]any{"pids": 18}}, mine)
-			r.refused(t, "limits.pids", "looser")
+			// The request's limits go up to the client profile's ceiling,
+			// as the CLI's flags would.
+			r = s.callProfileTOML(t, req{Argv: []string{helper, "exit", "0"}, Workdir: w, Limits: map[string]any{"pids": 20}}, mine)
+			if r.report == nil || r.report.Limits.Pids != 20 {
+				t.Errorf("pids 20, within the ceiling, was not taken\n%s", r)
+			}
+			r = s.callProfileTOML(t, req{Argv: []string{helper, "exit", "0"}, Workdir: w, Limits: map[string]any{"pids": 21}}, mine)
+			r.refused(t, "limits.pids: 21 is above the ceiling of profile profile_toml")
 			// Control: the same server without profile_toml runs its own.
 			r = s.call(t, req{Argv: []string{helper, "env"}, Workdir: w})
 			r.ok(t, 1)

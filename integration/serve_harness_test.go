@@ -83,6 +83,12 @@ func dialAs(u *user, path string) (net.Conn, error) {
 	if u.cred == nil {
 		return net.Dial("unix", path)
 	}
+	return dialFresh(u, path)
+}
+
+// dialFresh connects to path as u from a new process: a client of its
+// own for the server, which tells clients apart by uid and pid.
+func dialFresh(u *user, path string) (net.Conn, error) {
 	bin, err := dialBinary()
 	if err != nil {
 		return nil, err

@@ -283,7 +283,9 @@ func TestServeMemoryCap(t *testing.T) {
 // any run; a tighter limit is taken (positive control).
 func TestServeRefusals(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
-		s := u.startServer(t, "")
+		dir := u.serverDir(t)
+		capped := u.cappedProfile(t, dir)
+		s := u.startServer(t, dir, "--profile", capped)
 		mark := marker("refused")
 		argv := []string{"/bin/echo", mark}
 		for _, c := range []struct {
@@ -291,11 +293,11 @@ func TestServeRefusals(t *testing.T) {
 			line string
 			want []string
 		}{
-			{"looser memory", `{"argv":["/bin/echo","` + mark + `"],"limits":{"memory":"2G"}}`, []string{"memory", "2G"}},
-			{"unlimited timeout", `{"argv":["/bin/echo","` + mark + `"],"limits":{"timeout":"0"}}`, []string{"timeout"}},
-			{"looser pids", `{"argv":["/bin/echo","` + mark + `"],"limits":{"pids":100000}}`, []string{"pids"}},
+			{"memory over the ceiling", `{"argv":["/bin/echo","` + mark + `"],"limits":{"memory":"2G"}}`, []string{"limits.memory: 2G is above the ceiling", `(limits.max.memory = "1G")`}},
+			{"unlimited timeout", `{"argv":["/bin/echo","` + mark + `"],"limits":{"timeout":"0"}}`, []string{"limits.timeout: 0 is above the ceiling"}},
+			{"pids over the ceiling", `{"argv":["/bin/echo","` + mark + `"],"limits":{"pids":100000}}`, []string{"pids"}},
 			{"unknown profile", `{"argv":["/bin/echo","` + mark + `"],"profile":"nosuch-profile"}`, []string{"nosuch-profile"}},
-			{"network host", `{"argv":["/bin/echo","` + mark + `"],"network":"host"}`, []string{"network"}},
+			{"unknown network", `{"argv":["/bin/echo","` + mark + `"],"network":"everywhere"}`, []string{"network"}},
 			{"garbage", "this is not JSON", nil},
 			{"empty argv", `{"argv":[]}`, []string{"argv"}},
 			{"no argv", `{"id":"x"}`, []string{"argv"}},
@@ -321,7 +323,41 @@ func TestServeRefusals(t *testing.T) {
 		if l.MemoryBytes != 256*mib || l.TimeoutMs != 20000 || l.Pids != 64 || l.CPUTimeMs != 30000 {
 			t.Errorf("limits %+v, want memory 256M, timeout 20s, pids 64, cpu_time 30s", l)
 		}
+		// Looser than the profile, within its ceiling, and another network
+		// mode: what `tooljail run` takes for the same profile.
+		r = s.call(t, req{Argv: argv, Limits: map[string]any{"memory": "1G", "timeout": "1h", "pids": 1000}, Network: "host"})
+		if r.report == nil || r.report.ExitCode != 0 || r.report.Limits.MemoryBytes != 1024*mib || r.report.Limits.Pids != 1000 {
+			t.Fatalf("a looser request within the ceiling was not run as asked\n%s", r)
+		}
+		// The CLI refuses the same limit of the same profile in the same words.
+		o := u.exec(t, run{args: append([]string{"run", "--profile", capped, "--no-workdir", "--memory", "2G"}, "--", "/bin/true")})
+		want := fmt.Sprintf("limits.memory: 2G is above the ceiling of profile %s (limits.max.memory = \"1G\"); ask for at most 1G, or raise the ceiling in the profile", capped)
+		oneLineError(t, o, want)
+		rs, err := s.try(u, []byte(`{"argv":["/bin/true"],"limits":{"memory":"2G"}}`+"\n"))
+		if err != nil || rs.errMsg != want {
+			t.Errorf("the server's words %q (%v), want the CLI's %q", rs.errMsg, err, want)
+		}
 	})
+}
+
+// cappedProfile writes dir/capped.toml, owned by u: the default profile
+// (with the layers u cannot have degraded) under a ceiling of memory 1G,
+// timeout 1h, pids 1000.
+func (u *user) cappedProfile(t *testing.T, dir string) string {
+	t.Helper()
+	q := make([]string, len(u.degraded))
+	for i, d := range u.degraded {
+		q[i] = fmt.Sprintf("%q", d)
+	}
+	p := filepath.Join(dir, "capped.toml")
+	body := fmt.Sprintf("extends = \"default\"\nallow_degraded = [%s]\n[limits.max]\nmemory = \"1G\"\ntimeout = \"1h\"\npids = 1000\n", strings.Join(q, ", "))
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, u.uid, u.gid); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // Only the server's user reaches its socket: uid 65534 connecting to
@@ -551,9 +587,13 @@ func TestServeRunCLI(t *testing.T) {
 			t.Errorf("want exit 124 and the summary line\n%s", o)
 		}
 
-		// Refused: a flag the server decides, a looser limit, no server.
+		// A looser limit goes, as it would without a server.
+		o = u.exec(t, run{args: []string{"run", "--server", s.sock, "--no-workdir", "--json", "--memory", "2G", "--", "/bin/true"}})
+		if o.code != 0 || !strings.Contains(o.stdout, `"memory_bytes": 2147483648`) {
+			t.Errorf("--memory 2G through the server: want exit 0 and the limit in the report\n%s", o)
+		}
+		// Refused: a flag the server decides, no server.
 		oneLineError(t, u.exec(t, run{args: []string{"run", "--server", s.sock, "--ro", "/etc", "--", "/bin/true"}}), "--ro")
-		oneLineError(t, u.exec(t, run{args: []string{"run", "--server", s.sock, "--no-workdir", "--memory", "2G", "--", "/bin/true"}}), "memory", "looser")
 		oneLineError(t, u.exec(t, run{args: []string{"run", "--server", filepath.Join(out, "nosock"), "--no-workdir", "--", "/bin/true"}}), "nosock", "tooljail serve")
 	})
 }
@@ -625,7 +665,7 @@ func peerPID(t *testing.T, c net.Conn) int {
 // client's identity; once a run ends, calls are served again.
 func TestServeMaxRuns(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
-		s := u.startServer(t, "", "--max-runs", "2")
+		s := u.startServer(t, "", "--max-runs", "2", "--queue-timeout", "0")
 		var marks []string
 		var going []*pending
 		for range 2 {
@@ -747,7 +787,7 @@ func TestServeRefusalsAudited(t *testing.T) {
 		}{
 			{"this is not JSON", "malformed", ""},
 			{`{"id":"p","argv":["/bin/true"],"profile":"nosuch-profile"}`, "nosuch-profile", "p"},
-			{`{"id":"l","argv":["/bin/true"],"limits":{"memory":"2G"}}`, "looser", "l"},
+			{`{"id":"l","argv":["/bin/true"],"limits":{"memory":"lots"}}`, "limits.memory", "l"},
 			{`{"id":"` + long + `","argv":["/bin/true"]}`, "id: 257 bytes", ""},
 		} {
 			r, err := s.try(u, []byte(c.line+"\n"))

@@ -472,6 +472,12 @@ func (c *Cmd) finish(end initEnd, wall time.Duration, violations []seccomp.Viola
 		r.CPUUserMs = int64p(e.rusage.UserUsec / 1000)
 		r.CPUSystemMs = int64p(e.rusage.SystemUsec / 1000)
 		r.MaxRSSBytes = int64p(e.rusage.MaxRSSKiB * 1024)
+		if e.leftover >= 0 {
+			r.KilledLeftoverProcesses = int64p(int64(e.leftover))
+		}
+		if c.initPlan != nil {
+			r.FullMounts = fullMounts(e.fills, c.initPlan.mounts)
+		}
 	}
 	c.applyCgroupStats(st)
 	d := decide(c.outcome(end, st))

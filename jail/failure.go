@@ -49,7 +49,19 @@ type record struct {
 	isDir                           bool
 	exitCode, signal                int
 	rusage                          rusage
-	path                            string
+	// The exit record's: processes killed because they were still running
+	// when the command ended (-1: not counted), and the watched tmpfs
+	// mounts (init_reap.c).
+	leftover int
+	fills    []mountFill
+	path     string
+}
+
+// mountFill is one watched tmpfs mount of the jail as the init last sampled it.
+type mountFill struct {
+	mount         int // the index in the plan's mounts; -1: /dev/shm
+	full          int // C.TJ_FULL_* flags
+	size, peakUse int64
 }
 
 // rusage is what the init's children (the command and every orphan the init
@@ -72,7 +84,11 @@ func parseRecord(b []byte) (record, bool) {
 		typ: int(c._type), step: int(c.step), op: int(c.op), err: int(c.err), index: int(c.index), code: int(c.code),
 		isDir:    c.is_dir != 0,
 		exitCode: int(c.exit_code), signal: int(c.signal),
-		rusage: rusage{UserUsec: int64(c.utime_us), SystemUsec: int64(c.stime_us), MaxRSSKiB: int64(c.maxrss_kib)},
+		rusage:   rusage{UserUsec: int64(c.utime_us), SystemUsec: int64(c.stime_us), MaxRSSKiB: int64(c.maxrss_kib)},
+		leftover: int(c.leftover),
+	}
+	for _, f := range c.fills[:max(0, min(int(c.nfills), len(c.fills)))] {
+		r.fills = append(r.fills, mountFill{mount: int(f.mount), full: int(f.full), size: int64(f.size_bytes), peakUse: int64(f.peak_used_bytes)})
 	}
 	p := b[recordHeader:]
 	if i := strings.IndexByte(string(p), 0); i >= 0 {

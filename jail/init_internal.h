@@ -41,6 +41,11 @@ struct tj_builder {
 	int fds[TJ_MAX_SOURCES]; // the sources' descriptors, as received
 	int nfds;
 	pid_t command; // stage 2, which becomes the command
+	// The sized tmpfs mounts watched for filling up: each one's mount fd
+	// (close-on-exec) and what the samples found (tj_sample_mounts).
+	int watch_fd[TJ_MAX_WATCH];
+	struct tj_fill watch[TJ_MAX_WATCH];
+	int nwatch;
 	struct tj_record rec; // the failure, once one happened
 };
 
@@ -95,7 +100,14 @@ int tj_landlock(struct tj_builder *b);
 void tj_default_handlers(void);
 int tj_start_stage2(struct tj_builder *b);
 __attribute__((noreturn)) void tj_reap(struct tj_builder *b);
-__attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws);
+// tj_report sends the command's end; leftover is how many processes were
+// still running when the command ended and were killed (-1: not counted).
+__attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws, int leftover);
+// tj_watch_mount keeps fd, the root of a tmpfs of size bytes that the
+// init mounted (plan index mount, -1 for /dev/shm), for
+// tj_sample_mounts; it closes fd when there is no room or no size.
+void tj_watch_mount(struct tj_builder *b, int fd, int mount, int64_t size);
+void tj_sample_mounts(struct tj_builder *b);
 // tj_reaper_signals fills set with what a reaper waits for (SIGCHLD and
 // the signals it forwards); tj_forward forwards one to the command.
 void tj_reaper_signals(sigset_t *set);

@@ -134,13 +134,23 @@ static int tj_tmpfs(struct tj_builder *b, int dir, int64_t size, unsigned mode, 
 	return mnt;
 }
 
-// tj_tmpfs_on is tj_tmpfs for a caller that needs only 0 or -op.
-static int tj_tmpfs_on(struct tj_builder *b, int dir, int64_t size, unsigned mode, uint64_t attr) {
+// TJ_NO_WATCH is the watch argument of tj_tmpfs_on for a tmpfs the
+// command cannot fill (the jail's /dev).
+#define TJ_NO_WATCH (-2)
+
+// tj_tmpfs_on is tj_tmpfs for a caller that needs only 0 or -op; the
+// mount is watched for filling up (tj_watch_mount) as plan mount watch,
+// -1 for /dev/shm, unless TJ_NO_WATCH.
+static int tj_tmpfs_on(struct tj_builder *b, int dir, int64_t size, unsigned mode, uint64_t attr, int watch) {
 	int fd = tj_tmpfs(b, dir, size, mode, attr);
 	if (fd < 0) {
 		return fd;
 	}
-	close(fd);
+	if (watch == TJ_NO_WATCH) {
+		close(fd);
+	} else {
+		tj_watch_mount(b, fd, watch, size);
+	}
 	return 0;
 }
 
@@ -343,12 +353,12 @@ static int tj_fresh_fs(struct tj_builder *b, const char *path, const char *fstyp
 }
 
 // tj_fresh_tmpfs mounts a tmpfs the jail always has at path: /dev, /dev/shm.
-static int tj_fresh_tmpfs(struct tj_builder *b, const char *path, int64_t size, unsigned mode, uint64_t attr) {
+static int tj_fresh_tmpfs(struct tj_builder *b, const char *path, int64_t size, unsigned mode, uint64_t attr, int watch) {
 	int dir = tj_dest_copy(b, path, 1);
 	if (dir < 0) {
 		return -1;
 	}
-	int op = -tj_tmpfs_on(b, dir, size, mode, attr);
+	int op = -tj_tmpfs_on(b, dir, size, mode, attr, watch);
 	tj_close_keep(dir);
 	return op != 0 ? tj_failed(b, TJ_I_FS, op, errno, -1, path) : 0;
 }
@@ -391,7 +401,7 @@ int tj_proc_knobs(struct tj_builder *b) {
 		} else if (!mask) {
 			op = -tj_attach(fd, fd, ro, 1);
 		} else if (S_ISDIR(st.st_mode)) {
-			op = -tj_tmpfs_on(b, fd, 4096, 0555, ro);
+			op = -tj_tmpfs_on(b, fd, 4096, 0555, ro, TJ_NO_WATCH);
 		} else {
 			op = -tj_attach(b->emptyfile, fd, ro, 0);
 		}
@@ -460,10 +470,10 @@ static int tj_dev_entries(struct tj_builder *b) {
 // device nodes, its own devpts and a /dev/shm of its own.
 int tj_dev(struct tj_builder *b) {
 	static const char *const ptsopts[] = {"newinstance", NULL, "ptmxmode", "0666", "mode", "0620", NULL};
-	if (tj_fresh_tmpfs(b, "/dev", 1 << 20, 0755, MOUNT_ATTR_NOEXEC) < 0 || tj_dev_nodes(b) < 0 ||
+	if (tj_fresh_tmpfs(b, "/dev", 1 << 20, 0755, MOUNT_ATTR_NOEXEC, TJ_NO_WATCH) < 0 || tj_dev_nodes(b) < 0 ||
 	    tj_dev_entries(b) < 0 ||
 	    tj_fresh_fs(b, "/dev/pts", "devpts", ptsopts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC) < 0 ||
-	    tj_fresh_tmpfs(b, "/dev/shm", TJ_DEV_SHM_SIZE, 01777, MOUNT_ATTR_NOEXEC) < 0) {
+	    tj_fresh_tmpfs(b, "/dev/shm", TJ_DEV_SHM_SIZE, 01777, MOUNT_ATTR_NOEXEC, -1) < 0) {
 		return -1;
 	}
 	return 0;
@@ -575,7 +585,7 @@ static int tj_tmpfs_mount(struct tj_builder *b, const struct tj_mount *m, int in
 	if (!m->writable) {
 		attr |= MOUNT_ATTR_RDONLY;
 	}
-	int op = -tj_tmpfs_on(b, dst, m->size, 01777, attr);
+	int op = -tj_tmpfs_on(b, dst, m->size, 01777, attr, m->writable ? index : TJ_NO_WATCH);
 	tj_close_keep(dst);
 	return op != 0 ? tj_failed(b, TJ_I_TMPFS, op, errno, index, m->dest) : 0;
 }
@@ -649,7 +659,7 @@ static int tj_mask(struct tj_builder *b, const struct tj_mount *m, int index) {
 	if (fstat(dst, &st) < 0) {
 		op = TJ_OP_STAT;
 	} else if (S_ISDIR(st.st_mode)) {
-		op = -tj_tmpfs_on(b, dst, 4096, 0555, attr);
+		op = -tj_tmpfs_on(b, dst, 4096, 0555, attr, TJ_NO_WATCH);
 	} else {
 		op = -tj_attach(b->emptyfile, dst, attr, 0);
 	}

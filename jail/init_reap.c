@@ -10,8 +10,10 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "init_internal.h"
@@ -198,18 +200,70 @@ int tj_start_stage2(struct tj_builder *b) {
 	return 0;
 }
 
+// A tmpfs of the jail that fills up makes the command's writes fail with
+// ENOSPC, which it may report in words of its own, or not at all, and
+// then clean up (pip removes its temporary files): the space is free
+// again by the end. So the init samples each sized tmpfs mount it made,
+// by the mount's own descriptor (the command cannot unmount or replace
+// it), every TJ_SAMPLE_MS while the command runs, whenever it wakes, and
+// once after the end, and reports a mount that any sample found without
+// a free block or inode. Filling up and cleaning up within one interval
+// goes unseen; a fill that is left, or that lasts an interval, is seen.
+#define TJ_SAMPLE_MS 10
+
+void tj_watch_mount(struct tj_builder *b, int fd, int mount, int64_t size) {
+	if (size <= 0 || b->nwatch == TJ_MAX_WATCH) {
+		close(fd);
+		return;
+	}
+	struct tj_fill *f = &b->watch[b->nwatch];
+	memset(f, 0, sizeof *f);
+	f->mount = mount;
+	f->size_bytes = size;
+	struct statfs st;
+	if (fstatfs(fd, &st) == 0) {
+		f->size_bytes = (int64_t)st.f_blocks * (int64_t)st.f_bsize; // as the kernel rounded it
+	}
+	b->watch_fd[b->nwatch++] = fd;
+}
+
+void tj_sample_mounts(struct tj_builder *b) {
+	for (int i = 0; i < b->nwatch; i++) {
+		struct statfs st;
+		if (fstatfs(b->watch_fd[i], &st) != 0) {
+			continue;
+		}
+		struct tj_fill *f = &b->watch[i];
+		int64_t used = (int64_t)(st.f_blocks - st.f_bfree) * (int64_t)st.f_bsize;
+		if (used > f->peak_used_bytes) {
+			f->peak_used_bytes = used;
+		}
+		if (st.f_blocks > 0 && st.f_bavail == 0) {
+			f->full |= TJ_FULL_SPACE;
+		}
+		if (st.f_files > 0 && st.f_ffree == 0) {
+			f->full |= TJ_FULL_INODES;
+		}
+	}
+}
+
 // tj_report sends the command's end: how it ended and what it and every
-// orphan reaped used. The init's copies of the command's stdio are
+// orphan reaped used, how many processes it left running, how full the
+// watched tmpfs mounts got. The init's copies of the command's stdio are
 // closed first: nothing of the run writes there any more (tj_end_jail, or
 // the reaper of a run without namespaces, has killed it all), so the
 // outputs end with the record.
-__attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws) {
+__attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws, int leftover) {
 	close(0);
 	close(1);
 	close(2);
+	tj_sample_mounts(b);
 	struct tj_record r;
 	memset(&r, 0, offsetof(struct tj_record, path) + 1);
 	r.type = TJ_REC_EXIT;
+	r.leftover = leftover;
+	r.nfills = b->nwatch;
+	memcpy(r.fills, b->watch, sizeof r.fills[0] * (size_t)b->nwatch);
 	if (WIFEXITED(ws)) {
 		r.exit_code = WEXITSTATUS(ws);
 	} else if (WIFSIGNALED(ws)) {
@@ -253,17 +307,39 @@ void tj_forward(pid_t command, int sig) {
 // answer on it without waiting for the namespaces' teardown. Only PID 1 of
 // a namespace of its own may do this: kill(-1) anywhere else would reach
 // every process of the user.
-static void tj_end_jail(void) {
+//
+// It returns how many processes were still running and were killed (-1
+// when it is not PID 1): the orphans that had ended already are reaped
+// first, uncounted (the kernel reparents a process's children before the
+// process itself becomes a zombie, so the command's are all here), and
+// then every process that dies of the SIGKILL is one. A zombie whose
+// living parent is killed comes here with its own status: not counted.
+static int tj_end_jail(void) {
 	if (getpid() != 1) {
-		return;
+		return -1;
+	}
+	for (;;) {
+		pid_t got = waitpid(-1, NULL, WNOHANG | __WALL);
+		if (got < 0 && errno == EINTR) {
+			continue;
+		}
+		if (got <= 0) {
+			break;
+		}
 	}
 	kill(-1, SIGKILL);
+	int killed = 0;
 	for (;;) {
-		pid_t got = waitpid(-1, NULL, __WALL);
+		int ws;
+		pid_t got = waitpid(-1, &ws, __WALL);
 		if (got < 0 && errno != EINTR) {
 			break; // ECHILD: none left
 		}
+		if (got > 0 && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL) {
+			killed++;
+		}
 	}
+	return killed;
 }
 
 // tj_reap waits for every child until the command ends, forwarding the
@@ -273,10 +349,12 @@ void tj_reap(struct tj_builder *b) {
 	pid_t pid = b->command;
 	sigset_t set;
 	tj_reaper_signals(&set);
+	const struct timespec tick = {0, TJ_SAMPLE_MS * 1000000L};
 	for (;;) {
-		int sig = sigwaitinfo(&set, NULL);
+		int sig = b->nwatch > 0 ? sigtimedwait(&set, NULL, &tick) : sigwaitinfo(&set, NULL);
+		tj_sample_mounts(b);
 		if (sig < 0) {
-			if (errno == EINTR) {
+			if (errno == EINTR || errno == EAGAIN) {
 				continue;
 			}
 			tj_failed(b, TJ_I_WAIT, TJ_OP_NONE, errno, -1, NULL);
@@ -300,8 +378,8 @@ void tj_reap(struct tj_builder *b) {
 				break; // no more to reap for now
 			}
 			if (got == pid) {
-				tj_end_jail();
-				tj_report(b, ws);
+				int leftover = tj_end_jail();
+				tj_report(b, ws, leftover);
 			}
 			// else an orphan
 		}

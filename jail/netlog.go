@@ -134,6 +134,15 @@ var notRefusal = map[string]bool{
 	resolver.ReasonBusy:         true,
 }
 
+// UpstreamFailed says whether the entry is an upstream failure: the
+// command's request was allowed, but its name did not resolve ("dns
+// failed", "lookup failed"), no checked address accepted the connection
+// ("connect failed") or the resolver was busy. Not a refusal: the policy
+// let it through, the outside world did not answer.
+func (e NetworkEntry) UpstreamFailed() bool {
+	return e.Decision != "allowed" && notRefusal[e.Decision]
+}
+
 // networkViolations are the refusals among entries, as violations of kind
 // "network", one per host, port and reason, in the order first seen.
 func networkViolations(entries []NetworkEntry) []Violation {

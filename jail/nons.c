@@ -73,9 +73,27 @@ static void tj_kill_children(void) {
 // tj_kill_all kills and reaps every process of the run until none is
 // left; the command's status goes to *ws unless it was reaped already.
 // A child forked while its parent was being killed is reparented here
-// before that parent can be reaped, so the next round finds it.
-static void tj_kill_all(pid_t command, int *have, int *ws) {
+// before that parent can be reaped, so the next round finds it. It
+// returns how many processes other than the command died of the kill:
+// the orphans that had ended already are reaped first, uncounted (as
+// tj_end_jail does in init_reap.c).
+static int tj_kill_all(pid_t command, int *have, int *ws) {
 	const struct timespec pause = {0, 1000000};
+	for (;;) {
+		int st;
+		pid_t got = waitpid(-1, &st, WNOHANG | __WALL);
+		if (got < 0 && errno == EINTR) {
+			continue;
+		}
+		if (got <= 0) {
+			break;
+		}
+		if (got == command && !*have) {
+			*ws = st;
+			*have = 1;
+		}
+	}
+	int killed = 0;
 	for (;;) {
 		tj_kill_children();
 		int st;
@@ -84,7 +102,7 @@ static void tj_kill_all(pid_t command, int *have, int *ws) {
 			continue;
 		}
 		if (got < 0) {
-			return; // ECHILD: nothing is left
+			return killed; // ECHILD: nothing is left
 		}
 		if (got == 0) {
 			nanosleep(&pause, NULL); // killed, not yet dead
@@ -93,6 +111,8 @@ static void tj_kill_all(pid_t command, int *have, int *ws) {
 		if (got == command && !*have) {
 			*ws = st;
 			*have = 1;
+		} else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
+			killed++;
 		}
 	}
 }
@@ -137,11 +157,14 @@ static __attribute__((noreturn)) void tj_nons_reap(struct tj_builder *b) {
 			}
 		}
 	}
-	tj_kill_all(pid, &have, &ws);
+	// Leftovers are counted when the command had ended on its own; a kill
+	// the supervisor asked for, or a failed wait, ends it with the rest.
+	int ended = have;
+	int killed = tj_kill_all(pid, &have, &ws);
 	if (b->rec.type != 0) {
 		tj_die(b);
 	}
-	tj_report(b, ws);
+	tj_report(b, ws, ended ? killed : -1);
 }
 
 void tj_nons_main(const struct tj_init *p) {

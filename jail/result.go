@@ -91,6 +91,14 @@ type Result struct {
 	// NetworkLimitHits counts, per limit ("connection limit", "byte
 	// limit"), the connections the allow mode refused or cut for it.
 	NetworkLimitHits map[string]int `json:"network_limit_hits,omitempty"`
+
+	// KilledLeftoverProcesses is how many processes of the jail were still
+	// running when the command ended, and were killed: nothing outlives a
+	// run. Absent when not counted (the run was killed, or never ran).
+	KilledLeftoverProcesses *int64 `json:"killed_leftover_processes,omitempty"`
+	// FullMounts are the jail's own tmpfs mounts that filled up
+	// (fullmounts.go); absent when none did.
+	FullMounts []FullMount `json:"full_mounts,omitempty"`
 }
 
 // ExecFailed says whether the run ended because its program was not

@@ -85,6 +85,10 @@ type Mount struct {
 	KeepSymlink bool `json:"keep_symlink,omitempty"`
 	// Size of a tmpfs in bytes.
 	Size int64 `json:"size,omitempty"`
+	// Raise says how the caller gives a tmpfs more room (a flag or a
+	// profile key): the report names it when the tmpfs fills up
+	// (Result.FullMounts). The policy that set Size sets it.
+	Raise string `json:"raise,omitempty"`
 }
 
 // NetMode selects the network namespace.

@@ -76,6 +76,24 @@ enum {
 	TJ_REC_NET,           // the allow mode's listeners, as SCM_RIGHTS (init_net.c)
 };
 
+// At most this many sized tmpfs mounts of a jail are watched for filling
+// up (init_reap.c); a plan with more watches the first ones.
+#define TJ_MAX_WATCH 16
+
+// What the tmpfs mount watch found: TJ_FULL_SPACE when a sample saw no
+// free block, TJ_FULL_INODES when it saw no free inode.
+enum {
+	TJ_FULL_SPACE = 1,
+	TJ_FULL_INODES = 2,
+};
+
+// tj_fill is one watched tmpfs mount at the command's end.
+struct tj_fill {
+	int32_t mount; // its index in the plan's mounts; -1: the jail's /dev/shm
+	int32_t full;  // TJ_FULL_* flags seen by any sample
+	int64_t size_bytes, peak_used_bytes;
+};
+
 struct tj_record {
 	int32_t type;
 	int32_t step;
@@ -86,6 +104,11 @@ struct tj_record {
 	int32_t is_dir; // the command found at index is a directory; a mount destination must be one
 	int32_t exit_code, signal;
 	int64_t utime_us, stime_us, maxrss_kib;
+	// The exit record's: processes still running when the command ended,
+	// killed by the init (-1: not counted), and the watched tmpfs mounts.
+	int32_t leftover;
+	int32_t nfills;
+	struct tj_fill fills[TJ_MAX_WATCH];
 	char path[4096]; // the path the failure is about, NUL-terminated
 };
 

@@ -104,7 +104,11 @@ type document struct {
 // rawLimitsType there.
 type rawLimits struct{}
 
-var rawLimitsType = limitsStruct(func(k limitKey) string { return `toml:"` + k.key + `"` })
+var rawLimitsType = limitsStruct(rawLimitTag, reflect.StructField{
+	Name: "Max", Type: limitsStruct(rawLimitTag), Tag: `toml:"max"`,
+})
+
+func rawLimitTag(k limitKey) string { return `toml:"` + k.key + `"` }
 
 // documentType is document with [limits] as rawLimitsType, one `any`
 // field per limitKeys entry: decoded strictly, go-toml takes a string or
@@ -122,9 +126,10 @@ var documentType = func() reflect.Type {
 	return reflect.StructOf(fields)
 }()
 
-// decodeDocument decodes data strictly into a document and the [limits]
-// values, indexed like limitKeys (nil where unset).
-func decodeDocument(data []byte) (doc document, limits []any, err error) {
+// decodeDocument decodes data strictly into a document, the [limits]
+// values and the [limits.max] values, indexed like limitKeys (nil where
+// unset).
+func decodeDocument(data []byte) (doc document, limits, max []any, err error) {
 	raw := reflect.New(documentType).Elem()
 	err = toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(raw.Addr().Interface())
 	var missing *toml.StrictMissingError
@@ -138,7 +143,7 @@ func decodeDocument(data []byte) (doc document, limits []any, err error) {
 		}
 	}
 	if err != nil {
-		return document{}, nil, err
+		return document{}, nil, nil, err
 	}
 	dv := reflect.ValueOf(&doc).Elem()
 	for i := 0; i < dv.NumField(); i++ {
@@ -147,17 +152,19 @@ func decodeDocument(data []byte) (doc document, limits []any, err error) {
 			dv.Field(i).Set(f)
 			continue
 		}
+		m := f.Field(len(limitKeys))
 		for j := range limitKeys {
 			limits = append(limits, f.Field(j).Interface())
+			max = append(max, m.Field(j).Interface())
 		}
 	}
-	return doc, limits, nil
+	return doc, limits, max, nil
 }
 
 // decode parses one profile file strictly. file names it in errors. The
 // returned extends is nil when the file has no `extends` key.
 func decode(file string, data []byte) (p *Profile, extends *string, err error) {
-	doc, limits, err := decodeDocument(data)
+	doc, limits, max, err := decodeDocument(data)
 	if err != nil {
 		return nil, nil, decodeError(file, err)
 	}
@@ -190,6 +197,19 @@ func decode(file string, data []byte) (p *Profile, extends *string, err error) {
 			return nil, nil, positioned(file, data, "limits."+k.key, err.Error())
 		}
 		p.Limits[k.key] = text
+	}
+	for i, k := range limitKeys {
+		if max[i] == nil {
+			continue
+		}
+		text, err := LimitText(max[i])
+		if err != nil {
+			return nil, nil, positioned(file, data, "limits.max."+k.key, err.Error())
+		}
+		if p.LimitsMax == nil {
+			p.LimitsMax = LimitsMax{}
+		}
+		p.LimitsMax[k.key] = text
 	}
 	if doc.Extends != nil && *doc.Extends == "" {
 		return nil, nil, positioned(file, data, "extends", `empty; name a shipped profile ("default") or a file`)

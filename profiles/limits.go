@@ -175,9 +175,9 @@ func (l Limits) unset(prefix string) []string {
 // limitsStruct builds a struct type with one `any` field per limitKeys
 // entry, tagged by tag: go-toml reads a table's keys, their order and
 // their comments from struct tags, so decode and Marshal give it [limits]
-// in that form.
-func limitsStruct(tag func(limitKey) string) reflect.Type {
-	fields := make([]reflect.StructField, len(limitKeys))
+// in that form. extra fields (the [limits.max] sub-table) follow them.
+func limitsStruct(tag func(limitKey) string, extra ...reflect.StructField) reflect.Type {
+	fields := make([]reflect.StructField, len(limitKeys), len(limitKeys)+len(extra))
 	for i, k := range limitKeys {
 		fields[i] = reflect.StructField{
 			Name: fmt.Sprintf("L%d", i),
@@ -185,7 +185,7 @@ func limitsStruct(tag func(limitKey) string) reflect.Type {
 			Tag:  reflect.StructTag(tag(k)),
 		}
 	}
-	return reflect.StructOf(fields)
+	return reflect.StructOf(append(fields, extra...))
 }
 
 // CompareLimit compares two values of the limit key, parsed as the profile

@@ -75,7 +75,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 			Workdir: p.Filesystem.Workdir, HomeSize: p.Filesystem.HomeSize,
 			Protect: nonNilPtr(p.Filesystem.Protect),
 		},
-		Limits:  p.Limits.shown(),
+		Limits:  p.Limits.shown(p.LimitsMax),
 		Network: shownNetwork{Mode: p.Network.Mode, Allow: nonNil(p.Network.Allow)},
 		Env:     shownEnv{Set: p.Env.Set, Pass: nonNil(p.Env.Pass), Deny: nonNilPtr(p.Env.Deny)},
 		Seccomp: shownSeccomp{
@@ -119,11 +119,21 @@ func nonNil[T any](s []T) []T {
 }
 
 // shown is the value Marshal prints as [limits]: a struct of one
-// field per limitKeys entry, in that order, each with its comment. A
-// count that is a plain whole number is a TOML integer, every other value
-// a string.
-func (l Limits) shown() any {
+// field per limitKeys entry, in that order, each with its comment, and
+// [limits.max] when max sets a key. A count that is a plain whole number
+// is a TOML integer, every other value a string.
+func (l Limits) shown(max LimitsMax) any {
 	v := reflect.New(shownLimitsType).Elem()
+	fillShown(v, l)
+	if len(max) > 0 {
+		m := reflect.New(shownMaxType).Elem()
+		fillShown(m, max)
+		v.Field(len(limitKeys)).Set(m)
+	}
+	return v.Interface()
+}
+
+func fillShown(v reflect.Value, l map[string]string) {
 	for i, k := range limitKeys {
 		text, ok := l[k.key]
 		if !ok {
@@ -135,8 +145,9 @@ func (l Limits) shown() any {
 		}
 		v.Field(i).Set(reflect.ValueOf(value))
 	}
-	return v.Interface()
 }
+
+var shownMaxType = limitsStruct(func(k limitKey) string { return `toml:"` + k.key + `,omitempty"` })
 
 var shownLimitsType = limitsStruct(func(k limitKey) string {
 	tag := `toml:"` + k.key + `,omitempty"`
@@ -144,4 +155,7 @@ var shownLimitsType = limitsStruct(func(k limitKey) string {
 		tag += ` comment:` + strconv.Quote(k.comment)
 	}
 	return tag
+}, reflect.StructField{
+	Name: "Max", Type: reflect.TypeOf((*any)(nil)).Elem(),
+	Tag: `toml:"max,omitempty" comment:"ceilings: the loosest value of each limit a flag of tooljail run or a served request may ask for"`,
 })

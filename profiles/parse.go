@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -115,6 +116,15 @@ func resolve(display string, data []byte, rootOK bool, parent func(extends strin
 		return nil, err
 	}
 	base.merge(p)
+	// A child may raise a limit over its parent's ceiling, or set a
+	// ceiling below its parent's limit: only the merged profile tells.
+	if err := base.checkLimitsMax(); err != nil {
+		var ke *KeyError
+		if errors.As(err, &ke) {
+			return nil, positioned(display, data, ke.Key, ke.Err.Error())
+		}
+		return nil, err
+	}
 	return base, nil
 }
 

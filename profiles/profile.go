@@ -42,10 +42,14 @@ type Profile struct {
 	HostUser   *string    `toml:"host_user"`
 	Filesystem Filesystem `toml:"filesystem"`
 	Limits     Limits     `toml:"limits"`
-	Network    Network    `toml:"network"`
-	Env        Env        `toml:"env"`
-	Seccomp    Seccomp    `toml:"seccomp"`
-	Landlock   Landlock   `toml:"landlock"`
+	// LimitsMax is the [limits.max] table: the ceiling of each limit a
+	// caller may ask for with a flag (tooljail run --memory) or a served
+	// request's limits; unset keys have none (ceiling.go).
+	LimitsMax LimitsMax `toml:"limits.max"`
+	Network   Network   `toml:"network"`
+	Env       Env       `toml:"env"`
+	Seccomp   Seccomp   `toml:"seccomp"`
+	Landlock  Landlock  `toml:"landlock"`
 
 	// files are the profile files Load read (the one named and those it
 	// extends), held open: see Files. borrowed says they are the base's of

@@ -96,13 +96,13 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: path, Dest: path, Optional: true})
 	}
 	homeSize, _ := units.ParseSize(*fs.HomeSize) // checked by Validate
-	s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountTmpfs, Dest: JailHome, Writable: true, Size: homeSize})
+	s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountTmpfs, Dest: JailHome, Writable: true, Size: homeSize, Raise: RaiseHome})
 	hasTmp := false
 	for _, t := range fs.Tmpfs {
 		dest, size, _ := splitTmpfs(t) // checked by Validate
 		dest = filepath.Clean(dest)
 		hasTmp = hasTmp || dest == "/tmp"
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountTmpfs, Dest: dest, Writable: true, Size: size})
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountTmpfs, Dest: dest, Writable: true, Size: size, Raise: raiseTmpfs(dest)})
 	}
 	if *fs.Workdir {
 		dir, err := workdir(cwd, r.Workdir)
@@ -273,4 +273,14 @@ func (p *Profile) AddAllowDegraded(list string) error {
 		p.AllowDegraded = append(p.AllowDegraded, l)
 	}
 	return nil
+}
+
+// RaiseHome is how a user gives the private HOME more room, for the report
+// when it fills up (jail.Mount.Raise).
+const RaiseHome = "home_size in the profile's [filesystem]"
+
+// raiseTmpfs is how a user gives the tmpfs at dest more room: a --tmpfs
+// at the same destination replaces the profile's.
+func raiseTmpfs(dest string) string {
+	return "--tmpfs " + dest + ":SIZE, or tmpfs in the profile's [filesystem]"
 }

@@ -68,10 +68,10 @@ func TestSpecDefault(t *testing.T) {
 	if m := findMount(s, "/etc/ssl/certs"); m == nil || *m != (jail.Mount{Kind: jail.MountBind, Source: "/etc/ssl/certs", Dest: "/etc/ssl/certs", Optional: true}) {
 		t.Errorf("/etc/ssl/certs mount %+v", m)
 	}
-	if m := findMount(s, "/home/sandbox"); m == nil || *m != (jail.Mount{Kind: jail.MountTmpfs, Dest: "/home/sandbox", Writable: true, Size: 64 << 20}) {
+	if m := findMount(s, "/home/sandbox"); m == nil || *m != (jail.Mount{Kind: jail.MountTmpfs, Dest: "/home/sandbox", Writable: true, Size: 64 << 20, Raise: "home_size in the profile's [filesystem]"}) {
 		t.Errorf("home mount %+v", m)
 	}
-	if m := findMount(s, "/tmp"); m == nil || *m != (jail.Mount{Kind: jail.MountTmpfs, Dest: "/tmp", Writable: true, Size: 64 << 20}) {
+	if m := findMount(s, "/tmp"); m == nil || *m != (jail.Mount{Kind: jail.MountTmpfs, Dest: "/tmp", Writable: true, Size: 64 << 20, Raise: "--tmpfs /tmp:SIZE, or tmpfs in the profile's [filesystem]"}) {
 		t.Errorf("/tmp mount %+v", m)
 	}
 	if m := findMount(s, proj); m == nil || *m != (jail.Mount{Kind: jail.MountBind, Source: proj, Dest: proj, Writable: true}) {
@@ -241,8 +241,8 @@ func TestSpecBindsAndMasks(t *testing.T) {
 		"/abs/x":          {Kind: jail.MountBind, Source: "/abs/x", Dest: "/abs/x"},
 		link:              {Kind: jail.MountBind, Source: link, Dest: link}, // not resolved: the jail resolves sources
 		"/out":            {Kind: jail.MountBind, Source: cwd + "/out", Dest: "/out", Writable: true},
-		"/scratch":        {Kind: jail.MountTmpfs, Dest: "/scratch", Writable: true, Size: 1 << 30},
-		"/cache":          {Kind: jail.MountTmpfs, Dest: "/cache", Writable: true, Size: 64 << 20},
+		"/scratch":        {Kind: jail.MountTmpfs, Dest: "/scratch", Writable: true, Size: 1 << 30, Raise: "--tmpfs /scratch:SIZE, or tmpfs in the profile's [filesystem]"},
+		"/cache":          {Kind: jail.MountTmpfs, Dest: "/cache", Writable: true, Size: 64 << 20, Raise: "--tmpfs /cache:SIZE, or tmpfs in the profile's [filesystem]"},
 		"/etc/os-release": {Kind: jail.MountMask, Dest: "/etc/os-release"},
 	}
 	for dest, w := range want {

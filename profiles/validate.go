@@ -86,6 +86,9 @@ func (p *Profile) Validate() error {
 	if _, err := p.Limits.parse(); err != nil {
 		return err
 	}
+	if err := p.checkLimitsMax(); err != nil {
+		return err
+	}
 	if m := p.Network.Mode; m != nil && *m != string(jail.NetNone) && *m != string(jail.NetHost) && *m != string(jail.NetAllow) {
 		return keyErr("network.mode", "%q: want %q, %q or %q", *m, jail.NetNone, jail.NetHost, jail.NetAllow)
 	}

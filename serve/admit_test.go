@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -140,5 +141,91 @@ func TestServerMaxRunsChecked(t *testing.T) {
 	}
 	if err := (&Server{MaxRuns: 1}).Load(); err != nil {
 		t.Errorf("MaxRuns 1: %v", err)
+	}
+}
+
+// A freed slot goes to the waiting call of the client that runs the
+// fewest, the oldest first among equals.
+func TestRunQueueFair(t *testing.T) {
+	greedy, other := peerKey{1000, 1}, peerKey{1000, 2}
+	q := runQueue{max: 2}
+	for range 2 {
+		if w, e := q.take(greedy, true); w != nil || e != nil {
+			t.Fatalf("a free slot: %v %v", w, e)
+		}
+	}
+	g1, _ := q.take(greedy, true)
+	g2, _ := q.take(greedy, true)
+	o1, _ := q.take(other, true)
+	if g1 == nil || g2 == nil || o1 == nil {
+		t.Fatal("calls over max are not queued")
+	}
+	q.release(greedy)
+	if !o1.granted || g1.granted || g2.granted {
+		t.Errorf("the other client's call waited behind the greedy one's: granted %v %v %v", g1.granted, g2.granted, o1.granted)
+	}
+	q.release(greedy)
+	if !g1.granted || g2.granted {
+		t.Errorf("among one client's calls the oldest goes first: %v %v", g1.granted, g2.granted)
+	}
+	if q.leave(g2) || len(q.waiting) != 0 {
+		t.Errorf("a call that gave up stays queued")
+	}
+	if _, e := (&runQueue{max: 1, running: 1}).take(other, false); e == nil || !strings.Contains(e.Message, "--max-runs") {
+		t.Errorf("no queue: %v, want the refusal at once", e)
+	}
+	full := runQueue{max: 1, running: 1, waiting: make([]*waiter, MaxQueued)}
+	if _, e := full.take(other, true); e == nil || !strings.Contains(e.Message, "wait for a slot") {
+		t.Errorf("a full queue: %v, want a refusal", e)
+	}
+}
+
+// When the places for waiting connections are full, a client with fewer
+// than the one with the most takes that one's oldest place; a client
+// already at its share is refused.
+func TestPendingShare(t *testing.T) {
+	greedy, other := peerKey{1000, 1}, peerKey{1000, 2}
+	var ps pendingSet
+	var conns []*pendingConn
+	for range 4 {
+		a, b := net.Pipe()
+		defer a.Close()
+		defer b.Close()
+		pc, e := ps.add(a, greedy, 4)
+		if e != nil {
+			t.Fatal(e)
+		}
+		conns = append(conns, pc)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if _, e := ps.add(a, greedy, 4); e == nil {
+		t.Fatal("a fifth connection of the same client was let in")
+	}
+	pc, e := ps.add(a, other, 4)
+	if e != nil || pc == nil {
+		t.Fatalf("another client was refused: %v", e)
+	}
+	if !conns[0].evicted || conns[1].evicted || ps.n != 4 || len(ps.byPeer[greedy]) != 3 {
+		t.Errorf("want the greedy client's oldest evicted: %v, %d waiting", conns[0].evicted, ps.n)
+	}
+	if conns[0].ctx.Err() == nil {
+		t.Error("the evicted connection's wait was not cancelled")
+	}
+	// 3 against 1: one more for the other client, then each has 2.
+	c, d := net.Pipe()
+	defer c.Close()
+	defer d.Close()
+	if _, e := ps.add(c, other, 4); e != nil {
+		t.Fatalf("the other client's second: %v", e)
+	}
+	if _, e := ps.add(c, other, 4); e == nil {
+		t.Error("the other client took more than an equal share")
+	}
+	ps.remove(pc)
+	ps.remove(pc) // twice is harmless
+	if ps.n != 3 {
+		t.Errorf("%d waiting after a removal, want 3", ps.n)
 	}
 }

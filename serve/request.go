@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"path/filepath"
 	"sort"
@@ -38,10 +37,11 @@ type Request struct {
 	// AllowClientProfiles, and only if it extends a shipped or served
 	// profile (clientprofile.go).
 	ProfileTOML string `json:"profile_toml,omitempty"`
-	// Limits tighten the profile's [limits], key by key, with the values
-	// a profile takes ("256M", "10s", "0.5").
+	// Limits override the profile's [limits], key by key, with the values
+	// a profile takes ("256M", "10s", "0.5"), as the CLI's flags do: up to
+	// the profile's [limits.max].
 	Limits map[string]string `json:"limits,omitempty"`
-	// Network may only be "none" or the profile's own mode.
+	// Network overrides the profile's mode, as --net does.
 	Network string `json:"network,omitempty"`
 	// Stream asks for stdout and stderr chunks as they come; the report
 	// then counts the output but does not hold it.
@@ -70,36 +70,6 @@ func refuse(format string, args ...any) *Error {
 	msg := fmt.Sprintf(format, args...)
 	msg = strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(msg)
 	return &Error{Code: jail.ExitSetup, Message: msg}
-}
-
-// decodeRequest reads one request line strictly: an unknown field, a
-// value of the wrong type or anything after the object is an error.
-// Limit values may be JSON strings or numbers.
-func decodeRequest(line []byte) (*Request, error) {
-	var w struct {
-		Request
-		Limits map[string]json.RawMessage `json:"limits,omitempty"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return nil, refuse("malformed request: %v; send one JSON object on one line (see docs/serve.md)", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, refuse("malformed request: data after the JSON object; send one object per connection")
-	}
-	r := w.Request
-	if w.Limits != nil {
-		r.Limits = map[string]string{}
-		for k, raw := range w.Limits {
-			v, err := limitText(raw)
-			if err != nil {
-				return nil, refuse("limits.%s: %v", k, err)
-			}
-			r.Limits[k] = v
-		}
-	}
-	return &r, nil
 }
 
 // limitText is a limit value as its text: a JSON string, or a number as
@@ -137,17 +107,14 @@ func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
 	c.Limits = maps.Clone(p.Limits)
 	c.Env.Set = maps.Clone(p.Env.Set)
 	for _, key := range sortedKeys(r.Limits) {
-		if err := tighten(&c, key, r.Limits[key]); err != nil {
+		if err := setLimit(&c, key, r.Limits[key]); err != nil {
 			return nil, err
 		}
 	}
-	switch r.Network {
-	case "", *p.Network.Mode:
-	case string(jail.NetNone):
-		none := string(jail.NetNone)
-		c.Network.Mode = &none
-	default:
-		return nil, refuse("network %q: a request may only ask for \"none\" or the profile's own mode (%s)", r.Network, *p.Network.Mode)
+	if r.Network != "" {
+		// As --net: any mode, the profile's hosts for "allow".
+		mode := r.Network
+		c.Network.Mode = &mode
 	}
 	var vars []string
 	for _, k := range sortedKeys(r.Env) {
@@ -171,22 +138,19 @@ func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
 	return s, nil
 }
 
-// tighten sets limit key of p to value if it is no looser than p's own.
-func tighten(p *profiles.Profile, key, value string) error {
-	own := p.Limits[key]
-	cmp, err := profiles.CompareLimit(key, value, own)
-	if err != nil {
+// setLimit sets limit key of p to value, as `tooljail run --KEY value`
+// does for the same profile: any value the key takes, up to the profile's
+// ceiling ([limits.max]), refused above it with the CLI's words.
+func setLimit(p *profiles.Profile, key, value string) error {
+	if err := p.SetLimit(key, value); err != nil {
 		var ke *profiles.KeyError
 		if errors.As(err, &ke) {
 			return refuse("%v", err)
 		}
 		return refuse("limits.%s: %v", key, err)
 	}
-	if cmp > 0 {
-		return refuse("limits.%s: %s is looser than the profile's %s", key, value, own)
-	}
-	if err := p.SetLimit(key, value); err != nil {
-		return refuse("limits.%s: %v", key, err)
+	if err := p.CheckCeiling(key, value); err != nil {
+		return refuse("%v", err)
 	}
 	return nil
 }

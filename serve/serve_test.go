@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -210,14 +211,16 @@ func TestLimits(t *testing.T) {
 		{limits: map[string]string{"memory": "256M", "timeout": "10s", "cpus": "0.5", "pids": "64", "cpu_time": "5s", "nofile": "256", "fsize": "1M", "output_limit": "1M", "max_violations": "10"}},
 		{limits: map[string]string{"memory": "512M"}},
 		{network: "none"},
-		{limits: map[string]string{"memory": "2G"}, refused: "limits.memory: 2G is looser than the profile's 512M"},
-		{limits: map[string]string{"memory": "0"}, refused: "limits.memory: 0 is looser than the profile's 512M"},
-		{limits: map[string]string{"timeout": "unlimited"}, refused: "limits.timeout: unlimited is looser"},
-		{limits: map[string]string{"pids": "1000"}, refused: "limits.pids: 1000 is looser than the profile's 256"},
-		{limits: map[string]string{"max_violations": "0"}, refused: "limits.max_violations: 0 is looser"},
+		// What `tooljail run` takes for the same profile, looser or not.
+		{limits: map[string]string{"memory": "2G"}},
+		{limits: map[string]string{"memory": "0"}},
+		{limits: map[string]string{"timeout": "unlimited"}},
+		{limits: map[string]string{"pids": "1000"}},
+		{limits: map[string]string{"max_violations": "0"}},
+		{network: "host"},
 		{limits: map[string]string{"memory": "lots"}, refused: "limits.memory"},
 		{limits: map[string]string{"disk": "1G"}, refused: "limits.disk: unknown limit"},
-		{network: "host", refused: `network "host"`},
+		{network: "nowhere", refused: `network.mode: "nowhere"`},
 	} {
 		name := fmt.Sprint(tc.limits, tc.network)
 		r, err := c.Run(context.Background(), Request{Argv: []string{"/bin/true"}, Limits: tc.limits, Network: tc.network})
@@ -245,6 +248,41 @@ func TestLimits(t *testing.T) {
 	r = run(t, c, Request{Argv: []string{"/bin/sleep", "5"}, Limits: map[string]string{"timeout": "200ms"}})
 	if r.Status != jail.StatusTimeout {
 		t.Errorf("a tighter timeout did not apply: %s %s", r.Status, r.Reason)
+	}
+	r = run(t, c, Request{Argv: []string{"/bin/true"}, Limits: map[string]string{"memory": "1G", "pids": "1000"}})
+	if r.Limits.MemoryBytes != 1<<30 || r.Limits.Pids != 1000 {
+		t.Errorf("looser limits, as the CLI takes them, did not apply: %+v", r.Limits)
+	}
+}
+
+// A served profile's [limits.max] is the ceiling of a request's limits,
+// refused above it in the words `tooljail run` uses for its flags.
+func TestLimitsCeiling(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "capped.toml")
+	if err := os.WriteFile(file, []byte("extends = \"default\"\n[limits.max]\nmemory = \"1G\"\ntimeout = \"20m\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startWith(t, nil, file)
+	c := ts.client()
+	for _, tc := range []struct {
+		limits  map[string]string
+		refused string
+	}{
+		{limits: map[string]string{"memory": "1G"}},
+		{limits: map[string]string{"memory": "100M", "timeout": "20m", "pids": "5000"}},
+		{limits: map[string]string{"memory": "2G"}, refused: `limits.memory: 2G is above the ceiling of profile `},
+		{limits: map[string]string{"memory": "2G"}, refused: `(limits.max.memory = "1G"); ask for at most 1G, or raise the ceiling in the profile`},
+		{limits: map[string]string{"memory": "unlimited"}, refused: "limits.memory: unlimited is above the ceiling"},
+		{limits: map[string]string{"timeout": "1h"}, refused: "limits.timeout: 1h is above the ceiling"},
+	} {
+		r, err := c.Run(context.Background(), Request{Argv: []string{"/bin/true"}, Limits: tc.limits})
+		var e *Error
+		switch {
+		case tc.refused == "" && (err != nil || r.ExitCode != 0):
+			t.Errorf("%v: %v %+v", tc.limits, err, r)
+		case tc.refused != "" && (!errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, tc.refused)):
+			t.Errorf("%v: %v, want an error with %q", tc.limits, err, tc.refused)
+		}
 	}
 }
 
@@ -609,10 +647,11 @@ func checkRefusedLine(t *testing.T, a map[string]any, id string) {
 	}
 }
 
-// TestMaxRuns: with MaxRuns runs going, the next request is refused at
-// once, naming --max-runs, and audited; once one ends, a call is served.
+// TestMaxRuns: with MaxRuns runs going and no queue (--queue-timeout 0),
+// the next request is refused at once, naming --max-runs, and audited;
+// once one ends, a call is served.
 func TestMaxRuns(t *testing.T) {
-	ts := startWith(t, func(s *Server) { s.MaxRuns = 2 })
+	ts := startWith(t, func(s *Server) { s.MaxRuns = 2; s.QueueTimeout = -1 })
 	first := ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
 	ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
 	_, err := ts.client().Run(context.Background(), Request{ID: "third", Argv: []string{"/bin/true"}})
@@ -632,12 +671,47 @@ func TestMaxRuns(t *testing.T) {
 	}
 }
 
+// TestQueue: a call that finds every slot busy waits for one and runs
+// when a run ends; one that waits past QueueTimeout is refused, saying
+// what to do, and audited.
+func TestQueue(t *testing.T) {
+	ts := startWith(t, func(s *Server) { s.MaxRuns = 1; s.QueueTimeout = MaxQueueTimeout })
+	first := ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
+	done := make(chan error, 1)
+	go func() {
+		r, err := ts.client().Run(context.Background(), Request{ID: "queued", Argv: []string{"/bin/echo", "ran"}})
+		if err == nil && text(r.Stdout) != "ran\n" {
+			err = fmt.Errorf("report %+v", r)
+		}
+		done <- err
+	}()
+	waitCount(t, ts.Server, "queued calls", func() int { return len(ts.queue.waiting) }, 1)
+	first.Close() // the run is cancelled, its slot goes to the queued call
+	if err := <-done; err != nil {
+		t.Fatalf("the queued call: %v", err)
+	}
+
+	ts = startWith(t, func(s *Server) { s.MaxRuns = 1; s.QueueTimeout = 300 * time.Millisecond })
+	ts.startCall(t, `{"argv":["/bin/sh","-c","echo started; exec /bin/sleep 30"],"stream":true}`+"\n")
+	_, err := ts.client().Run(context.Background(), Request{ID: "late", Argv: []string{"/bin/true"}})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, "none ended within 300ms while this call waited") ||
+		!strings.Contains(e.Message, "--queue-timeout") {
+		t.Fatalf("a call queued past the timeout: %v, want a refusal naming --max-runs and --queue-timeout", err)
+	}
+	refused := ts.refusedLines(t)
+	if len(refused) != 1 {
+		t.Fatalf("audit: %v, want one refused line", ts.auditLines(t))
+	}
+	checkRefusedLine(t, refused[0], "late")
+}
+
 // TestPendingLimit: at most PendingPerRun × MaxRuns connections wait for
 // their request line; the next one gets an error line and is audited. A
 // connection that sends its request leaves the count.
 func TestPendingLimit(t *testing.T) {
 	ts := startWith(t, func(s *Server) { s.MaxRuns = 1 })
-	pending := func() int { return ts.pending }
+	pending := func() int { return ts.pending.n }
 	waitCount(t, ts.Server, "pending connections", pending, 0)
 	var idle []net.Conn
 	for range PendingPerRun {
@@ -695,7 +769,7 @@ func TestIdleConnectionsDoNotBlock(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending }, 100)
+	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending.n }, 100)
 	if r := run(t, ts.client(), Request{Argv: []string{"/bin/echo", "through"}}); text(r.Stdout) != "through\n" {
 		t.Errorf("a call with 100 idle connections: %+v", r)
 	}
@@ -726,7 +800,7 @@ func TestRequestTimeout(t *testing.T) {
 	for _, a := range refused {
 		checkRefusedLine(t, a, "")
 	}
-	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending }, 0)
+	waitCount(t, ts.Server, "pending connections", func() int { return ts.pending.n }, 0)
 }
 
 // TestRefusalsAudited: every refused request writes one audit line:
@@ -742,7 +816,7 @@ func TestRefusalsAudited(t *testing.T) {
 		{"{not json\n", "malformed request", ""},
 		{`{"id":"a","argv":["/bin/true"],"bogus":1}` + "\n", `unknown field "bogus"`, ""},
 		{`{"id":"b","argv":["/bin/true"],"profile":"nosuch"}` + "\n", `profile "nosuch": not served here`, "b"},
-		{`{"id":"c","argv":["/bin/true"],"limits":{"memory":"2G"}}` + "\n", "looser", "c"},
+		{`{"id":"c","argv":["/bin/true"],"limits":{"memory":"lots"}}` + "\n", "limits.memory", "c"},
 		{`{"id":"d","argv":[]}` + "\n", "argv: empty", "d"},
 		{`{"id":"` + long + `","argv":["/bin/true"]}` + "\n", "id: 257 bytes, longer than 256", ""},
 		{`{"id":"e","argv":["/bin/true"]}`, "did not end with a newline", ""},

@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/cgroup"
@@ -67,11 +68,16 @@ type Server struct {
 	// appending when Serve starts.
 	AuditLog string
 	// MaxRuns is how many runs may go at once, across all clients; a
-	// request beyond that is refused at once, never queued. It also
-	// bounds the connections that have not sent their request line yet
-	// (PendingPerRun × MaxRuns). 0 means DefaultMaxRuns; at most
+	// call beyond that waits for a slot (QueueTimeout), fairly between
+	// clients (queue.go). It also bounds the connections that have not
+	// sent their request line yet (PendingPerRun × MaxRuns, shared
+	// fairly between clients: admit.go). 0 means DefaultMaxRuns; at most
 	// MaxRunsCeiling.
 	MaxRuns int
+	// QueueTimeout is how long a call that finds all MaxRuns slots busy
+	// waits for one before it is refused: 0 means DefaultQueueTimeout, a
+	// negative value refuses it at once. At most MaxQueueTimeout.
+	QueueTimeout time.Duration
 	// RequestTimeout is how long a client has, from its connection, to
 	// send its whole request line; 0 means RequestTimeout.
 	RequestTimeout time.Duration
@@ -107,8 +113,11 @@ type Server struct {
 	hidden    hiddenSet // what no jail may see: the sockets, the audit log
 	listeners map[net.Listener]struct{}
 	runs      map[*jail.Cmd]struct{}
-	running   int // runs admitted and not yet ended (MaxRuns)
-	pending   int // connections still reading their request line
+	running   int                 // runs admitted and not yet ended (MaxRuns)
+	pending   pendingSet          // connections still reading their request line
+	queue     runQueue            // the run slots, and the calls waiting for one
+	drain     chan struct{}       // closed by Shutdown: queued calls are refused
+	budget    *semaphore.Weighted // RequestBudget (budget.go)
 	closing   bool
 	forced    bool           // Shutdown's grace period ended: runs are cancelled
 	calls     sync.WaitGroup // runs in progress
@@ -125,6 +134,17 @@ func (s *Server) Load() error {
 				return
 			}
 		}
+		if err := CheckQueueTimeout(s.QueueTimeout); s.QueueTimeout > 0 && err != nil {
+			s.loadErr = fmt.Errorf("queue timeout %v: %v (--queue-timeout)", s.QueueTimeout, err)
+			return
+		}
+		s.mu.Lock()
+		s.queue.max = s.maxRuns()
+		if s.drain == nil {
+			s.drain = make(chan struct{})
+		}
+		s.mu.Unlock()
+		s.budget = semaphore.NewWeighted(RequestBudget)
 		if err := CheckWarm(s.Warm); err != nil {
 			s.loadErr = fmt.Errorf("warm %d: %v (--warm)", s.Warm, err)
 			return
@@ -224,11 +244,12 @@ func (s *Server) Serve(l net.Listener) error {
 			return err
 		}
 		backoff = 0
-		if e := s.pend(); e != nil {
+		pc, e := s.pend(conn)
+		if e != nil {
 			go s.refuseConn(conn, e)
 			continue
 		}
-		go s.serveConn(conn)
+		go s.serveConn(pc)
 	}
 }
 
@@ -289,6 +310,9 @@ func (s *Server) shuttingDown() bool {
 // on the socket while this one still runs.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.closing && s.drain != nil {
+		close(s.drain)
+	}
 	s.closing = true
 	var locked []*listener
 	for l := range s.listeners {
@@ -342,21 +366,62 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // pend counts a new connection as waiting for its request line, or
-// refuses it when too many already are.
-func (s *Server) pend() *Error {
+// refuses it when too many already are (admit.go: a client over its share
+// may lose its oldest waiting connection to another client instead).
+func (s *Server) pend(conn net.Conn) (*pendingConn, *Error) {
+	p := peerOf(conn)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := admitPending(s.pending, s.maxRuns()); e != nil {
-		return e
-	}
-	s.pending++
-	return nil
+	return s.pending.add(conn, peerKey{p.UID, p.PID}, PendingPerRun*s.maxRuns())
 }
 
-func (s *Server) unpend() {
+func (s *Server) unpend(pc *pendingConn) {
 	s.mu.Lock()
-	s.pending--
+	s.pending.remove(pc)
 	s.mu.Unlock()
+}
+
+// waitSlot takes one of the MaxRuns run slots for peer, waiting for one
+// (QueueTimeout) when none is free; release gives it back.
+func (s *Server) waitSlot(peer peerKey) (release func(), e *Error) {
+	timeout := s.QueueTimeout
+	if timeout == 0 {
+		timeout = DefaultQueueTimeout
+	}
+	s.mu.Lock()
+	w, e := s.queue.take(peer, timeout > 0)
+	drain := s.drain
+	s.mu.Unlock()
+	if e != nil {
+		return nil, e
+	}
+	release = func() {
+		s.mu.Lock()
+		s.queue.release(peer)
+		s.mu.Unlock()
+	}
+	if w == nil {
+		return release, nil
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var why *Error
+	select {
+	case <-w.ready:
+		return release, nil
+	case <-timer.C:
+		why = queueRefusal(s.maxRuns(), timeout)
+	case <-drain:
+		why = refuse("the server is shutting down; retry with a new server")
+	}
+	s.mu.Lock()
+	granted := s.queue.leave(w)
+	s.mu.Unlock()
+	if granted {
+		// The slot came as the wait ended: the call runs.
+		return release, nil
+	}
+	return nil, why
 }
 
 func (s *Server) maxRuns() int {
@@ -406,12 +471,14 @@ func (s *Server) refuseCall(out *connWriter, peer *jail.Peer, req *Request, e *E
 	out.writeError(e)
 }
 
-// serveConn serves the one call of conn, counted as pending (pend) until
-// its request line is read.
-func (s *Server) serveConn(conn net.Conn) {
+// serveConn serves the one call of pc's connection, counted as pending
+// (pend) until its request line is read.
+func (s *Server) serveConn(pc *pendingConn) {
+	conn := pc.conn
 	defer conn.Close()
-	unpend := sync.OnceFunc(s.unpend)
+	unpend := sync.OnceFunc(func() { s.unpend(pc) })
 	defer unpend()
+	defer pc.cancel()
 	defer func() {
 		// A bug in one call must not end the others' runs.
 		if v := recover(); v != nil {
@@ -426,17 +493,24 @@ func (s *Server) serveConn(conn net.Conn) {
 	if timeout == 0 {
 		timeout = RequestTimeout
 	}
-	conn.SetReadDeadline(time.Now().Add(timeout))
-	br := bufio.NewReaderSize(&io.LimitedReader{R: conn, N: MaxRequest + 1}, 64<<10)
-	line, err := br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		// A long request: read on, up to the limit.
-		buf := append([]byte(nil), line...)
-		var rest []byte
-		rest, err = br.ReadBytes('\n')
-		line = append(buf, rest...)
-	}
+	deadline := time.Now().Add(timeout)
+	conn.SetReadDeadline(deadline)
+	ctx, cancel := context.WithDeadline(pc.ctx, deadline)
+	line, held, err := readLine(ctx, conn, s.budget)
+	cancel()
+	defer func() { s.budget.Release(held) }()
 	unpend()
+	s.mu.Lock()
+	evicted := pc.evicted
+	s.mu.Unlock()
+	if evicted && err != nil {
+		s.refuseCall(out, peer, nil, evictedRefusal(PendingPerRun*s.maxRuns()))
+		return
+	}
+	if err == errBudget {
+		s.refuseCall(out, peer, nil, budgetRefusal())
+		return
+	}
 	if e, stop := lineRefusal(line, err, timeout); stop {
 		if e != nil {
 			s.refuseCall(out, peer, nil, e)
@@ -444,7 +518,19 @@ func (s *Server) serveConn(conn net.Conn) {
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
-	req, rerr := decodeRequest(line)
+	// What is left of the connection is watched for the client's end.
+	br := bufio.NewReaderSize(conn, 512)
+	d, rerr := decodeLine(line)
+	line = nil
+	var req *Request
+	if rerr == nil {
+		req = d.Request
+		// From here the call holds its decoded request, not its line.
+		var ok bool
+		if held, ok = resize(s.budget, held, d.held+chunkSize); !ok {
+			rerr = budgetRefusal()
+		}
+	}
 	if rerr == nil {
 		if e := checkID(req.ID); e != nil {
 			rerr = e
@@ -454,6 +540,12 @@ func (s *Server) serveConn(conn net.Conn) {
 		rerr = refuse("the server is shutting down; retry with a new server")
 	}
 	if rerr == nil && req.Tool != "" {
+		release, e := s.waitSlot(peerKey{peer.UID, peer.PID})
+		if e != nil {
+			s.refuseCall(out, peer, req, e)
+			return
+		}
+		defer release()
 		s.serveTool(conn, br, out, req, peer)
 		return
 	}
@@ -474,6 +566,12 @@ func (s *Server) serveConn(conn net.Conn) {
 		s.refuseCall(out, peer, req, e)
 		return
 	}
+	release, e := s.waitSlot(peerKey{peer.UID, peer.PID})
+	if e != nil {
+		s.refuseCall(out, peer, req, e)
+		return
+	}
+	defer release()
 	peer.RequestID = req.ID
 	s.run(conn, br, out, req, spec, peer)
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,5 +188,113 @@ func TestToolCallsSeveralFiles(t *testing.T) {
 	raw, err := c.RunRaw(ctx, Request{Tool: "run_command", Arguments: map[string]any{"argv": []any{"printf", "%s|", "a b", "$x"}}, Workdir: wd})
 	if err != nil || !strings.Contains(string(raw), `"text":"a b|$x|"`) {
 		t.Errorf("run_command: %s %v", raw, err)
+	}
+}
+
+// TestToolCallsQueue: served calls over a tool's concurrency wait their
+// turn (rate.queue) and run; one whose client goes away while it waits
+// leaves the line, recorded as cancelled.
+func TestToolCallsQueue(t *testing.T) {
+	dir := t.TempDir()
+	prof := "default"
+	if os.Geteuid() != 0 {
+		prof = profile(t, "default")
+	}
+	file := filepath.Join(dir, "q.toml")
+	text := `
+[tools.pair]
+description = "Two at a time."
+profile = "` + prof + `"
+command = ["sleep", "0.3"]
+rate = { per_minute = 0, concurrency = 2, queue = "2m" }
+
+[tools.gate]
+description = "One at a time, until the file go."
+profile = "` + prof + `"
+command = ["sh", "-c", "touch started; while [ ! -e go ]; do sleep 0.05; done"]
+limits = { timeout = "2m" }
+rate = { per_minute = 0, concurrency = 1, queue = "2m" }
+`
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.MkdirTemp("/tmp", "tjserve-tools-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(wd) })
+	if err := os.Chmod(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ts := startWith(t, func(s *Server) { s.Tools = []string{file} })
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			raw, err := ts.client().RunRaw(ctx, Request{Tool: "pair", Workdir: wd})
+			var o call.Outcome
+			if err != nil || json.Unmarshal(raw, &o) != nil || o.Decision != "admitted" || o.Failed() {
+				t.Errorf("call %d: %s %v", i, raw, err)
+			}
+		}()
+	}
+	wg.Wait()
+	waited := 0
+	for _, l := range ts.auditLines(t) {
+		if l["queued_ms"] != nil {
+			waited++
+		}
+	}
+	if waited < 6 {
+		t.Errorf("%d of 8 calls waited in the queue, want at least 6", waited)
+	}
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := ts.client().RunRaw(ctx, Request{Tool: "gate", Workdir: wd})
+		first <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(wd, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first gate call never started")
+		}
+	}
+	conn, err := net.Dial("unix", ts.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte(`{"id": "gone", "tool": "gate", "workdir": "` + wd + `"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ts.tools.limiter.Waiting("gate") != n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %d calls in line", n)
+			}
+		}
+	}
+	waiting(1)
+	conn.Close()
+	waiting(0)
+	if err := os.WriteFile(filepath.Join(wd, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	var gone map[string]any
+	for _, l := range ts.auditLines(t) {
+		if l["request_id"] == "gone" {
+			gone = l
+		}
+	}
+	if gone["decision"] != "refused: cancelled" || !strings.Contains(fmt.Sprint(gone["reason"]), "cancelled after") {
+		t.Errorf("the call whose client went away in line: %v", gone)
 	}
 }

@@ -41,6 +41,8 @@ type rawRate struct {
 	PerMinute   *int64 `toml:"per_minute"`
 	PerHour     *int64 `toml:"per_hour"`
 	Concurrency *int64 `toml:"concurrency"`
+	// Queue is a duration: a string, or the integer 0.
+	Queue any `toml:"queue"`
 }
 
 type rawParam struct {
@@ -117,11 +119,11 @@ func knownKeys(key []string) string {
 	case len(key) == 2 && key[0] == "run_command":
 		known = "description, profile, limits, rate, max_args"
 	case len(key) == 3 && key[0] == "run_command" && key[1] == "rate":
-		known = "per_minute, per_hour, concurrency"
+		known = "per_minute, per_hour, concurrency, queue"
 	case len(key) == 3 && key[0] == "tools":
 		known = "description, command, params, profile, limits, rate, stdin, output"
 	case len(key) == 4 && key[2] == "rate":
-		known = "per_minute, per_hour, concurrency"
+		known = "per_minute, per_hour, concurrency, queue"
 	case len(key) == 5 && key[2] == "params":
 		known = "type, description, values, pattern, min, max, max_length, beneath, required, default"
 	default:

@@ -39,6 +39,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -100,6 +101,7 @@ type Arg struct {
 // RateSpec is a tool's `rate` table as written; nil is unset.
 type RateSpec struct {
 	PerMinute, PerHour, Concurrency *int
+	Queue                           *time.Duration
 }
 
 // Param is one declared parameter.

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestExampleFile(t *testing.T) {
@@ -116,6 +117,13 @@ func TestParseErrors(t *testing.T) {
 		{"limit bool", minimal + "limits.memory = true\n", `tools.t.limits.memory: want a string or a number, got a boolean`},
 		{"negative rate", minimal + "rate.per_minute = -1\n", `f.toml:6:6: tools.t.rate.per_minute: -1: want 0 (no limit) to 100000`},
 		{"bad output", minimal + "output = \"xml\"\n", `tools.t.output: "xml": want "text" or "json"`},
+		{"queue without unit", minimal + "rate.queue = 10\n", `f.toml:6:6: tools.t.rate.queue: 10: a duration needs a unit ("10s"); 0 refuses a call at once`},
+		{"queue not a duration", minimal + "rate.queue = \"soon\"\n", `tools.t.rate.queue: "soon": want a duration such as "10s"`},
+		{"queue unlimited", minimal + "rate.queue = \"unlimited\"\n", `tools.t.rate.queue: "unlimited": want a duration`},
+		{"queue negative", minimal + "rate.queue = \"-1s\"\n", `tools.t.rate.queue: "-1s": want a duration`},
+		{"queue too long", minimal + "rate.queue = \"11m\"\n", `tools.t.rate.queue: 11m0s: at most 10m0s`},
+		{"queue bool", minimal + "rate.queue = true\n", `tools.t.rate.queue: want a duration such as "10s" ("0": refuse at once), got a boolean`},
+		{"run_command queue", "[run_command]\nprofile = \"default\"\nrate.queue = \"x\"\n", `run_command.rate.queue: "x": want a duration`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("f.toml", []byte(tc.text))
@@ -149,7 +157,7 @@ description = "d"
 command = ["prog", "{s}", "{n}", "{i}", "{b}", "{e}", "{p}", "{s}", "{}", "-"]
 profile = "./p.toml"
 limits = { memory = 512000000, cpus = 0.5, timeout = "20s" }
-rate = { per_minute = 0, concurrency = 3 }
+rate = { per_minute = 0, concurrency = 3, queue = "1m30s" }
 stdin = true
 output = "json"
 [tools.t.params]
@@ -167,7 +175,7 @@ p = { type = "path", beneath = ["src/", "/usr/share"], default = "src/a" }
 	tl := f.Tools[0]
 	if tl.Profile != "./p.toml" || !tl.Stdin || tl.Output != "json" ||
 		!reflect.DeepEqual(tl.Limits, map[string]string{"memory": "512000000", "cpus": "0.5", "timeout": "20s"}) ||
-		*tl.Rate.PerMinute != 0 || tl.Rate.PerHour != nil || *tl.Rate.Concurrency != 3 {
+		*tl.Rate.PerMinute != 0 || tl.Rate.PerHour != nil || *tl.Rate.Concurrency != 3 || *tl.Rate.Queue != 90*time.Second {
 		t.Errorf("tool %+v", tl)
 	}
 	want := []Arg{{Text: "prog"}, {Param: "s"}, {Param: "n"}, {Param: "i"}, {Param: "b"}, {Param: "e"}, {Param: "p"}, {Param: "s"}, {Text: "{}"}, {Text: "-"}}
@@ -197,7 +205,7 @@ p = { type = "path", beneath = ["src/", "/usr/share"], default = "src/a" }
 }
 
 func TestPolicy(t *testing.T) {
-	f, err := Parse("f.toml", []byte(minimal+"limits.timeout = \"1m\"\nrate.per_hour = 5\n[tools.u]\ndescription = \"u\"\ncommand = [\"ls\"]\nprofile = \"strict\"\n"))
+	f, err := Parse("f.toml", []byte(minimal+"limits.timeout = \"1m\"\nrate.per_hour = 5\nrate.queue = 0\n[tools.u]\ndescription = \"u\"\ncommand = [\"ls\"]\nprofile = \"strict\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +216,7 @@ func TestPolicy(t *testing.T) {
 		t.Errorf("t: %+v, want %+v", got, want)
 	}
 	got = d.For(f.Lookup("u"))
-	want = Policy{Profile: "strict", Limits: map[string]string{"timeout": "10s"}, Rate: Rate{PerMinute: 10, Concurrency: 4}}
+	want = Policy{Profile: "strict", Limits: map[string]string{"timeout": "10s"}, Rate: Rate{PerMinute: 10, Concurrency: 4, Queue: DefaultQueue}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("u: %+v, want %+v", got, want)
 	}

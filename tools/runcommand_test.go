@@ -48,7 +48,7 @@ func TestRunCommandParseErrors(t *testing.T) {
 		{"no profile", "[run_command]\n", "f.toml:1:2: run_command.profile: missing; name the profile every command runs under"},
 		{"unknown profile", "[run_command]\nprofile = \"nope\"\n", `f.toml:2:1: run_command.profile: "nope": no such shipped profile`},
 		{"unknown key", "[run_command]\nprofile = \"default\"\ncommand = [\"sh\"]\n", "f.toml:3:1: run_command.command: unknown key (known keys here: description, profile, limits, rate, max_args)"},
-		{"unknown rate key", "[run_command]\nprofile = \"default\"\nrate.per_day = 1\n", "run_command.rate.per_day: unknown key (known keys here: per_minute, per_hour, concurrency)"},
+		{"unknown rate key", "[run_command]\nprofile = \"default\"\nrate.per_day = 1\n", "run_command.rate.per_day: unknown key (known keys here: per_minute, per_hour, concurrency, queue)"},
 		{"bad limit", "[run_command]\nprofile = \"default\"\nlimits.timeout = \"soon\"\n", "f.toml:3:8: run_command.limits.timeout:"},
 		{"bad rate", "[run_command]\nprofile = \"default\"\nrate.per_minute = -1\n", "run_command.rate.per_minute: -1: want 0 (no limit) to 100000"},
 		{"max_args 0", "[run_command]\nprofile = \"default\"\nmax_args = 0\n", "f.toml:3:1: run_command.max_args: 0: want 1 to 4096"},

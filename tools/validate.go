@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tooljail/tooljail/profiles"
 )
@@ -118,6 +119,7 @@ func (c *checker) policy(at func(k ...string) []string, t *Tool, profile *string
 	t.Rate.PerMinute = c.rate(at("rate", "per_minute"), rate.PerMinute)
 	t.Rate.PerHour = c.rate(at("rate", "per_hour"), rate.PerHour)
 	t.Rate.Concurrency = c.rate(at("rate", "concurrency"), rate.Concurrency)
+	t.Rate.Queue = c.queue(at("rate", "queue"), rate.Queue)
 }
 
 // declared says whether name is a parameter of the raw tool (one whose
@@ -141,6 +143,37 @@ func (c *checker) rate(key []string, v *int64) *int {
 	}
 	n := int(*v)
 	return &n
+}
+
+// queue reads rate.queue: a duration ("10s", "1m30s"), "0" or 0 to
+// refuse at once, at most MaxQueue.
+func (c *checker) queue(key []string, v any) *time.Duration {
+	var d time.Duration
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case int64:
+		if x != 0 {
+			c.add(key, "%d: a duration needs a unit (\"%ds\"); 0 refuses a call at once", x, x)
+			return nil
+		}
+	case string:
+		var err error
+		// Not units.ParseDuration: its "unlimited" would read as 0,
+		// which here refuses at once.
+		if d, err = time.ParseDuration(x); err != nil || d < 0 {
+			c.add(key, "%q: want a duration such as \"10s\" or \"1m30s\" (\"0\": refuse at once)", x)
+			return nil
+		}
+	default:
+		c.add(key, "want a duration such as \"10s\" (\"0\": refuse at once), got %s", tomlType(v))
+		return nil
+	}
+	if d > MaxQueue {
+		c.add(key, "%s: at most %s (a queued call holds its client's request open)", d, MaxQueue)
+		return nil
+	}
+	return &d
 }
 
 // templateArg reads one command element: exactly "{name}" is a

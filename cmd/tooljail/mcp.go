@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/tools/call"
 	"github.com/tooljail/tooljail/tools/mcpserver"
@@ -29,7 +27,11 @@ checked, rate-limited, jailed and recorded exactly as 'tooljail tools call'
 does it. The model picks a tool and its arguments, never the program, the
 profile or a limit. A refused or failed call is a result with isError set and
 the reason as text; the outcome (call id, decision, the run's report) is its
-structured content. Nothing but MCP goes to stdout; errors go to stderr.
+structured content. A call over a tool's concurrency waits its turn, up to the
+tool's rate.queue (default 10s). Nothing but MCP goes to stdout; errors go to
+stderr; a stdin line that is not JSON-RPC is answered with an error and dropped.
+The workdir (--workdir, else the current directory) must be one a run would
+take: started from / or $HOME without --workdir, it exits 125.
 
 Over stdio it ends when stdin closes; either way on SIGTERM or SIGINT (running
 calls are ended, their jails killed, and recorded). docs/tools.md has the
@@ -97,7 +99,9 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
-	err = srv.Run(ctx, &mcp.StdioTransport{})
+	// Not the SDK's mcp.StdioTransport, which ends the session on one
+	// line that is not JSON-RPC: a bad line is answered and dropped.
+	err = srv.Run(ctx, mcpserver.StdioTransport(os.Stdin, os.Stdout))
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fail(stderr, "mcp: %v", err)
 	}

@@ -468,6 +468,10 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 		if err := p.SetLimit(l[0], l[1]); err != nil {
 			return nil, fmt.Errorf("--%s: %w", strings.ReplaceAll(l[0], "_", "-"), err)
 		}
+		// The same words as a server's for a request's limit.
+		if err := p.CheckCeiling(l[0], l[1]); err != nil {
+			return nil, err
+		}
 	}
 	if f.net.value != "" {
 		p.Network.Mode = &f.net.value
@@ -603,11 +607,18 @@ func summary(r *jail.Result) string {
 	if refused > 0 {
 		parts = append(parts, fmt.Sprintf("%d network refusal(s): %s", refused, strings.Join(hosts, ", ")))
 	}
+	if note := upstreamNote(r); note != "" {
+		parts = append(parts, note)
+	}
 	for _, l := range slices.Sorted(maps.Keys(r.NetworkLimitHits)) {
 		parts = append(parts, fmt.Sprintf("network %s hit %d time(s)", l, r.NetworkLimitHits[l]))
 	}
 	if r.PidsLimitHits != nil && *r.PidsLimitHits > 0 {
 		parts = append(parts, fmt.Sprintf("process limit hit %d time(s)", *r.PidsLimitHits))
+	}
+	parts = append(parts, fullMountNotes(r)...)
+	if note := leftoverNote(r); note != "" {
+		parts = append(parts, note)
 	}
 	if r.Stdout.Truncated || r.Stderr.Truncated {
 		parts = append(parts, fmt.Sprintf("output over the limit of %d bytes dropped", r.Limits.OutputLimitBytes))

@@ -638,3 +638,34 @@ func TestServedProfileRefusal(t *testing.T) {
 		}
 	}
 }
+
+// A profile's [limits.max] caps the limit flags, in the words a server
+// uses for a request's limits (serve.setLimit calls the same check).
+func TestRunLimitCeiling(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "capped.toml")
+	if err := os.WriteFile(file, []byte("extends = \"default\"\n[limits.max]\nmemory = \"1G\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	getwd := func() (string, error) { return dir, nil }
+	for _, c := range []struct {
+		memory, want string
+	}{
+		{"1G", ""},
+		{"64M", ""},
+		{"2G", `limits.memory: 2G is above the ceiling of profile ` + file + ` (limits.max.memory = "1G"); ask for at most 1G, or raise the ceiling in the profile`},
+		{"unlimited", "limits.memory: unlimited is above the ceiling"},
+	} {
+		_, _, _, err := parseRun([]string{"--profile", file, "--no-workdir", "--memory", c.memory, "--", "true"}, getwd, nil)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("--memory %s: %v", c.memory, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("--memory %s: %v, want %q", c.memory, err, c.want)
+		}
+	}
+	// Without a ceiling any value goes, as it always did.
+	if _, _, _, err := parseRun([]string{"--no-workdir", "--memory", "64G", "--", "true"}, getwd, nil); err != nil {
+		t.Fatal(err)
+	}
+}

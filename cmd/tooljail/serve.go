@@ -9,20 +9,24 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"syscall"
+	"time"
 
+	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/serve"
 )
 
 const serveUsage = `Usage: tooljail serve [--socket PATH] [--profile NAME|FILE]... [--audit-log FILE] [--max-runs N]
-       [--warm N] [--allow-client-profiles] [--tools FILE]...
+       [--queue-timeout DUR] [--server-memory SIZE] [--warm N] [--allow-client-profiles] [--tools FILE]...
 
 Serves jailed runs on a unix socket: a client sends one JSON request line per
 connection and gets the run's report, exactly what 'tooljail run --json'
 prints (docs/serve.md has the protocol). Each call runs in a jail of one of the
 served profiles, as 'tooljail run' would build it; a request may only tighten
-that profile's limits. For each shape of call it sees (a profile and a
+that profile's limits as 'tooljail run' flags may, up to its [limits.max]. For each shape of call it sees (a profile and a
 workdir), the server keeps --warm jails built ahead of time; each runs one
 call, never a second. Only this user (and root) can connect: the socket is mode
 0600 in a directory nobody else can write.
@@ -32,9 +36,14 @@ their timeout (the longest timeout of the served profiles), then it exits 0.
 A socket nobody listens on is replaced; one a live server holds (it holds
 SOCKET.lock) is an error (exit 125).
 
-Nothing waits: a call beyond --max-runs, a connection beyond 4 x --max-runs
-still waiting for its request line, or one that sends no whole request line
-within 10s gets an error line (code 125), and the audit log a "refused" line.
+It says where it serves on stderr when it starts, in one line. A call beyond
+--max-runs waits for a slot for --queue-timeout (fairly between clients),
+then gets an error line (code 125) and the audit log a "refused" line; so
+does a connection beyond 4 x --max-runs still waiting for its request line
+(a client over its share loses its oldest to another client's), one that
+sends no whole request line within 10s, and a request over the server's
+budget (docs/serve.md). The server's own memory is capped (--server-memory)
+in a cgroup of its own where the host allows it.
 
 Flags:
 `
@@ -45,6 +54,8 @@ type serveFlags struct {
 	profiles []string
 	auditLog scalar
 	maxRuns  scalar // a number, checked by maxRunsValue
+	queue    scalar // a duration, checked by queueValue
+	memory   scalar // a size, checked by serverMemoryValue
 	warm     scalar // a number, checked by warmValue
 	// allowClientProfiles lets a request send a profile of its own.
 	allowClientProfiles bool
@@ -64,7 +75,11 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	})
 	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run and per refused request, with the client's uid, gid and pid, to `FILE` (also TOOLJAIL_AUDIT_LOG)")
 	f.maxRuns.check = func(v string) error { _, err := maxRunsValue(v); return err }
-	fs.Var(&f.maxRuns, "max-runs", fmt.Sprintf("run at most `N` calls at once, across all clients (1 to %d, default %d); a call beyond that is refused at once (error 125), and at most %d x N connections may wait for their request line", serve.MaxRunsCeiling, serve.DefaultMaxRuns, serve.PendingPerRun))
+	fs.Var(&f.maxRuns, "max-runs", fmt.Sprintf("run at most `N` calls at once, across all clients (1 to %d, default %d); a call beyond that waits (--queue-timeout), and at most %d x N connections may wait for their request line, shared between clients", serve.MaxRunsCeiling, serve.DefaultMaxRuns, serve.PendingPerRun))
+	f.queue.check = func(v string) error { _, err := queueValue(v); return err }
+	fs.Var(&f.queue, "queue-timeout", fmt.Sprintf("a call that finds all --max-runs slots busy waits up to `DUR` for one (default %v, at most %v; 0 refuses it at once), fairly between clients, then is refused (error 125)", serve.DefaultQueueTimeout, serve.MaxQueueTimeout))
+	f.memory.check = func(v string) error { _, err := serverMemoryValue(v); return err }
+	fs.Var(&f.memory, "server-memory", fmt.Sprintf("cap the server's own memory (not its jails') at `SIZE` in a cgroup of its own, where the host allows one (default %s; 0 for none); the start line says which", units.FormatSize(defaultServerMemory)))
 	f.warm.check = func(v string) error { _, err := warmValue(v); return err }
 	fs.Var(&f.warm, "warm", fmt.Sprintf("keep `N` jails built ahead of their calls for each shape of call (a served profile and a workdir; 0 to %d, default %d); 0 builds each jail when its call arrives", serve.MaxWarm, serve.DefaultWarm))
 	fs.BoolVar(&f.allowClientProfiles, "allow-client-profiles", false, "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)")
@@ -106,6 +121,13 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if f.maxRuns.set {
 		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value) // checked when parsed
 	}
+	if f.queue.set {
+		srv.QueueTimeout, _ = queueValue(f.queue.value) // checked when parsed
+	}
+	memory := int64(defaultServerMemory)
+	if f.memory.set {
+		memory, _ = serverMemoryValue(f.memory.value) // checked when parsed
+	}
 	srv.Warm = serve.DefaultWarm
 	if f.warm.set {
 		srv.Warm, _ = warmValue(f.warm.value) // checked when parsed
@@ -120,6 +142,23 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
+	// The requests a server holds are bounded (serve.RequestBudget); the
+	// runtime collects before its heap outgrows them by much, and the
+	// cgroup is the hard stop for what is not bounded (captured output).
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(serverHeapGoal)
+	}
+	own := "no cgroup of its own (--server-memory 0)"
+	if memory > 0 {
+		release, err := cgroup.LimitSelf(memory)
+		if err != nil {
+			own = "no cgroup of its own: " + oneLine(err.Error())
+		} else {
+			defer release()
+			own = "own cgroup, memory " + units.FormatSize(memory)
+		}
+	}
+	fmt.Fprintf(stderr, "tooljail: serve: serving on unix socket %s (%s)\n", l.Addr().String(), own)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	select {
@@ -147,6 +186,45 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	<-served
 	return 0
+}
+
+// defaultServerMemory is --server-memory's default: the requests the
+// server holds (128 MiB at most) and the output its runs capture (16 MiB
+// each by default) with room to spare.
+const defaultServerMemory = 1 << 30
+
+// serverHeapGoal is the Go runtime's soft memory limit in a server: past
+// it the garbage collector runs harder, so that the server's peak stays
+// near what it holds (at most serve.RequestBudget of requests).
+const serverHeapGoal = 160 << 20
+
+// queueValue is the duration a --queue-timeout value gives: 0 refuses at
+// once (serve.Server takes that as a negative QueueTimeout).
+func queueValue(v string) (time.Duration, error) {
+	d, err := units.ParseDuration(v)
+	if err != nil {
+		return 0, err
+	}
+	if err := serve.CheckQueueTimeout(d); err != nil {
+		return 0, err
+	}
+	if d == 0 {
+		return -1, nil
+	}
+	return d, nil
+}
+
+// serverMemoryValue is the size a --server-memory value gives; 0 for no
+// cgroup of the server's own.
+func serverMemoryValue(v string) (int64, error) {
+	n, err := units.ParseSize(v)
+	if err != nil {
+		return 0, err
+	}
+	if n != 0 && n < 64<<20 {
+		return 0, fmt.Errorf("%q: below 64M, too little for the server itself; give 64M or more, or 0 for no cap", v)
+	}
+	return n, nil
 }
 
 // warmValue is the number a --warm value gives.

@@ -171,7 +171,12 @@ func describeTool(t *tools.Tool, r call.Resolved) string {
 		lims[i] = k + " " + r.Limits[k]
 	}
 	fmt.Fprintf(&b, "  limits: %s\n", strings.Join(lims, ", "))
-	fmt.Fprintf(&b, "  rate: per_minute %s, per_hour %s, concurrency %s\n", rateText(r.Rate.PerMinute), rateText(r.Rate.PerHour), rateText(r.Rate.Concurrency))
+	fmt.Fprintf(&b, "  rate: per_minute %s, per_hour %s, concurrency %s", rateText(r.Rate.PerMinute), rateText(r.Rate.PerHour), rateText(r.Rate.Concurrency))
+	if r.Rate.Concurrency > 0 {
+		// The queue matters only where concurrency is limited.
+		fmt.Fprintf(&b, ", queue %s", r.Rate.Queue)
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 
@@ -247,7 +252,7 @@ type callerFlags struct {
 func (f *callerFlags) register(fs *flag.FlagSet) {
 	f.workdir.check = nonEmpty("a directory")
 	f.auditLog.check = nonEmpty("a file path")
-	fs.Var(&f.workdir, "workdir", "run in `DIR` (default: the current directory); path arguments are relative to it, and it is read-only for a tool that names no profile")
+	fs.Var(&f.workdir, "workdir", "run in `DIR` (default: the current directory); path arguments are relative to it, and it is read-only for a tool that names no profile; a directory a run refuses (/, system, top-level and home directories) is refused at start")
 	fs.Var(&f.auditLog, "audit-log", "append one line per call, admitted or refused, to `FILE` (also TOOLJAIL_AUDIT_LOG); once a line cannot be written no call is admitted")
 	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced here (as run's --allow-degraded); the operator's choice, never the caller's", func(v string) error {
 		for _, l := range strings.Split(v, ",") {
@@ -276,6 +281,15 @@ func (f *callerFlags) caller(paths []string, stderr io.Writer) (c *call.Caller, 
 		AllowDegraded: f.allowDegraded, Environ: os.Environ()}
 	if f.workdir.set {
 		c.Workdir = absFrom(cwd, f.workdir.value)
+	}
+	if err := c.CheckWorkdir(); err != nil {
+		// Every call would fail on it: say so now, as for a bad file.
+		how := "start from a project directory or pass --workdir DIR"
+		if f.workdir.set {
+			how = "pass a project directory as --workdir DIR"
+		}
+		fail(stderr, "%v; %s", err, how)
+		return nil, nil, false
 	}
 	// The tool files, shown read-only to a jail whose workdir holds
 	// them: no call may rewrite the tools of the next.

@@ -30,9 +30,11 @@ func TestToolsCheck(t *testing.T) {
 		"  profile: default (the default: the tool names no profile)\n  workdir: read-only; network: none; stdin: no; output: text\n",
 		"run_python\n", "  profile: strict\n  workdir: read-write; network: none; stdin: yes",
 		// The tool's limits over the profile's: strict's memory, the tool's timeout.
-		"memory 256M, net_bytes 0, net_connections 128, nofile 256, output_limit 1M, pids 64, timeout 30s\n  rate: per_minute 10, per_hour 200, concurrency 2",
-		// The server-wide default's timeout for a tool that sets none.
-		"pids 256, timeout 10s\n  rate: per_minute 30, per_hour unlimited, concurrency 4",
+		"memory 256M, net_bytes 0, net_connections 128, nofile 256, output_limit 1M, pids 64, timeout 30s\n  rate: per_minute 10, per_hour 200, concurrency 2, queue 10s\n",
+		// The server-wide default's timeout and queue for a tool that sets none.
+		"pids 256, timeout 10s\n  rate: per_minute 30, per_hour unlimited, concurrency 4, queue 10s\n",
+		// A tool's own queue.
+		"  rate: per_minute 4, per_hour unlimited, concurrency 1, queue 5m0s\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tools check lacks %q:\n%s", want, out)

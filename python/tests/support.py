@@ -87,8 +87,9 @@ class Server:
         deadline = time.monotonic() + 15
         while not os.path.exists(self.socket):
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                said = self.output()
                 self.stop()
-                raise RuntimeError("tooljail serve did not listen on %s: %s" % (self.socket, self.output()))
+                raise RuntimeError("tooljail serve did not listen on %s: %s" % (self.socket, said))
             time.sleep(0.02)
 
     def output(self):

@@ -2,6 +2,7 @@
 transport choice, and what a report means to the caller."""
 
 import base64
+import errno
 import pathlib
 import unittest
 
@@ -21,6 +22,13 @@ class MakeCallTest(unittest.TestCase):
             ([pathlib.Path("/bin/echo")], {}, ["/bin/echo"]),
             ("echo $HOME", {"shell": True}, ["/bin/sh", "-c", "echo $HOME"]),
             (["echo $0", "x"], {"shell": True}, ["/bin/sh", "-c", "echo $0", "x"]),
+            # As subprocess on POSIX: a string without shell is the program.
+            ("ls -l", {}, ["ls -l"]),
+            (b"ls", {}, ["ls"]),
+            (pathlib.Path("/bin/ls"), {}, ["/bin/ls"]),
+            # executable replaces the program (argv[0] too: the jail execs argv[0]).
+            (["sh", "-c", "echo"], {"executable": "/bin/dash"}, ["/bin/dash", "-c", "echo"]),
+            ("echo", {"shell": True, "executable": "/bin/bash"}, ["/bin/bash", "-c", "echo"]),
         ]
         for args, kw, want in cases:
             with self.subTest(args=args):
@@ -28,9 +36,8 @@ class MakeCallTest(unittest.TestCase):
 
     def test_bad_argv(self):
         cases = [
-            ("ls -l", TypeError, "list of strings"),
-            (b"ls", TypeError, "list of strings"),
-            (None, TypeError, "list of strings"),
+            (None, TypeError, "string or a list of strings"),
+            ({"ls"}, TypeError, "string or a list of strings"),
             ([], ValueError, "empty"),
             (["ls", 1], TypeError, r"args\[1\]"),
             (["ls", "a\0b"], ValueError, "NUL"),
@@ -87,13 +94,17 @@ class SpellingTest(unittest.TestCase):
                     network="none", env={"A": "1", "B": "x=y", "TOOLJAIL_CACHE_DIR": "/c"}, cwd="/proj")
         # Values go in the CLI's environment, not its argv (any user can read
         # that); those of tooljail's own variables cannot, and go in argv.
-        self.assertEqual(_call.cli_argv("/bin/tj", call), [
-            "/bin/tj", "run", "--json", "--quiet", "--profile", "strict",
+        self.assertEqual(_call.cli_argv("/bin/tj", call, "/r/report.json"), [
+            "/bin/tj", "run", "--quiet", "--report", "/r/report.json", "--profile", "strict",
             "--memory", "64M", "--cpus", "0.5", "--pids", "8", "--timeout", "2000ms",
             "--net", "none", "--workdir", "/proj", "--env", "A", "--env", "B",
             "--env", "TOOLJAIL_CACHE_DIR=/c", "--", "cat", "-"])
-        self.assertEqual(_call.cli_argv("tj", make(["true"])),
-                         ["tj", "run", "--json", "--quiet", "--workdir", "/w", "--", "true"])
+        self.assertEqual(_call.cli_argv("tj", make(["true"]), "R"),
+                         ["tj", "run", "--quiet", "--report", "R", "--workdir", "/w", "--", "true"])
+        # stderr=STDOUT: one pipe in the jail, the order of the writes kept.
+        self.assertEqual(_call.cli_argv("tj", make(["true"], merge_stderr=True), "R"),
+                         ["tj", "run", "--quiet", "--report", "R", "--merge-stderr", "--workdir", "/w",
+                          "--", "true"])
 
     def test_cli_environ(self):
         environ = {"PATH": "/bin", "HOME": "/root", "TOOLJAIL_SERVER": "/s", "TOOLJAIL_CACHE_DIR": "/c",
@@ -135,6 +146,13 @@ class SpellingTest(unittest.TestCase):
             "argv": ["cat"], "workdir": "/w", "stream": True, "env": {"K": "V"},
             "stdin": base64.b64encode(b"\x00\xff").decode(), "profile": "default",
             "limits": {"memory": "1024", "timeout": "1000ms"}, "network": "none"})
+        self.assertEqual(_call.server_request(make(["cat"], stdin=b"", merge_stderr=True)), {
+            "argv": ["cat"], "workdir": "/w", "stream": True, "stdin": "", "merge_stderr": True})
+        # A descriptor's bytes are read by the transport and passed in.
+        call = make(["cat"], stdin=0)
+        self.assertEqual(_call.server_request(call, stdin=b"in")["stdin"], base64.b64encode(b"in").decode())
+        with self.assertRaisesRegex(TypeError, "descriptor"):
+            _call.server_request(call)
 
 
 class TransportChoiceTest(unittest.TestCase):
@@ -178,14 +196,31 @@ class OutcomeTest(unittest.TestCase):
             ({"status": "memory_limit", "exit_code": 137}, ("returncode", -9)),
             ({"status": "violation", "exit_code": 159}, ("returncode", -31)),
             ({"status": "timeout", "exit_code": 124}, ("timeout", None)),
-            ({"status": "setup_error", "exit_code": 126, "reason": "x"}, ("returncode", 126)),
-            ({"status": "setup_error", "exit_code": 127, "reason": "x"}, ("returncode", 127)),
+            ({"status": "setup_error", "exit_code": 126, "reason": "x: is a directory"}, ("exec", errno.EACCES)),
+            ({"status": "setup_error", "exit_code": 127, "reason": "x"}, ("exec", errno.ENOENT)),
             ({"status": "setup_error", "exit_code": 125, "reason": "no cgroup"}, ("error", "no cgroup")),
             ({"status": "cancelled", "exit_code": 125}, ("error", "the jail ended with status 'cancelled' (exit 125)")),
         ]
         for report, want in cases:
             with self.subTest(report=report):
                 self.assertEqual(_call.outcome(report), want)
+
+    def test_exec_errno(self):
+        # The jail's reasons (jail/failure_test.go's stage 2 cases) and the
+        # errno subprocess raises for the same execve failure.
+        cases = [
+            (127, "ls: command not found in the jail (PATH=/usr/bin)", errno.ENOENT),
+            (127, "/no/such: no such file in the jail", errno.ENOENT),
+            (126, "ls: not executable: permission denied", errno.EACCES),
+            (126, "ls: is a directory", errno.EACCES),
+            (126, "./script: exec format error", errno.ENOEXEC),
+            (126, "ls: argument list too long", errno.E2BIG),
+            (126, "ls: text file busy", errno.ETXTBSY),
+            (126, "", errno.EACCES),
+        ]
+        for code, reason, want in cases:
+            with self.subTest(reason=reason):
+                self.assertEqual(_call.exec_errno(code, reason), want)
 
 
 if __name__ == "__main__":

@@ -98,7 +98,10 @@ class ProtocolTest(unittest.TestCase):
         r = tooljail.run(["x"], stdout=tooljail.PIPE, stderr=tooljail.STDOUT, socket=srv.path)
         self.assertEqual(r.stdout, b"\xff\x00e\xfe")
 
-    def test_truncated_takes_report_text(self):
+    def test_output_is_the_stream(self):
+        # The stream's bytes are the output, whatever text a report carries
+        # (a streamed run's report has counts only; an older server's text
+        # is not the bytes).
         report = dict(REPORT, stdout={"bytes": 99, "truncated": True, "text": "head[marker]tail"})
 
         def handler(conn):
@@ -106,7 +109,8 @@ class ProtocolTest(unittest.TestCase):
             conn.sendall(line(report))
         srv = self.serve(handler)
         r = tooljail.run(["x"], capture_output=True, socket=srv.path)
-        self.assertEqual(r.stdout, b"head[marker]tail")
+        self.assertEqual(r.stdout, b"head")
+        self.assertTrue(r.report.stdout.truncated)
 
     def test_error_line(self):
         srv = self.serve(lambda c: c.sendall(line({"error": {"code": 125, "message": "profile \"p\" is not served"}})))
@@ -214,6 +218,43 @@ class ProtocolTest(unittest.TestCase):
             else:
                 os.environ["TOOLJAIL_BIN"] = saved
 
+    def use_cli(self, script):
+        cli = os.path.join(self.scratch.config, "scripted-tooljail")
+        with open(cli, "w") as f:
+            f.write(script)
+        os.chmod(cli, stat.S_IRWXU)
+        saved = os.environ.get("TOOLJAIL_BIN")
+        os.environ["TOOLJAIL_BIN"] = cli
+        self.addCleanup(lambda: os.environ.pop("TOOLJAIL_BIN") if saved is None
+                        else os.environ.__setitem__("TOOLJAIL_BIN", saved))
+
+    def test_cli_report_file(self):
+        # The CLI's stdout and stderr are the command's, relayed as they
+        # come; the report is the file named by --report, in a private
+        # directory outside the workdir, removed afterwards.
+        seen = os.path.join(self.scratch.config, "seen.json")
+        self.use_cli("#!%s\n" % sys.executable + """import json, os, sys
+argv = sys.argv[1:]
+path = argv[argv.index("--report") + 1]
+json.dump({"argv": argv, "dir_mode": os.stat(os.path.dirname(path)).st_mode & 0o777,
+           "stdin": sys.stdin.buffer.read().decode("latin-1")}, open(%r, "w"))
+os.write(1, b"\\xff\\x00"); os.write(2, b"\\xfe"); os.write(1, b"\\r\\n")
+json.dump({"status": "exited", "exit_code": 4}, open(path, "w"))
+sys.exit(4)
+""" % seen)
+        r = tooljail.run(["x"], capture_output=True, input=b"\x01in")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (4, b"\xff\x00\r\n", b"\xfe"))
+        with open(seen) as f:
+            got = json.load(f)
+        self.assertEqual(got["stdin"], "\x01in")
+        self.assertEqual(got["dir_mode"], 0o700)
+        argv = got["argv"]
+        self.assertEqual(argv[:2], ["run", "--quiet"])
+        report = argv[argv.index("--report") + 1]
+        self.assertFalse(report.startswith(self.scratch.dir + "/"), report)
+        self.assertFalse(os.path.exists(os.path.dirname(report)))
+        self.assertEqual(argv[argv.index("--") + 1:], ["x"])
+
     def test_cli_without_report(self):
         cli = os.path.join(self.scratch.dir, "bad-tooljail")
         with open(cli, "w") as f:
@@ -223,7 +264,7 @@ class ProtocolTest(unittest.TestCase):
         os.environ["TOOLJAIL_BIN"] = cli
         try:
             with self.assertRaises(tooljail.JailError) as cm:
-                tooljail.run(["x"])
+                tooljail.run(["x"], capture_output=True)
             self.assertEqual((str(cm.exception), cm.exception.code), ("something went wrong; do this", 2))
         finally:
             if saved is None:

@@ -1,6 +1,8 @@
 """tooljail.run against the real binary: the same cases through the CLI and
-through a real `tooljail serve`, then both compared on the same calls."""
+through a real `tooljail serve` (test_parity.py compares both, and
+subprocess, call by call)."""
 
+import errno
 import io
 import json
 import os
@@ -8,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -58,12 +61,12 @@ class RunCases:
         with tempfile.TemporaryFile() as f:
             self.run_(["/bin/sh", "-c", "echo out; echo err >&2"], stdout=f, stderr=tooljail.STDOUT)
             f.seek(0)
-            self.assertEqual(sorted(f.read().splitlines()), [b"err", b"out"])
+            self.assertEqual(f.read(), b"out\nerr\n")
         r = self.run_(["/bin/sh", "-c", "echo out; echo err >&2"], stdout=tooljail.DEVNULL, stderr=tooljail.PIPE)
         self.assertEqual((r.stdout, r.stderr), (None, b"err\n"))
-        r = self.run_(["/bin/sh", "-c", "echo out; echo err >&2"], stdout=tooljail.PIPE, stderr=tooljail.STDOUT)
-        self.assertEqual(sorted(r.stdout.splitlines()), [b"err", b"out"])
-        self.assertIsNone(r.stderr)
+        # stderr=STDOUT: one pipe in the jail, the order of the writes kept.
+        r = self.run_(["/bin/sh", "-c", "echo 1; echo 2 >&2; echo 3"], stdout=tooljail.PIPE, stderr=tooljail.STDOUT)
+        self.assertEqual((r.stdout, r.stderr), (b"1\n2\n3\n", None))
         with tempfile.TemporaryFile() as f:
             self.run_(["echo", "fd"], stdout=f.fileno())
             f.seek(0)
@@ -110,7 +113,8 @@ class RunCases:
         self.assertLess(time.monotonic() - start, 10)
         e = cm.exception
         self.assertIsInstance(e, tooljail.TimeoutExpired)
-        self.assertEqual((e.timeout, e.output, e.stderr), (1, b"part\n", b""))
+        # As subprocess's: None for a stream that wrote nothing.
+        self.assertEqual((e.timeout, e.output, e.stderr), (1, b"part\n", None))
         self.assertEqual(e.report.status, "timeout")
         self.assertEqual(e.report.limits.timeout_ms, 1000)
         with self.assertRaises(tooljail.TimeoutExpired) as cm:
@@ -126,13 +130,42 @@ class RunCases:
         self.assertEqual(r.report.signal, "SIGTERM")
 
     def test_cannot_execute(self):
-        r = self.run_(["/no/such/program"], capture_output=True)
-        self.assertEqual((r.returncode, r.report.status), (127, "setup_error"))
-        self.assertIn("/no/such/program", r.report.reason)
-        r = self.run_(["/etc"])
-        self.assertEqual(r.returncode, 126)
-        with self.assertRaises(tooljail.CalledProcessError):
-            self.run_(["/no/such/program"], check=True)
+        # As subprocess: the OSError execve gave, here with the report.
+        with self.assertRaises(FileNotFoundError) as cm:
+            self.run_(["/no/such/program"], capture_output=True)
+        e = cm.exception
+        self.assertIsInstance(e, tooljail.CommandNotFound)
+        self.assertEqual((e.errno, e.filename), (errno.ENOENT, "/no/such/program"))
+        self.assertEqual((e.report.status, e.report.exit_code), ("setup_error", 127))
+        self.assertIn("in the jail: /no/such/program", str(e))
+        with self.assertRaises(PermissionError) as cm:
+            self.run_(["/etc"], capture_output=True)
+        self.assertIsInstance(cm.exception, tooljail.CommandNotExecutable)
+        self.assertEqual((cm.exception.errno, cm.exception.report.exit_code), (errno.EACCES, 126))
+        with self.assertRaises(tooljail.CommandNotFound):
+            self.run_(["/no/such/program"], check=True, capture_output=True)
+        with self.assertRaises(tooljail.CommandNotFound) as cm:
+            self.run_(["/bin/echo", "x"], executable="/no/such/echo", capture_output=True)
+        self.assertEqual(cm.exception.filename, "/no/such/echo")
+        # The jail's one line is on the command's stderr too, for whoever
+        # shows only the streams.
+        with tempfile.TemporaryFile() as f:
+            with self.assertRaises(tooljail.CommandNotFound):
+                self.run_(["no-such-program-tj"], stderr=f)
+            f.seek(0)
+            self.assertRegex(f.read(), rb"^tooljail: no-such-program-tj: command not found in the jail .*\n$")
+
+    def test_leftover_killed(self):
+        # A process the command leaves running is killed when it exits
+        # (subprocess would wait 30 s here for the pipes to close): nothing
+        # outlives a run, and the report counts what was killed.
+        marker = os.path.join(os.getcwd(), "leftover-marker")
+        r = self.run_(["/bin/sh", "-c", "(sleep 1; touch leftover-marker) & sleep 30 & echo started"],
+                      capture_output=True, timeout=25)
+        self.assertEqual(r.stdout, b"started\n")
+        self.assertGreaterEqual(r.report.get("killed_leftover_processes", 0), 2)
+        time.sleep(1.5)
+        self.assertFalse(os.path.exists(marker), "a leftover process ran on after the run")
 
     def test_cwd_and_env(self):
         sub = os.path.join(os.getcwd(), "sub")
@@ -149,11 +182,14 @@ class RunCases:
         self.assertTrue(home)  # the profile's environment is kept
         self.assertEqual(secret, "")  # this process's is not passed
         with self.assertRaises(tooljail.JailError) as cm:
-            self.run_(["true"], cwd="/")
+            self.run_(["true"], cwd="/", capture_output=True)
         self.assertIn("workdir", str(cm.exception))
         self.assertEqual(cm.exception.code, 125)
 
     def test_limits(self):
+        # Looser than the profile's too: the caller could write a profile of
+        # its own; a ceiling is the profile's [limits.max] (CeilingTest).
+        self.assertEqual(self.run_(["true"], memory="64G").report.limits.memory_bytes, 64 << 30)
         r = self.run_(["true"], memory="64M", cpus=0.5, pids=32, network="none")
         self.assertEqual(r.report.limits.memory_bytes, 64 << 20)
         self.assertEqual(r.report.limits.cpus, 0.5)
@@ -169,12 +205,24 @@ class RunCases:
         self.assertEqual((r.report.status, r.returncode), ("memory_limit", -signal.SIGKILL))
 
     def test_bad_input(self):
-        with self.assertRaisesRegex(TypeError, "list of strings"):
-            self.run_("echo hi")
+        # A string without shell=True is the program's name, as subprocess's.
+        with self.assertRaises(FileNotFoundError) as cm:
+            self.run_("echo hi", capture_output=True)
+        self.assertEqual(cm.exception.filename, "echo hi")
+        for kw in ({"pass_fds": (1,)}, {"preexec_fn": print}):
+            name = next(iter(kw))
+            with self.assertRaisesRegex(tooljail.JailError, r"\b%s=.*refused.*drop %s" % (name, name)):
+                self.run_(["true"], **kw)
+        with self.assertRaisesRegex(subprocess.SubprocessError, "disambiguate"):
+            self.run_(["true"], text=True, universal_newlines=False)
+        with self.assertRaisesRegex(ValueError, "may not both be used"):
+            self.run_(["cat"], input=b"x", stdin=tooljail.PIPE)
+        with self.assertRaises(LookupError):
+            self.run_(["true"], encoding="no-such-codec")
         with self.assertRaises(ValueError):
             self.run_([])
         with self.assertRaises(tooljail.JailError) as cm:
-            self.run_(["true"], profile="no-such-profile")
+            self.run_(["true"], profile="no-such-profile", capture_output=True)
         self.assertIn("no-such-profile", str(cm.exception))
         self.assertEqual(cm.exception.code, 125)
         with self.assertRaisesRegex(TypeError, "file object"):
@@ -183,6 +231,35 @@ class RunCases:
     def test_shell(self):
         r = self.run_("echo $((6*7))", shell=True, capture_output=True, text=True)
         self.assertEqual(r.stdout, "42\n")
+
+    def test_binary_output_exact(self):
+        # The command's bytes, invalid UTF-8 included, on both transports.
+        r = self.run_(["/bin/sh", "-c", "printf '\\377\\000\\376'"], capture_output=True)
+        self.assertEqual(r.stdout, b"\xff\x00\xfe")
+        r = self.run_(["/bin/sh", "-c", "printf '\\351t\\351'"], capture_output=True, encoding="latin-1")
+        self.assertEqual(r.stdout, "été")
+
+    def test_live_output(self):
+        # on_output gets the bytes as they come: the first line is in the
+        # file before the command ends (it waits for the marker).
+        marker = os.path.join(os.getcwd(), "live-marker")
+        with tempfile.NamedTemporaryFile() as f:
+            def watch():
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    if os.path.getsize(f.name) > 0:
+                        open(marker, "w").close()
+                        return
+                    time.sleep(0.01)
+            t = threading.Thread(target=watch)
+            t.start()
+            r = self.run_(["/bin/sh", "-c", "echo first; i=0; while [ ! -e live-marker ] && [ $i -lt 1000 ]; "
+                           "do sleep 0.01; i=$((i+1)); done; echo second"], stdout=f, timeout=60)
+            t.join()
+            f.seek(0)
+            self.assertEqual(f.read(), b"first\nsecond\n")
+        self.assertTrue(os.path.exists(marker), "the first line came only when the command ended")
+        os.unlink(marker)
 
 
 def setUpModule():
@@ -206,11 +283,6 @@ class CLITest(RunCases, unittest.TestCase):
             self.assertEqual(tooljail.run(["true"], profile="strict").report.profile, "strict")
         else:
             self.assertEqual(self.run_(["true"]).report.profile, scratch.profile)
-
-    def test_invalid_utf8_replaced(self):
-        # The CLI's report carries text: each invalid byte becomes U+FFFD.
-        r = self.run_(["/bin/sh", "-c", "printf 'a\\377b'"], capture_output=True)
-        self.assertEqual(r.stdout, "a\ufffdb".encode())
 
     def test_cli_missing(self):
         saved = os.environ.get("TOOLJAIL_BIN")
@@ -254,18 +326,38 @@ class ServerTest(ServerMixin, RunCases, unittest.TestCase):
         finally:
             os.unlink(default)
 
-    def test_binary_output_exact(self):
-        # Streamed chunks are the command's bytes, invalid UTF-8 included.
-        r = self.run_(["/bin/sh", "-c", "printf '\\377\\000\\376'"], capture_output=True)
-        self.assertEqual(r.stdout, b"\xff\x00\xfe")
-        r = self.run_(["/bin/sh", "-c", "printf '\\351t\\351'"], capture_output=True, encoding="latin-1")
-        self.assertEqual(r.stdout, "été")
 
-    def test_looser_limit_refused(self):
-        with self.assertRaises(tooljail.JailError) as cm:
-            self.run_(["true"], memory="64G")
-        self.assertIn("memory", str(cm.exception))
-        self.assertEqual(cm.exception.code, 125)
+
+@support.need_binary
+class CeilingTest(unittest.TestCase):
+    """A profile's [limits.max]: both paths refuse above it, in the same words."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not support.serve_supported():
+            raise unittest.SkipTest("this tooljail has no serve subcommand")
+        base = "default" if scratch.profile is None else scratch.profile
+        cls.profile = os.path.join(scratch.config, "ceiling.toml")
+        with open(cls.profile, "w") as f:
+            f.write('extends = %s\n[limits]\nmemory = "64M"\n[limits.max]\nmemory = "256M"\n'
+                    % json.dumps(base))
+        cls.server = support.Server(scratch.config, "--profile", cls.profile)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_same_refusal(self):
+        errors = []
+        for transport in ({}, {"socket": self.server.socket}):
+            self.assertEqual(tooljail.run(["true"], memory="128M", profile=self.profile,
+                                          **transport).report.limits.memory_bytes, 128 << 20)
+            with self.assertRaises(tooljail.JailError) as cm:
+                tooljail.run(["true"], memory="1G", profile=self.profile, capture_output=True, **transport)
+            self.assertEqual(cm.exception.code, 125)
+            errors.append(str(cm.exception))
+        self.assertIn("above the ceiling", errors[0])
+        self.assertEqual(errors[0], errors[1])
 
 
 @support.need_binary
@@ -315,35 +407,6 @@ class ClientProfileTest(unittest.TestCase):
         with self.assertRaisesRegex(tooljail.JailError, "no-such.toml"):
             tooljail.run(["true"], profile=os.path.join(scratch.config, "no-such.toml"),
                          socket=self.open_server.socket)
-
-
-# Each case: (args, run() keywords); compared on status, returncode, stdout, stderr.
-SAME_CASES = [
-    (["/bin/sh", "-c", "echo out; echo err >&2; exit 7"], {}),
-    (["cat"], {"input": b"stdin bytes\n"}),
-    (["/bin/sh", "-c", "kill -KILL $$"], {}),
-    (["/bin/sh", "-c", "echo $V"], {"env": {"V": "value"}}),
-    (["/no/such/program"], {}),
-    (["/bin/sh", "-c", "yes | head -c %d" % BIG], {}),
-    (["/bin/sh", "-c", "echo before; exec sleep 30"], {"timeout": 1}),
-    (["/bin/sh", "-c", "printf 'h\\351'"], {"text": True, "errors": "replace"}),
-]
-
-
-@support.need_binary
-class SameResultsTest(ServerMixin, unittest.TestCase):
-    def outcome(self, args, kw, **transport):
-        try:
-            r = tooljail.run(args, capture_output=True, **dict(kw, **transport))
-        except tooljail.TimeoutExpired as e:
-            return ("timeout", e.report.status, e.output, e.stderr)
-        return (r.report.status, r.returncode, r.stdout, r.stderr)
-
-    def test_same_results(self):
-        for args, kw in SAME_CASES:
-            with self.subTest(args=args, kw=kw):
-                self.assertEqual(self.outcome(args, kw, **scratch.kw),
-                                 self.outcome(args, kw, socket=self.server.socket))
 
 
 if __name__ == "__main__":

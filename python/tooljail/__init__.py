@@ -6,11 +6,12 @@
 
 It talks to a `tooljail serve` server when there is one (socket=, the
 TOOLJAIL_SERVER variable, or the default socket), and otherwise runs the
-tooljail CLI (TOOLJAIL_BIN, or tooljail on PATH) with --json. Standard library
-only. See python/README.md.
+tooljail CLI (TOOLJAIL_BIN, or tooljail on PATH) with --report. Standard
+library only. See python/README.md.
 """
 
-from ._errors import CalledProcessError, CompletedProcess, JailError, TimeoutExpired
+from ._errors import (CalledProcessError, CommandNotExecutable, CommandNotFound, CompletedProcess,
+                      ExecError, JailError, TimeoutExpired)
 from ._patch import JailedPopen, patch_subprocess, unjailed
 from ._report import Report
 from ._run import DEVNULL, PIPE, STDOUT, call, check_call, check_output, run
@@ -18,5 +19,6 @@ from ._run import DEVNULL, PIPE, STDOUT, call, check_call, check_output, run
 __all__ = [
     "run", "call", "check_call", "check_output", "patch_subprocess", "unjailed", "JailedPopen",
     "CompletedProcess", "CalledProcessError", "TimeoutExpired", "JailError", "Report",
+    "ExecError", "CommandNotFound", "CommandNotExecutable",
     "PIPE", "STDOUT", "DEVNULL",
 ]

@@ -2,10 +2,23 @@
 no I/O here, so the decisions are table-tested (tests/test_call.py)."""
 
 import base64
+import errno
 import json
 import math
 import os
 import signal
+
+# Popen keywords whose meaning is on the host side of the jail: refused by
+# tooljail.run (pass_fds, preexec_fn: the others are not its keywords) and by
+# patch_subprocess's Popen, with these reasons.
+REFUSED_KEYWORDS = {
+    "preexec_fn": "it runs Python code in the child before exec, on the host",
+    "pass_fds": "only stdin, stdout and stderr cross into the jail",
+    "user": "the jail's command always runs as the jail's user (uid 1000)",
+    "group": "the jail's command always runs as the jail's group",
+    "extra_groups": "the jail's command has no supplementary groups of the host",
+    "umask": "the jail sets the command's umask",
+}
 
 # The jail's exit codes for a command that could not be started (DESIGN.md 3).
 CANNOT_EXECUTE = 126
@@ -14,11 +27,20 @@ SETUP_FAILED = 125
 
 
 class Call:
-    """One run, checked: argv, workdir, env, stdin bytes and the jail's options."""
+    """One run, checked: argv, workdir, env, stdin and the jail's options.
 
-    __slots__ = ("argv", "workdir", "env", "stdin", "profile", "limits", "network", "timeout")
+    stdin is None (the command's stdin is /dev/null), bytes (its whole
+    stdin), or a file descriptor of the caller's to read it from (the CLI
+    gets the descriptor itself; a server gets what is read from it).
+    merge_stderr: the command's stdout and stderr are one pipe in the jail
+    (stderr=STDOUT), so the order of their writes is kept. new_session: the
+    CLI starts in a session of its own (start_new_session)."""
 
-    def __init__(self, argv, workdir, env, stdin, profile, limits, network, timeout):
+    __slots__ = ("argv", "workdir", "env", "stdin", "profile", "limits", "network", "timeout",
+                 "merge_stderr", "new_session")
+
+    def __init__(self, argv, workdir, env, stdin, profile, limits, network, timeout,
+                 merge_stderr=False, new_session=False):
         self.argv = argv
         self.workdir = workdir
         self.env = env
@@ -27,13 +49,16 @@ class Call:
         self.limits = limits
         self.network = network
         self.timeout = timeout
+        self.merge_stderr = merge_stderr
+        self.new_session = new_session
 
 
-def make_call(args, *, shell=False, cwd=None, env=None, stdin=None, profile=None,
-              memory=None, cpus=None, pids=None, network=None, timeout=None, getcwd=os.getcwd):
+def make_call(args, *, shell=False, executable=None, cwd=None, env=None, stdin=None,
+              merge_stderr=False, new_session=False, profile=None, memory=None, cpus=None,
+              pids=None, network=None, timeout=None, getcwd=os.getcwd):
     """Checks the caller's arguments and returns a Call; raises TypeError or
     ValueError with what to pass instead."""
-    argv = _argv(args, shell)
+    argv = command_argv(args, shell, executable)
     workdir = os.path.abspath(_path("cwd", cwd) if cwd is not None else getcwd())
     limits = {}
     for name, value in (("memory", memory), ("cpus", cpus), ("pids", pids)):
@@ -50,28 +75,31 @@ def make_call(args, *, shell=False, cwd=None, env=None, stdin=None, profile=None
         limits=limits,
         network=_name("network", network),
         timeout=timeout,
+        merge_stderr=bool(merge_stderr),
+        new_session=bool(new_session),
     )
 
 
-def _argv(args, shell):
+def command_argv(args, shell, executable):
+    """The command as it runs in the jail, as subprocess would exec it on
+    POSIX: a string without shell is the program's name; with shell it is
+    /bin/sh's script; executable replaces the program (with shell, the
+    shell). The jail execs argv[0], so executable also becomes argv[0]."""
     if shell:
-        # As subprocess does on POSIX: a string is the shell's script.
         if isinstance(args, (str, bytes, os.PathLike)):
             args = ["/bin/sh", "-c", args]
-        else:
+        elif isinstance(args, (list, tuple)):
             args = ["/bin/sh", "-c"] + list(args)
-    elif isinstance(args, (str, bytes)):
-        raise TypeError(
-            "args must be a list of strings, not %s %r: pass [program, arg, ...], "
-            "or shell=True to run a shell command line" % (type(args).__name__, args)
-        )
-    elif isinstance(args, os.PathLike):
+    elif isinstance(args, (str, bytes, os.PathLike)):
         args = [args]
     if not isinstance(args, (list, tuple)):
-        raise TypeError("args must be a list of strings, not %s" % type(args).__name__)
+        raise TypeError("args must be a string or a list of strings, not %s" % type(args).__name__)
     if not args:
         raise ValueError("args is empty: name the program to run")
-    return [_path("args[%d]" % i, a) for i, a in enumerate(args)]
+    argv = [_path("args[%d]" % i, a) for i, a in enumerate(args)]
+    if executable is not None:
+        argv[0] = _path("executable", executable)
+    return argv
 
 
 def _path(what, value):
@@ -133,9 +161,10 @@ def duration(seconds):
     return "%dms" % max(1, math.ceil(seconds * 1000))
 
 
-def cli_argv(binary, call):
-    """The CLI's command line for a call: the report on stdout, nothing else."""
-    argv = [binary, "run", "--json", "--quiet"]
+def cli_argv(binary, call, report):
+    """The CLI's command line for a call: the command's output on the CLI's
+    stdout and stderr as it comes, the report in the file report."""
+    argv = [binary, "run", "--quiet", "--report", report]
     if call.profile is not None:
         argv += ["--profile", call.profile]
     for name in ("memory", "cpus", "pids", "timeout"):
@@ -143,6 +172,8 @@ def cli_argv(binary, call):
             argv += ["--" + name, call.limits[name]]
     if call.network is not None:
         argv += ["--net", call.network]
+    if call.merge_stderr:
+        argv.append("--merge-stderr")
     argv += ["--workdir", call.workdir]
     argv += env_flags(call.env)
     return argv + ["--"] + call.argv
@@ -184,15 +215,22 @@ def cli_environ(env, environ, inherit=True):
     return out
 
 
-def server_request(call, profile_text=None):
+def server_request(call, profile_text=None, stdin=None):
     """The request object of the wire protocol. Output is always streamed: the
     chunks are the command's exact bytes, in the order they came. With
-    profile_text, the profile goes as that text (profile_toml), not by name."""
+    profile_text, the profile goes as that text (profile_toml), not by name.
+    stdin: the bytes of call.stdin (read from it when it is a descriptor)."""
+    if stdin is None and call.stdin is not None:
+        if not isinstance(call.stdin, bytes):
+            raise TypeError("server_request: call.stdin is a descriptor; pass the bytes read from it")
+        stdin = call.stdin
     req = {"argv": call.argv, "workdir": call.workdir, "stream": True}
     if call.env:
         req["env"] = call.env
-    if call.stdin is not None:
-        req["stdin"] = base64.b64encode(call.stdin).decode("ascii")
+    if stdin is not None:
+        req["stdin"] = base64.b64encode(stdin).decode("ascii")
+    if call.merge_stderr:
+        req["merge_stderr"] = True
     if profile_text is not None:
         req["profile_toml"] = profile_text
     elif call.profile is not None:
@@ -250,19 +288,19 @@ def choose_transport(socket, environ, uid, exists, which):
 
 
 def outcome(report):
-    """What a report means to the caller: ("returncode", N), ("timeout", None)
-    or ("error", reason).
+    """What a report means to the caller: ("returncode", N), ("timeout", None),
+    ("exec", errno) or ("error", reason).
 
-    A command that could not be executed (126) or was not found (127) is a
-    returncode, as a shell gives it: the command was the problem, not the jail.
-    A signal is a negative returncode, as subprocess gives it.
+    A command that could not be executed (126) or was not found (127) is
+    ("exec", errno): subprocess raises the OSError execve gave, and so does
+    tooljail.run. A signal is a negative returncode, as subprocess gives it.
     """
     status = report.get("status")
     code = report.get("exit_code")
     if status == "timeout":
         return "timeout", None
     if status == "setup_error" and code in (CANNOT_EXECUTE, NOT_FOUND):
-        return "returncode", code
+        return "exec", exec_errno(code, report.get("reason") or "")
     if status in ("exited",) and isinstance(code, int):
         return "returncode", code
     if status in ("signaled", "memory_limit", "violation") and isinstance(code, int):
@@ -275,3 +313,27 @@ def outcome(report):
         return "returncode", -(code - 128) if code > 128 else code
     reason = report.get("reason") or "the jail ended with status %r (exit %r)" % (status, code)
     return "error", reason
+
+
+# The errors execve gives besides EACCES for a program it cannot execute, as
+# the jail's reason ends with them (Go's words for the errno; the report has
+# no errno field).
+_EXEC_ERRNOS = (
+    ("exec format error", errno.ENOEXEC),
+    ("argument list too long", errno.E2BIG),
+    ("text file busy", errno.ETXTBSY),
+    ("too many levels of symbolic links", errno.ELOOP),
+    ("file name too long", errno.ENAMETOOLONG),
+)
+
+
+def exec_errno(code, reason):
+    """The errno subprocess would raise for the jail's 126 or 127: ENOENT for
+    127 (not found), the one the reason names for 126, else EACCES (not
+    executable, a directory: what execve says for both)."""
+    if code == NOT_FOUND:
+        return errno.ENOENT
+    for words, number in _EXEC_ERRNOS:
+        if reason.endswith(words):
+            return number
+    return errno.EACCES

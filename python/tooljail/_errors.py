@@ -5,8 +5,9 @@ They subclass subprocess's classes so that code written for subprocess
 keeps working unchanged when it switches to tooljail.
 """
 
+import errno as _errno
+import os
 import subprocess
-
 
 
 class CompletedProcess(subprocess.CompletedProcess):
@@ -57,6 +58,8 @@ class TimeoutExpired(subprocess.TimeoutExpired):
     def __str__(self):
         text = super().__str__()
         if self.report is None:
+            if self.timeout is not None and self.timeout <= 0:
+                return text + " (nothing was started: the timeout had passed before the start)"
             return text + " (no report: the client stopped waiting for the jail)"
         return text
 
@@ -80,3 +83,36 @@ class JailError(subprocess.SubprocessError):
     def __str__(self):
         return self.message
 
+
+
+class ExecError(OSError):
+    """The command could not be executed in the jail (the jail's exit 126 or
+    127), raised as subprocess raises the OSError execve gave: errno,
+    strerror and filename (the program, or executable=) as subprocess's.
+    ``report`` is the jail's report; its ``reason`` (also in str()) says what
+    the jail found, e.g. ``command not found in the jail (PATH=...)``."""
+
+    report = None
+
+    def __str__(self):
+        text = super().__str__()
+        reason = self.report.get("reason") if self.report is not None else None
+        return "%s (in the jail: %s)" % (text, reason) if reason else text
+
+
+class CommandNotFound(ExecError, FileNotFoundError):
+    """The program is not in the jail (errno ENOENT): a FileNotFoundError."""
+
+
+class CommandNotExecutable(ExecError, PermissionError):
+    """The program is not executable, or is a directory (errno EACCES): a
+    PermissionError."""
+
+
+def exec_error(number, filename, report):
+    """The ExecError for errno number: CommandNotFound, CommandNotExecutable,
+    or ExecError itself for other errnos (ENOEXEC: a script without #!)."""
+    cls = {_errno.ENOENT: CommandNotFound, _errno.EACCES: CommandNotExecutable}.get(number, ExecError)
+    e = cls(number, os.strerror(number), filename)
+    e.report = report
+    return e

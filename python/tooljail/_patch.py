@@ -12,15 +12,13 @@ python/README.md, "What patch_subprocess covers".
 
 import contextlib
 import inspect
-import json
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 import weakref
 
-from . import _call
+from . import _call, _transport
 from ._errors import JailError
 from ._report import Report
 
@@ -39,16 +37,6 @@ _OS_REFUSED = tuple(n for n in (
     "posix_spawn", "posix_spawnp",
     "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe",
 ) if hasattr(os, n))
-
-# Popen keywords whose meaning is on the host side of the jail: refused.
-_REFUSED_KEYWORDS = {
-    "preexec_fn": "it runs Python code in the child before exec, on the host",
-    "pass_fds": "only stdin, stdout and stderr cross into the jail",
-    "user": "the jail's command always runs as the jail's user (uid 1000)",
-    "group": "the jail's command always runs as the jail's group",
-    "extra_groups": "the jail's command has no supplementary groups of the host",
-    "umask": "the jail sets the command's umask",
-}
 
 _lock = threading.RLock()
 _stack = ()      # the active patches' configs, innermost last (replaced, never mutated)
@@ -123,16 +111,6 @@ def _allowed(cfg, argv):
     return bool(cfg.allow(list(argv)))
 
 
-def _command_argv(args, shell, executable):
-    """The command as it runs in the jail, as subprocess would exec it."""
-    if not shell and isinstance(args, (str, bytes, os.PathLike)):
-        args = [args]
-    argv = _call._argv(args, shell)
-    if executable is not None:
-        argv[0] = _call._path("executable", executable)
-    return argv
-
-
 class _PopenMeta(type):
     # isinstance(p, subprocess.Popen) holds for an unjailed call's Popen too
     # while subprocess.Popen is JailedPopen.
@@ -172,7 +150,7 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
                 bound = None  # Popen's own error, from __init__
             if bound is not None:
                 a = bound.arguments
-                argv = _command_argv(a["args"], a.get("shell", False), a.get("executable"))
+                argv = _call.command_argv(a["args"], a.get("shell", False), a.get("executable"))
                 if _allowed(cfg, argv):
                     cfg = None
         if cfg is None:
@@ -198,7 +176,7 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
                 super().__init__(**a)
             return
         caller_args = a["args"]
-        for key, why in _REFUSED_KEYWORDS.items():
+        for key, why in _call.REFUSED_KEYWORDS.items():
             if key not in a:
                 continue
             value = a[key]
@@ -213,7 +191,7 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
                 "started. Drop %s, or run this call unjailed on purpose with "
                 "tooljail.unjailed() or patch_subprocess(allow=...)" % (key, value, why, key),
                 cmd=caller_args)
-        argv = _command_argv(caller_args, a["shell"], a["executable"])
+        argv = _call.command_argv(caller_args, a["shell"], a["executable"])
         env = a["env"]
         command_env = _call._env(env) if env is not None else {}
         binary = os.environ.get("TOOLJAIL_BIN") or shutil.which("tooljail")
@@ -223,9 +201,12 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
                 "PATH); nothing was started: install tooljail or set TOOLJAIL_BIN", cmd=caller_args)
         server = _server(cfg, a["stdin"])
         workdir = os.path.realpath(os.fsdecode(a["cwd"]) if a["cwd"] is not None else os.getcwd())
-        tmp = _report_dir(workdir)
+        tmp = _transport.report_dir(workdir)
         report = os.path.join(tmp, "report.json")
         tj_argv = [binary, "run", "--quiet", "--report", report] + list(cfg.flags)
+        if a["stderr"] == subprocess.STDOUT:
+            # One pipe in the jail: the command's writes keep their order.
+            tj_argv.append("--merge-stderr")
         if server is not None:
             tj_argv += ["--server", server]
         tj_argv += _call.env_flags(command_env) + ["--"] + argv
@@ -274,14 +255,7 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
         super().send_signal(sig)
 
     def _tj_outcome(self, code):
-        raw = None
-        try:
-            with open(self._tj_report, "rb") as f:
-                raw = json.loads(f.read())
-            if not isinstance(raw, dict) or "status" not in raw:
-                raw = None
-        except (OSError, ValueError):
-            raw = None
+        raw = _transport.read_report(self._tj_report)
         self._tj_cleanup()
         if raw is None:
             # No report: tooljail was killed (kill(): its jail died with it),
@@ -299,6 +273,10 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
         what, value = _call.outcome(raw)
         if what == "returncode":
             return value
+        if what == "exec":
+            # Popen cannot raise it now (it started tooljail): 126 or 127, as
+            # a shell gives it, with the reason in .report and on stderr.
+            return code
         if what == "timeout":
             return code  # 124: the jail's timeout killed the tree (report.status "timeout")
         self.jail_error = JailError(value, cmd=self.args, code=code, report=self.report)
@@ -328,20 +306,6 @@ def _stdin_is_null():
     except OSError:
         return False  # no stdin: Popen gives the child none either; jail it here
     return (st.st_mode & 0o170000) == 0o020000 and st.st_rdev == null.st_rdev
-
-
-def _report_dir(workdir):
-    """A private directory for the report, outside the workdir (tooljail
-    refuses a report inside the run's read-write binds)."""
-    for base in (None, os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm", "/tmp"):
-        if base is not None and not os.path.isdir(base):
-            continue
-        d = tempfile.mkdtemp(prefix="tooljail-popen-", dir=base)
-        real = os.path.realpath(d)
-        if real != workdir and not real.startswith(workdir.rstrip("/") + "/"):
-            return d
-        os.rmdir(d)
-    raise JailError("no directory for the report outside the workdir %s: set TMPDIR" % workdir)
 
 
 def _system(command):

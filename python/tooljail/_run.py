@@ -1,14 +1,14 @@
 """run, call, check_call, check_output: subprocess's functions, jailed."""
 
 import io
-import locale
 import os
 import shutil
 import subprocess
 import sys
 
 from . import _call, _transport
-from ._errors import CompletedProcess, JailError, TimeoutExpired
+from ._call import REFUSED_KEYWORDS
+from ._errors import CompletedProcess, JailError, TimeoutExpired, exec_error
 from ._report import Report
 
 PIPE = subprocess.PIPE
@@ -16,36 +16,61 @@ STDOUT = subprocess.STDOUT
 DEVNULL = subprocess.DEVNULL
 
 
-def run(args, *, input=None, capture_output=False, stdout=None, stderr=None, shell=False,
-        text=False, encoding=None, errors=None, timeout=None, check=False, cwd=None, env=None,
-        profile=None, memory=None, cpus=None, pids=None, network=None, socket=None):
+def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stderr=None,
+        shell=False, executable=None, text=None, universal_newlines=None, encoding=None,
+        errors=None, timeout=None, check=False, cwd=None, env=None, start_new_session=False,
+        pass_fds=(), preexec_fn=None, profile=None, memory=None, cpus=None, pids=None,
+        network=None, socket=None):
     """Runs args in a jail and waits for it, like subprocess.run.
 
-    Differences from subprocess.run, all because the jail builds the process:
+    Differences from subprocess.run, all because the jail builds the process
+    (python/README.md, "Where it differs from subprocess"):
     - env is added over the profile's environment (PATH, HOME, LANG, TERM and
       the profile's env.set); it does not replace it, and this process's
       environment never reaches the command.
     - cwd is the workdir: bound read-write and the command's working
       directory; default the current directory (refused when it is /, a system
       or top-level directory or a home directory).
-    - stdin is /dev/null unless input is given.
+    - stdin=None is /dev/null, not this process's stdin.
     - timeout is the jail's wall-clock limit: the whole process tree is killed.
-    - A command that cannot be executed or is not found gives returncode 126 or
-      127 (as a shell does), not an OSError; report.reason says why.
+      A timeout <= 0 raises TimeoutExpired without starting anything.
+    - executable= is also the command's argv[0].
+    - pass_fds and preexec_fn are refused (JailError): only stdin, stdout and
+      stderr cross into the jail, and no host code runs in the child.
     - JailError when tooljail could not run the command at all.
     """
-    text_mode = bool(text or encoding or errors)
+    for key, value in (("pass_fds", pass_fds), ("preexec_fn", preexec_fn)):
+        if value:
+            raise JailError("tooljail.run(%s=%r): refused: %s. Nothing was started; drop %s"
+                            % (key, value, REFUSED_KEYWORDS[key], key), cmd=args)
+    if text is not None and universal_newlines is not None and bool(text) != bool(universal_newlines):
+        raise subprocess.SubprocessError("Cannot disambiguate when both text and universal_newlines "
+                                         "are supplied but different. Pass one or the other.")
+    text_mode = bool(encoding or errors or text or universal_newlines)
     if capture_output:
         if stdout is not None or stderr is not None:
             raise ValueError("stdout and stderr arguments may not be used with capture_output.")
         stdout = stderr = PIPE
     if stdout == STDOUT:
         raise ValueError("stdout=STDOUT: only stderr can be sent to stdout")
-    stdin = _input_bytes(input, text_mode, encoding, errors)
-    call = _call.make_call(args, shell=shell, cwd=cwd, env=env, stdin=stdin, profile=profile,
-                           memory=memory, cpus=cpus, pids=pids, network=network, timeout=timeout)
+    # Resolved as subprocess resolves them, by a TextIOWrapper: the same
+    # default encoding, and an unknown one raises LookupError before a start.
+    if text_mode:
+        probe = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors=errors)
+        encoding, errors = probe.encoding, probe.errors
+    if input is not None:
+        if stdin is not None:
+            raise ValueError("stdin and input arguments may not both be used.")
+        stdin_data = _input_bytes(input, text_mode, encoding, errors)
+    else:
+        stdin_data = _stdin(stdin)
+    merge = stderr == STDOUT
+    call = _call.make_call(args, shell=shell, executable=executable, cwd=cwd, env=env,
+                           stdin=stdin_data, merge_stderr=merge, new_session=start_new_session,
+                           profile=profile, memory=memory, cpus=cpus, pids=pids, network=network,
+                           timeout=timeout)
     out = _sink(stdout, "stdout")
-    err = out if stderr == STDOUT else _sink(stderr, "stderr")
+    err = out if merge else _sink(stderr, "stderr")
     sinks = {"stdout": out, "stderr": err}
 
     def on_output(stream, data):
@@ -57,28 +82,30 @@ def run(args, *, input=None, capture_output=False, stdout=None, stderr=None, she
         kind, where = _call.choose_transport(socket, os.environ, os.getuid(), os.path.exists, shutil.which)
     except LookupError as e:
         raise JailError(str(e), cmd=call.argv) from None
+    if timeout is not None and timeout <= 0:
+        # subprocess starts the command and kills it at once (whether it ran
+        # a little is a race there); the jail would race the same way. So,
+        # deterministically, nothing starts, as if the kill came first.
+        raise TimeoutExpired(args, timeout)
     transport = _transport.run_server if kind == "server" else _transport.run_cli
-    decode = _decoder(text_mode, encoding, errors)
     try:
         raw = transport(where, call, on_output)
     except _transport.GaveUp:
-        # As subprocess's, the partial output is bytes even with text=True.
-        raise TimeoutExpired(args, timeout, out.value(), _own(err, out)) from None
+        raise TimeoutExpired(args, timeout, out.partial(), _own_partial(err, out)) from None
     except JailError as e:
         e.cmd = args  # the caller's spelling, as subprocess's exceptions carry it
         raise
     report = Report(raw)
-    # A truncated stream: the report keeps the head and the tail with a
-    # marker; the stream carried only what was relayed. Take the report's.
-    for name, sink in (("stdout", out), ("stderr", None if err is out else err)):
-        part = raw.get(name) or {}
-        if sink is not None and sink.collects and part.get("truncated") and "text" in part:
-            sink.chunks = [part["text"].encode("utf-8")]
     what, value = _call.outcome(raw)
     if what == "timeout":
-        raise TimeoutExpired(args, timeout, out.value(), _own(err, out), report)
+        # As subprocess's: bytes even with text=True, None when nothing came.
+        raise TimeoutExpired(args, timeout, out.partial(), _own_partial(err, out), report)
+    if what == "exec":
+        # subprocess names the program it tried to exec: executable=, else args[0].
+        raise exec_error(value, call.argv[0], report)
     if what == "error":
         raise JailError(value, cmd=args, code=raw.get("exit_code", _call.SETUP_FAILED), report=report)
+    decode = _decoder(text_mode, encoding, errors)
     result = CompletedProcess(args, value, decode(out.value()), decode(_own(err, out)), report)
     if check:
         result.check_returncode()
@@ -109,13 +136,34 @@ def _own(err, out):
     return None if err is out else err.value()
 
 
-def _input_bytes(data, text_mode, encoding, errors):
-    if data is None:
+def _own_partial(err, out):
+    return None if err is out else err.partial()
+
+
+def _stdin(stdin):
+    """The Call's stdin for subprocess's stdin= without input: None
+    (/dev/null), b"" (PIPE: run closes it at once), or a descriptor."""
+    if stdin is None or stdin == DEVNULL:
+        # Not this process's stdin: an agent's stdin is often its own
+        # protocol channel (MCP over stdio), which a command must not read.
         return None
+    if stdin == PIPE:
+        return b""
+    if isinstance(stdin, bool) or not isinstance(stdin, int):
+        if not hasattr(stdin, "fileno"):
+            raise TypeError("stdin must be None, PIPE, DEVNULL, a file descriptor or a file object "
+                            "with a descriptor, not %r" % (stdin,))
+        stdin = stdin.fileno()
+    if stdin < 0:
+        raise ValueError("stdin=%d: not a file descriptor" % stdin)
+    return stdin
+
+
+def _input_bytes(data, text_mode, encoding, errors):
     if isinstance(data, str):
         if not text_mode:
             raise TypeError("input is a str: pass bytes, or text=True (or an encoding)")
-        return data.encode(encoding or locale.getpreferredencoding(False), errors or "strict")
+        return data.encode(encoding, errors)
     try:
         return bytes(memoryview(data))
     except TypeError:
@@ -126,14 +174,13 @@ def _input_bytes(data, text_mode, encoding, errors):
 def _decoder(text_mode, encoding, errors):
     if not text_mode:
         return lambda b: b
-    enc = encoding or locale.getpreferredencoding(False)
-    err = errors or "strict"
 
     def decode(b):
         if b is None:
             return None
-        # subprocess reads text through universal newlines.
-        return b.decode(enc, err).replace("\r\n", "\n").replace("\r", "\n")
+        # As subprocess's communicate (Popen._translate_newlines): the whole
+        # output decoded at once, then universal newlines.
+        return b.decode(encoding, errors).replace("\r\n", "\n").replace("\r", "\n")
     return decode
 
 
@@ -153,6 +200,11 @@ class _Sink:
 
     def value(self):
         return b"".join(self.chunks) if self.collects else None
+
+    def partial(self):
+        """What a TimeoutExpired carries, as subprocess's: None when nothing
+        was collected (not captured, or no output yet)."""
+        return b"".join(self.chunks) if self.chunks else None
 
 
 def _sink(dest, name):

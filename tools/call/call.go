@@ -69,6 +69,10 @@ type Request struct {
 	Tool string
 	// Args as decoded from JSON (string, float64, bool; see tools.Check).
 	Args map[string]any
+	// NotAnObject, when not "", is the JSON the client sent as the
+	// arguments where an object belongs (a string, an array, ...): the
+	// call is refused with rule "arguments", saying so.
+	NotAnObject string
 	// Stdin for a tool with stdin = true; nil for none. Refused for a
 	// tool without it.
 	Stdin []byte
@@ -98,6 +102,9 @@ type Outcome struct {
 	// ExitCode is what `tooljail tools call` exits with: the run's exit
 	// code; 125 for a refusal or JSON output that is not JSON.
 	ExitCode int `json:"exit_code"`
+	// QueuedMS is how long an admitted call waited for a concurrency
+	// slot (rate.queue); absent when it waited none.
+	QueuedMS int64 `json:"queued_ms,omitempty"`
 }
 
 // Failed says whether the call did not do what the tool promises: it was
@@ -109,7 +116,7 @@ func (o *Outcome) Failed() bool {
 
 // Refusal is a call refused before any run.
 type Refusal struct {
-	Rule string // "undeclared", "rate per_minute", "stdin", "unknown tool", ...
+	Rule string // "undeclared", "rate per_minute", "stdin", "unknown tool", "cancelled", ...
 	Err  error
 }
 
@@ -133,9 +140,16 @@ func (c *Caller) Call(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	t, argv, timeout, err := c.admit(req)
 	var release func()
+	var queued time.Duration
 	if err == nil {
-		release, err = c.limiter().Admit(t.Name, start)
-		if err != nil {
+		// A call over the tool's concurrency waits in line (rate.queue),
+		// and leaves it when ctx ends: its client went away.
+		release, queued, err = c.limiter().Acquire(ctx, t.Name, c.now)
+		var qe *tools.QueueError
+		switch {
+		case errors.As(err, &qe):
+			err = &Refusal{Rule: "cancelled", Err: err}
+		case err != nil:
 			err = &Refusal{Rule: "rate " + limitOf(err), Err: err}
 		}
 	}
@@ -154,6 +168,10 @@ func (c *Caller) Call(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	defer release()
 	out.Decision = "admitted"
+	if queued > 0 {
+		// A call that waited says so, however briefly.
+		out.QueuedMS = max(1, queued.Milliseconds())
+	}
 	res, runErr := c.run(ctx, t, argv, timeout, req.Stdin)
 	out.Report = res
 	out.ExitCode = res.ExitCode
@@ -184,6 +202,9 @@ func (c *Caller) admit(req Request) (*tools.Tool, []string, time.Duration, error
 			names[i] = t.Name
 		}
 		return nil, nil, 0, &Refusal{Rule: "unknown tool", Err: fmt.Errorf("no tool %s in %s; declared: %s", clipQuote(req.Tool), c.File.Name, strings.Join(names, ", "))}
+	}
+	if req.NotAnObject != "" {
+		return nil, nil, 0, &Refusal{Rule: "arguments", Err: fmt.Errorf("tool %s: arguments must be a JSON object, not %s: %s; give each parameter by name: {\"NAME\": VALUE, ...}", t.Name, jsonKind(req.NotAnObject), clipQuote(req.NotAnObject))}
 	}
 	argv, timeout, err := t.CheckCall(req.Args)
 	if err != nil {
@@ -281,6 +302,27 @@ func newID() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// jsonKind names the kind of a JSON value by its first byte.
+func jsonKind(raw string) string {
+	raw = strings.TrimLeft(raw, " \t\r\n")
+	if raw == "" {
+		return "empty"
+	}
+	switch raw[:1] {
+	case `"`:
+		return "a string"
+	case "[":
+		return "an array"
+	case "t", "f":
+		return "a boolean"
+	case "n":
+		return "null"
+	case "{":
+		return "an object"
+	}
+	return "a number"
 }
 
 // clipQuote quotes s for a message, cut to 64 bytes.

@@ -76,6 +76,11 @@ description = "Rate-limited."
 command = ["true"]
 rate = { per_minute = 5, concurrency = 0 }
 
+[tools.queued]
+description = "One at a time; a second waits a moment."
+command = ["true"]
+rate = { per_minute = 0, concurrency = 1, queue = "1ms" }
+
 [tools.limits]
 description = "Show the limits (the default's timeout, the tool's memory)."
 command = ["true"]
@@ -380,6 +385,54 @@ func TestBurstAdmitsExactly(t *testing.T) {
 	}
 	if n := len(logLines(t, logPath)); n != 20 {
 		t.Errorf("%d audit lines, want 20", n)
+	}
+}
+
+// A call over the concurrency waits in line and runs when a slot frees
+// (queued_ms in its outcome and line); one that waits out rate.queue is
+// refused by the concurrency limit; one whose client goes away while in
+// line is refused as cancelled. Each has its audit line.
+func TestQueuedCalls(t *testing.T) {
+	c, logPath := setup(t)
+	// The one slot is held here, as by a running call.
+	hold, _, err := c.limiter().Acquire(context.Background(), "queued", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := call(t, c, "queued", nil)
+	if o.Decision != "refused: rate concurrency" || !strings.Contains(o.Error, "none ended within the 1ms this call waited (rate.queue)") {
+		t.Errorf("after the queue time: %+v", o)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o, err = c.Call(ctx, Request{Tool: "queued"})
+	if err != nil || o.Decision != "refused: cancelled" || !strings.Contains(o.Error, "it never ran") || o.ExitCode != jail.ExitSetup {
+		t.Errorf("cancelled in line: %+v %v", o, err)
+	}
+	c.Limiter = tools.NewLimiter(map[string]tools.Rate{"queued": {Concurrency: 1, Queue: time.Hour}})
+	hold, _, err = c.limiter().Acquire(context.Background(), "queued", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *Outcome)
+	go func() { done <- call(t, c, "queued", nil) }()
+	for c.Limiter.Waiting("queued") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	hold()
+	if o := <-done; o.Decision != "admitted" || o.Failed() || o.QueuedMS < 1 {
+		t.Errorf("the queued call: %+v", o)
+	}
+	lines := logLines(t, logPath)
+	var got []string
+	for _, l := range lines {
+		got = append(got, l["decision"].(string))
+	}
+	if strings.Join(got, ", ") != "refused: rate concurrency, refused: cancelled, admitted" {
+		t.Errorf("decisions %q", got)
+	}
+	if lines[2]["queued_ms"] == nil {
+		t.Errorf("the line of the call that waited: %v", lines[2])
 	}
 }
 

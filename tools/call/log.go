@@ -91,11 +91,13 @@ func (l *Log) Object() *hostpath.Object {
 	return l.obj
 }
 
-// Close closes the log.
+// Close closes the log, after any line being written.
 func (l *Log) Close() error {
 	if l == nil {
 		return nil
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.obj.Close()
 	return l.f.Close()
 }
@@ -160,6 +162,9 @@ type Line struct {
 	// OutputBytes is what the command wrote to stdout and stderr
 	// together (admitted calls).
 	OutputBytes *int64 `json:"output_bytes,omitempty"`
+	// QueuedMS is how long an admitted call waited for a concurrency
+	// slot; absent when it waited none.
+	QueuedMS int64 `json:"queued_ms,omitempty"`
 }
 
 // MaxLogged is the longest argument value the log holds whole.
@@ -272,6 +277,7 @@ func admittedLine(o *Outcome, req Request) Line {
 	}
 	n := o.Report.Stdout.Bytes + o.Report.Stderr.Bytes
 	l.OutputBytes = &n
+	l.QueuedMS = o.QueuedMS
 	return l
 }
 

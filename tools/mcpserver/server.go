@@ -88,9 +88,9 @@ func handler(c *call.Caller, name string, opts serverOptions) mcp.ToolHandler {
 		r := call.Request{Tool: name, Client: opts.clientOf(req)}
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
-			// Not an object: a refusal the model can read, recorded as
-			// one (an argument "arguments" of no declared parameter).
-			args = map[string]any{"arguments": string(req.Params.Arguments)}
+			// Not an object: call.Caller refuses it, saying so, and
+			// records the refusal.
+			r.NotAnObject = string(req.Params.Arguments)
 		}
 		if t := c.File.Lookup(name); t != nil && t.Stdin {
 			if v, ok := args[StdinArg]; ok {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -252,5 +253,89 @@ func TestRunCommandOverMCP(t *testing.T) {
 	r, text, st2 := callTool(t, cs, "run_command", map[string]any{"argv": []string{"true"}, "timeout": "1m"})
 	if !r.IsError || st2["decision"] != "refused: timeout" || !strings.Contains(text, "above the limit the tool file sets") {
 		t.Errorf("a longer timeout: %q %v", text, st2)
+	}
+}
+
+// TestArgumentsNotAnObject: arguments that are a string, an array or a
+// number are refused, saying what they are, and recorded as refusals.
+func TestArgumentsNotAnObject(t *testing.T) {
+	cs, logPath := connect(t)
+	for _, tc := range []struct {
+		args any
+		want string
+	}{
+		{"ls -la", `tool show: arguments must be a JSON object, not a string: "\"ls -la\""`},
+		{[]any{"hello"}, `tool show: arguments must be a JSON object, not an array: "[\"hello\"]"`},
+		{7, `tool show: arguments must be a JSON object, not a number: "7"`},
+	} {
+		r, text, st := callTool(t, cs, "show", tc.args)
+		if !r.IsError || !strings.Contains(text, tc.want) || st["decision"] != "refused: arguments" {
+			t.Errorf("arguments %v: %q %v; want %q", tc.args, text, st, tc.want)
+		}
+		if strings.Contains(text, "undeclared") {
+			t.Errorf("arguments %v: %q", tc.args, text)
+		}
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"decision":"refused: arguments"`); n != 3 {
+		t.Errorf("%d refusals recorded, want 3:\n%s", n, b)
+	}
+}
+
+// TestCancelledInQueue: a call waiting for a slot of its tool that the
+// client cancels (MCP's notifications/cancelled) leaves the line, and is
+// recorded as cancelled; the slot's holder is untouched.
+func TestCancelledInQueue(t *testing.T) {
+	c, logPath := testCaller(t)
+	c.Limiter = tools.NewLimiter(map[string]tools.Rate{"show": {Concurrency: 1, Queue: time.Hour}})
+	hold, _, err := c.Limiter.Acquire(context.Background(), "show", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	ct, st := mcp.NewInMemoryTransports()
+	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "show", Arguments: map[string]any{"word": "late"}})
+		done <- err
+	}()
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); c.Limiter.Waiting("show") != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %d calls in line", n)
+			}
+		}
+	}
+	waitFor(1)
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the cancelled call returned no error to its client")
+	}
+	waitFor(0)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		b, _ := os.ReadFile(logPath)
+		if strings.Contains(string(b), `"decision":"refused: cancelled"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cancelled line in the audit log:\n%s", b)
+		}
 	}
 }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/tooljail/tooljail/jail"
+)
+
+// The summary names what a user can act on: upstream failures of the
+// allow mode (not refusals), tmpfs mounts that filled up with how to raise
+// each, background processes killed at the command's end; and nothing for
+// a run that had none of them.
+func TestSummaryNotes(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	tmpRaise := "--tmpfs /tmp:SIZE, or tmpfs in the profile's [filesystem]"
+	for _, c := range []struct {
+		name string
+		r    jail.Result
+		want string
+	}{
+		{"nothing", jail.Result{Status: jail.StatusExited, KilledLeftoverProcesses: n(0)}, ""},
+		{"not counted", jail.Result{Status: jail.StatusExited}, ""},
+		{"one leftover", jail.Result{Status: jail.StatusExited, KilledLeftoverProcesses: n(1)},
+			"killed 1 background process still running when the command exited"},
+		{"two leftovers", jail.Result{Status: jail.StatusExited, KilledLeftoverProcesses: n(2)},
+			"killed 2 background processes still running when the command exited"},
+		{"tmp full", jail.Result{Status: jail.StatusExited, FullMounts: []jail.FullMount{{Path: "/tmp", SizeBytes: 64 << 20, Full: "space", RaiseWith: tmpRaise}}},
+			"/tmp (64 MiB tmpfs) filled up: raise it with " + tmpRaise},
+		{"shm full and tmp out of inodes", jail.Result{Status: jail.StatusExited, FullMounts: []jail.FullMount{
+			{Path: "/dev/shm", SizeBytes: 64 << 20, Full: "space"},
+			{Path: "/tmp", SizeBytes: 1 << 30, Full: "inodes", RaiseWith: tmpRaise},
+		}}, "/dev/shm (64 MiB tmpfs) filled up (its size is fixed); /tmp (1 GiB tmpfs) ran out of inodes (too many files)"},
+		{"upstream failures", jail.Result{Status: jail.StatusExited, Network: []jail.NetworkEntry{
+			{Proto: "connect", Host: "pypi.org", Port: 443, Decision: "dns failed", Count: 2},
+			{Proto: "http", Host: "example.com", Port: 80, Decision: "allowed", Count: 1},
+			{Proto: "connect", Host: "10.0.0.1", Port: 443, Decision: "private address", Count: 1},
+			{Proto: "socks5", Host: "pypi.org", Port: 443, Decision: "dns failed", Count: 1},
+			{Proto: "http", Host: "up.example", Port: 8080, Decision: "connect failed", Count: 1},
+			{Proto: "dns", Host: "gone.example", Decision: "lookup failed", Count: 1},
+		}, Violations: []jail.Violation{{Kind: "network", Host: "10.0.0.1", Port: 443, Reason: "private address", Count: 1, Action: "denied"}}},
+			"1 network refusal(s): 10.0.0.1:443 (private address); " +
+				"5 upstream failure(s), allowed but not reached: pypi.org:443 (dns failed), up.example:8080 (connect failed), gone.example (lookup failed)"},
+		{"all at once", jail.Result{Status: jail.StatusExited, KilledLeftoverProcesses: n(3),
+			FullMounts: []jail.FullMount{{Path: "/home/sandbox", SizeBytes: 64 << 20, Full: "space", RaiseWith: "home_size in the profile's [filesystem]"}},
+			Network:    []jail.NetworkEntry{{Proto: "connect", Host: "h", Port: 443, Decision: "connect failed", Count: 1}}},
+			"1 upstream failure(s), allowed but not reached: h:443 (connect failed); " +
+				"/home/sandbox (64 MiB tmpfs) filled up: raise it with home_size in the profile's [filesystem]; " +
+				"killed 3 background processes still running when the command exited"},
+	} {
+		if got := summary(&c.r); got != c.want {
+			t.Errorf("%s: summary\n%q, want\n%q", c.name, got, c.want)
+		}
+	}
+}

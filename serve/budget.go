@@ -1,0 +1,115 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// RequestBudget is the most the server holds, across all connections, of
+// requests: the request lines being read, and, for each call until it
+// ends, its stdin and its argv and env (decoded.held). Twice MaxRequest,
+// so that the largest request fits while its line is joined and while its
+// stdin is decoded from it. A request that finds the budget spent waits
+// for its first bytes until its RequestTimeout; one that has started and
+// finds no more is refused at once (it would otherwise hold its part while
+// others wait for it), so no two requests wait on each other.
+const RequestBudget = 2 * MaxRequest
+
+// chunkSize is the unit a request line is read and counted in.
+const chunkSize = 64 << 10
+
+// errBudget is a request that does not fit in what is left of the budget.
+var errBudget = errors.New("request budget spent")
+
+// errTooLong is a request line longer than MaxRequest.
+var errTooLong = errors.New("request line too long")
+
+func budgetRefusal() *Error {
+	return refuse("the server already holds %d MiB of requests being read or waiting to run (its limit); retry in a moment, or send large input as a file in the workdir", RequestBudget>>20)
+}
+
+// readLine reads one request line of at most MaxRequest bytes (the
+// newline included; a longer one is errTooLong) from
+// r, counting what it holds against b: held is what the caller must
+// release. ctx bounds the wait for the first chunk of the budget.
+func readLine(ctx context.Context, r io.Reader, b *semaphore.Weighted) (line []byte, held int64, err error) {
+	if err := b.Acquire(ctx, chunkSize); err != nil {
+		return nil, 0, errBudget
+	}
+	held = chunkSize
+	var chunks [][]byte
+	cur := make([]byte, 0, chunkSize)
+	total := 0
+	for total < MaxRequest+1 {
+		if len(cur) == cap(cur) {
+			if !b.TryAcquire(chunkSize) {
+				b.Release(held)
+				return nil, 0, errBudget
+			}
+			held += chunkSize
+			chunks = append(chunks, cur)
+			cur = make([]byte, 0, chunkSize)
+		}
+		n, rerr := r.Read(cur[len(cur):min(cap(cur), len(cur)+MaxRequest+1-total)])
+		if i := bytes.IndexByte(cur[len(cur):len(cur)+n], '\n'); i >= 0 {
+			// Anything after the line is not read: a client sends one.
+			cur = cur[:len(cur)+i+1]
+			total += i + 1
+			break
+		}
+		cur = cur[:len(cur)+n]
+		total += n
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	if total > MaxRequest {
+		b.Release(held)
+		return nil, 0, errTooLong
+	}
+	if len(chunks) == 0 {
+		return cur, held, err
+	}
+	// One slice for the decoder: the copy is counted too, then the chunks
+	// go.
+	if !b.TryAcquire(int64(total)) {
+		b.Release(held)
+		return nil, 0, errBudget
+	}
+	line = make([]byte, 0, total)
+	for _, c := range chunks {
+		line = append(line, c...)
+	}
+	line = append(line, cur...)
+	b.Release(held)
+	return line, int64(total), err
+}
+
+// resize changes what a call holds from held to want: more is taken only
+// if it is free now.
+func resize(b *semaphore.Weighted, held, want int64) (int64, bool) {
+	switch {
+	case want < held:
+		b.Release(held - want)
+	case want > held:
+		if !b.TryAcquire(want - held) {
+			return held, false
+		}
+	}
+	return want, true
+}
+
+// readDeadlineErr tells a deadline from the other ends of a read.
+func readDeadlineErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
