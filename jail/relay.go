@@ -70,8 +70,16 @@ func newRelay(src *os.File, dst io.Writer, budget *outputBudget, capture bool) *
 func (r *relay) run() {
 	defer close(r.done)
 	defer r.src.Close()
-	// A read takes what the pipe holds, outputPipeSize at most.
-	buf := make([]byte, outputPipeSize)
+	// A read takes what the pipe holds, outputPipeSize at most. A
+	// capture reads 64 KiB at a time: with larger reads its growing head
+	// left more garbage for the collector to catch up with, and the peak
+	// of a 16 MiB --json run varied from 47 to 58 MiB (steady at 47
+	// with these), for no gain in speed.
+	size := outputPipeSize
+	if r.capture {
+		size = 64 << 10
+	}
+	buf := make([]byte, size)
 	dstOK := r.dst != nil
 	for {
 		n, err := r.src.Read(buf)
