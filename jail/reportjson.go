@@ -33,7 +33,7 @@ func EncodeReport(r *Result, indent string) (*ReportJSON, error) {
 	var marks [][]byte
 	for i, s := range []*Stream{&rr.Stdout, &rr.Stderr} {
 		orig := *s
-		if s.Text != nil {
+		if s.Text != nil && s.Base64 == nil {
 			mark := fmt.Sprintf("tooljail-text-%d-%s", i, nonce)
 			s.Text = &mark
 			marks = append(marks, []byte(`"`+mark+`"`))

@@ -122,23 +122,34 @@ type Stream struct {
 	// Text is the captured output (CaptureOutput): what was relayed, and when
 	// truncated also the last bytes of the stream after a marker line. It
 	// is at most the output limit, plus 4 KiB and the marker line when
-	// truncated, and shares the buffer it was captured in. In JSON,
-	// invalid UTF-8 is U+FFFD, as encoding/json has it (Base64 then has
-	// the exact bytes), and a byte takes
-	// at most six bytes (\u0001): WriteTextJSON writes that form without
-	// holding it whole.
+	// truncated, and shares the buffer it was captured in. In Go it is
+	// the bytes exactly. In JSON it is written only when it is valid
+	// UTF-8 (else Base64 is), and a byte takes at most six bytes
+	// (\u0001): WriteTextJSON writes that form without holding it whole.
 	Text *string `json:"text,omitempty"`
 	// Base64 is the same bytes as Text, and is set (sharing Text's
 	// buffer: do not modify it) exactly when they are not valid UTF-8,
-	// whose JSON text is lossy. In JSON it is the standard base64 of the
-	// bytes, which a reader takes in place of the text; WriteBase64JSON
-	// writes it without holding it whole. A client that decodes a report
-	// (serve.Client) makes Text of it again, so Text is always exact.
+	// which a JSON string cannot carry. In JSON it takes the text's place
+	// (MarshalJSON): the standard base64 of the bytes, written by
+	// WriteBase64JSON without holding it whole. A client that decodes a
+	// report (serve.Client) makes Text of it again (Exact).
 	Base64 []byte `json:"base64,omitempty"`
 	// Merged is set on the stderr entry of a run whose stderr was its
 	// stdout (Cmd.MergeStderr): everything is in the stdout entry, in the
 	// order it was written, and this one counts nothing.
 	Merged bool `json:"merged,omitempty"`
+}
+
+// MarshalJSON writes text or base64, never both: a JSON text of bytes
+// that are not UTF-8 would turn each invalid byte into a six-byte
+// \ufffd, losing them at up to six times their size.
+func (s Stream) MarshalJSON() ([]byte, error) {
+	type plain Stream
+	p := plain(s)
+	if p.Base64 != nil {
+		p.Text = nil
+	}
+	return json.Marshal(p)
 }
 
 // withBase64 is s with Base64 set as a run's capture sets it: Text's
