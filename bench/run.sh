@@ -11,7 +11,9 @@
 # BENCH_DENIED_RUNS (11, 0 skips), BENCH_SERVE_RUNS (2000 calls per variant
 # from Python through `tooljail serve`, the CLI, bwrap and bare, for latency
 # and again for throughput; 0 skips the section), BENCH_SERVE_LEAK_RUNS
-# (10000 served runs of the server's leak check, 0 skips), BENCH_NET_RUNS (15
+# (10000 served runs of the server's leak check, 0 skips), BENCH_SERVE_BIG_RUNS
+# (10 calls per way of 16 MiB of output in the served section, 0 skips),
+# BENCH_NET_RUNS (15
 # downloads of 100 MiB, and runs of small requests, per way of the network
 # section: through the allow mode's proxy and with --net host; 0 skips it),
 # BENCH_NET_REQUESTS (50 small requests per run). BENCH_QUICK=1 makes
@@ -38,10 +40,10 @@ fi
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
   : "${BENCH_STARTUP_RUNS:=30}" "${BENCH_LAYER_RUNS:=15}" "${BENCH_TPUT_RUNS:=60}" "${BENCH_LOOP_CALLS:=500000}"
   : "${BENCH_LOOP_REPS:=5}" "${BENCH_FSTAT_REPS:=2}" "${BENCH_RSS_REPS:=3}" "${BENCH_UNPRIV_RUNS:=20}" "${BENCH_LEAK_RUNS:=200}"
-  : "${BENCH_DENIED_RUNS:=3}" "${BENCH_SERVE_RUNS:=100}" "${BENCH_SERVE_LEAK_RUNS:=200}" "${BENCH_NET_RUNS:=3}" "${BENCH_NET_REQUESTS:=10}"
+  : "${BENCH_DENIED_RUNS:=3}" "${BENCH_SERVE_RUNS:=100}" "${BENCH_SERVE_LEAK_RUNS:=200}" "${BENCH_SERVE_BIG_RUNS:=3}" "${BENCH_NET_RUNS:=3}" "${BENCH_NET_REQUESTS:=10}"
   export BENCH_NET_RUNS BENCH_NET_REQUESTS
   export BENCH_STARTUP_RUNS BENCH_LAYER_RUNS BENCH_TPUT_RUNS BENCH_LOOP_CALLS BENCH_LOOP_REPS BENCH_FSTAT_REPS BENCH_RSS_REPS BENCH_UNPRIV_RUNS BENCH_LEAK_RUNS BENCH_DENIED_RUNS
-  export BENCH_SERVE_RUNS BENCH_SERVE_LEAK_RUNS
+  export BENCH_SERVE_RUNS BENCH_SERVE_LEAK_RUNS BENCH_SERVE_BIG_RUNS
 fi
 
 GO=${GO:-go}

@@ -19,6 +19,7 @@ client is python/tooljail from this source tree, never an installed one.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -35,6 +36,9 @@ import tooljail  # noqa: E402  (from the source tree, on the path just above)
 from tooljail import _call  # noqa: E402
 
 VARIANTS = ("served", "cli", "bwrap", "bare")
+# The large-output pass adds subprocess.run under patch_subprocess() (the CLI
+# route with the caller's pipes): every way a caller gets a command's output.
+BIG_VARIANTS = ("served", "cli", "patched", "bwrap", "bare")
 
 
 def make_calls(socket_path, bwrap_argv, workdir):
@@ -62,6 +66,38 @@ def make_calls(socket_path, bwrap_argv, workdir):
             raise RuntimeError("/bin/true: exit %d" % r.returncode)
 
     return {"served": served, "cli": cli, "bwrap": bwrap, "bare": bare}
+
+
+def make_big_calls(socket_path, bwrap_argv, workdir, path):
+    """The large-output calls: /bin/cat of the file at path (in workdir), its
+    output captured as bytes; each raises unless the bytes are the file's."""
+    with open(path, "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    argv = ["/bin/cat", path]
+    # bwrap's command line ends with "--" and the command.
+    bw = bwrap_argv[:bwrap_argv.index("--") + 1] + argv
+
+    def check(name, out):
+        if hashlib.sha256(out).hexdigest() != want:
+            raise RuntimeError("%s: %d bytes of output, not the file's %s" % (name, len(out), want))
+
+    def served():
+        check("served", tooljail.run(argv, cwd=workdir, capture_output=True, socket=socket_path).stdout)
+
+    def cli():
+        check("cli", tooljail.run(argv, cwd=workdir, capture_output=True).stdout)
+
+    def patched():
+        with tooljail.patch_subprocess():
+            check("patched", subprocess.run(argv, cwd=workdir, capture_output=True).stdout)
+
+    def bwrap():
+        check("bwrap", subprocess.run(bw, cwd=workdir, capture_output=True).stdout)
+
+    def bare():
+        check("bare", subprocess.run(argv, cwd=workdir, capture_output=True).stdout)
+
+    return {"served": served, "cli": cli, "patched": patched, "bwrap": bwrap, "bare": bare}
 
 
 def check_cli_transport(binary):
@@ -174,6 +210,8 @@ def main():
     ap.add_argument("--conc", type=int, default=4, help="threads of the throughput pass")
     ap.add_argument("--blocks", type=int, default=6, help="blocks per variant of the throughput pass")
     ap.add_argument("--warm", type=int, default=5, help="untimed calls per variant first")
+    ap.add_argument("--big-runs", type=int, default=10, help="calls per variant of the large-output pass, 0 skips it")
+    ap.add_argument("--big-file", help="the large-output pass's file, in the workdir (its output is compared by hash)")
     ap.add_argument("--out", required=True, help="where to write the results (JSON)")
     a = ap.parse_args()
     if a.runs < 1 or a.conc < 1 or a.blocks < 1:
@@ -193,6 +231,15 @@ def main():
     latency = alternate(calls, names, a.runs)
     say("throughput at concurrency %d: %d calls each, %d alternating blocks" % (a.conc, a.runs, a.blocks))
     blocks = throughput(calls, names, a.runs, a.conc, a.blocks, a.server_pid)
+    big, big_bytes = {}, 0
+    if a.big_runs > 0:
+        if not a.big_file:
+            sys.exit("serve_bench: --big-runs needs --big-file")
+        big_bytes = os.path.getsize(a.big_file)
+        big_calls = make_big_calls(a.socket, json.loads(a.bwrap_argv), a.workdir, a.big_file)
+        say("large output: %d calls each of %s, %d bytes each, alternated" % (a.big_runs, ", ".join(BIG_VARIANTS), big_bytes))
+        alternate(big_calls, list(BIG_VARIANTS), 1)
+        big = alternate(big_calls, list(BIG_VARIANTS), a.big_runs)
     with open(a.out, "w") as f:
         json.dump({
             "python": platform.python_version(),
@@ -201,6 +248,8 @@ def main():
             "conc": a.conc,
             "latency_ms": latency,
             "blocks": blocks,
+            "big_bytes": big_bytes,
+            "big_ms": big,
         }, f)
         f.write("\n")
 

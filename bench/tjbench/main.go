@@ -44,6 +44,7 @@ type config struct {
 	python, servePy       string
 	serveRuns             int
 	serveLeakRuns         int
+	serveBigRuns          int
 }
 
 func envInt(name string, def int) int {
@@ -78,6 +79,7 @@ func main() {
 	flag.IntVar(&c.deniedCalls, "denied-calls", envInt("BENCH_DENIED_CALLS", 5000), "denied calls per run of the flood, under the default --max-violations (BENCH_DENIED_CALLS)")
 	flag.IntVar(&c.deniedRuns, "denied-runs", envInt("BENCH_DENIED_RUNS", 11), "runs of the denied-call flood, 0 to skip (BENCH_DENIED_RUNS)")
 	flag.IntVar(&c.serveRuns, "serve-runs", envInt("BENCH_SERVE_RUNS", 2000), "calls per variant from Python, for latency and again for throughput, 0 to skip the served section (BENCH_SERVE_RUNS)")
+	flag.IntVar(&c.serveBigRuns, "serve-big-runs", envInt("BENCH_SERVE_BIG_RUNS", 10), "calls per way of the served section's large-output pass (16 MiB of output), 0 to skip (BENCH_SERVE_BIG_RUNS)")
 	flag.IntVar(&c.serveLeakRuns, "serve-leak-runs", envInt("BENCH_SERVE_LEAK_RUNS", 10000), "served runs of the server's leak check, 0 to skip (BENCH_SERVE_LEAK_RUNS)")
 	flag.IntVar(&c.netRuns, "net-runs", envInt("BENCH_NET_RUNS", 15), "downloads, and runs of small requests, per variant of the network section, 0 to skip it (BENCH_NET_RUNS)")
 	flag.IntVar(&c.netRequests, "net-requests", envInt("BENCH_NET_REQUESTS", 50), "small requests per run of the network section (BENCH_NET_REQUESTS)")
@@ -202,7 +204,7 @@ func run(c *config) error {
 	r := &results{Machine: describeMachine(c.tooljail, c.bwrap), Commands: map[string]string{}}
 	r.Config = map[string]int{"startup_runs": c.startupRuns, "layer_runs": c.layerRuns, "tput_runs": c.tputRuns,
 		"loop_calls": c.loopCalls, "loop_reps": c.loopReps, "fstat_reps": c.fstatReps, "rss_reps": c.rssReps, "unpriv_runs": c.unprivRuns, "leak_runs": c.leakRuns,
-		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns, "serve_runs": c.serveRuns, "serve_leak_runs": c.serveLeakRuns,
+		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns, "serve_runs": c.serveRuns, "serve_leak_runs": c.serveLeakRuns, "serve_big_runs": c.serveBigRuns,
 		"net_runs": c.netRuns, "net_requests": c.netRequests}
 	step("%s, %d cores, kernel %s, cgroups %s", r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Machine.CgroupMode)
 

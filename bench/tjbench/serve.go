@@ -9,9 +9,11 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -59,11 +61,14 @@ type serveResult struct {
 	Latency    []serveLatency    `json:"latency"`
 	Throughput []serveTput       `json:"throughput"`
 	Memory     []serverMem       `json:"server_memory"`
-	Warm       warmMem           `json:"warm_jails"`
-	Leaks      *leakResult       `json:"leaks,omitempty"`
-	ServerFDs  [2]int            `json:"server_fds_before_after_leaks"`
-	Kill       killResult        `json:"sigkill"`
-	Stop       stopResult        `json:"sigterm"`
+	// Big is the large-output pass: BigBytes of output per call, each way.
+	BigBytes  int64          `json:"big_bytes,omitempty"`
+	Big       []serveLatency `json:"big_output,omitempty"`
+	Warm      warmMem        `json:"warm_jails"`
+	Leaks     *leakResult    `json:"leaks,omitempty"`
+	ServerFDs [2]int         `json:"server_fds_before_after_leaks"`
+	Kill      killResult     `json:"sigkill"`
+	Stop      stopResult     `json:"sigterm"`
 }
 
 // serveLatency is one variant's wall times at concurrency 1, in ms.
@@ -177,6 +182,67 @@ type pyOut struct {
 	Conc    int                  `json:"conc"`
 	Latency map[string][]float64 `json:"latency_ms"`
 	Blocks  []pyBlock            `json:"blocks"`
+	// The large-output pass, when run.
+	BigBytes int64                `json:"big_bytes"`
+	Big      map[string][]float64 `json:"big_ms"`
+}
+
+// bigVariants are the large-output pass's calls (serve_bench.py's
+// BIG_VARIANTS): the served section's, and subprocess.run under
+// patch_subprocess().
+var bigVariants = []struct{ key, label string }{
+	{"served", "tooljail.run, served"},
+	{"cli", "tooljail.run, CLI"},
+	{"patched", "subprocess.run under patch_subprocess() (CLI)"},
+	{"bwrap", "subprocess.run of bwrap"},
+	{"bare", "subprocess.run"},
+}
+
+// bigOutputBytes is the large-output pass's output per call: the default
+// profile's output limit, all of which a caller gets.
+const bigOutputBytes = 16 << 20
+
+// writeRandom writes n random bytes to a new file at path.
+func writeRandom(path string, n int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(f, crand.Reader, n); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// bigTarget is the large-output goal: each way at most this many times
+// subprocess.run of bwrap (issue 27).
+const bigTarget = 1.5
+
+// summarizeBig is the large-output pass's figures, in bigVariants' order;
+// none when it did not run, an error when a variant is missing.
+func summarizeBig(py pyOut) ([]serveLatency, error) {
+	if len(py.Big) == 0 {
+		return nil, nil
+	}
+	var out []serveLatency
+	for _, v := range bigVariants {
+		ms := py.Big[v.key]
+		if len(ms) == 0 {
+			return nil, fmt.Errorf("serve_bench.py timed no %s large-output calls", v.key)
+		}
+		out = append(out, serveLatency{Variant: v.key, Summary: bench.Summarize(ms), P99: bench.Percentile(ms, 99), Samples: ms})
+	}
+	return out, nil
+}
+
+func (s *serveResult) big(key string) serveLatency {
+	for _, l := range s.Big {
+		if l.Variant == key {
+			return l
+		}
+	}
+	return serveLatency{Summary: bench.Summary{Median: math.NaN(), P10: math.NaN(), P90: math.NaN()}, P99: math.NaN()}
 }
 
 type pyBlock struct {
@@ -470,9 +536,21 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 
 	step("served from Python: %d calls each of served, CLI, bwrap, bare; server pid %d on %s", c.serveRuns, srv.pid(), sock)
 	pyPath := filepath.Join(dir, "python.json")
-	cmd := exec.Command(c.python, "-B", c.servePy, "--socket", sock, "--server-pid", strconv.Itoa(srv.pid()),
+	args := []string{"-B", c.servePy, "--socket", sock, "--server-pid", strconv.Itoa(srv.pid()),
 		"--tooljail", c.tooljail, "--bwrap-argv", string(bwJSON), "--workdir", wd,
-		"--runs", strconv.Itoa(c.serveRuns), "--conc", strconv.Itoa(serveConc), "--blocks", strconv.Itoa(serveBlocks), "--out", pyPath)
+		"--runs", strconv.Itoa(c.serveRuns), "--conc", strconv.Itoa(serveConc), "--blocks", strconv.Itoa(serveBlocks), "--out", pyPath,
+		"--big-runs", strconv.Itoa(c.serveBigRuns)}
+	if c.serveBigRuns > 0 {
+		// Random bytes: most of it is not UTF-8, as a binary's output is not.
+		big := filepath.Join(wd, "big-output.bin")
+		if err := writeRandom(big, bigOutputBytes); err != nil {
+			return nil, err
+		}
+		defer os.Remove(big)
+		args = append(args, "--big-file", big)
+		res.Calls["big"] = fmt.Sprintf("the same four calls and subprocess.run under tooljail.patch_subprocess(), each of [\"/bin/cat\", %q] (%d random bytes), capture_output=True, the output checked by sha256", big, bigOutputBytes)
+	}
+	cmd := exec.Command(c.python, args...)
 	cmd.Env = editEnv(os.Environ(), []string{"TOOLJAIL_SERVER"}, "TOOLJAIL_BIN="+c.tooljail, "XDG_RUNTIME_DIR="+xdg, "TMPDIR="+tmp)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -490,6 +568,10 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 	if res.Latency, res.Throughput, err = summarizeServe(py); err != nil {
 		return nil, err
 	}
+	if res.Big, err = summarizeBig(py); err != nil {
+		return nil, err
+	}
+	res.BigBytes = py.BigBytes
 	res.Memory = append(res.Memory, readServerMem(srv.pid(), fmt.Sprintf("after the Python pass (%d served calls)", servedCalls(py))))
 	res.Warm = readWarmMem(srv.pid())
 
@@ -763,6 +845,7 @@ func serveTargets(s *serveResult) [][]string {
 		fmt.Sprintf("%s vs %s (%s); server %s + jail %s", fms(st.total()), fms(bt.total()), bench.FormatRatio(st.total(), bt.total()), fms(st.Server), fms(st.ServerChildren)),
 		"–",
 	})
+	rows = append(rows, bigTargets(s)...)
 	// The budget grows by warmKiBTarget per warm jail; held against the
 	// server's peak plus what the warm jails hold of their own.
 	h, u := s.peakHWM(), s.Warm.total()
@@ -869,6 +952,10 @@ func renderServe(p func(string, ...any), r *results) {
 	p("Kernel work done outside these processes (namespace and cgroup teardown in kernel threads) is in\n")
 	p("no column.\n\n")
 
+	if len(s.Big) > 0 {
+		renderBig(p, s)
+	}
+
 	p("### Server memory\n\n")
 	rows = nil
 	for _, mm := range s.Memory {
@@ -936,4 +1023,44 @@ func leakRows(l *leakResult, owners string) [][]string {
 		{"entries in /tmp and /var/tmp", n(len(l.Before.Tmp)), n(len(l.After.Tmp)), n(len(l.OurTmp)), tmpNote(l)},
 		{"entries in the server's TMPDIR", n(len(l.Before.PrivTmp)), n(len(l.After.PrivTmp)), n(len(l.NewPrivTmp)), list(l.NewPrivTmp, 5)},
 	}
+}
+
+// bigTargets are the large-output rows of the targets table: each way of
+// the caller's at most bigTarget× subprocess.run of bwrap, median.
+func bigTargets(s *serveResult) [][]string {
+	if len(s.Big) == 0 {
+		return nil
+	}
+	bw := s.big("bwrap")
+	var rows [][]string
+	for _, v := range bigVariants[:3] {
+		l := s.big(v.key)
+		r := bench.Ratio(l.Median, bw.Median)
+		rows = append(rows, []string{
+			fmt.Sprintf("%s of output: %s ÷ subprocess.run of bwrap, median", bench.FormatBytes(s.BigBytes), v.label),
+			fmt.Sprintf("≤ %.2f×", bigTarget),
+			fmt.Sprintf("%s (%s vs %s)", bench.FormatRatio(l.Median, bw.Median), fms(l.Median), fms(bw.Median)),
+			verdict(r <= bigTarget, !math.IsNaN(r)),
+		})
+	}
+	return rows
+}
+
+// renderBig writes the large-output table.
+func renderBig(p func(string, ...any), s *serveResult) {
+	p("### %s of output\n\n", bench.FormatBytes(s.BigBytes))
+	bw, bare := s.big("bwrap"), s.big("bare")
+	var rows [][]string
+	for _, v := range bigVariants {
+		l := s.big(v.key)
+		rows = append(rows, []string{v.label, fms(l.Median), fms(l.P90), bench.FormatRatio(l.Median, bw.Median), bench.FormatRatio(l.Median, bare.Median)})
+	}
+	p("%s\n", bench.Table([]string{"call", "median", "p90", "median ÷ bwrap", "median ÷ bare"}, rows))
+	runs := 0
+	if len(s.Big) > 0 {
+		runs = len(s.Big[0].Samples)
+	}
+	p("`/bin/cat` of a file of %d random bytes in the workdir, `capture_output=True`, the bytes checked\n", s.BigBytes)
+	p("by sha256 on every call; %d calls each, alternated, after one untimed round. The CLI ways\n", runs)
+	p("relay the output through tooljail's pipes; the served way gets it as the server's stream lines.\n\n")
 }

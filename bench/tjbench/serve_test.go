@@ -251,3 +251,33 @@ func TestRenderServe(t *testing.T) {
 		t.Error("two renderings differ")
 	}
 }
+
+func TestBigTargets(t *testing.T) {
+	py := pyOut{BigBytes: 16 << 20, Big: map[string][]float64{}}
+	scale := map[string]float64{"served": 1.2, "cli": 1.6, "patched": 1.5, "bwrap": 1, "bare": 0.5}
+	for _, v := range bigVariants {
+		py.Big[v.key] = []float64{100 * scale[v.key], 110 * scale[v.key], 120 * scale[v.key]}
+	}
+	big, err := summarizeBig(py)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &serveResult{Big: big, BigBytes: py.BigBytes}
+	rows := bigTargets(s)
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want one per way of the caller's (served, CLI, patched)", len(rows))
+	}
+	// Medians 132, 176, 165 against bwrap's 110: met at 1.2× and 1.5×, not at 1.6×.
+	for i, want := range []string{"met", "**not met**", "met"} {
+		if got := rows[i][3]; got != want {
+			t.Errorf("row %q: met %q, want %q", rows[i][0], got, want)
+		}
+	}
+	delete(py.Big, "patched")
+	if _, err := summarizeBig(py); err == nil || !strings.Contains(err.Error(), "patched") {
+		t.Errorf("no patched samples: err %v, want one naming patched", err)
+	}
+	if got, err := summarizeBig(pyOut{}); got != nil || err != nil {
+		t.Errorf("pass not run: %v, %v; want nothing", got, err)
+	}
+}
