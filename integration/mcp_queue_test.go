@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,15 +107,7 @@ func TestMCPQueueHTTP(t *testing.T) {
 		srv := u.mcpListenFile(t, u.queueToolFile(t), repo, audit, sock)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
 		defer cancel()
-		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}}
-		ct := &mcp.StreamableClientTransport{Endpoint: "http://tooljail/mcp", HTTPClient: &http.Client{Transport: tr}}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatalf("connect: %v", err)
-		}
+		cs := connectUnixMCP(t, ctx, sock)
 		u.parallelCalls(t, cs, "wait", 12, audit)
 		cs.Close()
 		srv.stop(t)

@@ -42,15 +42,7 @@ func TestMCPHTTP(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
 		defer cancel()
-		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}}
-		ct := &mcp.StreamableClientTransport{Endpoint: "http://tooljail/mcp", HTTPClient: &http.Client{Transport: tr}}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatalf("connect: %v", err)
-		}
+		cs := connectUnixMCP(t, ctx, sock)
 		list, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -221,4 +213,20 @@ func (s *mcpServer) stop(t *testing.T) {
 	if err != nil {
 		t.Errorf("tooljail mcp after SIGTERM: %v", err)
 	}
+}
+
+// connectUnixMCP connects the SDK's streamable HTTP client to an MCP
+// server listening on the unix socket sock.
+func connectUnixMCP(t *testing.T, ctx context.Context, sock string) *mcp.ClientSession {
+	t.Helper()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	ct := &mcp.StreamableClientTransport{Endpoint: "http://tooljail/mcp", HTTPClient: &http.Client{Transport: tr}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	return cs
 }
