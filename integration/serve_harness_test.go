@@ -293,6 +293,27 @@ func (s *server) stop(t *testing.T) {
 	}
 }
 
+// killedInOwnCgroup checks what a SIGKILLed server left in a delegated
+// cgroup of its own (the VM guests), which no later server, in another
+// one, can clean: it must hold no process, so that the delegating manager
+// can remove it (release checks that it can). It reports whether there
+// was such a cgroup; on the host the next server cleans, and the caller
+// checks that.
+func (s *server) killedInOwnCgroup(t *testing.T) bool {
+	t.Helper()
+	if s.rc.dir == "" {
+		return false
+	}
+	s.checkedLeftovers = true
+	for _, d := range s.rc.leftovers(s.cmd.Process.Pid) {
+		if p, _ := os.ReadFile(filepath.Join(d, "cgroup.procs")); len(bytes.TrimSpace(p)) > 0 {
+			t.Errorf("processes left in %s: %s", d, p)
+		}
+	}
+	s.rc.release()
+	return true
+}
+
 // requireExit waits for the server's exit, which must be with code.
 func (s *server) requireExit(t *testing.T, code int) {
 	t.Helper()

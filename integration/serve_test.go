@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -514,18 +513,7 @@ func TestServeSigkill(t *testing.T) {
 		if r.report == nil || r.stdout() != "again\n" {
 			t.Fatalf("the next server does not serve\n%s", r)
 		}
-		s.checkedLeftovers = true
-		if s.rc.dir != "" {
-			// A delegated cgroup of its own (the VM guests), which the
-			// next server, in another one, cannot clean: what is left
-			// must hold no process, so the delegating manager can remove
-			// it (release checks that it can).
-			for _, d := range s.rc.leftovers(s.cmd.Process.Pid) {
-				if p, _ := os.ReadFile(filepath.Join(d, "cgroup.procs")); len(bytes.TrimSpace(p)) > 0 {
-					t.Errorf("processes left in %s: %s", d, p)
-				}
-			}
-			s.rc.release()
+		if s.killedInOwnCgroup(t) {
 			return
 		}
 		// The suite's leftover check on the dead server: nothing of it is
@@ -820,6 +808,7 @@ func TestServeLockRace(t *testing.T) {
 		first := u.startServer(t, dir)
 		first.cmd.Process.Kill()
 		<-first.exited
+		first.killedInOwnCgroup(t)
 		var winner *server
 		for round := range 20 {
 			if fi, err := os.Lstat(filepath.Join(dir, "sock")); err != nil || fi.Mode()&os.ModeSocket == 0 {
@@ -852,6 +841,7 @@ func TestServeLockRace(t *testing.T) {
 				// Killed, it leaves a stale socket and lock file.
 				winner.cmd.Process.Kill()
 				<-winner.exited
+				winner.killedInOwnCgroup(t)
 			}
 		}
 		if r := winner.call(t, req{Argv: []string{"/bin/echo", "last"}}); r.stdout() != "last\n" {
