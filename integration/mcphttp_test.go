@@ -180,9 +180,16 @@ func (u *user) mcpListenArgs(t *testing.T, args []string) *mcpServer {
 		}
 		rc.check(t, s.cmd.Process.Pid)
 	})
+	// The line that says where it serves comes once it listens; a line
+	// before it (a warning) is logged, not taken for it.
 	lines := bufio.NewScanner(stderr)
-	lines.Scan()
-	s.first = lines.Text()
+	for lines.Scan() {
+		s.first = lines.Text()
+		if strings.HasPrefix(s.first, "tooljail: mcp: serving ") {
+			break
+		}
+		t.Logf("tooljail mcp stderr: %s", s.first)
+	}
 	go func() {
 		for lines.Scan() {
 			t.Logf("tooljail mcp stderr: %s", lines.Text())
