@@ -93,11 +93,12 @@ bin/integration.test: $(wildcard integration/*.go) $(wildcard integration/tjhelp
 # TestServeMemoryBound measure the supervisor's and the server's own memory,
 # and TestOutputBytesExact compares 16 MiB outputs by hash through every path:
 # what they test is the same on every kernel, and under emulation they were
-# a third of a suite's CPU: they run on the host only.
+# a third of a suite's CPU: they run on the host only. A guest's four suites
+# take about 850 s beside a CPU hog: VM_TIMEOUT leaves room above that.
 VMTESTFLAGS = -test.parallel 4 -test.skip '^(TestJSONMemoryBound|TestServeMemoryBound|TestOutputBytesExact)$$'
 vm: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN) bin/integration.test
 	./integration/vm/deps.sh
-	VM_PARALLEL=$${VM_PARALLEL:-1} VM_USERS="$${VM_USERS:-root user root-nouserns user-nouserns}" ./integration/vm/run-matrix.sh bin/integration.test $(VMTESTFLAGS)
+	VM_PARALLEL=$${VM_PARALLEL:-1} VM_TIMEOUT=$${VM_TIMEOUT:-1200} VM_USERS="$${VM_USERS:-root user root-nouserns user-nouserns}" ./integration/vm/run-matrix.sh bin/integration.test $(VMTESTFLAGS)
 
 # Every stage is bounded (go test -timeout, timeout(1) with a traceback for
 # the Python suite, VM_TIMEOUT for each guest): a hang fails with where it

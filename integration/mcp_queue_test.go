@@ -103,7 +103,7 @@ func TestMCPQueueHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		audit := filepath.Join(u.dir(t), "audit.log")
-		sock := filepath.Join(u.dir(t), "mcp.sock")
+		sock := filepath.Join(u.serverDir(t), "mcp.sock") // a directory of the server's own uid
 		srv := u.mcpListenFile(t, u.queueToolFile(t), repo, audit, sock)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
 		defer cancel()

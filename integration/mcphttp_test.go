@@ -31,7 +31,7 @@ func TestMCPHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		audit := filepath.Join(u.dir(t), "audit.log")
-		sock := filepath.Join(u.dir(t), "mcp.sock")
+		sock := filepath.Join(u.serverDir(t), "mcp.sock") // a directory of the server's own uid
 		srv := u.mcpListen(t, repo, audit, sock)
 		if !strings.Contains(srv.first, "tooljail: mcp: serving streamable HTTP on unix socket "+sock) {
 			t.Fatalf("first stderr line %q", srv.first)
