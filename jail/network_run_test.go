@@ -54,9 +54,14 @@ held = []
 def get(path):
     s = conn(HTTP); s.sendall(("GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (UP, path, UP)).encode()); return s
 # The proxies count a closed connection once they see it close: until
-# then the connection limit answers 429. Wait for them, boundedly.
+# then the connection limit answers 429, or, past twice the limit, closes
+# the connection at once (a reset). Wait for them, boundedly.
 for i in range(100):
-    s = get("/stream"); head = s.recv(15)
+    try:
+        s = get("/stream"); head = s.recv(15)
+    except OSError as e:
+        head = repr(e).encode()
+        time.sleep(0.05); continue
     if not head.startswith(b"HTTP/1.1 429"): break
     s.close(); time.sleep(0.05)
 held = [s, get("/hang")]
