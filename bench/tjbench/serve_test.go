@@ -281,3 +281,23 @@ func TestBigTargets(t *testing.T) {
 		t.Errorf("pass not run: %v, %v; want nothing", got, err)
 	}
 }
+
+// The live server's own memory group is not a leak; a run group of its,
+// or another server's own group, is.
+func TestOwnGroupOf(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		pid  int
+		want bool
+	}{
+		{"/sys/fs/cgroup/memory/tooljail-42-100-4026531836-run-supervisor", 42, true},
+		{"/sys/fs/cgroup/memory/x/tooljail-42-100-4026531836-run-supervisor", 42, true},
+		{"/sys/fs/cgroup/memory/tooljail-43-100-4026531836-run-supervisor", 42, false},
+		{"/sys/fs/cgroup/memory/tooljail-42-100-4026531836-run-495573b61f4df0b4", 42, false},
+		{"/sys/fs/cgroup/tooljail-42-100-4026531836", 42, false},
+	} {
+		if got := ownGroupOf(c.path, c.pid); got != c.want {
+			t.Errorf("ownGroupOf(%s, %d) = %v, want %v", c.path, c.pid, got, c.want)
+		}
+	}
+}
