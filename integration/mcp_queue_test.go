@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -224,27 +222,17 @@ func (u *user) mcpListenFile(t *testing.T, file, repo, audit, listen string) *mc
 // with id null, which the client never sees.
 func (u *user) mcpRawSession(t *testing.T, file, workdir, audit string) (cs *mcp.ClientSession, raw func(string), answers <-chan map[string]any) {
 	t.Helper()
-	args := []string{"mcp", "--tools", file, "--workdir", workdir, "--audit-log", audit}
-	for _, l := range u.degraded {
-		args = append(args, "--allow-degraded", l)
-	}
-	cmd := exec.Command(tooljailBin, args...)
-	cmd.Dir = base
-	cmd.Env = u.environ(nil)
-	cmd.Stderr = &prefixWriter{t: t}
+	cmd, rc := u.mcpCommand(t, []string{"mcp", "--tools", file, "--workdir", workdir, "--audit-log", audit})
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		rc.release()
 		t.Fatal(err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		rc.release()
 		t.Fatal(err)
 	}
-	rc, err := u.newRunCgroup()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
 	if err := cmd.Start(); err != nil {
 		rc.release()
 		t.Fatal(err)

@@ -21,14 +21,11 @@ func (u *user) mcpSession(t *testing.T, file, workdir, audit string) *mcp.Client
 	return u.mcpSessionFiles(t, []string{file}, workdir, audit)
 }
 
-// mcpSessionFiles is mcpSession with several tool files (--tools each).
-func (u *user) mcpSessionFiles(t *testing.T, files []string, workdir, audit string) *mcp.ClientSession {
+// mcpCommand is `tooljail args...` as u over stdio, with the suite's
+// degradations, stderr to the test log, started in a run cgroup of its own
+// (the caller releases it if the start fails).
+func (u *user) mcpCommand(t *testing.T, args []string) (*exec.Cmd, runCgroup) {
 	t.Helper()
-	var args []string
-	for _, f := range files {
-		args = append(args, "--tools", f)
-	}
-	args = append([]string{"mcp"}, append(args, "--workdir", workdir, "--audit-log", audit)...)
 	for _, l := range u.degraded {
 		args = append(args, "--allow-degraded", l)
 	}
@@ -41,6 +38,18 @@ func (u *user) mcpSessionFiles(t *testing.T, files []string, workdir, audit stri
 		t.Fatal(err)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
+	return cmd, rc
+}
+
+// mcpSessionFiles is mcpSession with several tool files (--tools each).
+func (u *user) mcpSessionFiles(t *testing.T, files []string, workdir, audit string) *mcp.ClientSession {
+	t.Helper()
+	var args []string
+	for _, f := range files {
+		args = append(args, "--tools", f)
+	}
+	args = append([]string{"mcp"}, append(args, "--workdir", workdir, "--audit-log", audit)...)
+	cmd, rc := u.mcpCommand(t, args)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
 	t.Cleanup(cancel)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
