@@ -55,14 +55,7 @@ func toolServer(t *testing.T) (*testServer, string) {
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wd, err := os.MkdirTemp("/tmp", "tjserve-tools-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(wd) })
-	if err := os.Chmod(wd, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wd := toolsWorkdir(t)
 	return startWith(t, func(s *Server) { s.Tools = []string{file} }), wd
 }
 
@@ -171,14 +164,7 @@ func TestToolCallsSeveralFiles(t *testing.T) {
 	if err := os.WriteFile(two, []byte("[run_command]\nprofile = \""+prof+"\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wd, err := os.MkdirTemp("/tmp", "tjserve-tools-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(wd) })
-	if err := os.Chmod(wd, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wd := toolsWorkdir(t)
 	ts := startWith(t, func(s *Server) { s.Tools = []string{one, two} })
 	c := ts.client()
 	ctx := context.Background()
@@ -218,14 +204,7 @@ rate = { per_minute = 0, concurrency = 1, queue = "2m" }
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wd, err := os.MkdirTemp("/tmp", "tjserve-tools-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(wd) })
-	if err := os.Chmod(wd, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wd := toolsWorkdir(t)
 	ts := startWith(t, func(s *Server) { s.Tools = []string{file} })
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -297,4 +276,18 @@ rate = { per_minute = 0, concurrency = 1, queue = "2m" }
 	if gone["decision"] != "refused: cancelled" || !strings.Contains(fmt.Sprint(gone["reason"]), "cancelled after") {
 		t.Errorf("the call whose client went away in line: %v", gone)
 	}
+}
+
+// toolsWorkdir is a workdir for served tool calls, removed after the test.
+func toolsWorkdir(t *testing.T) string {
+	t.Helper()
+	wd, err := os.MkdirTemp("/tmp", "tjserve-tools-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(wd) })
+	if err := os.Chmod(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }
