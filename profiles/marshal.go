@@ -28,10 +28,11 @@ type shownFS struct {
 	Etc      []string  `toml:"etc" comment:"entries of the host /etc shown read-only; missing ones skipped"`
 	Ro       []string  `toml:"ro" comment:"PATH[:DEST] host paths shown read-only (relative to the current directory)"`
 	Rw       []string  `toml:"rw" comment:"PATH[:DEST] host paths shown read-write"`
-	Tmpfs    []string  `toml:"tmpfs" comment:"DEST[:SIZE] empty tmpfs (default size 64M)"`
+	Tmpfs    []string  `toml:"tmpfs" comment:"DEST[:SIZE] empty tmpfs (no SIZE, or \"memory\": as large as limits.memory)"`
+	Caches   []string  `toml:"caches" comment:"build caches bound read-write in HOME: NAME (tooljail's own directory) or NAME=HOSTPATH; go-build, go-mod, pip, npm, cargo-registry"`
 	Mask     []string  `toml:"mask" comment:"paths hidden inside the jail"`
 	Workdir  *bool     `toml:"workdir,omitempty" comment:"bind the working directory read-write and start there"`
-	HomeSize *string   `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox)"`
+	HomeSize *string   `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox): a size, or \"memory\" (as large as limits.memory)"`
 	Protect  *[]string `toml:"protect,omitempty" comment:"paths in each read-write bind bound read-only over themselves when they exist (.git/ entries: every repository found); a child's list replaces its parent's"`
 }
 
@@ -71,7 +72,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 		Filesystem: shownFS{
 			System: nonNil(p.Filesystem.System), Etc: nonNil(p.Filesystem.Etc),
 			Ro: nonNil(p.Filesystem.Ro), Rw: nonNil(p.Filesystem.Rw),
-			Tmpfs: nonNil(p.Filesystem.Tmpfs), Mask: nonNil(p.Filesystem.Mask),
+			Tmpfs: nonNil(p.Filesystem.Tmpfs), Caches: nonNil(p.Filesystem.Caches), Mask: nonNil(p.Filesystem.Mask),
 			Workdir: p.Filesystem.Workdir, HomeSize: p.Filesystem.HomeSize,
 			Protect: nonNilPtr(p.Filesystem.Protect),
 		},

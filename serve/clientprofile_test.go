@@ -74,7 +74,7 @@ func TestClientProfileDecisions(t *testing.T) {
 			}
 		})
 	}
-	if s.profiles["default"].Limits["memory"] != "512M" || s.profiles[served].Limits["memory"] != "256M" {
+	if s.profiles["default"].Limits["memory"] != "1G" || s.profiles[served].Limits["memory"] != "256M" {
 		t.Errorf("a client profile changed a served one: %v, %v", s.profiles["default"].Limits, s.profiles[served].Limits)
 	}
 }

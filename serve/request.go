@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -131,7 +132,10 @@ func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
 		cwd = "/"
 	}
 	// No Environ: a call never sees the server's environment.
-	s, err := c.Spec(profiles.Request{Args: r.Argv, Cwd: cwd, Vars: vars})
+	// The profile's caches are the server user's (tooljail's own directory
+	// in its cache directory): only that user and root can connect.
+	cacheDir, _ := os.UserCacheDir()
+	s, err := c.Spec(profiles.Request{Args: r.Argv, Cwd: cwd, Vars: vars, CacheDir: cacheDir})
 	if err != nil {
 		return nil, refuse("%v", err)
 	}
