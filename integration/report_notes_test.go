@@ -176,12 +176,13 @@ func TestNetAllowUpstreamFailuresNamed(t *testing.T) {
 }
 
 // A served run (a warm jail) reports the same: the processes it left,
-// killed and counted, and /tmp filled up.
+// killed and counted, and a tmpfs filled up (/dev/shm, of a fixed size:
+// /tmp is as large as the memory limit).
 func TestServedReportNotes(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		s := u.startServer(t, "")
 		w := u.workdir(t)
-		r := s.call(t, req{Argv: []string{"/bin/sh", "-c", "sleep 100 & sleep 100 & head -c 104857600 /dev/zero > /tmp/x; exit 0"}, Workdir: w})
+		r := s.call(t, req{Argv: []string{"/bin/sh", "-c", "sleep 100 & sleep 100 & head -c 104857600 /dev/zero > /dev/shm/x; exit 0"}, Workdir: w})
 		var n notesReport
 		if err := json.Unmarshal(r.reportRaw, &n); err != nil {
 			t.Fatalf("report: %v\n%s", err, r)
@@ -189,8 +190,8 @@ func TestServedReportNotes(t *testing.T) {
 		if n.KilledLeftover == nil || *n.KilledLeftover != 2 {
 			t.Errorf("killed_leftover_processes %v, want 2\n%s", n.KilledLeftover, r)
 		}
-		if len(n.FullMounts) != 1 || n.FullMounts[0].Path != "/tmp" || n.FullMounts[0].Full != "space" {
-			t.Errorf("full_mounts %+v, want /tmp full\n%s", n.FullMounts, r)
+		if len(n.FullMounts) != 1 || n.FullMounts[0].Path != "/dev/shm" || n.FullMounts[0].Full != "space" {
+			t.Errorf("full_mounts %+v, want /dev/shm full\n%s", n.FullMounts, r)
 		}
 	})
 }
