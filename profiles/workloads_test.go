@@ -99,3 +99,24 @@ func TestWorkloadProfiles(t *testing.T) {
 		}
 	}
 }
+
+// The example of docs/profiles.md that extends fetch with a registry loads,
+// keeps fetch's registries and adds its own, by name and by range.
+func TestFetchRegistryExample(t *testing.T) {
+	p := mustLoad(t, "../examples/profiles/fetch-registry.toml")
+	for _, want := range []string{"registry.npmjs.org:443", "proxy.golang.org:443", "npm.internal.example.com:443", "goproxy.internal.example.com:443", "10.20.0.0/16:443"} {
+		if !slices.Contains(p.Network.Allow, want) {
+			t.Errorf("network.allow %q lacks %q", p.Network.Allow, want)
+		}
+	}
+	if *p.Network.Mode != "allow" || p.Env.Set["NPM_CONFIG_REGISTRY"] != "https://npm.internal.example.com/" || p.Env.Set["GOPROXY"] != "https://goproxy.internal.example.com" {
+		t.Errorf("mode %q, env %v", *p.Network.Mode, p.Env.Set)
+	}
+	s, err := p.Spec(Request{Args: []string{"true"}, Cwd: tree(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(s.Allow, "10.20.0.0/16:443") {
+		t.Errorf("the jail's allow list %q lacks the range", s.Allow)
+	}
+}
