@@ -251,3 +251,34 @@ console.log("node", process.versions.node.split(".")[0] > 0, process.env.NPM_CON
 		}
 	})
 }
+
+// A server serving readonly runs each call with the workdir read-only, a
+// warm jail as a cold one: reading works, writing fails with EROFS.
+func TestWorkloadReadonlyServed(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		dir := u.serverDir(t)
+		q := make([]string, len(u.degraded))
+		for i, d := range u.degraded {
+			q[i] = fmt.Sprintf("%q", d)
+		}
+		prof := filepath.Join(dir, "readonly.toml")
+		writeOwned(t, u, prof, fmt.Sprintf("extends = \"readonly\"\nallow_degraded = [%s]\n", strings.Join(q, ", ")))
+		// The first --profile is what a request without one gets.
+		s := u.startServer(t, dir, "--profile", prof, "--warm", "1")
+		w := u.workdir(t)
+		notes := filepath.Join(w, "notes.txt")
+		writeOwned(t, u, notes, "served\n")
+		for i := 0; i < 3; i++ {
+			r := s.call(t, req{Argv: []string{filepath.Join(w, "tjhelper"), "read", notes, ";", "write", notes, "3", ";", "mkdir", filepath.Join(w, "d")}, Workdir: w})
+			l := r.ok(t, 3)
+			var got string
+			r.value(t, 0, &got)
+			if got != "served\n" || l[1] != "errno EROFS" || l[2] != "errno EROFS" {
+				t.Errorf("call %d: read %q, write %s, mkdir %s; want the file, errno EROFS twice\n%s", i, got, l[1], l[2], r)
+			}
+		}
+		if b, _ := os.ReadFile(notes); string(b) != "served\n" {
+			t.Errorf("the host file changed: %q", b)
+		}
+	})
+}
