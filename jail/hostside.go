@@ -236,11 +236,11 @@ func closeSources(srcs []source) {
 	}
 }
 
-// bindName names a bind in errors: the workdir is the writable bind at the
-// working directory.
+// bindName names a bind in errors: the workdir is the bind at the working
+// directory (read-write, or read-only with filesystem.workdir_readonly).
 func bindName(m Mount, dir string) string {
 	switch {
-	case m.Writable && m.Dest == dir:
+	case m.Dest == dir:
 		return "workdir " + m.Source
 	case m.Writable:
 		return "read-write bind " + m.Source
@@ -262,11 +262,20 @@ func checkSource(m Mount, o *hostpath.Object, dir string) error {
 	if m.Dest == dir && typ != unix.S_IFDIR {
 		return fmt.Errorf("%s: not a directory (mode %#o); the working directory must be one", bindName(m, dir), typ)
 	}
-	if !m.Writable {
+	if !m.Writable && m.Dest != dir {
 		return nil
 	}
 	if typ == unix.S_IFLNK {
 		return fmt.Errorf("%s: a symlink cannot be bound read-write", bindName(m, dir))
+	}
+	if !m.Writable {
+		// A read-only workdir is refused where a writable one is: $HOME
+		// or / as a project would show the caller's keys and every
+		// other secret to the command.
+		if err := hostpath.Refuse(o); err != nil {
+			return fmt.Errorf("%s: refusing it as the workdir, even read-only: %w; the command could read the host's configuration, your credentials or other users' files there; choose a project directory as the workdir (tooljail run --workdir DIR), or run without one (--no-workdir)", bindName(m, dir), err)
+		}
+		return nil
 	}
 	if err := hostpath.Refuse(o); err != nil {
 		fix := "bind a project directory instead"
@@ -319,10 +328,11 @@ func idmapFor(owner, id HostID) *hostmount.Mapping {
 
 func ownerOf(o *hostpath.Object) HostID { return HostID{UID: int(o.Stat.Uid), GID: int(o.Stat.Gid)} }
 
-// workdirOwner is the owner of the writable bind at dir, or nil.
+// workdirOwner is the owner of the bind at dir (the workdir, read-write
+// or read-only), or nil.
 func workdirOwner(mounts []Mount, srcs []source, dir string) *HostID {
 	for i, m := range mounts {
-		if m.Kind == MountBind && m.Writable && m.Dest == dir && srcs[i].obj != nil {
+		if m.Kind == MountBind && m.Dest == dir && srcs[i].obj != nil {
 			o := ownerOf(srcs[i].obj)
 			return &o
 		}
@@ -333,7 +343,10 @@ func workdirOwner(mounts []Mount, srcs []source, dir string) *HostID {
 // detachSources makes a root supervisor's detached mount trees of the
 // sources, so that the init (which has no privilege over the host's mount
 // namespace) can move them into the jail. Writable binds not owned by the
-// jail's identity are idmapped to it.
+// jail's identity are idmapped to it, and so is a read-only workdir: the
+// command sees the project as it would in a writable one (a root-owned
+// project of mode 0700 would be unreadable to the unprivileged jail
+// otherwise), and nothing can be written through it.
 func detachSources(mounts []Mount, srcs []source, dir string, id HostID, explicit, filtered bool) (idmapped []string, err error) {
 	for i, m := range mounts {
 		s := &srcs[i]
@@ -342,10 +355,10 @@ func detachSources(mounts []Mount, srcs []source, dir string, id HostID, explici
 		}
 		attr := hostmount.Attr{ReadOnly: !m.Writable, NoSuid: true, NoDev: true}
 		var mp *hostmount.Mapping
-		if m.Writable {
+		if m.Writable || m.Dest == dir {
 			mp = idmapFor(ownerOf(s.obj), id)
 		}
-		if mp != nil && !filtered {
+		if mp != nil && m.Writable && !filtered {
 			// Through an idmapped mount the command is the owner of the
 			// owner's files: only the filter's setuid/setgid denial stops
 			// it from leaving a setuid binary of that owner on the host.
@@ -363,6 +376,10 @@ func detachSources(mounts []Mount, srcs []source, dir string, id HostID, explici
 			tree, err = hostmount.Clone(s.obj.File, true, attr, nil)
 		}
 		if err != nil {
+			if errors.Is(err, hostmount.ErrIdmapUnsupported) && !m.Writable {
+				return idmapped, fmt.Errorf("%s: its file system cannot be idmapped (%w), so its files, owned by %d:%d, could not be shown as the unprivileged jail's %d:%d; fix: pass --host-user %d:%d (the jail then runs as that user), or use a directory on a file system that supports idmapped mounts (ext4, xfs, btrfs; tmpfs from Linux 6.3)",
+					bindName(m, dir), err, s.obj.Stat.Uid, s.obj.Stat.Gid, id.UID, id.GID, s.obj.Stat.Uid, s.obj.Stat.Gid)
+			}
 			if errors.Is(err, hostmount.ErrIdmapUnsupported) {
 				return idmapped, fmt.Errorf("%s: its file system cannot be idmapped (%w), so files the jail writes there could not keep their owner %d:%d while the jail runs as the unprivileged %d:%d; fix: pass --host-user %d:%d (the jail then runs as that user), or use a directory on a file system that supports idmapped mounts (ext4, xfs, btrfs; tmpfs from Linux 6.3)",
 					bindName(m, dir), err, s.obj.Stat.Uid, s.obj.Stat.Gid, id.UID, id.GID, s.obj.Stat.Uid, s.obj.Stat.Gid)

@@ -98,6 +98,10 @@ type Filesystem struct {
 	Mask []string `toml:"mask"`
 	// Workdir binds the working directory read-write and starts there.
 	Workdir *bool `toml:"workdir"`
+	// WorkdirReadOnly binds it read-only instead (readable, not
+	// executable where Landlock applies): for tools that search and read
+	// a project and must not change it. Moot without Workdir.
+	WorkdirReadOnly *bool `toml:"workdir_readonly"`
 	// HomeSize is the size of the private HOME tmpfs.
 	HomeSize *string `toml:"home_size"`
 	// Protect names paths, relative to the root of each read-write bind,

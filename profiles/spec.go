@@ -109,7 +109,7 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Writable: true})
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Writable: !*fs.WorkdirReadOnly})
 		s.Dir = dir
 	} else if hasTmp {
 		s.Dir = "/tmp"

@@ -51,6 +51,7 @@ type runFlags struct {
 	tmpfs, mask   []string
 	workdir       scalar
 	noWorkdir     bool
+	workdirRO     bool
 	limits        [][2]string // key, value in flag order
 	net           scalar
 	allowHosts    []string
@@ -182,6 +183,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Mask = []string{v}; return nil })))
 	fs.Var(&f.workdir, "workdir", "bind `DIR` read-write and start there (default: the current directory; /, system and top-level directories and home directories are refused)")
 	fs.BoolVar(&f.noWorkdir, "no-workdir", false, "no workdir bind; start in /tmp, or in HOME when the profile has no /tmp")
+	fs.BoolVar(&f.workdirRO, "workdir-ro", false, "bind the workdir read-only (readable, not executable): for commands that search and read it; as filesystem.workdir_readonly = true (the readonly profile)")
 	fs.Func("memory", "memory cap `SIZE` (cgroup; swap 0)", limit("memory"))
 	fs.Func("cpus", "CPU cap in `CPUS` (cgroup), e.g. 0.5", limit("cpus"))
 	fs.Func("pids", "cap on processes and threads `N` (cgroup)", limit("pids"))
@@ -209,7 +211,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.BoolVar(&f.json, "json", false, "capture stdout/stderr into the report and print only the report on stdout")
 	fs.BoolVar(&f.mergeStderr, "merge-stderr", false, "make the command's stderr its stdout (one pipe, as 2>&1): what it writes to either goes to stdout in the order written, and is the report's stdout")
 	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run to `FILE` (also TOOLJAIL_AUDIT_LOG); opened as --report is")
-	fs.Var(&f.server, "server", "send the run to the `SOCKET` of a tooljail serve (also TOOLJAIL_SERVER) instead of jailing it here; the server's profile decides what --ro, --rw, --tmpfs, --mask, --on-violation, --host-user, --allow-degraded and --audit-log would, so they are refused")
+	fs.Var(&f.server, "server", "send the run to the `SOCKET` of a tooljail serve (also TOOLJAIL_SERVER) instead of jailing it here; the server's profile decides what --ro, --rw, --tmpfs, --mask, --workdir-ro, --on-violation, --host-user, --allow-degraded and --audit-log would, so they are refused")
 	fs.BoolVar(&f.quiet, "quiet", false, "no summary line on stderr")
 	fs.BoolVar(&f.quiet, "q", false, "same as --quiet")
 	return fs
@@ -458,11 +460,18 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 		if f.workdir.set {
 			return nil, errors.New("--workdir and --no-workdir contradict each other")
 		}
+		if f.workdirRO {
+			return nil, errors.New("--workdir-ro and --no-workdir contradict each other: --workdir-ro binds the workdir read-only, --no-workdir binds none")
+		}
 		no := false
 		fsys.Workdir = &no
 	} else if f.workdir.value != "" {
 		yes := true
 		fsys.Workdir = &yes
+	}
+	if f.workdirRO {
+		yes := true
+		fsys.WorkdirReadOnly = &yes
 	}
 	for _, l := range f.limits {
 		if err := p.SetLimit(l[0], l[1]); err != nil {
@@ -676,6 +685,7 @@ var notServed = []struct {
 	{"--mask", func(f *runFlags) bool { return len(f.mask) > 0 }, "masks come from the server's profile"},
 	{"--allow-host", func(f *runFlags) bool { return len(f.allowHosts) > 0 }, "the hosts come from the server's profile (network.allow)"},
 	{"--on-violation", func(f *runFlags) bool { return f.onViolation.set }, "the server's profile sets seccomp.on_violation"},
+	{"--workdir-ro", func(f *runFlags) bool { return f.workdirRO }, "the server's profile says whether the workdir is read-only (filesystem.workdir_readonly; the readonly profile)"},
 	{"--host-user", func(f *runFlags) bool { return f.hostUser.set }, "the server decides the host user"},
 	{"--allow-degraded", func(f *runFlags) bool { return len(f.allowDegraded) > 0 }, "the server's profile sets allow_degraded"},
 	{"--audit-log", func(f *runFlags) bool { return f.auditLog.set }, "the server keeps the audit log (tooljail serve --audit-log)"},

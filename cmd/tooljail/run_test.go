@@ -339,6 +339,7 @@ func TestServedFlags(t *testing.T) {
 		{[]string{"--host-user", "1000"}, "--host-user cannot be used with a server"},
 		{[]string{"--allow-degraded", "cgroup"}, "--allow-degraded cannot be used with a server"},
 		{[]string{"--audit-log", "/a.log"}, "--audit-log cannot be used with a server"},
+		{[]string{"--workdir-ro"}, "--workdir-ro cannot be used with a server"},
 		{[]string{"--net", "allow", "--allow-host", "pypi.org"}, "--allow-host cannot be used with a server"},
 		{[]string{"--workdir", "/w", "--no-workdir"}, "contradict"},
 		{[]string{"--report", "out/r.json"}, "inside the run's workdir"},
