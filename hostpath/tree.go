@@ -49,7 +49,11 @@ func checkTree(p string, st *unix.Stat_t, who owners) error {
 		return fmt.Errorf("%s is not a directory (mode %#o); give the directory of an unpacked root file system", p, st.Mode&unix.S_IFMT)
 	}
 	if !who.trusted(st.Uid) {
-		return fmt.Errorf("%s belongs to uid %d, neither you (uid %d) nor root: whoever owns it chooses the programs the jail runs; fix: chown it to yourself or root (chown -R), or unpack the root file system again as yourself", p, st.Uid, who.euid)
+		whom := fmt.Sprintf("neither you (uid %d) nor root", who.euid)
+		if who.euid == 0 {
+			whom = "not root"
+		}
+		return fmt.Errorf("%s belongs to uid %d, %s: whoever owns it chooses the programs the jail runs; fix: chown it to yourself or root (chown -R), or unpack the root file system again as yourself", p, st.Uid, whom)
 	}
 	if perm := st.Mode & 0o7777; perm&0o022 != 0 {
 		return fmt.Errorf("%s has mode %#o: its group or everyone may write it and so choose the programs the jail runs; fix: chmod go-w %s", p, perm, p)

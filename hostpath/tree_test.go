@@ -141,6 +141,11 @@ func TestCheckTree(t *testing.T) {
 	} {
 		st := unix.Stat_t{Mode: tc.mode, Uid: tc.uid}
 		err := checkTree("/srv/rootfs", &st, who)
+		if tc.name == "another user's" {
+			if err := checkTree("/srv/rootfs", &st, owners{euid: 0}); err == nil || !strings.Contains(err.Error(), "belongs to uid 1001, not root") {
+				t.Errorf("%s, for root: %v", tc.name, err)
+			}
+		}
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
