@@ -255,7 +255,12 @@ func TestRootRefused(t *testing.T) {
 		}{
 			{"writable by others", func(t *testing.T, r *rootfs) { os.Chmod(r.dir, 0o777) }, []string{"root directory: ", "mode 0777", "chmod go-w"}},
 			{"writable by its group", func(t *testing.T, r *rootfs) { os.Chmod(r.dir, 0o775) }, []string{"mode 0775"}},
-			{"another user's", func(t *testing.T, r *rootfs) { os.Lchown(r.dir, 12345, 12345) }, []string{"belongs to uid 12345", "chown"}},
+			{"another user's", func(t *testing.T, r *rootfs) {
+				if os.Geteuid() != 0 {
+					t.Skip("only root can give the tree to another user")
+				}
+				os.Lchown(r.dir, 12345, 12345)
+			}, []string{"belongs to uid 12345", "chown"}},
 			{"usr writable by others", func(t *testing.T, r *rootfs) { os.Chmod(filepath.Join(r.dir, "usr"), 0o777) }, []string{"/usr has mode 0777"}},
 			{"etc/ssl/certs -> /etc/ssl/certs", func(t *testing.T, r *rootfs) {
 				os.Remove(filepath.Join(r.dir, "etc/ssl/certs"))
@@ -313,5 +318,54 @@ func TestRootUsrLinkToHost(t *testing.T) {
 		if o.code != 126 || !strings.Contains(o.stderr, "too many levels of symbolic links") {
 			t.Errorf("the host's %s through the tree's usr -> /usr: want exit 126 (a loop)\n%s", host, o)
 		}
+	})
+}
+
+// Without namespaces nothing is mounted: a root directory is refused, not
+// ignored (the command would run the host's programs).
+func TestNoNamespacesRefusesRoot(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		r := u.rootfs(t)
+		w := u.workdir(t)
+		o := u.jailRun(t, w, run{args: []string{"--allow-degraded", "namespaces", "--root", r.dir}, wrap: noNSWrap}, "tjhelper", "self")
+		if o.code == 125 && strings.Contains(o.stderr, "tjhelper _container") {
+			t.Skipf("the emulated container cannot start here: %s", o.stderr)
+		}
+		oneLineError(t, o, "the root directory "+r.dir+" can only be shown in a mount namespace of the jail's own")
+	})
+}
+
+// A served profile may set a root, warm jails included; a client's own
+// profile may extend it but not set one.
+func TestRootServed(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		r := u.rootfs(t)
+		w := u.workdir(t)
+		dir := u.serverDir(t)
+		prof := filepath.Join(dir, "rooted.toml")
+		q := make([]string, len(u.degraded))
+		for i, d := range u.degraded {
+			q[i] = `"` + d + `"`
+		}
+		text := "extends = \"default\"\nallow_degraded = [" + strings.Join(q, ", ") + "]\n[filesystem]\nroot = \"" + r.dir + "\"\n"
+		if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(prof, u.uid, u.gid); err != nil {
+			t.Fatal(err)
+		}
+		s := u.startServer(t, dir, "--profile", prof, "--warm", "1", "--allow-client-profiles")
+		for i := 0; i < 2; i++ { // the second one may take a warm jail
+			rep := s.call(t, req{Argv: []string{"tjhelper", "read", "/usr/share/marker"}, Profile: prof, Workdir: w})
+			rep.ok(t, 1)
+			var got string
+			if rep.value(t, 0, &got); got != r.marker {
+				t.Errorf("run %d: /usr/share/marker is %q, want the tree's %q", i, got, r.marker)
+			}
+		}
+		rep := s.callProfileTOML(t, req{Argv: []string{"tjhelper", "read", "/usr/share/marker"}, Workdir: w}, "extends = \""+prof+"\"\n")
+		rep.ok(t, 1)
+		rep = s.callProfileTOML(t, req{Argv: []string{"tjhelper", "self"}, Workdir: w}, "extends = \""+prof+"\"\n[filesystem]\nroot = \"/\"\n")
+		rep.refused(t, "profile_toml:3:1: filesystem.root: a client's profile cannot choose the jail's root directory")
 	})
 }
