@@ -381,3 +381,102 @@ func TestRootServed(t *testing.T) {
 		rep.refused(t, "profile_toml:3:1: filesystem.root: a client's profile cannot choose the jail's root directory")
 	})
 }
+
+// dynamicTree copies the host's dynamically linked /usr/bin/true into the
+// tree as usr/bin/tjtrue, with its loader and libraries at the paths the
+// host has them (the host's lib and lib64 links kept as links), and
+// returns the libraries' paths in the tree. It skips the test where the
+// host has no such program (the VM guests have busybox only).
+func dynamicTree(t *testing.T, r *rootfs) (libs []string) {
+	t.Helper()
+	prog := "/usr/bin/true"
+	f, err := elf.Open(prog)
+	if err != nil {
+		t.Skipf("%s: %v", prog, err)
+	}
+	defer f.Close()
+	var interp string
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err != nil {
+				t.Fatal(err)
+			}
+			interp = strings.TrimRight(string(b), "\x00")
+		}
+	}
+	needed, err := f.ImportedLibraries()
+	if interp == "" || err != nil || len(needed) == 0 {
+		t.Skipf("%s is not dynamically linked here", prog)
+	}
+	for _, l := range []string{"lib", "lib64", "lib32"} {
+		if target, err := os.Readlink("/" + l); err == nil {
+			if err := os.Symlink(target, filepath.Join(r.dir, l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// copyIn copies the host's file p to the tree at p's directory as
+	// the host resolves it, so that the tree's links lead there too.
+	copyIn := func(p string) string {
+		dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(r.dir, dir, filepath.Base(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := copyFile(real, dst); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	copyIn(interp)
+	for _, n := range needed {
+		found := ""
+		for _, d := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
+			if _, err := os.Stat(filepath.Join(d, n)); err == nil {
+				found = filepath.Join(d, n)
+				break
+			}
+		}
+		if found == "" {
+			t.Skipf("%s needs %s, not found in the usual directories", prog, n)
+		}
+		libs = append(libs, copyIn(found))
+	}
+	if err := copyFile(prog, filepath.Join(r.dir, "usr/bin/tjtrue")); err != nil {
+		t.Fatal(err)
+	}
+	return libs
+}
+
+// A dynamically linked program of the tree runs with the tree's loader
+// and libraries: without its libc in the tree it cannot start, though the
+// host has one.
+func TestRootDynamicProgram(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		r := u.rootfs(t)
+		libs := dynamicTree(t, r)
+		r.chown(t, u.uid, u.gid)
+		w := u.workdir(t)
+		o := u.jailRun(t, w, run{args: []string{"--root", r.dir}}, "tjtrue")
+		if o.code != 0 {
+			t.Fatalf("the tree's dynamically linked program with its loader and libraries: want exit 0\n%s", o)
+		}
+		for _, l := range libs {
+			if err := os.Remove(l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o = u.jailRun(t, w, run{args: []string{"--root", r.dir}}, "tjtrue")
+		if o.code != 127 || !strings.Contains(o.stderr, "error while loading shared libraries") {
+			t.Errorf("without its libraries in the tree: want exit 127 from the tree's loader\n%s", o)
+		}
+	})
+}
