@@ -35,9 +35,10 @@ Exit codes: the command's own; 128+N when signal N ended it (137 also for the
 memory limit); 124 timeout; 125 tooljail failed (bad flag or profile, a layer
 that cannot be enforced); 126 the command cannot be executed; 127 not found.
 
-Host paths (the workdir, --ro and --rw sources, the --profile file and what
-it extends, --report, --audit-log) are opened once, before the run, and a
-symlink in them is followed only where no jailed run could have planted it.
+Host paths (the workdir, --ro and --rw sources, --root, the --profile file
+and what it extends, --report, --audit-log) are opened once, before the run,
+and a symlink in them is followed only where no jailed run could have
+planted it (in a --root directory, symlinks are resolved inside it).
 Profile files inside a read-write bind are shown read-only to the command.
 Started by root, the jail runs as an unprivileged host user (--host-user).
 
