@@ -41,7 +41,30 @@ func (o *Object) OpenInTree(p string, opt Options) (*Object, error) {
 // group nor anyone else may write. Anyone else who could change the tree
 // would choose the programs and libraries the jail runs.
 func CheckTree(o *Object) error {
-	return checkTree(o.Path, &o.Stat, defaultRules().owners)
+	r := defaultRules()
+	if why := r.treeRefusal(o.Chain); why != "" {
+		return fmt.Errorf("%s %s, not a root file system of its own: every symlink in a root directory is followed, so it must hold no directory that a jailed run may write; give the directory of an unpacked root file system", o.Path, why)
+	}
+	return checkTree(o.Path, &o.Stat, r.owners)
+}
+
+// treeRefusal says why the directory at the end of chain may not be a
+// tree, or "": the host's root, a top-level directory or a home directory
+// or a parent of one. Their subtrees hold what jailed runs write (a
+// workdir, /tmp), where a run may plant a symlink that a walk in the tree
+// would follow, since it follows every one.
+func (r *rules) treeRefusal(chain []Elem) string {
+	if len(chain) == 1 {
+		return "is the host's root directory"
+	}
+	last := chain[len(chain)-1].ID
+	if top, ok := r.top[last]; ok {
+		return fmt.Sprintf("is the top-level directory %s", top)
+	}
+	if h, ok := r.homes[last]; ok {
+		return fmt.Sprintf("is %s, a home directory or a directory that holds one", h)
+	}
+	return ""
 }
 
 func checkTree(p string, st *unix.Stat_t, who owners) error {

@@ -174,3 +174,34 @@ func TestCheckTreeEntry(t *testing.T) {
 		}
 	}
 }
+
+// The host's root, a top-level directory and a home directory (or a
+// parent of one) are no trees: jailed runs write below them.
+func TestTreeRefusal(t *testing.T) {
+	r := &rules{top: map[ID]string{{1, 2}: "/srv"}, homes: map[ID]string{{1, 3}: "/home/u", {1, 4}: "/home"}}
+	root := Elem{Name: "/", ID: ID{1, 1}}
+	for _, c := range []struct {
+		chain []Elem
+		want  string
+	}{
+		{[]Elem{root}, "the host's root directory"},
+		{[]Elem{root, {Name: "srv", ID: ID{1, 2}}}, "the top-level directory /srv"},
+		{[]Elem{root, {Name: "home", ID: ID{1, 4}}}, "is /home, a home directory or a directory that holds one"},
+		{[]Elem{root, {Name: "home", ID: ID{1, 4}}, {Name: "u", ID: ID{1, 3}}}, "is /home/u"},
+		{[]Elem{root, {Name: "srv", ID: ID{1, 2}}, {Name: "rootfs", ID: ID{1, 5}}}, ""},
+		{[]Elem{root, {Name: "home", ID: ID{1, 4}}, {Name: "u", ID: ID{1, 3}}, {Name: "images", ID: ID{1, 6}}}, ""},
+	} {
+		if got := r.treeRefusal(c.chain); c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("%v: %q, want %q", c.chain, got, c.want)
+		}
+	}
+	// And CheckTree says so, for the real root.
+	o, err := Open("/", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if err := CheckTree(o); err == nil || !strings.Contains(err.Error(), "/ is the host's root directory, not a root file system of its own") {
+		t.Errorf("CheckTree(/): %v", err)
+	}
+}

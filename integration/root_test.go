@@ -287,6 +287,10 @@ func TestRootRefused(t *testing.T) {
 				oneLineError(t, o, c.want...)
 			})
 		}
+		// The host's root is no tree: runs write below it, and every
+		// symlink in a tree is followed.
+		o := u.jailRun(t, w, run{args: []string{"--root", "/"}}, "tjhelper", "self")
+		oneLineError(t, o, "/ is the host's root directory, not a root file system of its own")
 	})
 }
 
