@@ -203,20 +203,26 @@ func settleOutputs(outs []*Output) {
 }
 
 // resolveSources opens the source of every bind of mounts with root
-// standing for "/", and checks what it opened.
-func resolveSources(root *os.File, mounts []Mount, dir string) ([]source, error) {
+// standing for "/", or for a bind InRoot, in tree (Spec.Root, opened),
+// and checks what it opened.
+func resolveSources(root *os.File, tree *hostpath.Object, mounts []Mount, dir string) ([]source, error) {
 	srcs := make([]source, len(mounts))
 	for i, m := range mounts {
 		if m.Kind != MountBind {
 			continue
 		}
-		obj, err := hostpath.OpenIn(root, m.Source, hostpath.Options{KeepSymlink: m.KeepSymlink})
+		obj, err := openSource(root, tree, m)
 		if err != nil {
 			if m.Optional && errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			closeSources(srcs)
-			if errors.Is(err, fs.ErrNotExist) {
+			switch {
+			case m.InRoot && errors.Is(err, fs.ErrNotExist):
+				return nil, fmt.Errorf("%s: %s does not exist in the root directory %s", bindName(m, dir), m.Source, tree.Path)
+			case m.InRoot:
+				return nil, fmt.Errorf("%s of the root directory %s: %w (its symlinks are resolved in it: an absolute one starts at %s again)", bindName(m, dir), tree.Path, err, tree.Path)
+			case errors.Is(err, fs.ErrNotExist):
 				return nil, fmt.Errorf("%s: %s does not exist on the host", bindName(m, dir), m.Source)
 			}
 			return nil, fmt.Errorf("%s: %w", bindName(m, dir), err)
@@ -228,6 +234,26 @@ func resolveSources(root *os.File, mounts []Mount, dir string) ([]source, error)
 		}
 	}
 	return srcs, nil
+}
+
+// openSource opens m's source: on the host from root, or in the tree.
+func openSource(root *os.File, tree *hostpath.Object, m Mount) (*hostpath.Object, error) {
+	opt := hostpath.Options{KeepSymlink: m.KeepSymlink}
+	if !m.InRoot {
+		return hostpath.OpenIn(root, m.Source, opt)
+	}
+	if tree == nil {
+		return nil, fmt.Errorf("no root directory to take it from")
+	}
+	obj, err := tree.OpenInTree(m.Source, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := hostpath.CheckTreeEntry(obj); err != nil {
+		obj.Close()
+		return nil, err
+	}
+	return obj, nil
 }
 
 func closeSources(srcs []source) {
@@ -523,6 +549,7 @@ type hostSide struct {
 	sources  []source
 	trusted  []*hostpath.Object
 	cache    *hostpath.Object // the seccomp cache directory, or nil
+	tree     *hostpath.Object // the root directory (Spec.Root), or nil
 	over     []overBind
 	// protected are the objects of Spec.Protect found in writable binds,
 	// bound read-only over themselves with the trusted ones.
@@ -570,16 +597,34 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	return h.finish(c)
 }
 
-// resolveIn opens the bind sources with root (a path of this process)
-// standing for the host's "/".
+// resolveIn opens the root directory (Spec.Root) and the bind sources
+// with root (a path of this process) standing for the host's "/".
 func (h *hostSide) resolveIn(c *Cmd, root string) error {
 	f, err := os.OpenFile(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s to reach the host's paths: %w", root, err)
 	}
 	defer f.Close()
-	h.sources, err = resolveSources(f, c.plan.mounts, c.Spec.Dir)
+	if c.Spec.Root != "" {
+		if h.tree, err = openTree(f, c.Spec.Root); err != nil {
+			return err
+		}
+	}
+	h.sources, err = resolveSources(f, h.tree, c.plan.mounts, c.Spec.Dir)
 	return err
+}
+
+// openTree opens the root directory p (Spec.Root) from root, by the rules
+// of every host path, and checks it may be used (hostpath.CheckTree).
+func openTree(root *os.File, p string) (*hostpath.Object, error) {
+	tree, err := hostpath.OpenTreeIn(root, p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("root directory %s does not exist; give the directory of an unpacked root file system", p)
+	case err != nil:
+		return nil, fmt.Errorf("root directory: %w", err)
+	}
+	return tree, nil
 }
 
 // finish makes the decisions that need both the sources and the other
@@ -614,7 +659,13 @@ func (h *hostSide) finish(c *Cmd) error {
 		return err
 	}
 	h.protected, h.protectedDests = prot, dests
-	h.over = overBinds(append(h.trusted[:len(h.trusted):len(h.trusted)], prot...), mounts, h.sources)
+	over := append(h.trusted[:len(h.trusted):len(h.trusted)], prot...)
+	if h.tree != nil {
+		// The next run's programs come from it: inside a writable bind
+		// it is read-only, as the profile that names it is.
+		over = append(over, h.tree)
+	}
+	h.over = overBinds(over, mounts, h.sources)
 	var dir *os.File
 	if h.cache != nil && insideWritable(h.cache.Chain, mounts, h.sources) == "" {
 		dir = h.cache.File
@@ -635,6 +686,10 @@ func (h *hostSide) close() {
 	if h.cache != nil {
 		h.cache.Close()
 		h.cache = nil
+	}
+	if h.tree != nil {
+		h.tree.Close()
+		h.tree = nil
 	}
 }
 

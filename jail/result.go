@@ -325,6 +325,10 @@ type Enforcement struct {
 	// Protected lists the paths in the jail bound read-only over
 	// themselves because Spec.Protect names them (sorted).
 	Protected []string `json:"protected,omitempty"`
+	// Root is the root directory the jail's system directories came from
+	// (Spec.Root, as opened: symlinks resolved); absent when they are
+	// the host's.
+	Root string `json:"root,omitempty"`
 	// UnixSockets says whether pathname unix sockets inside binds can be
 	// reached: "landlock" (only those in writable binds and the jail's
 	// own directories, Landlock ABI 9+), or why not.

@@ -340,7 +340,7 @@ func protectChanged(want *Spec, mounts []Mount, have []string) string {
 		return "the host's root cannot be opened"
 	}
 	defer root.Close()
-	srcs, err := resolveSources(root, writable, want.Dir)
+	srcs, err := resolveSources(root, nil, writable, want.Dir)
 	if err != nil {
 		return "a read-write bind cannot be opened again: " + err.Error()
 	}

@@ -24,6 +24,7 @@ type shown struct {
 }
 
 type shownFS struct {
+	Root            *string   `toml:"root,omitempty" comment:"a directory holding a root file system (an unpacked image) to take system and etc from instead of the host; \"\" = the host's"`
 	System          []string  `toml:"system" comment:"host directories shown read-only with execute rights; symlinks kept; missing ones skipped"`
 	Etc             []string  `toml:"etc" comment:"entries of the host /etc shown read-only; missing ones skipped"`
 	Ro              []string  `toml:"ro" comment:"PATH[:DEST] host paths shown read-only (relative to the current directory)"`
@@ -70,6 +71,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 		AllowDegraded: nonNil(p.AllowDegraded),
 		HostUser:      p.HostUser,
 		Filesystem: shownFS{
+			Root:   p.Filesystem.Root,
 			System: nonNil(p.Filesystem.System), Etc: nonNil(p.Filesystem.Etc),
 			Ro: nonNil(p.Filesystem.Ro), Rw: nonNil(p.Filesystem.Rw),
 			Tmpfs: nonNil(p.Filesystem.Tmpfs), Mask: nonNil(p.Filesystem.Mask),

@@ -337,6 +337,7 @@ func TestServedFlags(t *testing.T) {
 		{[]string{"--mask", "/a"}, "--mask cannot be used with a server"},
 		{[]string{"--on-violation", "kill"}, "--on-violation cannot be used with a server"},
 		{[]string{"--host-user", "1000"}, "--host-user cannot be used with a server"},
+		{[]string{"--root", "/srv/rootfs"}, "--root cannot be used with a server (--server, TOOLJAIL_SERVER): the server's profile sets filesystem.root, and a client's own profile may not; serve a profile that sets it"},
 		{[]string{"--allow-degraded", "cgroup"}, "--allow-degraded cannot be used with a server"},
 		{[]string{"--audit-log", "/a.log"}, "--audit-log cannot be used with a server"},
 		{[]string{"--workdir-ro"}, "--workdir-ro cannot be used with a server"},
