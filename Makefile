@@ -12,7 +12,7 @@ export TOOLJAIL := $(CURDIR)/$(BIN)
 export TJHELPER := $(CURDIR)/$(HELPER)
 export TJSYS    := $(CURDIR)/$(TJSYSBIN)
 
-.PHONY: all build deps test unit fuzz integration python vm demo bench clean fmt vet
+.PHONY: all build deps test test-online unit fuzz integration python vm demo bench clean fmt vet
 
 all: build
 build: $(BIN)
@@ -104,6 +104,15 @@ vm: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN) bin/integration.test
 # the Python suite, VM_TIMEOUT for each guest): a hang fails with where it
 # hung, well inside CI's 90 minutes.
 test: deps vet unit integration python vm
+
+# The online workloads (integration/online_test.go): npm install of a package
+# and a Go build of a module with a dependency, from the registries this
+# machine reaches (npm config get registry, go env GOPROXY), through the
+# network allow mode of the fetch profile, as root and as uid 65534. Not part
+# of `test`, which needs no network: each skips, saying why, when its registry
+# cannot be reached. -v prints each workload's memory peak and wall time.
+test-online: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN)
+	TOOLJAIL_TEST_ONLINE=1 $(GO) test -count=1 -timeout 20m -v -run 'Online' ./integration/
 
 # The README's first command: build, then run one jailed command and show its report.
 demo: $(BIN)

@@ -123,19 +123,24 @@ func openIn(r *rules, root *os.File, p string, opt Options) (*Object, error) {
 	if !path.IsAbs(p) {
 		return nil, fmt.Errorf("%s: not an absolute path", p)
 	}
-	w := walker{asked: p, rules: r}
-	defer w.closeAll()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(root.Fd()), &st); err != nil {
 		return nil, &os.PathError{Op: "stat", Path: "/", Err: err}
 	}
+	return (&walker{asked: p, rules: r}).open(root, Elem{Name: "/", ID: idOf(&st)}, st, p, opt)
+}
+
+// open walks p from root (whose chain element and stat are top) and
+// returns what it names.
+func (w *walker) open(root *os.File, top Elem, st unix.Stat_t, p string, opt Options) (*Object, error) {
+	defer w.closeAll()
 	w.rootFD = int(root.Fd())
-	w.push(-1, Elem{Name: "/", ID: idOf(&st)}, st)
+	w.push(-1, top, st)
 	if err := w.walk(path.Clean(p), opt); err != nil {
 		return nil, err
 	}
-	top := w.stack[len(w.stack)-1]
-	fd := top.fd
+	last := w.stack[len(w.stack)-1]
+	fd := last.fd
 	if fd < 0 { // the root itself
 		var err error
 		if fd, err = unix.Openat(w.rootFD, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
@@ -144,7 +149,8 @@ func openIn(r *rules, root *os.File, p string, opt Options) (*Object, error) {
 	} else {
 		w.stack[len(w.stack)-1].fd = -1 // handed to the Object
 	}
-	o := &Object{File: os.NewFile(uintptr(fd), w.resolved()), Path: w.resolved(), Stat: top.st}
+	o := &Object{File: os.NewFile(uintptr(fd), w.resolved()), Path: w.resolved(), Stat: last.st}
+	o.Chain = append(o.Chain, w.base...)
 	for _, f := range w.stack {
 		o.Chain = append(o.Chain, f.elem)
 	}
@@ -159,10 +165,14 @@ type frame struct {
 
 type walker struct {
 	asked  string
-	rules  *rules
+	rules  *rules // nil: a tree's walk (OpenInTree), which follows every symlink
 	rootFD int
 	stack  []frame
 	links  int
+	// prefix and base are a tree's path and chain above its root
+	// (OpenInTree): resolved paths and chains continue them.
+	prefix string
+	base   []Elem
 }
 
 func (w *walker) push(fd int, e Elem, st unix.Stat_t) {
@@ -192,6 +202,9 @@ func (w *walker) resolved() string {
 	names := make([]string, 0, len(w.stack))
 	for _, f := range w.stack[1:] {
 		names = append(names, f.elem.Name)
+	}
+	if w.prefix != "" {
+		return path.Join(append([]string{w.prefix}, names...)...)
 	}
 	return "/" + strings.Join(names, "/")
 }
@@ -256,6 +269,9 @@ func (w *walker) follow(fd int, name string, st *unix.Stat_t) (string, error) {
 	target := string(buf[:n])
 	if w.links++; w.links > maxLinks {
 		return "", &os.PathError{Op: "open", Path: w.asked, Err: unix.ELOOP}
+	}
+	if w.rules == nil {
+		return target, nil // in a tree: it cannot lead out of it
 	}
 	dir := w.stack[len(w.stack)-1]
 	chain := make([]Elem, len(w.stack))

@@ -383,6 +383,9 @@ type run struct {
 	// wrap runs tooljail through the helper: tjhelper wrap... tooljail args...
 	wrap []string
 	bin  string // a tooljail binary other than tooljailBin
+	// timeout bounds the run on a fast host (scaled by slow); 0 is a
+	// minute. Only the online workloads (a build from the network) need more.
+	timeout time.Duration
 }
 
 type outcome struct {
@@ -407,10 +410,15 @@ func trunc(s string) string {
 	return s
 }
 
-// exec runs tooljail as u with r.args, bounded to a minute (on a fast host).
+// exec runs tooljail as u with r.args, bounded to r.timeout (a minute) on
+// a fast host.
 func (u *user) exec(t *testing.T, r run) *outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute*slow)
+	limit := time.Minute * slow
+	if r.timeout > 0 {
+		limit = r.timeout * slow
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	bin := tooljailBin
 	if r.bin != "" {
@@ -471,7 +479,7 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 		o.code = ee.ExitCode()
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("tooljail did not end within %s\n%s", time.Minute*slow, o)
+		t.Fatalf("tooljail did not end within %s\n%s", limit, o)
 	}
 	if len(held) > 0 {
 		t.Fatalf("tooljail exited but these processes still hold its stdout or stderr: they outlived the run\n%s\n%s", strings.Join(held, "\n"), o)

@@ -203,20 +203,26 @@ func settleOutputs(outs []*Output) {
 }
 
 // resolveSources opens the source of every bind of mounts with root
-// standing for "/", and checks what it opened.
-func resolveSources(root *os.File, mounts []Mount, dir string) ([]source, error) {
+// standing for "/", or for a bind InRoot, in tree (Spec.Root, opened),
+// and checks what it opened.
+func resolveSources(root *os.File, tree *hostpath.Object, mounts []Mount, dir string) ([]source, error) {
 	srcs := make([]source, len(mounts))
 	for i, m := range mounts {
 		if m.Kind != MountBind {
 			continue
 		}
-		obj, err := hostpath.OpenIn(root, m.Source, hostpath.Options{KeepSymlink: m.KeepSymlink})
+		obj, err := openSource(root, tree, m)
 		if err != nil {
 			if m.Optional && errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			closeSources(srcs)
-			if errors.Is(err, fs.ErrNotExist) {
+			switch {
+			case m.InRoot && errors.Is(err, fs.ErrNotExist):
+				return nil, fmt.Errorf("%s: %s does not exist in the root directory %s", bindName(m, dir), m.Source, tree.Path)
+			case m.InRoot:
+				return nil, fmt.Errorf("%s of the root directory %s: %w (its symlinks are resolved in it: an absolute one starts at %s again)", bindName(m, dir), tree.Path, err, tree.Path)
+			case errors.Is(err, fs.ErrNotExist):
 				return nil, fmt.Errorf("%s: %s does not exist on the host", bindName(m, dir), m.Source)
 			}
 			return nil, fmt.Errorf("%s: %w", bindName(m, dir), err)
@@ -230,17 +236,37 @@ func resolveSources(root *os.File, mounts []Mount, dir string) ([]source, error)
 	return srcs, nil
 }
 
+// openSource opens m's source: on the host from root, or in the tree.
+func openSource(root *os.File, tree *hostpath.Object, m Mount) (*hostpath.Object, error) {
+	opt := hostpath.Options{KeepSymlink: m.KeepSymlink}
+	if !m.InRoot {
+		return hostpath.OpenIn(root, m.Source, opt)
+	}
+	if tree == nil {
+		return nil, fmt.Errorf("no root directory to take it from")
+	}
+	obj, err := tree.OpenInTree(m.Source, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := hostpath.CheckTreeEntry(obj); err != nil {
+		obj.Close()
+		return nil, err
+	}
+	return obj, nil
+}
+
 func closeSources(srcs []source) {
 	for _, s := range srcs {
 		s.close()
 	}
 }
 
-// bindName names a bind in errors: the workdir is the writable bind at the
-// working directory.
+// bindName names a bind in errors: the workdir is the bind at the working
+// directory (read-write, or read-only with filesystem.workdir_readonly).
 func bindName(m Mount, dir string) string {
 	switch {
-	case m.Writable && m.Dest == dir:
+	case m.Dest == dir:
 		return "workdir " + m.Source
 	case m.Writable:
 		return "read-write bind " + m.Source
@@ -262,11 +288,20 @@ func checkSource(m Mount, o *hostpath.Object, dir string) error {
 	if m.Dest == dir && typ != unix.S_IFDIR {
 		return fmt.Errorf("%s: not a directory (mode %#o); the working directory must be one", bindName(m, dir), typ)
 	}
-	if !m.Writable {
+	if !m.Writable && m.Dest != dir {
 		return nil
 	}
 	if typ == unix.S_IFLNK {
 		return fmt.Errorf("%s: a symlink cannot be bound read-write", bindName(m, dir))
+	}
+	if !m.Writable {
+		// A read-only workdir is refused where a writable one is: $HOME
+		// or / as a project would show the caller's keys and every
+		// other secret to the command.
+		if err := hostpath.Refuse(o); err != nil {
+			return fmt.Errorf("%s: refusing it as the workdir, even read-only: %w; the command could read the host's configuration, your credentials or other users' files there; choose a project directory as the workdir (tooljail run --workdir DIR), or run without one (--no-workdir)", bindName(m, dir), err)
+		}
+		return nil
 	}
 	if err := hostpath.Refuse(o); err != nil {
 		fix := "bind a project directory instead"
@@ -319,10 +354,11 @@ func idmapFor(owner, id HostID) *hostmount.Mapping {
 
 func ownerOf(o *hostpath.Object) HostID { return HostID{UID: int(o.Stat.Uid), GID: int(o.Stat.Gid)} }
 
-// workdirOwner is the owner of the writable bind at dir, or nil.
+// workdirOwner is the owner of the bind at dir (the workdir, read-write
+// or read-only), or nil.
 func workdirOwner(mounts []Mount, srcs []source, dir string) *HostID {
 	for i, m := range mounts {
-		if m.Kind == MountBind && m.Writable && m.Dest == dir && srcs[i].obj != nil {
+		if m.Kind == MountBind && m.Dest == dir && srcs[i].obj != nil {
 			o := ownerOf(srcs[i].obj)
 			return &o
 		}
@@ -333,7 +369,10 @@ func workdirOwner(mounts []Mount, srcs []source, dir string) *HostID {
 // detachSources makes a root supervisor's detached mount trees of the
 // sources, so that the init (which has no privilege over the host's mount
 // namespace) can move them into the jail. Writable binds not owned by the
-// jail's identity are idmapped to it.
+// jail's identity are idmapped to it, and so is a read-only workdir: the
+// command sees the project as it would in a writable one (a root-owned
+// project of mode 0700 would be unreadable to the unprivileged jail
+// otherwise), and nothing can be written through it.
 func detachSources(mounts []Mount, srcs []source, dir string, id HostID, explicit, filtered bool) (idmapped []string, err error) {
 	for i, m := range mounts {
 		s := &srcs[i]
@@ -342,10 +381,10 @@ func detachSources(mounts []Mount, srcs []source, dir string, id HostID, explici
 		}
 		attr := hostmount.Attr{ReadOnly: !m.Writable, NoSuid: true, NoDev: true}
 		var mp *hostmount.Mapping
-		if m.Writable {
+		if m.Writable || m.Dest == dir {
 			mp = idmapFor(ownerOf(s.obj), id)
 		}
-		if mp != nil && !filtered {
+		if mp != nil && m.Writable && !filtered {
 			// Through an idmapped mount the command is the owner of the
 			// owner's files: only the filter's setuid/setgid denial stops
 			// it from leaving a setuid binary of that owner on the host.
@@ -363,6 +402,10 @@ func detachSources(mounts []Mount, srcs []source, dir string, id HostID, explici
 			tree, err = hostmount.Clone(s.obj.File, true, attr, nil)
 		}
 		if err != nil {
+			if errors.Is(err, hostmount.ErrIdmapUnsupported) && !m.Writable {
+				return idmapped, fmt.Errorf("%s: its file system cannot be idmapped (%w), so its files, owned by %d:%d, could not be shown as the unprivileged jail's %d:%d; fix: pass --host-user %d:%d (the jail then runs as that user), or use a directory on a file system that supports idmapped mounts (ext4, xfs, btrfs; tmpfs from Linux 6.3)",
+					bindName(m, dir), err, s.obj.Stat.Uid, s.obj.Stat.Gid, id.UID, id.GID, s.obj.Stat.Uid, s.obj.Stat.Gid)
+			}
 			if errors.Is(err, hostmount.ErrIdmapUnsupported) {
 				return idmapped, fmt.Errorf("%s: its file system cannot be idmapped (%w), so files the jail writes there could not keep their owner %d:%d while the jail runs as the unprivileged %d:%d; fix: pass --host-user %d:%d (the jail then runs as that user), or use a directory on a file system that supports idmapped mounts (ext4, xfs, btrfs; tmpfs from Linux 6.3)",
 					bindName(m, dir), err, s.obj.Stat.Uid, s.obj.Stat.Gid, id.UID, id.GID, s.obj.Stat.Uid, s.obj.Stat.Gid)
@@ -534,6 +577,7 @@ type hostSide struct {
 	sources  []source
 	trusted  []*hostpath.Object
 	cache    *hostpath.Object // the seccomp cache directory, or nil
+	tree     *hostpath.Object // the root directory (Spec.Root), or nil
 	over     []overBind
 	// protected are the objects of Spec.Protect found in writable binds,
 	// bound read-only over themselves with the trusted ones.
@@ -584,16 +628,34 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	return h.finish(c)
 }
 
-// resolveIn opens the bind sources with root (a path of this process)
-// standing for the host's "/".
+// resolveIn opens the root directory (Spec.Root) and the bind sources
+// with root (a path of this process) standing for the host's "/".
 func (h *hostSide) resolveIn(c *Cmd, root string) error {
 	f, err := os.OpenFile(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s to reach the host's paths: %w", root, err)
 	}
 	defer f.Close()
-	h.sources, err = resolveSources(f, c.plan.mounts, c.Spec.Dir)
+	if c.Spec.Root != "" {
+		if h.tree, err = openTree(f, c.Spec.Root); err != nil {
+			return err
+		}
+	}
+	h.sources, err = resolveSources(f, h.tree, c.plan.mounts, c.Spec.Dir)
 	return err
+}
+
+// openTree opens the root directory p (Spec.Root) from root, by the rules
+// of every host path, and checks it may be used (hostpath.CheckTree).
+func openTree(root *os.File, p string) (*hostpath.Object, error) {
+	tree, err := hostpath.OpenTreeIn(root, p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("root directory %s does not exist; give the directory of an unpacked root file system", p)
+	case err != nil:
+		return nil, fmt.Errorf("root directory: %w", err)
+	}
+	return tree, nil
 }
 
 // finish makes the decisions that need both the sources and the other
@@ -628,7 +690,13 @@ func (h *hostSide) finish(c *Cmd) error {
 		return err
 	}
 	h.protected, h.protectedDests = prot, dests
-	h.over = overBinds(append(h.trusted[:len(h.trusted):len(h.trusted)], prot...), mounts, h.sources)
+	over := append(h.trusted[:len(h.trusted):len(h.trusted)], prot...)
+	if h.tree != nil {
+		// The next run's programs come from it: inside a writable bind
+		// it is read-only, as the profile that names it is.
+		over = append(over, h.tree)
+	}
+	h.over = overBinds(over, mounts, h.sources)
 	var dir *os.File
 	if h.cache != nil && insideWritable(h.cache.Chain, mounts, h.sources) == "" {
 		dir = h.cache.File
@@ -649,6 +717,10 @@ func (h *hostSide) close() {
 	if h.cache != nil {
 		h.cache.Close()
 		h.cache = nil
+	}
+	if h.tree != nil {
+		h.tree.Close()
+		h.tree = nil
 	}
 }
 

@@ -79,6 +79,9 @@ func (s *Spec) planNoNS(h Host) (*plan, error) {
 		return nil, err
 	}
 	why := fmt.Sprintf("user namespaces are not available (%s)", h.UserNS.Reason)
+	if s.Root != "" {
+		return nil, fmt.Errorf("%s, and the root directory %s can only be shown in a mount namespace of the jail's own: without namespaces the command sees the host's system directories; fix: %s, or run without a root directory", why, s.Root, h.UserNS.Fix)
+	}
 	if s.Landlock == nil {
 		return nil, fmt.Errorf("%s and this profile turns Landlock off: without namespaces Landlock is what confines the command's files, so tooljail refuses to run; enable Landlock ([landlock] enabled = true) or fix the namespaces: %s", why, h.UserNS.Fix)
 	}

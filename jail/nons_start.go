@@ -74,7 +74,7 @@ func (h *nonsHost) prepare(c *Cmd) error {
 	// The private directory is not a host path to open: it is made below.
 	mounts := append([]Mount(nil), p.mounts...)
 	mounts[np.tmp].Kind = MountTmpfs
-	if h.sources, err = resolveSources(root, mounts, np.spec.Dir); err != nil {
+	if h.sources, err = resolveSources(root, nil, mounts, np.spec.Dir); err != nil {
 		return err
 	}
 	euid := os.Geteuid()

@@ -325,6 +325,10 @@ type Enforcement struct {
 	// Protected lists the paths in the jail bound read-only over
 	// themselves because Spec.Protect names them (sorted).
 	Protected []string `json:"protected,omitempty"`
+	// Root is the root directory the jail's system directories came from
+	// (Spec.Root, as opened: symlinks resolved); absent when they are
+	// the host's.
+	Root string `json:"root,omitempty"`
 	// Caches lists the build caches bound read-write (Mount.Cache).
 	Caches []CacheBind `json:"caches,omitempty"`
 	// UnixSockets says whether pathname unix sockets inside binds can be

@@ -95,6 +95,12 @@ type Mount struct {
 	// profile key): the report names it when the tmpfs fills up
 	// (Result.FullMounts). The policy that set Size sets it.
 	Raise string `json:"raise,omitempty"`
+	// InRoot takes a read-only bind's Source from Spec.Root instead of
+	// the host: Source is the path as that tree's own root sees it
+	// ("/usr"), and symlinks on the way are resolved in the tree, an
+	// absolute one from the tree's root (hostpath.OpenInTree), so none
+	// leads to the host's files.
+	InRoot bool `json:"in_root,omitempty"`
 }
 
 // NetMode selects the network namespace.
@@ -271,6 +277,14 @@ type Spec struct {
 	Allow []string
 	// Mounts on top of the frame (see Mount).
 	Mounts []Mount
+	// Root is a host directory holding a root file system of its own
+	// (an unpacked container image, a debootstrap) that the binds with
+	// InRoot come from, such as its usr and etc/ssl/certs: the jail's
+	// programs, libraries and loader are then the tree's, with the
+	// jail's frame and the other mounts as without it. The supervisor
+	// opens it once and refuses it unless it is a directory of root or
+	// its own that no one else may write (hostpath.CheckTree). "": none.
+	Root   string
 	Limits Limits
 	// RaiseMemory says how the caller raises Limits.Memory (a flag or a
 	// profile key): the reason of a memory-limit kill names it. The policy
@@ -386,6 +400,9 @@ func (s *Spec) Validate() error {
 			return err
 		}
 	}
+	if err := s.validateRoot(); err != nil {
+		return err
+	}
 	if h := s.HostUser; h != nil {
 		if h.UID <= 0 || h.GID <= 0 || h.UID >= 1<<32-1 || h.GID >= 1<<32-1 {
 			return fmt.Errorf("host user %d:%d: the jail never runs as the host's root (uid or gid 0); choose an unprivileged uid and gid", h.UID, h.GID)
@@ -431,6 +448,25 @@ func (m Mount) validate() error {
 	case MountMask:
 	default:
 		return fmt.Errorf("mount %s: unknown kind %q", m.Dest, m.Kind)
+	}
+	return nil
+}
+
+// validateRoot checks Root and the binds taken from it.
+func (s *Spec) validateRoot() error {
+	if s.Root != "" && (!filepath.IsAbs(s.Root) || filepath.Clean(s.Root) != s.Root || strings.ContainsRune(s.Root, 0)) {
+		return fmt.Errorf("root %q: want a clean absolute host path of a directory", s.Root)
+	}
+	for _, m := range s.Mounts {
+		switch {
+		case !m.InRoot:
+		case s.Root == "":
+			return fmt.Errorf("bind %s is to come from the root directory, and none is given", m.Source)
+		case m.Kind != MountBind:
+			return fmt.Errorf("mount %s: only a bind can come from the root directory", m.Dest)
+		case m.Writable:
+			return fmt.Errorf("bind %s from the root directory %s: read-only only; the root is shown read-only", m.Source, s.Root)
+		}
 	}
 	return nil
 }

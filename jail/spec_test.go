@@ -167,7 +167,7 @@ func TestResolveSources(t *testing.T) {
 		{Kind: MountTmpfs, Dest: "/tmp"},
 		{Kind: MountBind, Source: "/bin", Dest: "/bin", KeepSymlink: true, Optional: true},
 	}
-	srcs, err := resolveSources(root, mounts, "/work")
+	srcs, err := resolveSources(root, nil, mounts, "/work")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestResolveSources(t *testing.T) {
 		{Mount{Kind: MountBind, Source: dir + "/link", Dest: "/x"}, "symlink"},
 		{Mount{Kind: MountBind, Source: dir + "/file", Dest: "/work", Writable: true}, "workdir " + dir + "/file: not a directory"},
 	} {
-		if _, err := resolveSources(root, []Mount{c.m}, "/work"); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := resolveSources(root, nil, []Mount{c.m}, "/work"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: err %v, want %q", c.m, err, c.want)
 		}
 	}

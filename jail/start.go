@@ -298,6 +298,9 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
 	c.res.Enforcement.Idmapped = hs.idmapped
 	c.res.Enforcement.Protected = hs.protectedDests
+	if hs.tree != nil {
+		c.res.Enforcement.Root = hs.tree.Path
+	}
 	c.res.Enforcement.Caches = cacheBinds(c.plan.mounts)
 	if c.warm != nil {
 		c.warm.workdir = workdirID(c.plan.mounts, hs.sources, c.Spec.Dir)

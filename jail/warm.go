@@ -192,10 +192,11 @@ func sameJail(a, b *Spec) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// workdirMount is the writable bind whose destination is dir, or nil.
+// workdirMount is the bind whose destination is dir (the workdir,
+// read-write or read-only), or nil.
 func workdirMount(mounts []Mount, dir string) *Mount {
 	for i := range mounts {
-		if mounts[i].Kind == MountBind && mounts[i].Writable && mounts[i].Dest == dir {
+		if mounts[i].Kind == MountBind && mounts[i].Dest == dir {
 			return &mounts[i]
 		}
 	}
@@ -206,7 +207,7 @@ func workdirMount(mounts []Mount, dir string) *Mount {
 // the run, or nil.
 func workdirID(mounts []Mount, srcs []source, dir string) *fileID {
 	for i, m := range mounts {
-		if m.Kind == MountBind && m.Writable && m.Dest == dir && i < len(srcs) && srcs[i].obj != nil {
+		if m.Kind == MountBind && m.Dest == dir && i < len(srcs) && srcs[i].obj != nil {
 			st := srcs[i].obj.Stat
 			return &fileID{st.Dev, st.Ino}
 		}
@@ -339,7 +340,7 @@ func protectChanged(want *Spec, mounts []Mount, have []string) string {
 		return "the host's root cannot be opened"
 	}
 	defer root.Close()
-	srcs, err := resolveSources(root, writable, want.Dir)
+	srcs, err := resolveSources(root, nil, writable, want.Dir)
 	if err != nil {
 		return "a read-write bind cannot be opened again: " + err.Error()
 	}

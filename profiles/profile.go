@@ -82,6 +82,12 @@ func (p *Profile) Close() error {
 
 // Filesystem is the [filesystem] table: what the jail shows of the host.
 type Filesystem struct {
+	// Root is a host directory holding a root file system of its own (an
+	// unpacked container image, a debootstrap): System and Etc entries are
+	// taken from it instead of the host, its symlinks resolved in it
+	// (root.go). "" takes them from the host. Relative to the caller's
+	// directory, as Ro and Rw.
+	Root *string `toml:"root"`
 	// System directories bound read-only with execute rights, symlinks kept
 	// as symlinks, missing ones skipped.
 	System []string `toml:"system"`
@@ -104,6 +110,10 @@ type Filesystem struct {
 	Mask []string `toml:"mask"`
 	// Workdir binds the working directory read-write and starts there.
 	Workdir *bool `toml:"workdir"`
+	// WorkdirReadOnly binds it read-only instead (readable, not
+	// executable where Landlock applies): for tools that search and read
+	// a project and must not change it. Moot without Workdir.
+	WorkdirReadOnly *bool `toml:"workdir_readonly"`
 	// HomeSize is the size of the private HOME tmpfs: a size or "memory"
 	// (SizeMemory).
 	HomeSize *string `toml:"home_size"`

@@ -90,13 +90,15 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 	if fs.Protect != nil {
 		s.Protect = append([]string(nil), *fs.Protect...)
 	}
+	s.Root = rootDir(cwd, *fs.Root)
+	inRoot := s.Root != ""
 	for _, dir := range fs.System {
 		dir = filepath.Clean(dir)
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Exec: true, Optional: true, KeepSymlink: true})
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Exec: true, Optional: true, KeepSymlink: true, InRoot: inRoot})
 	}
 	for _, e := range fs.Etc {
 		path := filepath.Join("/etc", e)
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: path, Dest: path, Optional: true})
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: path, Dest: path, Optional: true, InRoot: inRoot})
 	}
 	homeSize, _ := parseTmpfsSize(*fs.HomeSize) // checked by Validate
 	s.Mounts = append(s.Mounts, tmpfsMount(JailHome, homeSize, limits.Memory, RaiseHome))
@@ -113,7 +115,7 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Writable: true})
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Writable: !*fs.WorkdirReadOnly})
 		s.Dir = dir
 	} else if hasTmp {
 		s.Dir = "/tmp"

@@ -37,6 +37,11 @@ func (p *Profile) Validate() error {
 		}
 	}
 	fs := &p.Filesystem
+	if fs.Root != nil {
+		if err := checkRoot(*fs.Root); err != nil {
+			return &KeyError{Key: "filesystem.root", Err: err}
+		}
+	}
 	for _, s := range fs.System {
 		if !filepath.IsAbs(s) {
 			return keyErr("filesystem.system", "%q: want an absolute path such as /usr", s)

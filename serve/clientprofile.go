@@ -18,6 +18,10 @@ import "github.com/tooljail/tooljail/profiles"
 // root, can connect, and they could run that file themselves. The flag is
 // the server's owner's consent that the server runs such profiles for
 // them; without it a server runs only what it serves.
+//
+// One key is refused: filesystem.root, the directory the jail's system
+// directories come from. A client that wants one extends a served
+// profile that sets it.
 
 // ClientProfileName names a client's profile in the report and in the
 // errors about its text ("profile_toml:3:1: limits.memory: ..."), which
@@ -37,6 +41,10 @@ func clientProfile(r *Request, allow bool, served map[string]*profiles.Profile) 
 	}
 	p, err := profiles.Bases(served).Parse(ClientProfileName, []byte(r.ProfileTOML))
 	if err != nil {
+		return nil, refuse("%v", err)
+	}
+	if err := profiles.RefuseRoot(ClientProfileName, []byte(r.ProfileTOML)); err != nil {
+		p.Close()
 		return nil, refuse("%v", err)
 	}
 	return p, nil

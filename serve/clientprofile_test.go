@@ -35,7 +35,11 @@ func TestClientProfileDecisions(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "other.toml"), []byte("extends = \"default\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := loaded(t, "default", served)
+	rooted := filepath.Join(dir, "rooted.toml")
+	if err := os.WriteFile(rooted, []byte("extends = \"default\"\n[filesystem]\nroot = \"/srv/rootfs\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := loaded(t, "default", served, rooted)
 	argv := []string{"/bin/true"}
 	for _, c := range []struct {
 		name    string
@@ -52,10 +56,13 @@ func TestClientProfileDecisions(t *testing.T) {
 		{"extends a served file by its served name", true, Request{Argv: argv, ProfileTOML: "extends = \"" + served + "\"\n"}, "", "256M", "yes"},
 		{"may loosen its base", true, Request{Argv: argv, ProfileTOML: "extends = \"strict\"\n[limits]\nmemory = \"1G\"\n"}, "", "1G", ""},
 		{"extends a file", true, Request{Argv: argv, ProfileTOML: "extends = \"" + filepath.Join(dir, "other.toml") + "\"\n"}, "profile_toml:1:1: extends: ", "", ""},
-		{"extends a relative file", true, Request{Argv: argv, ProfileTOML: "extends = \"./other.toml\"\n"}, `"./other.toml" is a file: a profile given as text can only extend a shipped profile (default, network, strict) or one of ` + served + ", default", "", ""},
+		{"extends a relative file", true, Request{Argv: argv, ProfileTOML: "extends = \"./other.toml\"\n"}, `"./other.toml" is a file: a profile given as text can only extend a shipped profile (build, default, fetch, network, node, readonly, strict) or one of ` + rooted + ", " + served + ", default", "", ""},
 		{"extends nothing", true, Request{Argv: argv, ProfileTOML: "[limits]\nmemory = \"100M\"\n"}, "profile_toml: extends: missing", "", ""},
 		{"unknown key", true, Request{Argv: argv, ProfileTOML: "extends = \"default\"\n\n[limits]\nmemroy = \"1G\"\n"}, "profile_toml:4:1: limits.memroy: unknown key (did you mean limits.memory?)", "", ""},
 		{"too large", true, Request{Argv: argv, ProfileTOML: "extends = \"default\"\n" + strings.Repeat("#", profiles.MaxSize) + "\n"}, "profile_toml: larger than 1 MiB", "", ""},
+		{"sets a root directory", true, Request{Argv: argv, ProfileTOML: "extends = \"default\"\n[filesystem]\nroot = \"/\"\n"}, "profile_toml:3:1: filesystem.root: a client's profile cannot choose the jail's root directory", "", ""},
+		{"sets an empty root directory", true, Request{Argv: argv, ProfileTOML: "extends = \"default\"\n[filesystem]\nroot = \"\"\n"}, "filesystem.root: a client's profile cannot choose", "", ""},
+		{"extends a served root directory", true, Request{Argv: argv, ProfileTOML: "extends = \"" + rooted + "\"\n"}, "", "1G", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := clientProfile(&c.req, c.allow, s.profiles)

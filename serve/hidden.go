@@ -44,8 +44,18 @@ func (h hiddenSet) add(path, what string) error {
 // The source is looked up as the jail will open it a moment later; a
 // symlink the jail would refuse to follow fails the run there anyway.
 func (h hiddenSet) check(s *jail.Spec) error {
+	if s.Root != "" {
+		// Every bind from the root is opened beneath it: a root that
+		// does not hold a hidden object shows none.
+		var st syscall.Stat_t
+		if err := syscall.Stat(s.Root, &st); err == nil {
+			if what, ok := h[fileID{uint64(st.Dev), st.Ino}]; ok {
+				return refuse("the root directory %s holds the server's %s, which the jail could then use or change; choose a root directory that does not hold it, or start the server with its socket and audit log elsewhere", s.Root, what)
+			}
+		}
+	}
 	for _, m := range s.Mounts {
-		if m.Kind != jail.MountBind {
+		if m.Kind != jail.MountBind || m.InRoot {
 			continue
 		}
 		var st syscall.Stat_t

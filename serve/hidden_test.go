@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tooljail/tooljail/jail"
 )
 
 // No call may bind a directory that holds the server's socket or its
@@ -70,5 +72,37 @@ func TestLockFileHidden(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, "would show the server's lock file") {
 		t.Errorf("a bind of the lock file: %v, want a refusal naming it", err)
+	}
+}
+
+// A served profile's root directory must not hold the socket either; the
+// binds taken from it are not host paths and are not looked up as such.
+func TestRootDirectoryHidden(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "rootfs", "run", "sock")
+	os.MkdirAll(filepath.Dir(sock), 0o700)
+	os.WriteFile(sock, nil, 0o600)
+	h := hiddenSet{}
+	if err := h.add(sock, "socket"); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	for _, c := range []struct {
+		root string
+		want string
+	}{
+		{filepath.Join(dir, "rootfs"), "the root directory " + filepath.Join(dir, "rootfs") + " holds the server's socket " + sock},
+		{dir, "holds the server's socket"},
+		{other, ""},
+	} {
+		spec := &jail.Spec{Root: c.root, Mounts: []jail.Mount{
+			// "/" of the tree, which would be the host's root if it
+			// were looked up on the host.
+			{Kind: jail.MountBind, Source: "/", Dest: "/x", InRoot: true},
+		}}
+		err := h.check(spec)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("root %s: %v, want %q", c.root, err, c.want)
+		}
 	}
 }

@@ -25,7 +25,7 @@ func TestEveryScalarFlagOnce(t *testing.T) {
 		"profile": "default", "workdir": "/w", "host-user": "1000", "report": "r.json", "audit-log": "a.log",
 		"net": "none", "on-violation": "deny", "memory": "1G", "cpus": "1", "pids": "10", "timeout": "1s",
 		"cpu-time": "1s", "nofile": "10", "fsize": "1M", "output-limit": "1M", "max-violations": "10", "server": "/s",
-		"net-connections": "16", "net-bytes": "1G",
+		"net-connections": "16", "net-bytes": "1G", "root": "/srv/rootfs",
 	}
 	fs := newRunFlagSet(&runFlags{})
 	fs.VisitAll(func(fl *flag.Flag) {
@@ -71,6 +71,7 @@ func TestFlagValuesCheckedWhenParsed(t *testing.T) {
 		{[]string{"--max-violations", "many", "--max-violations", "10"}, `invalid count "many"`},
 		{[]string{"--max-violations", "99999999999"}, "too large"},
 		{[]string{"--host-user", "root", "--host-user", "1000"}, "root"},
+		{[]string{"--root", ""}, "empty: give the directory of an unpacked root file system"},
 		{[]string{"--tmpfs", "/x:1XB"}, `invalid size "1XB"`},
 		{[]string{"--tmpfs", "rel:1M"}, "absolute DEST"},
 		{[]string{"--ro", "data:mnt"}, `DEST "mnt" must be an absolute path`},

@@ -23,6 +23,7 @@ func TestBadInput(t *testing.T) {
 		"missing profile":    {"run", "--profile", "/nonexistent/p.toml", "--", "true"},
 		"unknown profile":    {"run", "--profile", "no-such-profile", "--", "true"},
 		"workdir both":       {"run", "--workdir", "/tmp", "--no-workdir", "--", "true"},
+		"workdir-ro, none":   {"run", "--workdir-ro", "--no-workdir", "--", "true"},
 		"workdir root":       {"run", "--workdir", "/", "--", "true"},
 		"host-user root":     {"run", "--host-user", "root", "--", "true"},
 		"host-user 0":        {"run", "--host-user", "0:0", "--", "true"},

@@ -35,9 +35,10 @@ Exit codes: the command's own; 128+N when signal N ended it (137 also for the
 memory limit); 124 timeout; 125 tooljail failed (bad flag or profile, a layer
 that cannot be enforced); 126 the command cannot be executed; 127 not found.
 
-Host paths (the workdir, --ro and --rw sources, the --profile file and what
-it extends, --report, --audit-log) are opened once, before the run, and a
-symlink in them is followed only where no jailed run could have planted it.
+Host paths (the workdir, --ro and --rw sources, --root, the --profile file
+and what it extends, --report, --audit-log) are opened once, before the run,
+and a symlink in them is followed only where no jailed run could have
+planted it (in a --root directory, symlinks are resolved inside it).
 Profile files inside a read-write bind are shown read-only to the command.
 Started by root, the jail runs as an unprivileged host user (--host-user).
 
@@ -52,11 +53,13 @@ type runFlags struct {
 	caches        []string
 	workdir       scalar
 	noWorkdir     bool
+	workdirRO     bool
 	limits        [][2]string // key, value in flag order
 	net           scalar
 	allowHosts    []string
 	onViolation   scalar
 	hostUser      scalar
+	root          scalar
 	env, passEnv  []string
 	allowDegraded []string
 	report        scalar
@@ -168,6 +171,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	f.server.check = nonEmpty("the socket of a tooljail serve")
 	f.net.check = asProfile(func(p *profiles.Profile, v string) error { p.Network.Mode = &v; return nil })
 	f.onViolation.check = asProfile(func(p *profiles.Profile, v string) error { p.Seccomp.OnViolation = &v; return nil })
+	f.root.check = asProfile((*profiles.Profile).SetRoot)
 	f.hostUser.check = func(v string) error {
 		_, err := profiles.ParseHostUser(v)
 		return err
@@ -183,8 +187,10 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Caches = []string{v}; return nil })))
 	fs.Func("mask", "hide `PATH` inside the jail behind an empty file or directory (repeatable)", list(&f.mask,
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Mask = []string{v}; return nil })))
+	fs.Var(&f.root, "root", "take the jail's system directories and /etc entries from `DIR`, a root file system of your own (an unpacked container image), instead of the host; owned by you or root, not writable by group or others")
 	fs.Var(&f.workdir, "workdir", "bind `DIR` read-write and start there (default: the current directory; /, system and top-level directories and home directories are refused)")
 	fs.BoolVar(&f.noWorkdir, "no-workdir", false, "no workdir bind; start in /tmp, or in HOME when the profile has no /tmp")
+	fs.BoolVar(&f.workdirRO, "workdir-ro", false, "bind the workdir read-only (readable, not executable): for commands that search and read it; as filesystem.workdir_readonly = true (the readonly profile)")
 	fs.Func("memory", "memory cap `SIZE` (cgroup; swap 0)", limit("memory"))
 	fs.Func("cpus", "CPU cap in `CPUS` (cgroup), e.g. 0.5", limit("cpus"))
 	fs.Func("pids", "cap on processes and threads `N` (cgroup)", limit("pids"))
@@ -212,7 +218,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.BoolVar(&f.json, "json", false, "capture stdout/stderr into the report and print only the report on stdout")
 	fs.BoolVar(&f.mergeStderr, "merge-stderr", false, "make the command's stderr its stdout (one pipe, as 2>&1): what it writes to either goes to stdout in the order written, and is the report's stdout")
 	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run to `FILE` (also TOOLJAIL_AUDIT_LOG); opened as --report is")
-	fs.Var(&f.server, "server", "send the run to the `SOCKET` of a tooljail serve (also TOOLJAIL_SERVER) instead of jailing it here; the server's profile decides what --ro, --rw, --tmpfs, --mask, --on-violation, --host-user, --allow-degraded and --audit-log would, so they are refused")
+	fs.Var(&f.server, "server", "send the run to the `SOCKET` of a tooljail serve (also TOOLJAIL_SERVER) instead of jailing it here; the server's profile decides what --ro, --rw, --tmpfs, --mask, --workdir-ro, --on-violation, --host-user, --root, --allow-degraded and --audit-log would, so they are refused")
 	fs.BoolVar(&f.quiet, "quiet", false, "no summary line on stderr")
 	fs.BoolVar(&f.quiet, "q", false, "same as --quiet")
 	return fs
@@ -462,11 +468,18 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 		if f.workdir.set {
 			return nil, errors.New("--workdir and --no-workdir contradict each other")
 		}
+		if f.workdirRO {
+			return nil, errors.New("--workdir-ro and --no-workdir contradict each other: --workdir-ro binds the workdir read-only, --no-workdir binds none")
+		}
 		no := false
 		fsys.Workdir = &no
 	} else if f.workdir.value != "" {
 		yes := true
 		fsys.Workdir = &yes
+	}
+	if f.workdirRO {
+		yes := true
+		fsys.WorkdirReadOnly = &yes
 	}
 	for _, l := range f.limits {
 		if err := p.SetLimit(l[0], l[1]); err != nil {
@@ -496,6 +509,11 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 	if f.hostUser.set {
 		if err := p.SetHostUser(f.hostUser.value); err != nil {
 			return nil, fmt.Errorf("--host-user: %w", err)
+		}
+	}
+	if f.root.set {
+		if err := p.SetRoot(f.root.value); err != nil {
+			return nil, fmt.Errorf("--root: %w", err)
 		}
 	}
 	p.Env.Pass = append(p.Env.Pass, f.passEnv...)
@@ -683,9 +701,17 @@ var notServed = []struct {
 	{"--mask", func(f *runFlags) bool { return len(f.mask) > 0 }, "masks come from the server's profile"},
 	{"--allow-host", func(f *runFlags) bool { return len(f.allowHosts) > 0 }, "the hosts come from the server's profile (network.allow)"},
 	{"--on-violation", func(f *runFlags) bool { return f.onViolation.set }, "the server's profile sets seccomp.on_violation"},
+	{"--workdir-ro", func(f *runFlags) bool { return f.workdirRO }, "the server's profile says whether the workdir is read-only (filesystem.workdir_readonly; the readonly profile)"},
 	{"--host-user", func(f *runFlags) bool { return f.hostUser.set }, "the server decides the host user"},
+	{"--root", func(f *runFlags) bool { return f.root.set }, "the server's profile sets filesystem.root, and a client's own profile may not"},
 	{"--allow-degraded", func(f *runFlags) bool { return len(f.allowDegraded) > 0 }, "the server's profile sets allow_degraded"},
 	{"--audit-log", func(f *runFlags) bool { return f.auditLog.set }, "the server keeps the audit log (tooljail serve --audit-log)"},
+}
+
+// servedFix is how to get what a flag of notServed would give where the
+// usual way (a client's own profile) does not give it either.
+var servedFix = map[string]string{
+	"--root": "serve a profile that sets it (tooljail serve --profile FILE), or run without a server",
 }
 
 // servedFlagError is the error for the first flag in f that a served run
@@ -693,7 +719,11 @@ var notServed = []struct {
 func servedFlagError(f *runFlags) error {
 	for _, n := range notServed {
 		if n.set(f) {
-			return fmt.Errorf("%s cannot be used with a server (--server, TOOLJAIL_SERVER): %s; serve a profile that has it (tooljail serve --profile FILE), send one with --profile FILE to a server started with --allow-client-profiles, or run without a server", n.flag, n.why)
+			fix := servedFix[n.flag]
+			if fix == "" {
+				fix = "serve a profile that has it (tooljail serve --profile FILE), send one with --profile FILE to a server started with --allow-client-profiles, or run without a server"
+			}
+			return fmt.Errorf("%s cannot be used with a server (--server, TOOLJAIL_SERVER): %s; %s", n.flag, n.why, fix)
 		}
 	}
 	return nil

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
@@ -67,12 +64,17 @@ func (c *Caller) overlay(p *profiles.Profile, pol tools.Policy, t *tools.Tool, a
 			return nil, err
 		}
 	}
+	if pol.ReadOnlyWorkdir {
+		// The server-wide default for a tool that names no profile: the
+		// jail decides on the read-only workdir as on a profile's (run
+		// as its owner, idmapped when root owns it, refused where a
+		// read-write one is).
+		yes := true
+		p.Filesystem.WorkdirReadOnly = &yes
+	}
 	s, err := p.Spec(profiles.Request{Args: argv, Cwd: c.Workdir, Environ: c.Environ})
 	if err != nil {
 		return nil, err
-	}
-	if pol.ReadOnlyWorkdir {
-		readOnlyWorkdir(s, os.Geteuid())
 	}
 	s.Trusted = append(s.Trusted, c.Trusted...)
 	if o := c.Log.Object(); o != nil {
@@ -84,26 +86,6 @@ func (c *Caller) overlay(p *profiles.Profile, pol tools.Policy, t *tools.Tool, a
 		}
 	}
 	return s, nil
-}
-
-// readOnlyWorkdir makes the bind of the working directory read-only: the
-// server-wide default for a tool that names no profile. A jail that root
-// starts runs as the owner of a writable workdir (jail.Spec.HostUser), and
-// as an identity that owns nothing otherwise, which may not even read the
-// directory; so a read-only workdir not owned by root gets its owner too,
-// unless the profile names a host user. The bind is read-only: the owner
-// reads as itself and writes nothing.
-func readOnlyWorkdir(s *jail.Spec, euid int) {
-	for i, m := range s.Mounts {
-		if m.Kind != jail.MountBind || m.Dest != s.Dir {
-			continue
-		}
-		s.Mounts[i].Writable = false
-		var st unix.Stat_t
-		if euid == 0 && s.HostUser == nil && unix.Stat(m.Source, &st) == nil && st.Uid != 0 && st.Gid != 0 {
-			s.HostUser = &jail.HostID{UID: int(st.Uid), GID: int(st.Gid)}
-		}
-	}
 }
 
 // setupFailure is the report of a call whose jail could not be built.
