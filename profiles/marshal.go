@@ -24,15 +24,16 @@ type shown struct {
 }
 
 type shownFS struct {
-	System   []string  `toml:"system" comment:"host directories shown read-only with execute rights; symlinks kept; missing ones skipped"`
-	Etc      []string  `toml:"etc" comment:"entries of the host /etc shown read-only; missing ones skipped"`
-	Ro       []string  `toml:"ro" comment:"PATH[:DEST] host paths shown read-only (relative to the current directory)"`
-	Rw       []string  `toml:"rw" comment:"PATH[:DEST] host paths shown read-write"`
-	Tmpfs    []string  `toml:"tmpfs" comment:"DEST[:SIZE] empty tmpfs (default size 64M)"`
-	Mask     []string  `toml:"mask" comment:"paths hidden inside the jail"`
-	Workdir  *bool     `toml:"workdir,omitempty" comment:"bind the working directory read-write and start there"`
-	HomeSize *string   `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox)"`
-	Protect  *[]string `toml:"protect,omitempty" comment:"paths in each read-write bind bound read-only over themselves when they exist (.git/ entries: every repository found); a child's list replaces its parent's"`
+	System     []string  `toml:"system" comment:"host directories shown read-only with execute rights; symlinks kept; missing ones skipped"`
+	Etc        []string  `toml:"etc" comment:"entries of the host /etc shown read-only; missing ones skipped"`
+	Ro         []string  `toml:"ro" comment:"PATH[:DEST] host paths shown read-only (relative to the current directory)"`
+	Rw         []string  `toml:"rw" comment:"PATH[:DEST] host paths shown read-write"`
+	Tmpfs      []string  `toml:"tmpfs" comment:"DEST[:SIZE] empty tmpfs (default size 64M)"`
+	Mask       []string  `toml:"mask" comment:"paths hidden inside the jail"`
+	Toolchains []string  `toml:"toolchains" comment:"the caller's toolchains shown read-only with execute rights, their bin first in PATH: \"auto\" (the command's own: a virtualenv, pyenv, uv, conda, nvm, fnm, volta, rustup, a Go root, a Java home) or an absolute prefix"`
+	Workdir    *bool     `toml:"workdir,omitempty" comment:"bind the working directory read-write and start there"`
+	HomeSize   *string   `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox)"`
+	Protect    *[]string `toml:"protect,omitempty" comment:"paths in each read-write bind bound read-only over themselves when they exist (.git/ entries: every repository found); a child's list replaces its parent's"`
 }
 
 type shownNetwork struct {
@@ -72,7 +73,8 @@ func (p *Profile) Marshal() ([]byte, error) {
 			System: nonNil(p.Filesystem.System), Etc: nonNil(p.Filesystem.Etc),
 			Ro: nonNil(p.Filesystem.Ro), Rw: nonNil(p.Filesystem.Rw),
 			Tmpfs: nonNil(p.Filesystem.Tmpfs), Mask: nonNil(p.Filesystem.Mask),
-			Workdir: p.Filesystem.Workdir, HomeSize: p.Filesystem.HomeSize,
+			Toolchains: nonNil(p.Filesystem.Toolchains),
+			Workdir:    p.Filesystem.Workdir, HomeSize: p.Filesystem.HomeSize,
 			Protect: nonNilPtr(p.Filesystem.Protect),
 		},
 		Limits:  p.Limits.shown(p.LimitsMax),

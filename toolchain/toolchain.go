@@ -11,6 +11,7 @@ package toolchain
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -107,7 +108,19 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 	}
 	var out []Toolchain
 	for i, e := range elems {
-		if c.shown(e) || covered(out, e) {
+		if covered(out, e) {
+			continue
+		}
+		if c.shown(e) {
+			// A virtualenv the jail shows (one in the workdir) still
+			// needs its bin first in PATH, VIRTUAL_ENV, and its base.
+			if d := path.Dir(path.Dir(e)); path.Base(path.Dir(e)) == "bin" && prefixKind(fsys, d) == KindVenv {
+				tcs, err := venv(fsys, &c, d)
+				if err != nil {
+					return nil, fmt.Errorf("--toolchain auto: %s: %w", argv0, err)
+				}
+				out = append(out, tcs...)
+			}
 			continue
 		}
 		tcs, err := match(fsys, &c, e)
@@ -131,6 +144,9 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 	}
 	if strings.Contains(argv0, "/") && !c.shown(elems[0]) && !covered(out, elems[0]) {
 		return nil, fmt.Errorf("--toolchain auto: %s is outside what the jail shows and no prefix found holds it; run it by its name, or %s", elems[0], nameIt)
+	}
+	for i := range out {
+		out[i].Prefixes = slices.DeleteFunc(out[i].Prefixes, c.shown)
 	}
 	return checked(fsys, c.Homes, out)
 }

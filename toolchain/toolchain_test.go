@@ -155,9 +155,12 @@ func TestAuto(t *testing.T) {
 		path  string
 		env   map[string]string
 		argv0 string
+		shown string // a directory the jail shows besides the system's
 		want  []Toolchain
 		err   string
 	}{
+		{name: "venv in the workdir: its bin and VIRTUAL_ENV, its base bound", files: merge(pyenvBase, venvOverPyenv), cwd: "/home/u/proj", path: "/home/u/proj/.venv/bin", argv0: "python3",
+			shown: "/home/u/proj", want: []Toolchain{{Kind: KindVenv, Prefixes: []string{"/home/u/.pyenv/versions/3.12.1"}, Bin: venv.Bin, Env: venv.Env}}},
 		{name: "system python needs nothing", files: pyenvBase, cwd: "/home/u", path: "/usr/bin", argv0: "python3"},
 		{name: "venv over a pyenv base, by name", files: merge(pyenvBase, venvOverPyenv), cwd: "/home/u/proj", path: "/home/u/proj/.venv/bin:/usr/bin", argv0: "python3", want: []Toolchain{venv}},
 		{name: "venv script with a shebang", files: merge(pyenvBase, venvOverPyenv), cwd: "/home/u/proj", path: "/home/u/proj/.venv/bin:/usr/bin", argv0: "pytest", want: []Toolchain{venv}},
@@ -202,7 +205,11 @@ func TestAuto(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := tree(t, c.files)
-			got, err := Auto(Under(root), caller(c.cwd, c.path, c.env), c.argv0)
+			cl := caller(c.cwd, c.path, c.env)
+			if c.shown != "" {
+				cl.Shown = func(p string) bool { return system(p) || p == c.shown || strings.HasPrefix(p, c.shown+"/") }
+			}
+			got, err := Auto(Under(root), cl, c.argv0)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err %v, want %q (got %+v)", err, c.err, got)
