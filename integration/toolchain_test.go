@@ -1,0 +1,212 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// toolchainReport is the report's enforcement.toolchains.
+type toolchainReport struct {
+	Enforcement struct {
+		Toolchains []struct {
+			Kind     string   `json:"kind"`
+			Prefixes []string `json:"prefixes"`
+			Bin      []string `json:"bin"`
+			Env      []string `json:"env"`
+			From     string   `json:"from"`
+		} `json:"toolchains"`
+	} `json:"enforcement"`
+}
+
+func toolchainsOf(t *testing.T, raw []byte) toolchainReport {
+	t.Helper()
+	var r toolchainReport
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, raw)
+	}
+	return r
+}
+
+// standInHome makes a "home" outside the workdir, owned by u, holding a
+// virtualenv whose bin/tjpython is an absolute symlink into a pyenv-like
+// base prefix, a Node prefix that holds .ssh, and ~/.ssh/id_rsa. Every
+// program is a copy of the helper.
+func standInHome(t *testing.T, u *user) string {
+	t.Helper()
+	h := u.dir(t)
+	base := filepath.Join(h, ".pyenv/versions/3.12.1")
+	files := map[string]string{
+		base + "/bin/tjpython3.12":     "helper",
+		base + "/lib/python3.12/os.py": "",
+		h + "/venv/pyvenv.cfg":         "home = " + base + "/bin\nversion = 3.12.1\n",
+		h + "/venv/bin/tjpython":       "-> " + base + "/bin/tjpython3.12",
+		h + "/.ssh/id_rsa":             "secret",
+		h + "/bad/bin/tjnode":          "helper",
+		h + "/bad/bin/node":            "helper",
+		h + "/bad/lib/node_modules/x":  "",
+		h + "/bad/.ssh/id_ed25519":     "secret",
+	}
+	for p, v := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch {
+		case v == "helper":
+			err = copyFile(helperBin, p)
+		case strings.HasPrefix(v, "-> "):
+			err = os.Symlink(strings.TrimPrefix(v, "-> "), p)
+		default:
+			err = os.WriteFile(p, []byte(v), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := filepath.Walk(h, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, u.dirUID, u.dirGID)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// --toolchain auto runs the caller's virtualenv (an absolute symlink into
+// a pyenv-like base prefix): both are bound, its bin is first in PATH,
+// VIRTUAL_ENV is set, the report lists it, and nothing else of the home
+// is visible. Without the flag the same command is not found (127).
+func TestToolchainAutoVenv(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		h := standInHome(t, u)
+		w := u.workdir(t)
+		venv, base := filepath.Join(h, "venv"), filepath.Join(h, ".pyenv/versions/3.12.1")
+		env := []string{"HOME=" + h, "PATH=" + venv + "/bin:/usr/bin:/bin"}
+
+		for _, argv0 := range []string{"tjpython", venv + "/bin/tjpython"} {
+			o := u.jailRun(t, w, run{env: env}, argv0, "self")
+			if o.code != 127 {
+				t.Errorf("%s without --toolchain: want exit 127 (not found in the jail)\n%s", argv0, o)
+			}
+		}
+
+		secret := filepath.Join(h, ".ssh/id_rsa")
+		o := u.jailRun(t, w, run{args: []string{"--toolchain", "auto"}, env: env}, "tjpython", "env", ";", "read", secret, ";", "ls", h)
+		lines := o.ok(t, 3)
+		var got []string
+		o.value(t, 0, &got)
+		path, venvVar := "", ""
+		for _, kv := range got {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				path = v
+			}
+			if v, ok := strings.CutPrefix(kv, "VIRTUAL_ENV="); ok {
+				venvVar = v
+			}
+		}
+		if !strings.HasPrefix(path, venv+"/bin:") || venvVar != venv {
+			t.Errorf("PATH %q VIRTUAL_ENV %q: want %s/bin first and VIRTUAL_ENV=%s\n%s", path, venvVar, venv, venv, o)
+		}
+		if lines[1] != "errno ENOENT" {
+			t.Errorf("%s is visible in the jail: %s\n%s", secret, lines[1], o)
+		}
+		var names []string
+		o.value(t, 2, &names)
+		if !reflect.DeepEqual(names, []string{".pyenv", "venv"}) {
+			t.Errorf("the home shows %q, want only the toolchains' way in (.pyenv, venv)", names)
+		}
+		tcs := toolchainsOf(t, o.reportRaw).Enforcement.Toolchains
+		if len(tcs) != 1 || tcs[0].Kind != "venv" || tcs[0].From != "auto" ||
+			!reflect.DeepEqual(tcs[0].Prefixes, []string{venv, base}) || !reflect.DeepEqual(tcs[0].Bin, []string{venv + "/bin"}) ||
+			!reflect.DeepEqual(tcs[0].Env, []string{"VIRTUAL_ENV=" + venv}) {
+			t.Errorf("enforcement.toolchains %+v\n%s", tcs, o)
+		}
+
+		// By its path: the same toolchain, and it is read-only.
+		o = u.jailRun(t, w, run{args: []string{"--toolchain", "auto"}, env: env}, venv+"/bin/tjpython", "write", base+"/lib/python3.12/os.py", "x")
+		if l := o.ok(t, 1); l[0] != "errno EROFS" && l[0] != "errno EACCES" {
+			t.Errorf("write into the base prefix: %s, want EROFS or EACCES\n%s", l[0], o)
+		}
+	})
+}
+
+// A prefix that holds credentials is refused, found or named: exit 125,
+// one line naming the prefix and the entry.
+func TestToolchainRefusesCredentials(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		h := standInHome(t, u)
+		w := u.workdir(t)
+		bad := filepath.Join(h, "bad")
+		env := []string{"HOME=" + h, "PATH=" + bad + "/bin:/usr/bin:/bin"}
+		for _, flag := range []string{"auto", bad} {
+			o := u.jailRun(t, w, run{args: []string{"--toolchain", flag}, env: env}, "tjnode", "self")
+			oneLineError(t, o, "toolchain prefix "+bad+" holds "+bad+"/.ssh", "--toolchain PATH")
+		}
+		// The home itself is never a toolchain.
+		o := u.jailRun(t, w, run{args: []string{"--toolchain", h}, env: env}, "tjnode", "self")
+		oneLineError(t, o, "is the home directory "+h)
+		// Auto with a program of no known layout says what to do.
+		o = u.jailRun(t, w, run{args: []string{"--toolchain", "auto"}, env: env}, filepath.Join(h, ".ssh/id_rsa"), "self")
+		oneLineError(t, o, "--toolchain")
+	})
+}
+
+// A served request's toolchains are found in the client's PATH; one naming
+// a directory the client cannot read is refused, naming it.
+func TestToolchainServed(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		h := standInHome(t, u)
+		w := u.workdir(t)
+		venv := filepath.Join(h, "venv")
+		s := u.startServer(t, "")
+		line := func(v map[string]any) []byte {
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append(b, '\n')
+		}
+		r, err := s.try(u, line(map[string]any{"argv": []string{"tjpython", "self"}, "workdir": w, "toolchains": []string{"auto"}, "path": venv + "/bin:/usr/bin"}))
+		if err != nil {
+			t.Fatalf("%v\n%s\nserver log:\n%s", err, r, s.log())
+		}
+		r.ok(t, 1)
+		tcs := toolchainsOf(t, r.reportRaw).Enforcement.Toolchains
+		if len(tcs) != 1 || tcs[0].Kind != "venv" || tcs[0].From != "auto" {
+			t.Errorf("served enforcement.toolchains %+v\n%s", tcs, r)
+		}
+
+		// A directory the client may not search (mode 000), below which
+		// a toolchain is named.
+		shut, err := os.MkdirTemp(base, "shut-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(shut, 0o700); os.RemoveAll(shut) })
+		if err := os.MkdirAll(filepath.Join(shut, "tc/bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(shut, 0); err != nil {
+			t.Fatal(err)
+		}
+		r, err = s.try(u, line(map[string]any{"argv": []string{"true"}, "workdir": w, "toolchains": []string{filepath.Join(shut, "tc")}}))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, r)
+		}
+		if u.uid == 0 {
+			// Root may read anything: its request is not refused for it.
+			if r.errMsg != "" {
+				t.Errorf("root's request refused: %s", r)
+			}
+			return
+		}
+		r.refused(t, shut)
+	})
+}
