@@ -210,3 +210,129 @@ func TestToolchainServed(t *testing.T) {
 		r.refused(t, shut)
 	})
 }
+
+// layoutFiles makes files under h ("helper": a copy of the helper, "-> T"
+// a symlink, "dir" a directory, else the text), all owned by u.
+func layoutFiles(t *testing.T, u *user, h string, files map[string]string) {
+	t.Helper()
+	for p, v := range files {
+		p = filepath.Join(h, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch {
+		case v == "helper":
+			err = copyFile(helperBin, p)
+		case v == "dir":
+			err = os.MkdirAll(p, 0o755)
+		case strings.HasPrefix(v, "-> "):
+			err = os.Symlink(strings.TrimPrefix(v, "-> "), p)
+		default:
+			err = os.WriteFile(p, []byte(v), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := filepath.Walk(h, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, u.dirUID, u.dirGID)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --toolchain auto with the real binary on stand-ins of a pyenv shim
+// (version from the workdir's .python-version), an nvm Node (npm a
+// symlink into lib), a rustup proxy (toolchain from the workdir's
+// rust-toolchain.toml; ~/.cargo/credentials.toml stays hidden) and a Go
+// root with a module cache (a read-only file proxy).
+func TestToolchainAutoLayouts(t *testing.T) {
+	const triple = "x86_64-unknown-linux-gnu"
+	eachUser(t, func(t *testing.T, u *user) {
+		for _, c := range []struct {
+			name     string
+			files    map[string]string // under the home
+			work     map[string]string // under the workdir
+			path     string            // PATH, relative to the home
+			argv0    string
+			kind     string
+			bin      string // first in PATH, relative to the home
+			env      string // a variable set, "" for none; HOME stands for the home
+			hidden   string // a file of the home the command must not see
+			readable string // a file of a prefix the command reads, not writes
+		}{
+			{name: "pyenv shim", files: map[string]string{
+				".pyenv/shims/tjpy": "helper", ".pyenv/versions/3.11.9/bin/tjpy": "helper",
+				".pyenv/versions/3.11.9/lib/python3.11": "dir", ".pyenv/versions/3.12.1/bin/tjpy": "helper", ".pyenv/versions/3.12.1/lib/python3.12": "dir",
+				".pyenv/version": "3.12.1\n"},
+				work: map[string]string{".python-version": "3.11\n"}, path: ".pyenv/shims", argv0: "tjpy", kind: "pyenv", bin: ".pyenv/versions/3.11.9/bin"},
+			{name: "nvm", files: map[string]string{
+				".nvm/versions/node/v20.11.0/bin/node": "helper", ".nvm/versions/node/v20.11.0/bin/tjnpm": "-> ../lib/node_modules/npm/bin/npm-cli.js",
+				".nvm/versions/node/v20.11.0/lib/node_modules/npm/bin/npm-cli.js": "helper", ".nvm/alias/default": "20\n"},
+				path: ".nvm/versions/node/v20.11.0/bin", argv0: "tjnpm", kind: "node", bin: ".nvm/versions/node/v20.11.0/bin", hidden: ".nvm/alias/default"},
+			{name: "rustup", files: map[string]string{
+				".cargo/bin/rustup": "helper", ".cargo/bin/tjcargo": "-> rustup", ".cargo/credentials.toml": "[registry]\ntoken = \"secret\"\n",
+				".rustup/settings.toml":                                "default_host_triple = \"" + triple + "\"\ndefault_toolchain = \"stable-" + triple + "\"\n",
+				".rustup/toolchains/stable-" + triple + "/bin/tjcargo": "helper", ".rustup/toolchains/1.80.0-" + triple + "/bin/tjcargo": "helper"},
+				work: map[string]string{"rust-toolchain.toml": "[toolchain]\nchannel = \"1.80.0\"\n"}, path: ".cargo/bin", argv0: "tjcargo", kind: "rustup",
+				bin: ".rustup/toolchains/1.80.0-" + triple + "/bin", env: "RUSTUP_TOOLCHAIN=1.80.0-" + triple, hidden: ".cargo/credentials.toml"},
+			{name: "go", files: map[string]string{
+				"sdk/go1.23.0/bin/go": "helper", "sdk/go1.23.0/src/runtime": "dir", "go/pkg/mod/cache/download/example.com/m/@v/list": "v1.0.0\n",
+				"go/pkg/mod/example.com/m@v1.0.0/m.go": "package m\n"},
+				path: "sdk/go1.23.0/bin", argv0: "go", kind: "go", bin: "sdk/go1.23.0/bin",
+				env: "GOPROXY=file://HOME/go/pkg/mod/cache/download,https://proxy.golang.org,direct", hidden: "go/pkg/mod/example.com/m@v1.0.0/m.go",
+				readable: "go/pkg/mod/cache/download/example.com/m/@v/list"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				h, w := u.dir(t), u.workdir(t)
+				layoutFiles(t, u, h, c.files)
+				layoutFiles(t, u, w, c.work)
+				env := []string{"HOME=" + h, "PATH=" + filepath.Join(h, c.path) + ":/usr/bin:/bin"}
+				if o := u.jailRun(t, w, run{env: env}, c.argv0, "self"); o.code != 127 {
+					t.Errorf("without --toolchain: want 127\n%s", o)
+				}
+				actions := []string{"env"}
+				if c.hidden != "" {
+					actions = append(actions, ";", "read", filepath.Join(h, c.hidden))
+				}
+				if c.readable != "" {
+					actions = append(actions, ";", "read", filepath.Join(h, c.readable), ";", "write", filepath.Join(h, c.readable), "x")
+				}
+				o := u.jailRun(t, w, run{args: []string{"--toolchain", "auto"}, env: env}, append([]string{c.argv0}, actions...)...)
+				lines := o.ok(t, strings.Count(strings.Join(actions, " "), ";")+1)
+				var got []string
+				o.value(t, 0, &got)
+				bin := filepath.Join(h, c.bin)
+				wantEnv := strings.ReplaceAll(c.env, "HOME", h)
+				var path string
+				hasEnv := wantEnv == ""
+				for _, kv := range got {
+					if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+						path = v
+					}
+					hasEnv = hasEnv || kv == wantEnv
+				}
+				if !strings.HasPrefix(path, bin+":") || !hasEnv {
+					t.Errorf("PATH %q, want %s first; env has %q: %v\n%s", path, bin, wantEnv, hasEnv, o)
+				}
+				if c.hidden != "" && lines[1] != "errno ENOENT" {
+					t.Errorf("%s is visible: %s\n%s", c.hidden, lines[1], o)
+				}
+				if c.readable != "" {
+					if n := len(lines); failed(lines[n-2]) || (lines[n-1] != "errno EROFS" && lines[n-1] != "errno EACCES") {
+						t.Errorf("%s: read %s, write %s: want readable, not writable\n%s", c.readable, lines[n-2], lines[n-1], o)
+					}
+				}
+				tcs := toolchainsOf(t, o.reportRaw).Enforcement.Toolchains
+				if len(tcs) != 1 || tcs[0].Kind != c.kind || tcs[0].From != "auto" || len(tcs[0].Bin) == 0 || tcs[0].Bin[0] != bin {
+					t.Errorf("enforcement.toolchains %+v, want one %s with %s first\n%s", tcs, c.kind, bin, o)
+				}
+			})
+		}
+	})
+}
