@@ -94,6 +94,8 @@ func toolchains(profile []string, r Request, cwd string, mounts []jail.Mount) ([
 			if err != nil {
 				return nil, nil, err
 			}
+			// One the jail shows already (below /usr) needs no bind.
+			tc.Prefixes = slices.DeleteFunc(tc.Prefixes, c.Shown)
 			tcs = []toolchain.Toolchain{tc}
 		}
 		for _, tc := range tcs {

@@ -23,6 +23,7 @@ func standIn(t *testing.T) string {
 		"home/u/venv/pyvenv.cfg":                       "home = /home/u/.pyenv/versions/3.12.1/bin\n",
 		"home/u/venv/bin/python3":                      "-> /home/u/.pyenv/versions/3.12.1/bin/python3.12",
 		"home/u/proj/x":                                "",
+		"usr/lib/jvm/bin/java":                         "elf",
 	} {
 		full := filepath.Join(root, p)
 		os.MkdirAll(filepath.Dir(full), 0o755)
@@ -61,6 +62,7 @@ func TestSpecToolchains(t *testing.T) {
 		{name: "a prefix by flag", flag: []string{base}, want: []jail.Toolchain{{Kind: "python", Prefixes: []string{base}, Bin: []string{base + "/bin"}, From: FromFlag}}, path: base + "/bin:" + sysPath},
 		{name: "a prefix by the profile", profile: []string{base}, want: []jail.Toolchain{{Kind: "python", Prefixes: []string{base}, Bin: []string{base + "/bin"}, From: FromProfile}}, path: base + "/bin:" + sysPath},
 		{name: "the caller's variable wins", flag: []string{"auto"}, vars: []string{"VIRTUAL_ENV=/elsewhere"}, want: []jail.Toolchain{auto}, env: "VIRTUAL_ENV=/elsewhere"},
+		{name: "a prefix the jail shows is not bound again", flag: []string{"/usr/lib/jvm"}, want: []jail.Toolchain{{Kind: "prefix", Prefixes: []string{}, Bin: []string{"/usr/lib/jvm/bin"}, From: FromFlag}}, path: "/usr/lib/jvm/bin:" + sysPath},
 		{name: "a bad flag value", flag: []string{"rel/dir"}, err: `--toolchain "rel/dir": want "auto" or an absolute host path`},
 		{name: "the home is refused", flag: []string{"/home/u"}, err: "is the home directory /home/u"},
 	} {
