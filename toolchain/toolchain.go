@@ -98,13 +98,13 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 	} else {
 		p, err := lookPath(fsys, argv0, c.Path)
 		if err != nil {
-			return nil, fmt.Errorf("--toolchain auto: %s: not found in the caller's PATH (%s); give its path, or name its prefix with --toolchain PATH", argv0, c.Path)
+			return nil, fmt.Errorf("toolchain auto: %s: not found in the caller's PATH (%s); give its path, or name its prefix with --toolchain PATH", argv0, c.Path)
 		}
 		found = p
 	}
 	elems, err := elements(fsys, found)
 	if err != nil {
-		return nil, fmt.Errorf("--toolchain auto: %s: %w", argv0, err)
+		return nil, fmt.Errorf("toolchain auto: %s: %w", argv0, err)
 	}
 	var out []Toolchain
 	for i, e := range elems {
@@ -117,7 +117,7 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 			if d := path.Dir(path.Dir(e)); path.Base(path.Dir(e)) == "bin" && prefixKind(fsys, d) == KindVenv {
 				tcs, err := venv(fsys, &c, d)
 				if err != nil {
-					return nil, fmt.Errorf("--toolchain auto: %s: %w", argv0, err)
+					return nil, fmt.Errorf("toolchain auto: %s: %w", argv0, err)
 				}
 				out = append(out, tcs...)
 			}
@@ -125,7 +125,7 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 		}
 		tcs, err := match(fsys, &c, e)
 		if err != nil {
-			return nil, fmt.Errorf("--toolchain auto: %s: %w", argv0, err)
+			return nil, fmt.Errorf("toolchain auto: %s: %w", argv0, err)
 		}
 		if tcs == nil {
 			if i < len(elems)-1 {
@@ -134,7 +134,7 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 				// end of the chain finds, first in PATH.
 				continue
 			}
-			return nil, fmt.Errorf("--toolchain auto: %s runs %s, which is outside what the jail shows and of no layout tooljail knows (a virtualenv, pyenv, uv, conda, nvm, fnm, volta, rustup, a Go root, a Java home); %s", argv0, e, nameIt)
+			return nil, fmt.Errorf("toolchain auto: %s runs %s, which is outside what the jail shows and of no layout tooljail knows (a virtualenv, pyenv, uv, conda, nvm, fnm, volta, rustup, a Go root, a Java home); %s", argv0, e, nameIt)
 		}
 		for _, tc := range tcs {
 			if !coveredAll(out, tc.Prefixes) {
@@ -143,7 +143,7 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 		}
 	}
 	if strings.Contains(argv0, "/") && !c.shown(elems[0]) && !covered(out, elems[0]) {
-		return nil, fmt.Errorf("--toolchain auto: %s is outside what the jail shows and no prefix found holds it; run it by its name, or %s", elems[0], nameIt)
+		return nil, fmt.Errorf("toolchain auto: %s is outside what the jail shows and no prefix found holds it; run it by its name, or %s", elems[0], nameIt)
 	}
 	for i := range out {
 		out[i].Prefixes = slices.DeleteFunc(out[i].Prefixes, c.shown)
@@ -156,14 +156,14 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 // variables of its layout when it has a known one (VIRTUAL_ENV, JAVA_HOME).
 func Named(fsys FS, c Caller, prefix string) (Toolchain, error) {
 	if !path.IsAbs(prefix) {
-		return Toolchain{}, fmt.Errorf("--toolchain %s: want \"auto\" or an absolute path", prefix)
+		return Toolchain{}, fmt.Errorf("toolchain %s: want \"auto\" or an absolute path", prefix)
 	}
 	d, err := realpath(fsys, prefix)
 	if err != nil {
-		return Toolchain{}, fmt.Errorf("--toolchain %s: %w", prefix, err)
+		return Toolchain{}, fmt.Errorf("toolchain %s: %w", prefix, err)
 	}
 	if fi, err := fsys.Lstat(d); err != nil || !fi.IsDir() {
-		return Toolchain{}, fmt.Errorf("--toolchain %s: not a directory; name the toolchain's prefix (the directory that holds its bin)", prefix)
+		return Toolchain{}, fmt.Errorf("toolchain %s: not a directory; name the toolchain's prefix (the directory that holds its bin)", prefix)
 	}
 	tc := Toolchain{Kind: prefixKind(fsys, d), Prefixes: []string{d}}
 	if tc.Kind == "" {
