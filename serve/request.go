@@ -55,7 +55,8 @@ type Request struct {
 	// passwd home) or absolute prefixes. A client other than root gets
 	// only prefixes it could read itself (toolchain.PeerMayRead).
 	Toolchains []string `json:"toolchains,omitempty"`
-	// Path is the client's PATH, for "auto"; the command never sees it.
+	// Path is the client's PATH, where "auto" (the request's or the
+	// served profile's) looks argv[0] up; the command never sees it.
 	Path string `json:"path,omitempty"`
 	// Tool, in place of Argv, calls a tool of the server's tool file
 	// (Server.Tools) with Arguments; with it only ID, Workdir and Stdin

@@ -68,4 +68,16 @@ func TestSpecToolchainsServed(t *testing.T) {
 	if _, err := spec(p, &Request{Argv: []string{"true"}, Toolchains: []string{shut}}, &jail.Peer{UID: 0}); err != nil {
 		t.Errorf("root: %v", err)
 	}
+	// The served profile's toolchains need no request field, and are
+	// checked against the client the same way.
+	q := *p
+	q.Filesystem.Toolchains = []string{open}
+	s, err = spec(&q, &Request{Argv: []string{"true"}}, nobody)
+	if err != nil || len(s.Toolchains) != 1 || s.Toolchains[0].From != profiles.FromProfile {
+		t.Errorf("profile's: %+v %v", s, err)
+	}
+	q.Filesystem.Toolchains = []string{shut}
+	if _, err := spec(&q, &Request{Argv: []string{"true"}}, nobody); err == nil || !strings.Contains(err.Error(), "may not search") {
+		t.Errorf("profile's shut: %v", err)
+	}
 }

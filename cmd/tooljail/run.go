@@ -750,11 +750,10 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 		}
 	}
 	sr.req.Env = servedEnv(f.env, f.passEnv, environ)
-	if len(f.toolchains) > 0 {
-		// The server finds them in this PATH (never the command's).
-		sr.req.Toolchains = f.toolchains
-		sr.req.Path = envValue(environ, "PATH")
-	}
+	sr.req.Toolchains = f.toolchains
+	// Where "auto" looks the program up, --toolchain's or the served
+	// profile's (which this side does not know); never the command's PATH.
+	sr.req.Path = envValue(environ, "PATH")
 	switch p := f.report.value; {
 	case p == "" || p == "-":
 		sr.report = p

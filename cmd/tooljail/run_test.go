@@ -380,16 +380,17 @@ func TestServedFlags(t *testing.T) {
 	}
 }
 
-// --toolchain goes to the server with the caller's PATH, which only
-// toolchains need: without one the request has neither.
+// --toolchain goes to the server with the caller's PATH, which goes in
+// any case: a served profile's "auto" looks the program up in it.
 func TestServedToolchains(t *testing.T) {
 	getwd := func() (string, error) { return "/work/dir", nil }
 	sr, err := parseServed([]string{"--server", "/s", "--toolchain", "auto", "--toolchain", "/opt/go", "--", "go", "build"}, getwd, []string{"PATH=/a/bin:/usr/bin", "PATH=/b/bin"})
 	if err != nil || !reflect.DeepEqual(sr.req.Toolchains, []string{"auto", "/opt/go"}) || sr.req.Path != "/b/bin" {
 		t.Errorf("%+v %v", sr, err)
 	}
+	// Without --toolchain too: the served profile may have toolchains = ["auto"].
 	sr, err = parseServed([]string{"--server", "/s", "--", "go"}, getwd, []string{"PATH=/a/bin"})
-	if err != nil || sr.req.Toolchains != nil || sr.req.Path != "" {
+	if err != nil || sr.req.Toolchains != nil || sr.req.Path != "/a/bin" {
 		t.Errorf("without --toolchain: %+v %v", sr.req, err)
 	}
 }

@@ -11,6 +11,7 @@ from tooljail import _call
 
 
 def make(args=("true",), **kw):
+    kw.setdefault("environ", {})
     return _call.make_call(list(args) if isinstance(args, tuple) else args, getcwd=lambda: "/w", **kw)
 
 
@@ -118,6 +119,8 @@ class SpellingTest(unittest.TestCase):
         call = make(["pytest"], toolchain="auto", env={"PATH": "/e/bin"}, environ={"PATH": "/v/bin"})
         self.assertEqual(_call.server_request(call)["path"], "/e/bin")
         self.assertNotIn("path", _call.server_request(make(["true"])))
+        # Without toolchain= too: a served profile may find one.
+        self.assertEqual(_call.server_request(make(["true"], environ={"PATH": "/v/bin"}))["path"], "/v/bin")
         for bad, exc in (("rel", ValueError), (["auto", "x/y"], ValueError), (3, TypeError), ("a\0b", ValueError)):
             with self.assertRaises(exc, msg=bad):
                 make(toolchain=bad)

@@ -52,8 +52,9 @@ class Call:
         self.merge_stderr = merge_stderr
         self.new_session = new_session
         # toolchains: --toolchain values ("auto" or absolute prefixes); path:
-        # the PATH "auto" looks the program up in (a server gets it as the
-        # request's path; the CLI reads its own).
+        # the PATH "auto" (of toolchains or of a served profile) looks the
+        # program up in (a server gets it as the request's path; the CLI
+        # reads its own).
         self.toolchains = list(toolchains)
         self.path = path
 
@@ -88,7 +89,7 @@ def make_call(args, *, shell=False, executable=None, cwd=None, env=None, stdin=N
         toolchains=toolchains,
         # As the CLI finds it: the command's PATH when env gives one, else
         # this process's (cli_environ).
-        path=command_env.get("PATH", environ.get("PATH", "")) if toolchains else None,
+        path=command_env.get("PATH", environ.get("PATH", "")),
     )
 
 
@@ -277,6 +278,9 @@ def server_request(call, profile_text=None, stdin=None):
         req["network"] = call.network
     if call.toolchains:
         req["toolchains"] = list(call.toolchains)
+    if call.path:
+        # Also without toolchain=: a served profile's toolchains = ["auto"]
+        # looks the program up in it. The command never gets it.
         req["path"] = call.path
     return req
 
