@@ -147,7 +147,7 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 	}
 	// What the jail shows so far, masks included, decides what a
 	// toolchain needs bound.
-	tcs, tcBinds, err := toolchains(fs.Toolchains, r, cwd, append(slices.Clip(s.Mounts), masks...))
+	tcs, tcBinds, err := toolchains(fs.Toolchains, p.Env.Set["PATH"], r, cwd, append(slices.Clip(s.Mounts), masks...))
 	if err != nil {
 		return nil, err
 	}

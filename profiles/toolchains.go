@@ -49,12 +49,13 @@ func checkToolchain(v string) error {
 
 // toolchains finds the toolchains the profile (filesystem.toolchains) and
 // the request (Request.Toolchains) ask for, for the command args[0], with
-// the mounts so far telling what the jail shows already. It returns them
+// the mounts so far telling what the jail shows already and jailPath the
+// PATH the command gets without them. It returns them
 // for the report and the read-only binds (with execute) that show them.
 // This is the one place a Spec reads host files by name: the layouts
 // (pyvenv.cfg, .python-version, rust-toolchain.toml...) decide the
 // prefixes; the jail then opens each prefix once, as any bind.
-func toolchains(profile []string, r Request, cwd string, mounts []jail.Mount) ([]jail.Toolchain, []jail.Mount, error) {
+func toolchains(profile []string, jailPath string, r Request, cwd string, mounts []jail.Mount) ([]jail.Toolchain, []jail.Mount, error) {
 	type ask struct{ value, from string }
 	var asks []ask
 	for _, v := range profile {
@@ -78,6 +79,7 @@ func toolchains(profile []string, r Request, cwd string, mounts []jail.Mount) ([
 		fsys = toolchain.Host()
 	}
 	c := callerOf(f, cwd, shownHost(mounts))
+	c.JailPath = jailPath
 	var out []jail.Toolchain
 	seen := map[string]bool{}
 	for _, a := range asks {

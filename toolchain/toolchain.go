@@ -11,6 +11,7 @@ package toolchain
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -63,6 +64,9 @@ type Caller struct {
 	// Shown says whether the jail already shows a host path (a system
 	// directory, a bind of the profile): such a path needs no prefix.
 	Shown func(hostPath string) bool
+	// JailPath is the PATH the command gets before any toolchain's: a
+	// program the jail shows in one of its directories needs nothing.
+	JailPath string
 }
 
 func (c *Caller) env(k string) string { return c.Env[k] }
@@ -112,14 +116,21 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 			continue
 		}
 		if c.shown(e) {
-			// A virtualenv the jail shows (one in the workdir) still
-			// needs its bin first in PATH, VIRTUAL_ENV, and its base.
-			if d := path.Dir(path.Dir(e)); path.Base(path.Dir(e)) == "bin" && prefixKind(fsys, d) == KindVenv {
-				tcs, err := venv(fsys, &c, d)
-				if err != nil {
-					return nil, fmt.Errorf("toolchain auto: %s: %w", argv0, err)
+			// The jail shows it, but a virtualenv in the workdir, or a Go
+			// root in /usr/local, still needs its bin in PATH (and its
+			// variables, its base interpreter): unless the jail's PATH
+			// has its directory, match it too, for those.
+			if slices.Contains(filepath.SplitList(c.JailPath), path.Dir(e)) {
+				continue
+			}
+			tcs, err := match(fsys, &c, e)
+			if err != nil {
+				return nil, fmt.Errorf("toolchain auto: %s: %w", argv0, err)
+			}
+			for _, tc := range tcs {
+				if !coveredAll(out, tc.Prefixes) || len(tc.Prefixes) == 0 {
+					out = append(out, tc)
 				}
-				out = append(out, tcs...)
 			}
 			continue
 		}

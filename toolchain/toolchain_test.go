@@ -54,7 +54,7 @@ func system(p string) bool {
 const home = "/home/u"
 
 func caller(cwd, pathList string, env map[string]string) Caller {
-	return Caller{Cwd: cwd, Home: home, Path: pathList, Env: env, Homes: []string{home, "/root", "/home/other"}, Shown: system}
+	return Caller{Cwd: cwd, Home: home, Path: pathList, Env: env, Homes: []string{home, "/root", "/home/other"}, Shown: system, JailPath: "/usr/local/bin:/usr/bin:/bin"}
 }
 
 // Layouts each test tree may hold.
@@ -196,6 +196,10 @@ func TestAuto(t *testing.T) {
 		{name: "go root with the module cache", files: golang, cwd: "/home/u", path: "/home/u/go/bin", argv0: "go", want: []Toolchain{goTC}},
 		{name: "go root keeps the caller's GOPROXY after the cache", files: golang, cwd: "/home/u", path: "/home/u/sdk/go1.23.0/bin", env: map[string]string{"GOPROXY": "https://goproxy.example"}, argv0: "go",
 			want: []Toolchain{{Kind: KindGo, Prefixes: goTC.Prefixes, Bin: goTC.Bin, Env: []string{"GOPROXY=file:///home/u/go/pkg/mod/cache/download,https://goproxy.example"}}}},
+		{name: "go root the jail shows, off its PATH: its bin, no prefix", files: merge(golang, map[string]string{"/usr/local/go/bin/go": "elf", "/usr/local/go/src/runtime": "dir"}), cwd: "/home/u", path: "/usr/local/go/bin:/usr/bin", argv0: "go",
+			want: []Toolchain{{Kind: KindGo, Prefixes: []string{"/home/u/go/pkg/mod/cache/download"}, Bin: []string{"/usr/local/go/bin"}, Env: goTC.Env}}},
+		{name: "a go root the jail shows, run by its path: its bin first, nothing bound", files: map[string]string{"/usr/bin/go": "-> ../local/go/bin/go", "/usr/local/go/bin/go": "elf", "/usr/local/go/src/runtime": "dir"}, cwd: "/home/u", path: "/usr/bin", argv0: "/usr/local/go/bin/go",
+			want: []Toolchain{{Kind: KindGo, Prefixes: []string{}, Bin: []string{"/usr/local/go/bin"}}}},
 		{name: "java home through a current link", files: java, cwd: "/home/u", path: "/home/u/.sdkman/candidates/java/current/bin", argv0: "java",
 			want: []Toolchain{{Kind: KindJava, Prefixes: []string{"/home/u/.sdkman/candidates/java/21.0.2-tem"}, Bin: []string{"/home/u/.sdkman/candidates/java/21.0.2-tem/bin"}, Env: []string{"JAVA_HOME=/home/u/.sdkman/candidates/java/21.0.2-tem"}}}},
 		{name: "unknown layout", files: map[string]string{"/home/u/tools/bin/thing": "elf"}, cwd: "/home/u", path: "/home/u/tools/bin", argv0: "thing", err: "of no layout tooljail knows"},
