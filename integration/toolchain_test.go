@@ -336,3 +336,41 @@ func TestToolchainAutoLayouts(t *testing.T) {
 		}
 	})
 }
+
+// A virtualenv inside the workdir, over a base prefix outside it: the
+// workdir shows the venv, so only the base is bound; the venv's bin is
+// first in PATH and VIRTUAL_ENV is set all the same.
+func TestToolchainAutoWorkdirVenv(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		h := standInHome(t, u)
+		w := u.workdir(t)
+		base := filepath.Join(h, ".pyenv/versions/3.12.1")
+		layoutFiles(t, u, w, map[string]string{
+			".venv/pyvenv.cfg":   "home = " + base + "/bin\n",
+			".venv/bin/tjpython": "-> " + base + "/bin/tjpython3.12",
+		})
+		venv := filepath.Join(w, ".venv")
+		env := []string{"HOME=" + h, "PATH=" + venv + "/bin:/usr/bin:/bin"}
+		o := u.jailRun(t, w, run{args: []string{"--toolchain", "auto"}, env: env}, "tjpython", "env")
+		o.ok(t, 1)
+		var got []string
+		o.value(t, 0, &got)
+		want := map[string]bool{"VIRTUAL_ENV=" + venv: false}
+		path := ""
+		for _, kv := range got {
+			if _, ok := want[kv]; ok {
+				want[kv] = true
+			}
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				path = v
+			}
+		}
+		if !want["VIRTUAL_ENV="+venv] || !strings.HasPrefix(path, venv+"/bin:") {
+			t.Errorf("env %q: want VIRTUAL_ENV=%s and %s/bin first in PATH", got, venv, venv)
+		}
+		tcs := toolchainsOf(t, o.reportRaw).Enforcement.Toolchains
+		if len(tcs) != 1 || tcs[0].Kind != "venv" || !reflect.DeepEqual(tcs[0].Prefixes, []string{base}) {
+			t.Errorf("enforcement.toolchains %+v, want the venv with only its base bound\n%s", tcs, o)
+		}
+	})
+}

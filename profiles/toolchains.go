@@ -153,22 +153,24 @@ func callerOf(f *Finder, cwd string, shown func(string) bool) toolchain.Caller {
 	return c
 }
 
-// shownHost says whether the jail shows a host path at the same path:
-// below a bind of it to itself, and not under a mask.
+// shownHost says whether the jail shows a host path at the same path: the
+// deepest mount that holds it is a bind of a directory to itself (a tmpfs
+// or another bind over it shows something else), and no mask hides it.
 func shownHost(mounts []jail.Mount) func(string) bool {
 	return func(p string) bool {
-		shown := false
-		for _, m := range mounts {
-			switch m.Kind {
-			case jail.MountBind:
-				shown = shown || (m.Source == m.Dest && within(p, m.Dest))
-			case jail.MountMask, jail.MountTmpfs:
-				if within(p, m.Dest) {
-					return false
-				}
+		var deepest *jail.Mount
+		for i, m := range mounts {
+			if !within(p, m.Dest) {
+				continue
+			}
+			if m.Kind == jail.MountMask {
+				return false
+			}
+			if deepest == nil || len(m.Dest) >= len(deepest.Dest) {
+				deepest = &mounts[i]
 			}
 		}
-		return shown
+		return deepest != nil && deepest.Kind == jail.MountBind && deepest.Source == deepest.Dest
 	}
 }
 

@@ -154,3 +154,23 @@ func TestWithToolchains(t *testing.T) {
 
 // sysPath is the default profile's PATH.
 const sysPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func TestShownHost(t *testing.T) {
+	shown := shownHost([]jail.Mount{
+		{Kind: jail.MountBind, Source: "/usr", Dest: "/usr"},
+		{Kind: jail.MountTmpfs, Dest: "/tmp"},
+		{Kind: jail.MountBind, Source: "/tmp/w", Dest: "/tmp/w", Writable: true},
+		{Kind: jail.MountBind, Source: "/srv/data", Dest: "/data"},
+		{Kind: jail.MountTmpfs, Dest: "/usr/local/cache"},
+		{Kind: jail.MountMask, Dest: "/tmp/w/secret"},
+	})
+	for p, want := range map[string]bool{
+		"/usr/bin/python3": true, "/usr": true, "/usr/local/cache/x": false, "/tmp/x": false, "/tmp": false,
+		"/tmp/w/.venv/bin/python": true, "/tmp/w": true, "/tmp/w/secret/k": false, "/tmp/ww": false,
+		"/data/x": false, "/srv/data/x": false, "/home/u": false,
+	} {
+		if got := shown(p); got != want {
+			t.Errorf("%s: %v, want %v", p, got, want)
+		}
+	}
+}
