@@ -227,10 +227,20 @@ func linkText(w walk) string {
 }
 
 // showWith says how to show path: the caller's toolchain found for them,
-// or its directory with execute rights (a --ro bind is not executable
-// where Landlock applies).
+// or the prefix that holds it named by hand, both read-only with execute
+// rights (a --ro bind is not executable where Landlock applies).
 func showWith(p string) string {
-	return "show it with --toolchain auto (filesystem.toolchains), or put " + path.Dir(p) + " in a profile's filesystem.system"
+	return "show it with --toolchain auto, or --toolchain " + prefixOf(p) + " (filesystem.toolchains)"
+}
+
+// prefixOf is the installation prefix of a program's path: the directory
+// above its bin or sbin, else its directory.
+func prefixOf(p string) string {
+	d := path.Dir(p)
+	if b := path.Base(d); (b == "bin" || b == "sbin") && path.Dir(d) != "/" {
+		return path.Dir(d)
+	}
+	return d
 }
 
 // hostOf is the host path of jail path p, which inJail found shown by a

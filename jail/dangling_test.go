@@ -97,9 +97,9 @@ func TestDanglingHint(t *testing.T) {
 		want       string // "" for no hint
 	}{
 		{"venv python into pyenv", []string{"/srv/proj/venv/bin/python"},
-			"/srv/proj/venv/bin/python is a symlink to /root/.pyenv/versions/3.11.7/bin/python3.11, which the jail does not show: show it with --toolchain auto (filesystem.toolchains), or put /root/.pyenv/versions/3.11.7/bin in a profile's filesystem.system"},
+			"/srv/proj/venv/bin/python is a symlink to /root/.pyenv/versions/3.11.7/bin/python3.11, which the jail does not show: show it with --toolchain auto, or --toolchain /root/.pyenv/versions/3.11.7 (filesystem.toolchains)"},
 		{"relative link out", []string{"/srv/proj/venv/bin/py-rel"},
-			"/srv/proj/venv/bin/py-rel is a symlink to /opt/py/bin/python, which the jail does not show: show it with --toolchain auto (filesystem.toolchains), or put /opt/py/bin in a profile's filesystem.system"},
+			"/srv/proj/venv/bin/py-rel is a symlink to /opt/py/bin/python, which the jail does not show: show it with --toolchain auto, or --toolchain /opt/py (filesystem.toolchains)"},
 		{"chain: the first link is named, the last target", []string{"/srv/proj/venv/bin/py2"},
 			"/srv/proj/venv/bin/py2 is a symlink to /srv/proj/venv/bin/python, which leads to /root/.pyenv/versions/3.11.7/bin/python3.11, which the jail does not show"},
 		{"lookup in PATH: the candidate that is a link", []string{"/usr/local/bin/tool", "/srv/proj/tool"},
@@ -107,9 +107,9 @@ func TestDanglingHint(t *testing.T) {
 		{"through a directory link", []string{"/srv/proj/dirlink/bin/x"},
 			"/srv/proj/dirlink/bin/x is a symlink to /opt/dir/bin/x, which the jail does not show"},
 		{"through another bind", []string{"/srv/proj/tools-link"},
-			"/srv/proj/tools-link is a symlink to /tools/t, which leads to /nowhere/t, which the jail does not show: show it with --toolchain auto (filesystem.toolchains), or put /nowhere in a profile's filesystem.system"},
+			"/srv/proj/tools-link is a symlink to /tools/t, which leads to /nowhere/t, which the jail does not show: show it with --toolchain auto, or --toolchain /nowhere (filesystem.toolchains)"},
 		{"script with a missing interpreter", []string{"/srv/proj/run.sh"},
-			"/srv/proj/run.sh starts with #!/opt/thing/bin/interp, which the jail does not show: show it with --toolchain auto (filesystem.toolchains), or put /opt/thing/bin in a profile's filesystem.system"},
+			"/srv/proj/run.sh starts with #!/opt/thing/bin/interp, which the jail does not show: show it with --toolchain auto, or --toolchain /opt/thing (filesystem.toolchains)"},
 		{"script whose interpreter is a link out", []string{"/srv/proj/run-link.sh"},
 			"/srv/proj/run-link.sh starts with #!/srv/proj/interp (/srv/proj/interp is a symlink to /opt/other/interp), which the jail does not show"},
 		{"link the jail resolves", []string{"/srv/proj/venv/bin/py-ok"}, ""},

@@ -105,6 +105,7 @@ func (s *Spec) planNoNS(h Host) (*plan, error) {
 	p.nons = &nonsPlan{spec: ns, tmp: slices.IndexFunc(p.mounts, func(m Mount) bool { return m.Source == privateTmp })}
 	p.landlock = nonsLandlock(ns, p.mounts)
 	p.enf.Mode = ModeLandlockSeccomp
+	p.enf.Toolchains = s.Toolchains
 	p.enf.Namespaces = Namespaces{}
 	p.enf.Degraded = append(p.enf.Degraded, LayerNamespaces)
 	p.enf.UnixSockets = nonsUnixSockets(p.enf.LandlockABI, p.compile && ns.Seccomp != nil)

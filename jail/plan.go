@@ -91,6 +91,7 @@ func (s *Spec) plan(h Host) (*plan, error) {
 			Cgroup:     string(cgroup.ModeNone),
 			NoNewPrivs: true,
 			Degraded:   []string{},
+			Toolchains: s.Toolchains,
 		},
 	}
 	p.mounts = planMounts(s)

@@ -335,6 +335,9 @@ type Enforcement struct {
 	// reached: "landlock" (only those in writable binds and the jail's
 	// own directories, Landlock ABI 9+), or why not.
 	UnixSockets string `json:"unix_sockets"`
+	// Toolchains are the caller's toolchains shown read-only
+	// (Spec.Toolchains); absent when none.
+	Toolchains []Toolchain `json:"toolchains,omitempty"`
 	// Degraded lists the layers that were asked for and are not enforced.
 	Degraded []string `json:"degraded"`
 	// Network is how the allow mode was enforced (NetAllow only).

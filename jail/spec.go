@@ -317,6 +317,12 @@ type Spec struct {
 	// for the next run. The jail adds its own executable and the seccomp
 	// cache directory.
 	Trusted []*hostpath.Object
+	// Toolchains are the caller's toolchains the policy found or was
+	// named (package toolchain), for the report: their prefixes are among
+	// Mounts (read-only binds with Exec), their bin directories first in
+	// the PATH of Env, their variables in Env. The jail adds nothing for
+	// them; it copies them to the report's enforcement.toolchains.
+	Toolchains []Toolchain
 	// Protect are names, relative to each writable bind, of files that
 	// run on the host later (".git/hooks", ".envrc", ...): each that
 	// exists when the run starts is bound read-only over itself, as a
@@ -324,6 +330,21 @@ type Spec struct {
 	// the bind's root and two levels below it, and its submodules; a
 	// repository's core.hooksPath inside the bind is protected too.
 	Protect []string
+}
+
+// Toolchain is one toolchain a run shows (Spec.Toolchains), as the report
+// lists it.
+type Toolchain struct {
+	Kind     string   `json:"kind"`
+	Prefixes []string `json:"prefixes"`
+	Bin      []string `json:"bin"`
+	// Env are the variables set for it ("K=V").
+	Env []string `json:"env,omitempty"`
+	// From is where it was asked for: "auto" (found for the program by
+	// --toolchain auto or a toolchains entry "auto"), "flag" (a path
+	// named by --toolchain or a served request's toolchains) or
+	// "profile" (a path named by filesystem.toolchains).
+	From string `json:"from"`
 }
 
 // EnvDrop is one variable a caller gave that the command does not get.

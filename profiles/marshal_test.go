@@ -55,6 +55,7 @@ host_user = 1234
 ro = ["data:/mnt/data", "it's"]
 rw = ["out"]
 mask = ["/etc/os-release"]
+toolchains = ["auto", "/opt/go"]
 workdir = false
 [limits]
 memory = 1073741824
@@ -80,7 +81,7 @@ connect_tcp = [443, 80]
 	defer p.Close()
 	roundTrip(t, p)
 	out, _ := p.Marshal()
-	for _, want := range []string{"pids = 'unlimited'", "nofile = 0", "memory = '1073741824'", "cpus = '0.25'", "host_user = '1234'"} {
+	for _, want := range []string{"pids = 'unlimited'", "nofile = 0", "memory = '1073741824'", "cpus = '0.25'", "host_user = '1234'", "toolchains = [\n  'auto',\n  '/opt/go'\n]"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -117,6 +117,12 @@ type Filesystem struct {
 	// HomeSize is the size of the private HOME tmpfs: a size or "memory"
 	// (SizeMemory).
 	HomeSize *string `toml:"home_size"`
+	// Toolchains are the caller's toolchains shown read-only with
+	// execute rights: "auto" finds the command's own (a virtualenv, a
+	// pyenv version, an nvm Node, a rustup toolchain, a Go root...), an
+	// absolute path names a prefix (package toolchain). Their bin
+	// directories go first in PATH.
+	Toolchains []string `toml:"toolchains"`
 	// Protect names paths, relative to the root of each read-write bind,
 	// that run code on the host later (.git/hooks, .envrc, shell rc files,
 	// editor and agent configuration): each that exists when the run

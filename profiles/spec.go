@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -38,11 +39,19 @@ type Request struct {
 	// owns and those env.deny matches are dropped and reported, a PATH
 	// adds what the jail shows of it (see environment).
 	Vars []string
+	// Toolchains are toolchains asked for on top of the profile's
+	// filesystem.toolchains: "auto" or an absolute host path (--toolchain,
+	// a served request's toolchains).
+	Toolchains []string
+	// Finder is the caller's view toolchains are found in; nil: the
+	// host, with the caller's PATH, HOME and variables from Environ.
+	Finder *Finder
 }
 
 // Spec turns the profile and the request into the jail.Spec the jail applies
 // verbatim. It checks every value (including those the CLI overlaid) and
-// looks up a host_user name; it touches no other host path. The jail opens
+// looks up a host_user name; it reads no other host path but the files
+// that find the toolchains it is asked for (toolchains). The jail opens
 // each one once and decides on what it opened: whether a bind source
 // exists, whether the workdir or a read-write bind may be bound read-write
 // (hostpath.Refuse), whether a symlink in it may be followed.
@@ -143,10 +152,18 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	s.Mounts = append(s.Mounts, caches...)
-	s.Mounts = dropShadowed(s.Mounts)
+	var masks []jail.Mount
 	for _, m := range fs.Mask {
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountMask, Dest: filepath.Clean(m)})
+		masks = append(masks, jail.Mount{Kind: jail.MountMask, Dest: filepath.Clean(m)})
 	}
+	// What the jail shows so far, masks included, decides what a
+	// toolchain needs bound.
+	tcs, tcBinds, err := toolchains(fs.Toolchains, p.Env.Set["PATH"], r, cwd, append(slices.Clip(s.Mounts), masks...))
+	if err != nil {
+		return nil, err
+	}
+	s.Toolchains = tcs
+	s.Mounts = append(dropShadowed(append(s.Mounts, tcBinds...)), masks...)
 	for _, kv := range r.Vars {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -160,6 +177,7 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		}
 	}
 	s.Env, s.EnvDropped = environment(p.Env, r.Environ, r.Vars, s.Mounts)
+	s.Env = withToolchains(s.Env, s.Toolchains, r.Vars)
 	if *p.Seccomp.Enabled {
 		s.Seccomp = &seccomp.Policy{
 			Allow: append([]string(nil), p.Seccomp.Allow...),

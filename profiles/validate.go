@@ -77,6 +77,11 @@ func (p *Profile) Validate() error {
 			return keyErr("filesystem.mask", "%q: want an absolute path inside the jail", m)
 		}
 	}
+	for _, v := range fs.Toolchains {
+		if err := checkToolchain(v); err != nil {
+			return &KeyError{Key: "filesystem.toolchains", Err: err}
+		}
+	}
 	if fs.HomeSize != nil {
 		if _, err := parseTmpfsSize(*fs.HomeSize); err != nil {
 			return &KeyError{Key: "filesystem.home_size", Err: err}

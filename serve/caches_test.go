@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 )
 
@@ -17,7 +18,7 @@ func TestServedCachesAreTheServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Filesystem.Caches = []string{"go-build"}
-	s, err := spec(p, &Request{Argv: []string{"true"}, Workdir: t.TempDir()})
+	s, err := spec(p, &Request{Argv: []string{"true"}, Workdir: t.TempDir()}, &jail.Peer{UID: -1, GID: -1, PID: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func TestClientProfileRequestRules(t *testing.T) {
 		{"its own network", nil, "host", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			spec, err := s.spec(&Request{Argv: []string{"/bin/true"}, ProfileTOML: mine, Limits: c.limits, Network: c.network})
+			spec, err := s.spec(&Request{Argv: []string{"/bin/true"}, ProfileTOML: mine, Limits: c.limits, Network: c.network}, nil)
 			if c.want != "" {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("got %v, want %q", err, c.want)
@@ -131,7 +131,7 @@ func TestClientProfileRequestRules(t *testing.T) {
 	}
 	// A request may ask a served profile for another network mode, as
 	// --net may of the same profile.
-	if spec, err := s.spec(&Request{Argv: []string{"/bin/true"}, Network: "host"}); err != nil || spec.Net != jail.NetHost {
+	if spec, err := s.spec(&Request{Argv: []string{"/bin/true"}, Network: "host"}, nil); err != nil || spec.Net != jail.NetHost {
 		t.Errorf("the served default with network host: %v", err)
 	}
 }
@@ -183,7 +183,7 @@ func TestClientProfileCannotShowSocket(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			text := "extends = \"default\"\n[filesystem]\n" + c.filesystem + "\n"
-			spec, err := s.spec(&Request{Argv: []string{"/bin/true"}, ProfileTOML: text})
+			spec, err := s.spec(&Request{Argv: []string{"/bin/true"}, ProfileTOML: text}, nil)
 			if err != nil {
 				t.Fatalf("the profile itself was refused: %v", err)
 			}

@@ -51,6 +51,14 @@ type Request struct {
 	// (jail.Cmd.MergeStderr): its output, in the order it wrote it, is
 	// the stdout stream and the report's stdout.
 	MergeStderr bool `json:"merge_stderr,omitempty"`
+	// Toolchains are the client's toolchains to show, as --toolchain:
+	// "auto" (argv[0]'s, found in Path, the workdir and the client's
+	// passwd home) or absolute prefixes. A client other than root gets
+	// only prefixes it could read itself (toolchain.PeerMayRead).
+	Toolchains []string `json:"toolchains,omitempty"`
+	// Path is the client's PATH, where "auto" (the request's or the
+	// served profile's) looks argv[0] up; the command never sees it.
+	Path string `json:"path,omitempty"`
 	// Tool, in place of Argv, calls a tool of the server's tool file
 	// (Server.Tools) with Arguments; with it only ID, Workdir and Stdin
 	// may be given (tools.go).
@@ -91,8 +99,9 @@ func limitText(raw json.RawMessage) (string, error) {
 
 // spec checks r against the profile p, served or the client's, and
 // builds the jail.Spec of the call. p is not changed: the call's limits
-// and env go into a copy.
-func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
+// and env go into a copy. peer is the client (nil: unknown), whose view
+// the toolchains are found in (toolchainFinder).
+func spec(p *profiles.Profile, r *Request, peer *jail.Peer) (*jail.Spec, error) {
 	if len(r.Argv) == 0 || r.Argv[0] == "" {
 		return nil, refuse("argv: empty; give the command and its arguments, [\"cmd\", \"arg\", ...]")
 	}
@@ -131,11 +140,19 @@ func spec(p *profiles.Profile, r *Request) (*jail.Spec, error) {
 		// Relative binds of a profile would be taken against it.
 		cwd = "/"
 	}
-	// No Environ: a call never sees the server's environment.
 	// The profile's caches are the server user's (tooljail's own directory
 	// in its cache directory): only that user and root can connect.
 	cacheDir, _ := os.UserCacheDir()
-	s, err := c.Spec(profiles.Request{Args: r.Argv, Cwd: cwd, Vars: vars, CacheDir: cacheDir})
+	req := profiles.Request{Args: r.Argv, Cwd: cwd, Vars: vars, CacheDir: cacheDir}
+	if len(r.Toolchains) > 0 || len(p.Filesystem.Toolchains) > 0 {
+		f, e := toolchainFinder(r.Path, peer)
+		if e != nil {
+			return nil, e
+		}
+		req.Toolchains, req.Finder = r.Toolchains, f
+	}
+	// No Environ: a call never sees the server's environment.
+	s, err := c.Spec(req)
 	if err != nil {
 		return nil, refuse("%v", err)
 	}

@@ -27,11 +27,11 @@ func TestDecodeProfileTOML(t *testing.T) {
 // the server would pick: a server that takes none refuses it.
 func TestServedSpecRefusesProfileTOML(t *testing.T) {
 	s := loaded(t)
-	_, err := s.spec(&Request{Argv: []string{"true"}, ProfileTOML: "extends = \"default\"\n"})
+	_, err := s.spec(&Request{Argv: []string{"true"}, ProfileTOML: "extends = \"default\"\n"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "--allow-client-profiles") {
 		t.Errorf("got %v, want the refusal naming --allow-client-profiles", err)
 	}
-	if _, err := s.spec(&Request{Argv: []string{"true"}}); err != nil {
+	if _, err := s.spec(&Request{Argv: []string{"true"}}, nil); err != nil {
 		t.Errorf("the control, without profile_toml: %v", err)
 	}
 }

@@ -551,7 +551,7 @@ func (s *Server) serveConn(pc *pendingConn) {
 	}
 	var spec *jail.Spec
 	if rerr == nil {
-		spec, rerr = s.spec(req)
+		spec, rerr = s.spec(req, peer)
 	}
 	if rerr == nil {
 		s.mu.Lock()
@@ -578,13 +578,13 @@ func (s *Server) serveConn(pc *pendingConn) {
 
 // spec picks the request's profile, served or its own (profile_toml),
 // and builds the Spec.
-func (s *Server) spec(r *Request) (*jail.Spec, error) {
+func (s *Server) spec(r *Request, peer *jail.Peer) (*jail.Spec, error) {
 	if r.ProfileTOML != "" {
 		p, err := clientProfile(r, s.AllowClientProfiles, s.profiles)
 		if err != nil {
 			return nil, err
 		}
-		return spec(p, r)
+		return spec(p, r, peer)
 	}
 	name := r.Profile
 	if name == "" {
@@ -594,7 +594,7 @@ func (s *Server) spec(r *Request) (*jail.Spec, error) {
 	if !ok {
 		return nil, refuse("profile %q: not served here (served: %s); ask for one of those, or start the server with --profile %s", name, s.servedNames(), name)
 	}
-	return spec(p, r)
+	return spec(p, r, peer)
 }
 
 func (s *Server) servedNames() string {

@@ -15,7 +15,7 @@ import (
 
 // repeatable are the run flags that add up; every other flag that takes a
 // value may be given once.
-var repeatable = map[string]bool{"ro": true, "rw": true, "tmpfs": true, "mask": true, "env": true, "pass-env": true, "allow-degraded": true, "allow-host": true, "cache": true}
+var repeatable = map[string]bool{"ro": true, "rw": true, "tmpfs": true, "mask": true, "env": true, "pass-env": true, "allow-degraded": true, "allow-host": true, "toolchain": true, "cache": true}
 
 // Every flag that takes a value and is not repeatable is refused twice,
 // even with the same value: TestScalarFlagsOnce lists them, this test
@@ -55,6 +55,7 @@ func TestFlagValuesCheckedWhenParsed(t *testing.T) {
 		{[]string{"--allow-host", "*.com.:99999"}, `invalid value "*.com.:99999" for flag -allow-host: allow pattern`},
 		{[]string{"--allow-host", "http://pypi.org"}, `allow pattern "http://pypi.org"`},
 		{[]string{"--net-connections", "0"}, "from 1 to 65535"},
+		{[]string{"--toolchain", "rel/dir"}, `invalid value "rel/dir" for flag -toolchain: want "auto" or an absolute host path`},
 		{[]string{"--net-connections", "unlimited"}, "from 1 to 65535"},
 		{[]string{"--net-bytes", "1XB"}, `invalid size "1XB"`},
 		{[]string{"--net", "none", "--net=hots"}, `"hots"`},

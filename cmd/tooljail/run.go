@@ -51,6 +51,7 @@ type runFlags struct {
 	ro, rw        []string
 	tmpfs, mask   []string
 	caches        []string
+	toolchains    []string
 	workdir       scalar
 	noWorkdir     bool
 	workdirRO     bool
@@ -188,6 +189,8 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Func("mask", "hide `PATH` inside the jail behind an empty file or directory (repeatable)", list(&f.mask,
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Mask = []string{v}; return nil })))
 	fs.Var(&f.root, "root", "take the jail's system directories and /etc entries from `DIR`, a root file system of your own (an unpacked container image), instead of the host; owned by you or root, not writable by group or others")
+	fs.Func("toolchain", "show the caller's toolchain read-only with execute rights, its bin first in PATH: `auto` finds the command's own (a virtualenv, pyenv, uv, conda, nvm, fnm, volta, rustup, a Go root, a Java home) from this PATH, HOME and directory; an absolute PATH names a prefix (repeatable; never a home directory or one that holds credentials)", list(&f.toolchains,
+		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Toolchains = []string{v}; return nil })))
 	fs.Var(&f.workdir, "workdir", "bind `DIR` read-write and start there (default: the current directory; /, system and top-level directories and home directories are refused)")
 	fs.BoolVar(&f.noWorkdir, "no-workdir", false, "no workdir bind; start in /tmp, or in HOME when the profile has no /tmp")
 	fs.BoolVar(&f.workdirRO, "workdir-ro", false, "bind the workdir read-only (readable, not executable): for commands that search and read it; as filesystem.workdir_readonly = true (the readonly profile)")
@@ -524,12 +527,13 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 	}
 	cacheDir, _ := os.UserCacheDir() // "" refuses a named cache, saying why
 	return p.Spec(profiles.Request{
-		Args:     command,
-		Cwd:      cwd,
-		CacheDir: cacheDir,
-		Workdir:  f.workdir.value,
-		Environ:  environ,
-		Vars:     profiles.CallerVars(f.env, environ),
+		Args:       command,
+		Cwd:        cwd,
+		CacheDir:   cacheDir,
+		Workdir:    f.workdir.value,
+		Environ:    environ,
+		Vars:       profiles.CallerVars(f.env, environ),
+		Toolchains: f.toolchains,
 	})
 }
 
@@ -783,6 +787,10 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 		}
 	}
 	sr.req.Env = servedEnv(f.env, f.passEnv, environ)
+	sr.req.Toolchains = f.toolchains
+	// Where "auto" looks the program up, --toolchain's or the served
+	// profile's (which this side does not know); never the command's PATH.
+	sr.req.Path = envValue(environ, "PATH")
 	switch p := f.report.value; {
 	case p == "" || p == "-":
 		sr.report = p
@@ -812,6 +820,17 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 		sr.req.Profile = p
 	}
 	return sr, nil
+}
+
+// envValue is the last value of name in environ, "" when unset.
+func envValue(environ []string, name string) string {
+	v := ""
+	for _, kv := range environ {
+		if val, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = val
+		}
+	}
+	return v
 }
 
 // inside says whether the absolute path p is dir or below it ("" is no

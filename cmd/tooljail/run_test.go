@@ -382,6 +382,46 @@ func TestServedFlags(t *testing.T) {
 	}
 }
 
+// --toolchain goes to the server with the caller's PATH, which goes in
+// any case: a served profile's "auto" looks the program up in it.
+func TestServedToolchains(t *testing.T) {
+	getwd := func() (string, error) { return "/work/dir", nil }
+	sr, err := parseServed([]string{"--server", "/s", "--toolchain", "auto", "--toolchain", "/opt/go", "--", "go", "build"}, getwd, []string{"PATH=/a/bin:/usr/bin", "PATH=/b/bin"})
+	if err != nil || !reflect.DeepEqual(sr.req.Toolchains, []string{"auto", "/opt/go"}) || sr.req.Path != "/b/bin" {
+		t.Errorf("%+v %v", sr, err)
+	}
+	// Without --toolchain too: the served profile may have toolchains = ["auto"].
+	sr, err = parseServed([]string{"--server", "/s", "--", "go"}, getwd, []string{"PATH=/a/bin"})
+	if err != nil || sr.req.Toolchains != nil || sr.req.Path != "/a/bin" {
+		t.Errorf("without --toolchain: %+v %v", sr.req, err)
+	}
+}
+
+// --toolchain PATH: the prefix is bound read-only with exec, its bin
+// first in PATH, and the report says it came from the flag.
+func TestRunToolchainFlag(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	tc := filepath.Join(dir, "tc")
+	if err := os.MkdirAll(filepath.Join(tc, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := mustParseRun(t, "--toolchain", tc)
+	want := []jail.Toolchain{{Kind: "prefix", Prefixes: []string{tc}, Bin: []string{tc + "/bin"}, From: "flag"}}
+	if !reflect.DeepEqual(spec.Toolchains, want) {
+		t.Errorf("toolchains %+v, want %+v", spec.Toolchains, want)
+	}
+	found := false
+	for _, m := range spec.Mounts {
+		found = found || m.Source == tc && m.Dest == tc && m.Exec && !m.Writable
+	}
+	if !found {
+		t.Errorf("no read-only exec bind of %s in %+v", tc, spec.Mounts)
+	}
+	if !slices.ContainsFunc(spec.Env, func(e string) bool { return strings.HasPrefix(e, "PATH="+tc+"/bin:") }) {
+		t.Errorf("env %q: PATH does not start with %s/bin", spec.Env, tc)
+	}
+}
+
 // --server wins over TOOLJAIL_SERVER; an empty TOOLJAIL_SERVER is none; a
 // run for a server is never jailed here.
 func TestServerOf(t *testing.T) {

@@ -11,6 +11,7 @@ from tooljail import _call
 
 
 def make(args=("true",), **kw):
+    kw.setdefault("environ", {})
     return _call.make_call(list(args) if isinstance(args, tuple) else args, getcwd=lambda: "/w", **kw)
 
 
@@ -105,6 +106,26 @@ class SpellingTest(unittest.TestCase):
         self.assertEqual(_call.cli_argv("tj", make(["true"], merge_stderr=True), "R"),
                          ["tj", "run", "--quiet", "--report", "R", "--merge-stderr", "--workdir", "/w",
                           "--", "true"])
+
+    def test_toolchain(self):
+        call = make(["pytest"], toolchain=["auto", "/opt/go"], environ={"PATH": "/v/bin:/usr/bin"})
+        self.assertEqual(_call.cli_argv("tj", call, "R"),
+                         ["tj", "run", "--quiet", "--report", "R", "--toolchain", "auto", "--toolchain", "/opt/go",
+                          "--workdir", "/w", "--", "pytest"])
+        self.assertEqual(_call.server_request(call), {
+            "argv": ["pytest"], "workdir": "/w", "stream": True, "toolchains": ["auto", "/opt/go"],
+            "path": "/v/bin:/usr/bin"})
+        # The command's PATH, when env gives one, is where "auto" looks (as the CLI does).
+        call = make(["pytest"], toolchain="auto", env={"PATH": "/e/bin"}, environ={"PATH": "/v/bin"})
+        self.assertEqual(_call.server_request(call)["path"], "/e/bin")
+        self.assertNotIn("path", _call.server_request(make(["true"])))
+        # Without toolchain= too: a served profile may find one.
+        self.assertEqual(_call.server_request(make(["true"], environ={"PATH": "/v/bin"}))["path"], "/v/bin")
+        for bad, exc in (("rel", ValueError), (["auto", "x/y"], ValueError), (3, TypeError), ("a\0b", ValueError)):
+            with self.assertRaises(exc, msg=bad):
+                make(toolchain=bad)
+        # The CLI keeps this process's PATH for itself when env gives none.
+        self.assertEqual(_call.cli_environ({"A": "1"}, {"PATH": "/p", "X": "y"}, inherit=False), {"A": "1", "PATH": "/p"})
 
     def test_cli_environ(self):
         environ = {"PATH": "/bin", "HOME": "/root", "TOOLJAIL_SERVER": "/s", "TOOLJAIL_CACHE_DIR": "/c",

@@ -58,6 +58,12 @@ class PatchOptionsTest(unittest.TestCase):
             self.assertEqual(_patch._active().flags, ("--profile", "strict", "--memory", "64M",
                                                       "--cpus", "0.5", "--pids", "8", "--net", "none"))
         restored(self)
+        with tooljail.patch_subprocess(toolchain=["auto", "/opt/go"]):
+            self.assertEqual(_patch._active().flags, ("--toolchain", "auto", "--toolchain", "/opt/go"))
+        restored(self)
+        with self.assertRaisesRegex(ValueError, "absolute path"):
+            tooljail.patch_subprocess(toolchain="go")
+        restored(self)
 
     def test_nesting_out_of_order(self):
         u1 = tooljail.patch_subprocess(profile="one")

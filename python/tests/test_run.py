@@ -6,6 +6,7 @@ import errno
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -203,6 +204,29 @@ class RunCases:
         if not r.report.enforcement.caps.memory:
             self.skipTest("the memory cap is not enforced on this host")
         self.assertEqual((r.report.status, r.returncode), ("memory_limit", -signal.SIGKILL))
+
+    def test_toolchain(self):
+        # A Node-like prefix outside the workdir whose programs are echo: found
+        # by "auto" in env's PATH, or named; its bin first in PATH.
+        d = tempfile.mkdtemp(prefix="tooljail-py-tc-", dir=scratch.config)
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        os.makedirs(os.path.join(d, "bin"))
+        os.makedirs(os.path.join(d, "lib", "node_modules"))
+        for name in ("node", "tjnode"):  # the layout needs bin/node; the host may have a node of its own
+            shutil.copy("/bin/echo", os.path.join(d, "bin", name))
+        env = {"PATH": d + "/bin:/usr/bin:/bin"}
+        with self.assertRaises(FileNotFoundError):
+            self.run_(["tjnode", "hi"], capture_output=True)
+        for toolchain, kind, frm in (("auto", "node", "auto"), (d, "node", "flag"), ([d], "node", "flag")):
+            with self.subTest(toolchain=toolchain):
+                r = self.run_(["tjnode", "hi"], toolchain=toolchain, env=env, capture_output=True)
+                self.assertEqual(r.stdout, b"hi\n")
+                tcs = r.report.raw["enforcement"]["toolchains"]
+                self.assertEqual([(t["kind"], t["prefixes"], t["bin"], t["from"]) for t in tcs],
+                                 [(kind, [os.path.realpath(d)], [os.path.realpath(d) + "/bin"], frm)])
+        with self.assertRaises(ValueError):
+            self.run_(["node"], toolchain="relative/dir")
 
     def test_bad_input(self):
         # A string without shell=True is the program's name, as subprocess's.

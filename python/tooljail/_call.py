@@ -37,10 +37,10 @@ class Call:
     CLI starts in a session of its own (start_new_session)."""
 
     __slots__ = ("argv", "workdir", "env", "stdin", "profile", "limits", "network", "timeout",
-                 "merge_stderr", "new_session")
+                 "merge_stderr", "new_session", "toolchains", "path")
 
     def __init__(self, argv, workdir, env, stdin, profile, limits, network, timeout,
-                 merge_stderr=False, new_session=False):
+                 merge_stderr=False, new_session=False, toolchains=(), path=None):
         self.argv = argv
         self.workdir = workdir
         self.env = env
@@ -51,11 +51,18 @@ class Call:
         self.timeout = timeout
         self.merge_stderr = merge_stderr
         self.new_session = new_session
+        # toolchains: --toolchain values ("auto" or absolute prefixes); path:
+        # the PATH "auto" (of toolchains or of a served profile) looks the
+        # program up in (a server gets it as the request's path; the CLI
+        # reads its own).
+        self.toolchains = list(toolchains)
+        self.path = path
 
 
 def make_call(args, *, shell=False, executable=None, cwd=None, env=None, stdin=None,
               merge_stderr=False, new_session=False, profile=None, memory=None, cpus=None,
-              pids=None, network=None, timeout=None, getcwd=os.getcwd):
+              pids=None, network=None, timeout=None, toolchain=None, getcwd=os.getcwd,
+              environ=os.environ):
     """Checks the caller's arguments and returns a Call; raises TypeError or
     ValueError with what to pass instead."""
     argv = command_argv(args, shell, executable)
@@ -66,10 +73,12 @@ def make_call(args, *, shell=False, executable=None, cwd=None, env=None, stdin=N
             limits[name] = _limit(name, value)
     if timeout is not None:
         limits["timeout"] = duration(timeout)
+    command_env = _env(env)
+    toolchains = _toolchains(toolchain)
     return Call(
         argv=argv,
         workdir=workdir,
-        env=_env(env),
+        env=command_env,
         stdin=stdin,
         profile=_name("profile", profile),
         limits=limits,
@@ -77,7 +86,29 @@ def make_call(args, *, shell=False, executable=None, cwd=None, env=None, stdin=N
         timeout=timeout,
         merge_stderr=bool(merge_stderr),
         new_session=bool(new_session),
+        toolchains=toolchains,
+        # As the CLI finds it: the command's PATH when env gives one, else
+        # this process's (cli_environ).
+        path=command_env.get("PATH", environ.get("PATH", "")),
     )
+
+
+def _toolchains(value):
+    """toolchain= as --toolchain values: "auto", an absolute path, or a list
+    of them."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, os.PathLike)):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise TypeError("toolchain must be \"auto\", an absolute path or a list of them, not %s" % type(value).__name__)
+    out = []
+    for i, v in enumerate(value):
+        t = _path("toolchain[%d]" % i, v)
+        if t != "auto" and not os.path.isabs(t):
+            raise ValueError("toolchain %r: want \"auto\" or an absolute path (the prefix of a toolchain)" % t)
+        out.append(t)
+    return out
 
 
 def command_argv(args, shell, executable):
@@ -174,6 +205,8 @@ def cli_argv(binary, call, report):
         argv += ["--net", call.network]
     if call.merge_stderr:
         argv.append("--merge-stderr")
+    for t in call.toolchains:
+        argv += ["--toolchain", t]
     argv += ["--workdir", call.workdir]
     argv += env_flags(call.env)
     return argv + ["--"] + call.argv
@@ -212,6 +245,10 @@ def cli_environ(env, environ, inherit=True):
     for key, value in env.items():
         if key not in TOOLJAIL_OWN:
             out[key] = value
+    if "PATH" not in out and "PATH" in environ:
+        # --toolchain auto looks the program up in tooljail's PATH, which
+        # the command never gets (its PATH is the profile's and --env's).
+        out["PATH"] = environ["PATH"]
     return out
 
 
@@ -239,6 +276,12 @@ def server_request(call, profile_text=None, stdin=None):
         req["limits"] = dict(call.limits)
     if call.network is not None:
         req["network"] = call.network
+    if call.toolchains:
+        req["toolchains"] = list(call.toolchains)
+    if call.path:
+        # Also without toolchain=: a served profile's toolchains = ["auto"]
+        # looks the program up in it. The command never gets it.
+        req["path"] = call.path
     return req
 
 

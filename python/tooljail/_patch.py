@@ -27,7 +27,7 @@ from ._report import Report
 _Popen = subprocess.Popen
 _SIGNATURE = inspect.signature(_Popen.__init__)
 
-_OPTIONS = ("profile", "memory", "cpus", "pids", "network", "socket")
+_OPTIONS = ("profile", "memory", "cpus", "pids", "network", "toolchain", "socket")
 
 # os functions that start a program without subprocess: refused while a patch
 # is active (the spawn* functions fork and exec in Python; posix_spawn and the
@@ -438,7 +438,8 @@ def patch_subprocess(*, allow=None, **jail):
     raises JailError naming it; nothing runs unjailed by accident.
 
     jail: the jail's options for every call (profile, memory, cpus, pids,
-    network, socket: the server to use when a call can go to one).
+    network, toolchain: "auto" or prefixes, as tooljail.run's; socket: the
+    server to use when a call can go to one).
     allow: a predicate over a call's argv (a list of str; a shell command is
     ["/bin/sh", "-c", CMD]); True runs that call unjailed, as unjailed() does.
 
@@ -467,6 +468,8 @@ def patch_subprocess(*, allow=None, **jail):
     network = _call._name("network", jail.get("network"))
     if network is not None:
         flags += ["--net", network]
+    for t in _call._toolchains(jail.get("toolchain")):
+        flags += ["--toolchain", t]
     socket = jail.get("socket")
     cfg = _Config(tuple(flags), os.fspath(socket) if socket is not None else None, allow,
                   threading.get_ident())

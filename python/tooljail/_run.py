@@ -20,7 +20,7 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
         shell=False, executable=None, text=None, universal_newlines=None, encoding=None,
         errors=None, timeout=None, check=False, cwd=None, env=None, start_new_session=False,
         pass_fds=(), preexec_fn=None, profile=None, memory=None, cpus=None, pids=None,
-        network=None, socket=None):
+        network=None, socket=None, toolchain=None):
     """Runs args in a jail and waits for it, like subprocess.run.
 
     Differences from subprocess.run, all because the jail builds the process
@@ -37,6 +37,10 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
     - executable= is also the command's argv[0].
     - pass_fds and preexec_fn are refused (JailError): only stdin, stdout and
       stderr cross into the jail, and no host code runs in the child.
+    - toolchain= ("auto", an absolute path, or a list of them) shows the
+      caller's toolchain read-only, its bin first in PATH (--toolchain):
+      "auto" finds the program's own (a virtualenv, pyenv, nvm, rustup, a Go
+      root...) in env's PATH when env gives one, else in os.environ's.
     - JailError when tooljail could not run the command at all.
     """
     for key, value in (("pass_fds", pass_fds), ("preexec_fn", preexec_fn)):
@@ -68,7 +72,7 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
     call = _call.make_call(args, shell=shell, executable=executable, cwd=cwd, env=env,
                            stdin=stdin_data, merge_stderr=merge, new_session=start_new_session,
                            profile=profile, memory=memory, cpus=cpus, pids=pids, network=network,
-                           timeout=timeout)
+                           timeout=timeout, toolchain=toolchain)
     out = _sink(stdout, "stdout")
     err = out if merge else _sink(stderr, "stderr")
     sinks = {"stdout": out, "stderr": err}
