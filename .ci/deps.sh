@@ -10,6 +10,11 @@ for pkg in gcc libc6-dev libseccomp-dev pkg-config util-linux; do
 done
 # The Python client's tests (make python): any python3 on PATH will do.
 command -v python3 >/dev/null || need+=(python3)
+# The python profile's workload (integration/workloads_lang_test.go): pytest
+# in a virtualenv of Debian's python3.
+for pkg in python3-venv python3-pytest; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
 if [ ${#need[@]} -gt 0 ]; then
   echo "deps: installing ${need[*]}"
   sudo_cmd=""

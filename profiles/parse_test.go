@@ -64,10 +64,10 @@ func TestParseRefuses(t *testing.T) {
 		name, text string
 		want       []string
 	}{
-		{"relative file", "extends = \"base.toml\"\n", []string{"t:1:1: extends: ", `"base.toml" is a file`, "only extend a shipped profile (build, default, fetch, network, node, readonly, strict)"}},
+		{"relative file", "extends = \"base.toml\"\n", []string{"t:1:1: extends: ", `"base.toml" is a file`, "only extend a shipped profile (build, default, fetch, go, network, node, python, readonly, strict)"}},
 		{"dot slash", "# a comment\nextends = \"./sub/base.toml\"\n", []string{"t:2:1: extends: ", `"./sub/base.toml" is a file`}},
 		{"absolute", "extends = \"" + filepath.Join(dir, "base.toml") + "\"\n", []string{"t:1:1: extends:", "is a file"}},
-		{"unknown name", "extends = \"nosuch\"\n", []string{"t:1:1: extends: ", `"nosuch": no such profile`, "(build, default, fetch, network, node, readonly, strict)"}},
+		{"unknown name", "extends = \"nosuch\"\n", []string{"t:1:1: extends: ", `"nosuch": no such profile`, "(build, default, fetch, go, network, node, python, readonly, strict)"}},
 		{"empty extends", "extends = \"\"\n", []string{"t:1:1: extends: empty"}},
 		{"no extends", "description = \"root\"\n", []string{"t: extends: missing", `extends = "default"`}},
 		{"complete root", rootText(t), []string{"t: extends: missing"}},

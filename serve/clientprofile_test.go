@@ -56,7 +56,7 @@ func TestClientProfileDecisions(t *testing.T) {
 		{"extends a served file by its served name", true, Request{Argv: argv, ProfileTOML: "extends = \"" + served + "\"\n"}, "", "256M", "yes"},
 		{"may loosen its base", true, Request{Argv: argv, ProfileTOML: "extends = \"strict\"\n[limits]\nmemory = \"1G\"\n"}, "", "1G", ""},
 		{"extends a file", true, Request{Argv: argv, ProfileTOML: "extends = \"" + filepath.Join(dir, "other.toml") + "\"\n"}, "profile_toml:1:1: extends: ", "", ""},
-		{"extends a relative file", true, Request{Argv: argv, ProfileTOML: "extends = \"./other.toml\"\n"}, `"./other.toml" is a file: a profile given as text can only extend a shipped profile (build, default, fetch, network, node, readonly, strict) or one of ` + rooted + ", " + served + ", default", "", ""},
+		{"extends a relative file", true, Request{Argv: argv, ProfileTOML: "extends = \"./other.toml\"\n"}, `"./other.toml" is a file: a profile given as text can only extend a shipped profile (build, default, fetch, go, network, node, python, readonly, strict) or one of ` + rooted + ", " + served + ", default", "", ""},
 		{"extends nothing", true, Request{Argv: argv, ProfileTOML: "[limits]\nmemory = \"100M\"\n"}, "profile_toml: extends: missing", "", ""},
 		{"unknown key", true, Request{Argv: argv, ProfileTOML: "extends = \"default\"\n\n[limits]\nmemroy = \"1G\"\n"}, "profile_toml:4:1: limits.memroy: unknown key (did you mean limits.memory?)", "", ""},
 		{"too large", true, Request{Argv: argv, ProfileTOML: "extends = \"default\"\n" + strings.Repeat("#", profiles.MaxSize) + "\n"}, "profile_toml: larger than 1 MiB", "", ""},
