@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,10 +85,16 @@ func TestLeftoverProcessesCounted(t *testing.T) {
 // A write that fills one of the jail's tmpfs mounts is named with how to
 // raise it: /tmp (--tmpfs), HOME (home_size), /dev/shm (fixed); also when
 // the command removes what it wrote before it ends, as pip does with its
-// temporary files. A run that stays well within them names none.
+// temporary files. A run that stays well within them names none. (Sized by
+// the memory limit, as by default, /tmp and HOME reach the limit first:
+// TestTmpfsSizedByMemory.)
 func TestFullTmpfsNamed(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		w := u.workdir(t)
+		prof := filepath.Join(u.dir(t), "home64.toml")
+		if err := os.WriteFile(prof, []byte("extends = \"default\"\n[filesystem]\nhome_size = \"64M\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range []struct {
 			name, path, script, raise, line string
 			size                            int64
@@ -98,7 +105,7 @@ func TestFullTmpfsNamed(t *testing.T) {
 			{"home", "/home/sandbox", `head -c 104857600 /dev/zero > "$HOME/x"`, "home_size", "/home/sandbox (64 MiB tmpfs) filled up: raise it with home_size", 64 << 20},
 			{"dev shm", "/dev/shm", "head -c 104857600 /dev/zero > /dev/shm/x", "", "/dev/shm (64 MiB tmpfs) filled up (its size is fixed)", 64 << 20},
 		} {
-			o := u.jailRun(t, w, run{args: []string{"--tmpfs", "/tmp:8M"}}, "/bin/sh", "-c", c.script)
+			o := u.jailRun(t, w, run{args: []string{"--profile", prof, "--tmpfs", "/tmp:8M"}}, "/bin/sh", "-c", c.script)
 			r := o.notes(t)
 			if len(r.FullMounts) != 1 {
 				t.Errorf("%s: full_mounts %+v, want %s alone\n%s", c.name, r.FullMounts, c.path, o)
@@ -169,12 +176,13 @@ func TestNetAllowUpstreamFailuresNamed(t *testing.T) {
 }
 
 // A served run (a warm jail) reports the same: the processes it left,
-// killed and counted, and /tmp filled up.
+// killed and counted, and a tmpfs filled up (/dev/shm, of a fixed size:
+// /tmp is as large as the memory limit).
 func TestServedReportNotes(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		s := u.startServer(t, "")
 		w := u.workdir(t)
-		r := s.call(t, req{Argv: []string{"/bin/sh", "-c", "sleep 100 & sleep 100 & head -c 104857600 /dev/zero > /tmp/x; exit 0"}, Workdir: w})
+		r := s.call(t, req{Argv: []string{"/bin/sh", "-c", "sleep 100 & sleep 100 & head -c 104857600 /dev/zero > /dev/shm/x; exit 0"}, Workdir: w})
 		var n notesReport
 		if err := json.Unmarshal(r.reportRaw, &n); err != nil {
 			t.Fatalf("report: %v\n%s", err, r)
@@ -182,8 +190,8 @@ func TestServedReportNotes(t *testing.T) {
 		if n.KilledLeftover == nil || *n.KilledLeftover != 2 {
 			t.Errorf("killed_leftover_processes %v, want 2\n%s", n.KilledLeftover, r)
 		}
-		if len(n.FullMounts) != 1 || n.FullMounts[0].Path != "/tmp" || n.FullMounts[0].Full != "space" {
-			t.Errorf("full_mounts %+v, want /tmp full\n%s", n.FullMounts, r)
+		if len(n.FullMounts) != 1 || n.FullMounts[0].Path != "/dev/shm" || n.FullMounts[0].Full != "space" {
+			t.Errorf("full_mounts %+v, want /dev/shm full\n%s", n.FullMounts, r)
 		}
 	})
 }

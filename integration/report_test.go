@@ -88,7 +88,7 @@ func checkReport(t *testing.T, r *report, raw []byte, u *user, before, after tim
 	if e.LandlockABI <= 0 && !want["landlock"] {
 		t.Errorf("landlock_abi %d", e.LandlockABI)
 	}
-	if r.Limits.MemoryBytes != 512<<20 || r.Limits.Pids != 256 || r.Limits.CPUs != 1 || r.Limits.TimeoutMs != 600000 ||
+	if r.Limits.MemoryBytes != 1<<30 || r.Limits.Pids != 256 || r.Limits.CPUs != 1 || r.Limits.TimeoutMs != 600000 ||
 		r.Limits.NoFile != 1024 || r.Limits.OutputLimitBytes != 16<<20 {
 		t.Errorf("limits of the default profile: %+v", r.Limits)
 	}

@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/cgroup"
-	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/seccomp"
@@ -559,14 +558,13 @@ func (c *Cmd) oomReason(st cgroup.Stats) string {
 	if st.MemoryLimit != nil {
 		limit = *st.MemoryLimit // as the kernel stored it
 	}
-	reason := fmt.Sprintf("memory limit %s reached", units.FormatSize(limit))
-	if st.MemoryPeak != nil {
-		reason += fmt.Sprintf(" (peak %s)", units.FormatSize(*st.MemoryPeak))
+	var held []tmpfsHeld
+	if c.initPlan != nil {
+		var fills []mountFill
+		if c.exitRec != nil {
+			fills = c.exitRec.fills
+		}
+		held = heldInTmpfs(fills, c.initPlan.mounts)
 	}
-	n := *st.OOMKills
-	plural := "es"
-	if n == 1 {
-		plural = ""
-	}
-	return reason + fmt.Sprintf("; %d process%s killed by the OOM killer; the whole jail was stopped", n, plural)
+	return memoryReason(limit, st.MemoryPeak, *st.OOMKills, held, c.Spec.RaiseMemory)
 }

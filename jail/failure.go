@@ -133,7 +133,13 @@ func stepText(steps []phrase, step int, unknown string) string {
 // failure turns a failure record into the run's error.
 func (ip *initPlan) failure(r record) *SetupError {
 	if r.typ == recStage2Fail {
-		return ip.stage2.failure(r)
+		e := ip.stage2.failure(r)
+		if r.step == stepExecNotFound {
+			if hint := danglingHint(ip.stage2.paths, ip.mounts, osHost{}); hint != "" {
+				e.Err = fmt.Errorf("%w; %s", e.Err, hint)
+			}
+		}
+		return e
 	}
 	return &SetupError{Code: ExitSetup, Err: ip.initError(r)}
 }
@@ -150,6 +156,9 @@ func (ip *initPlan) initError(r record) error {
 	}
 	return err
 }
+
+// stepExecNotFound is stage 2's step of a command execve did not find.
+const stepExecNotFound = C.TJ_STEP_EXEC_NOT_FOUND
 
 // stepFS is the init's step that mounts the jail's own filesystems.
 const stepFS = C.TJ_I_FS

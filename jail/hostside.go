@@ -541,6 +541,34 @@ func makeDirs(p string, perm uint32) (*hostpath.Object, error) {
 	return makeDirs(p, perm)
 }
 
+// makeCaches creates the missing source directories of the cache binds
+// (Mount.Cache), as the supervisor's user, mode 0700: the directory is
+// then opened and checked as every read-write bind's source is.
+func makeCaches(mounts []Mount) error {
+	for _, m := range mounts {
+		if m.Kind != MountBind || m.Cache == "" {
+			continue
+		}
+		o, err := makeDirs(m.Source, 0o700)
+		if err != nil {
+			return fmt.Errorf("cache %s: %w; create %s yourself, or name another directory (%s=DIR)", m.Cache, err, m.Source, m.Cache)
+		}
+		o.Close()
+	}
+	return nil
+}
+
+// cacheBinds are the report's list of the cache binds.
+func cacheBinds(mounts []Mount) []CacheBind {
+	var out []CacheBind
+	for _, m := range mounts {
+		if m.Kind == MountBind && m.Cache != "" {
+			out = append(out, CacheBind{Name: m.Cache, Path: m.Dest, HostPath: m.Source})
+		}
+	}
+	return out
+}
+
 // hostSide is what the supervisor opened on the host for one run.
 type hostSide struct {
 	root     bool   // the supervisor is real root (privileged)
@@ -577,6 +605,9 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	h.trusted = append([]*hostpath.Object(nil), c.Spec.Trusted...)
 	if exe := executable(); exe != nil {
 		h.trusted = append(h.trusted, exe)
+	}
+	if err := makeCaches(p.mounts); err != nil {
+		return err
 	}
 	if !h.root {
 		var err error

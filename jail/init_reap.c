@@ -203,7 +203,8 @@ int tj_start_stage2(struct tj_builder *b) {
 // A tmpfs of the jail that fills up makes the command's writes fail with
 // ENOSPC, which it may report in words of its own, or not at all, and
 // then clean up (pip removes its temporary files): the space is free
-// again by the end. So the init samples each sized tmpfs mount it made,
+// again by the end. So the init samples each writable tmpfs mount it made
+// (one without a size too: the kernel's default, half of RAM, can fill),
 // by the mount's own descriptor (the command cannot unmount or replace
 // it), every TJ_SAMPLE_MS while the command runs, whenever it wakes, and
 // once after the end, and reports a mount that any sample found without
@@ -212,7 +213,7 @@ int tj_start_stage2(struct tj_builder *b) {
 #define TJ_SAMPLE_MS 10
 
 void tj_watch_mount(struct tj_builder *b, int fd, int mount, int64_t size) {
-	if (size <= 0 || b->nwatch == TJ_MAX_WATCH) {
+	if (b->nwatch == TJ_MAX_WATCH) {
 		close(fd);
 		return;
 	}

@@ -329,6 +329,8 @@ type Enforcement struct {
 	// (Spec.Root, as opened: symlinks resolved); absent when they are
 	// the host's.
 	Root string `json:"root,omitempty"`
+	// Caches lists the build caches bound read-write (Mount.Cache).
+	Caches []CacheBind `json:"caches,omitempty"`
 	// UnixSockets says whether pathname unix sockets inside binds can be
 	// reached: "landlock" (only those in writable binds and the jail's
 	// own directories, Landlock ABI 9+), or why not.
@@ -371,3 +373,10 @@ type Namespaces struct {
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 func int64p(v int64) *int64 { return &v }
+
+// CacheBind is one build cache a run bound read-write.
+type CacheBind struct {
+	Name     string `json:"name"`      // "go-build", "npm", ...
+	Path     string `json:"path"`      // inside the jail
+	HostPath string `json:"host_path"` // its source on the host
+}

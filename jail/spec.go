@@ -83,6 +83,12 @@ type Mount struct {
 	// KeepSymlink recreates a Source that is a symlink as the same symlink at
 	// Dest (how /bin -> usr/bin is shown on merged-/usr hosts).
 	KeepSymlink bool `json:"keep_symlink,omitempty"`
+	// Cache names the build cache a writable bind is (profiles'
+	// filesystem.caches): the supervisor creates a missing Source
+	// directory (mode 0700, one component at a time, by the rules of
+	// every host path) before it opens it, and the report lists it
+	// (Enforcement.Caches).
+	Cache string `json:"cache,omitempty"`
 	// Size of a tmpfs in bytes.
 	Size int64 `json:"size,omitempty"`
 	// Raise says how the caller gives a tmpfs more room (a flag or a
@@ -280,6 +286,10 @@ type Spec struct {
 	// its own that no one else may write (hostpath.CheckTree). "": none.
 	Root   string
 	Limits Limits
+	// RaiseMemory says how the caller raises Limits.Memory (a flag or a
+	// profile key): the reason of a memory-limit kill names it. The policy
+	// that set the limit sets it, as Mount.Raise.
+	RaiseMemory string
 	// Landlock, when not nil, asks for Landlock rules mirroring Mounts.
 	Landlock *LandlockSpec
 	// Seccomp, when not nil, asks for the syscall allowlist.
@@ -448,6 +458,9 @@ func (m Mount) validate() error {
 	case MountBind:
 		if !filepath.IsAbs(m.Source) {
 			return fmt.Errorf("bind source %q: must be an absolute host path", m.Source)
+		}
+		if m.Cache != "" && (!m.Writable || m.Optional || m.KeepSymlink) {
+			return fmt.Errorf("cache %s at %s: a cache is a plain read-write bind (not optional, no symlink kept)", m.Cache, m.Dest)
 		}
 	case MountTmpfs:
 		if m.Size < 0 {

@@ -301,6 +301,7 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 	if hs.tree != nil {
 		c.res.Enforcement.Root = hs.tree.Path
 	}
+	c.res.Enforcement.Caches = cacheBinds(c.plan.mounts)
 	if c.warm != nil {
 		c.warm.workdir = workdirID(c.plan.mounts, hs.sources, c.Spec.Dir)
 		c.warm.protected = protectedIDs(c.res.Enforcement.Protected, hs.protected)

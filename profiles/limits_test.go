@@ -103,7 +103,7 @@ func TestMarshalLimitsSection(t *testing.T) {
 	}
 	const want = `# sizes: 64K 512M 1G; durations: 500ms 10s 5m; 0 or "unlimited" lifts a limit
 [limits]
-memory = '512M'
+memory = '1G'
 cpus = '1'
 pids = 256
 # wall clock; the whole process tree is killed

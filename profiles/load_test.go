@@ -88,7 +88,7 @@ func TestDefaultProfileValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Memory != 512<<20 || l.CPUs != 1 || l.Pids != 256 || l.Timeout.String() != "10m0s" || l.NoFile != 1024 || l.OutputLimit != 16<<20 {
+	if l.Memory != 1<<30 || l.CPUs != 1 || l.Pids != 256 || l.Timeout.String() != "10m0s" || l.NoFile != 1024 || l.OutputLimit != 16<<20 {
 		t.Errorf("default limits = %+v, want DESIGN.md section 4", l)
 	}
 	if *p.Network.Mode != "none" || !*p.Seccomp.Enabled || !*p.Landlock.Enabled || *p.Seccomp.OnViolation != "deny" || !*p.Filesystem.Workdir {
@@ -217,7 +217,7 @@ connect_tcp = [443]
 	if !reflect.DeepEqual(p.Filesystem.Etc, wantEtc) {
 		t.Errorf("etc = %v, want %v", p.Filesystem.Etc, wantEtc)
 	}
-	if !reflect.DeepEqual(p.Filesystem.Tmpfs, []string{"/tmp:64M", "/scratch:1G"}) || !reflect.DeepEqual(p.Filesystem.Ro, []string{"data"}) {
+	if !reflect.DeepEqual(p.Filesystem.Tmpfs, []string{"/tmp", "/scratch:1G"}) || !reflect.DeepEqual(p.Filesystem.Ro, []string{"data"}) {
 		t.Errorf("tmpfs %v ro %v", p.Filesystem.Tmpfs, p.Filesystem.Ro)
 	}
 	if !reflect.DeepEqual(p.Filesystem.System, base.Filesystem.System) || *p.Filesystem.Workdir != true {

@@ -29,12 +29,13 @@ type shownFS struct {
 	Etc             []string  `toml:"etc" comment:"entries of the host /etc shown read-only; missing ones skipped"`
 	Ro              []string  `toml:"ro" comment:"PATH[:DEST] host paths shown read-only (relative to the current directory)"`
 	Rw              []string  `toml:"rw" comment:"PATH[:DEST] host paths shown read-write"`
-	Tmpfs           []string  `toml:"tmpfs" comment:"DEST[:SIZE] empty tmpfs (default size 64M)"`
+	Tmpfs           []string  `toml:"tmpfs" comment:"DEST[:SIZE] empty tmpfs (no SIZE, or \"memory\": as large as limits.memory)"`
+	Caches          []string  `toml:"caches" comment:"build caches bound read-write in HOME: NAME (tooljail's own directory) or NAME=HOSTPATH; go-build, go-mod, pip, npm, cargo-registry"`
 	Mask            []string  `toml:"mask" comment:"paths hidden inside the jail"`
 	Toolchains      []string  `toml:"toolchains" comment:"the caller's toolchains shown read-only with execute rights, their bin first in PATH: \"auto\" (the command's own: a virtualenv, pyenv, uv, conda, nvm, fnm, volta, rustup, a Go root, a Java home) or an absolute prefix"`
 	Workdir         *bool     `toml:"workdir,omitempty" comment:"bind the working directory read-write and start there"`
 	WorkdirReadOnly *bool     `toml:"workdir_readonly,omitempty" comment:"bind it read-only instead (readable, not executable): for search and read tools"`
-	HomeSize        *string   `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox)"`
+	HomeSize        *string   `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox): a size, or \"memory\" (as large as limits.memory)"`
 	Protect         *[]string `toml:"protect,omitempty" comment:"paths in each read-write bind bound read-only over themselves when they exist (.git/ entries: every repository found); a child's list replaces its parent's"`
 }
 
@@ -75,7 +76,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 			Root:   p.Filesystem.Root,
 			System: nonNil(p.Filesystem.System), Etc: nonNil(p.Filesystem.Etc),
 			Ro: nonNil(p.Filesystem.Ro), Rw: nonNil(p.Filesystem.Rw),
-			Tmpfs: nonNil(p.Filesystem.Tmpfs), Mask: nonNil(p.Filesystem.Mask),
+			Tmpfs: nonNil(p.Filesystem.Tmpfs), Caches: nonNil(p.Filesystem.Caches), Mask: nonNil(p.Filesystem.Mask),
 			Toolchains: nonNil(p.Filesystem.Toolchains),
 			Workdir:    p.Filesystem.Workdir, WorkdirReadOnly: p.Filesystem.WorkdirReadOnly, HomeSize: p.Filesystem.HomeSize,
 			Protect: nonNilPtr(p.Filesystem.Protect),

@@ -98,8 +98,14 @@ type Filesystem struct {
 	// directory) shown read-only or read-write at DEST (default PATH).
 	Ro []string `toml:"ro"`
 	Rw []string `toml:"rw"`
-	// Tmpfs is "DEST[:SIZE]", an empty writable tmpfs (default 64M).
+	// Tmpfs is "DEST[:SIZE]", an empty writable tmpfs. SIZE is a size or
+	// "memory" (SizeMemory, also when omitted): as large as the memory
+	// limit, whose cap its pages count against anyway.
 	Tmpfs []string `toml:"tmpfs"`
+	// Caches are build caches bound read-write at the tool's default
+	// place in HOME: "NAME" (tooljail's own directory for it, below the
+	// caller's cache directory) or "NAME=HOSTPATH" (caches.go).
+	Caches []string `toml:"caches"`
 	// Mask hides these paths inside the jail.
 	Mask []string `toml:"mask"`
 	// Workdir binds the working directory read-write and starts there.
@@ -108,7 +114,8 @@ type Filesystem struct {
 	// executable where Landlock applies): for tools that search and read
 	// a project and must not change it. Moot without Workdir.
 	WorkdirReadOnly *bool `toml:"workdir_readonly"`
-	// HomeSize is the size of the private HOME tmpfs.
+	// HomeSize is the size of the private HOME tmpfs: a size or "memory"
+	// (SizeMemory).
 	HomeSize *string `toml:"home_size"`
 	// Toolchains are the caller's toolchains shown read-only with
 	// execute rights: "auto" finds the command's own (a virtualenv, a

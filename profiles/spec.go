@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/hostpath"
-	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/seccomp"
@@ -31,6 +30,10 @@ type Request struct {
 	Cwd     string
 	Workdir string   // --workdir, relative to Cwd; "" = Cwd
 	Environ []string // caller's environment, for env.pass
+	// CacheDir is the caller's cache directory ($XDG_CACHE_HOME or
+	// ~/.cache: os.UserCacheDir), below which tooljail keeps the caches
+	// of filesystem.caches; only a named cache without HOSTPATH needs it.
+	CacheDir string
 	// Vars are the caller's variables ("K=V"; the last of a name wins):
 	// --env, a served request's env, a client's env=. Those the jail
 	// owns and those env.deny matches are dropped and reported, a PATH
@@ -106,14 +109,15 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		path := filepath.Join("/etc", e)
 		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: path, Dest: path, Optional: true, InRoot: inRoot})
 	}
-	homeSize, _ := units.ParseSize(*fs.HomeSize) // checked by Validate
-	s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountTmpfs, Dest: JailHome, Writable: true, Size: homeSize, Raise: RaiseHome})
+	homeSize, _ := parseTmpfsSize(*fs.HomeSize) // checked by Validate
+	s.Mounts = append(s.Mounts, tmpfsMount(JailHome, homeSize, limits.Memory, RaiseHome))
+	s.RaiseMemory = RaiseMemory
 	hasTmp := false
 	for _, t := range fs.Tmpfs {
 		dest, size, _ := splitTmpfs(t) // checked by Validate
 		dest = filepath.Clean(dest)
 		hasTmp = hasTmp || dest == "/tmp"
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountTmpfs, Dest: dest, Writable: true, Size: size, Raise: raiseTmpfs(dest)})
+		s.Mounts = append(s.Mounts, tmpfsMount(dest, size, limits.Memory, raiseTmpfs(dest)))
 	}
 	if *fs.Workdir {
 		dir, err := workdir(cwd, r.Workdir)
@@ -143,6 +147,11 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 			s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: src, Dest: filepath.Clean(dest), Writable: list.writable})
 		}
 	}
+	caches, err := cacheMounts(fs.Caches, r.CacheDir, cwd)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	s.Mounts = append(s.Mounts, caches...)
 	var masks []jail.Mount
 	for _, m := range fs.Mask {
 		masks = append(masks, jail.Mount{Kind: jail.MountMask, Dest: filepath.Clean(m)})
@@ -293,14 +302,4 @@ func (p *Profile) AddAllowDegraded(list string) error {
 		p.AllowDegraded = append(p.AllowDegraded, l)
 	}
 	return nil
-}
-
-// RaiseHome is how a user gives the private HOME more room, for the report
-// when it fills up (jail.Mount.Raise).
-const RaiseHome = "home_size in the profile's [filesystem]"
-
-// raiseTmpfs is how a user gives the tmpfs at dest more room: a --tmpfs
-// at the same destination replaces the profile's.
-func raiseTmpfs(dest string) string {
-	return "--tmpfs " + dest + ":SIZE, or tmpfs in the profile's [filesystem]"
 }

@@ -58,7 +58,7 @@ func TestSpecDefault(t *testing.T) {
 	if !reflect.DeepEqual(s.Args, []string{"make", "test"}) {
 		t.Errorf("args %v", s.Args)
 	}
-	want := jail.Limits{Memory: 512 << 20, CPUs: 1, Pids: 256, Timeout: 10 * time.Minute, NoFile: 1024, FSize: 1 << 30, OutputLimit: 16 << 20, MaxViolations: 10000, NetConns: 128}
+	want := jail.Limits{Memory: 1 << 30, CPUs: 1, Pids: 256, Timeout: 10 * time.Minute, NoFile: 1024, FSize: 1 << 30, OutputLimit: 16 << 20, MaxViolations: 10000, NetConns: 128}
 	if s.Limits != want {
 		t.Errorf("limits %+v, want %+v", s.Limits, want)
 	}
@@ -68,10 +68,10 @@ func TestSpecDefault(t *testing.T) {
 	if m := findMount(s, "/etc/ssl/certs"); m == nil || *m != (jail.Mount{Kind: jail.MountBind, Source: "/etc/ssl/certs", Dest: "/etc/ssl/certs", Optional: true}) {
 		t.Errorf("/etc/ssl/certs mount %+v", m)
 	}
-	if m := findMount(s, "/home/sandbox"); m == nil || *m != (jail.Mount{Kind: jail.MountTmpfs, Dest: "/home/sandbox", Writable: true, Size: 64 << 20, Raise: "home_size in the profile's [filesystem]"}) {
+	if m := findMount(s, "/home/sandbox"); m == nil || *m != (jail.Mount{Kind: jail.MountTmpfs, Dest: "/home/sandbox", Writable: true, Size: want.Memory, Raise: "--memory SIZE or limits.memory (/home/sandbox is as large as the memory limit), or home_size in the profile's [filesystem]"}) {
 		t.Errorf("home mount %+v", m)
 	}
-	if m := findMount(s, "/tmp"); m == nil || *m != (jail.Mount{Kind: jail.MountTmpfs, Dest: "/tmp", Writable: true, Size: 64 << 20, Raise: "--tmpfs /tmp:SIZE, or tmpfs in the profile's [filesystem]"}) {
+	if m := findMount(s, "/tmp"); m == nil || *m != (jail.Mount{Kind: jail.MountTmpfs, Dest: "/tmp", Writable: true, Size: want.Memory, Raise: "--memory SIZE or limits.memory (/tmp is as large as the memory limit), or --tmpfs /tmp:SIZE, or tmpfs in the profile's [filesystem]"}) {
 		t.Errorf("/tmp mount %+v", m)
 	}
 	if m := findMount(s, proj); m == nil || *m != (jail.Mount{Kind: jail.MountBind, Source: proj, Dest: proj, Writable: true}) {
@@ -229,7 +229,7 @@ func TestSpecBindsAndMasks(t *testing.T) {
 	p := mustLoad(t, "default")
 	p.Filesystem.Ro = append(p.Filesystem.Ro, "data", "../shared:/mnt/shared", "/abs/./x/", link)
 	p.Filesystem.Rw = append(p.Filesystem.Rw, "out:/out")
-	p.Filesystem.Tmpfs = append(p.Filesystem.Tmpfs, "/scratch:1G", "/cache")
+	p.Filesystem.Tmpfs = append(p.Filesystem.Tmpfs, "/scratch:1G", "/cache", "/var/tmp:memory")
 	p.Filesystem.Mask = append(p.Filesystem.Mask, "/etc/os-release")
 	s, err := p.Spec(Request{Args: []string{"true"}, Cwd: cwd})
 	if err != nil {
@@ -242,7 +242,8 @@ func TestSpecBindsAndMasks(t *testing.T) {
 		link:              {Kind: jail.MountBind, Source: link, Dest: link}, // not resolved: the jail resolves sources
 		"/out":            {Kind: jail.MountBind, Source: cwd + "/out", Dest: "/out", Writable: true},
 		"/scratch":        {Kind: jail.MountTmpfs, Dest: "/scratch", Writable: true, Size: 1 << 30, Raise: "--tmpfs /scratch:SIZE, or tmpfs in the profile's [filesystem]"},
-		"/cache":          {Kind: jail.MountTmpfs, Dest: "/cache", Writable: true, Size: 64 << 20, Raise: "--tmpfs /cache:SIZE, or tmpfs in the profile's [filesystem]"},
+		"/cache":          {Kind: jail.MountTmpfs, Dest: "/cache", Writable: true, Size: s.Limits.Memory, Raise: "--memory SIZE or limits.memory (/cache is as large as the memory limit), or --tmpfs /cache:SIZE, or tmpfs in the profile's [filesystem]"},
+		"/var/tmp":        {Kind: jail.MountTmpfs, Dest: "/var/tmp", Writable: true, Size: s.Limits.Memory, Raise: "--memory SIZE or limits.memory (/var/tmp is as large as the memory limit), or --tmpfs /var/tmp:SIZE, or tmpfs in the profile's [filesystem]"},
 		"/etc/os-release": {Kind: jail.MountMask, Dest: "/etc/os-release"},
 	}
 	for dest, w := range want {

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/network/allow"
 )
@@ -22,9 +21,6 @@ func (e *KeyError) Unwrap() error { return e.Err }
 func keyErr(key, format string, args ...any) error {
 	return &KeyError{Key: key, Err: fmt.Errorf(format, args...)}
 }
-
-// DefaultTmpfsSize is the size of a "tmpfs" entry without ":SIZE".
-const DefaultTmpfsSize = "64M"
 
 // Validate checks every value that is set, without touching the host. It
 // returns the first problem as a *KeyError. Load validates each file; Spec
@@ -71,6 +67,11 @@ func (p *Profile) Validate() error {
 			return &KeyError{Key: "filesystem.tmpfs", Err: err}
 		}
 	}
+	for _, c := range fs.Caches {
+		if _, _, err := splitCache(c); err != nil {
+			return &KeyError{Key: "filesystem.caches", Err: err}
+		}
+	}
 	for _, m := range fs.Mask {
 		if !filepath.IsAbs(m) {
 			return keyErr("filesystem.mask", "%q: want an absolute path inside the jail", m)
@@ -82,7 +83,7 @@ func (p *Profile) Validate() error {
 		}
 	}
 	if fs.HomeSize != nil {
-		if _, err := units.ParseSize(*fs.HomeSize); err != nil {
+		if _, err := parseTmpfsSize(*fs.HomeSize); err != nil {
 			return &KeyError{Key: "filesystem.home_size", Err: err}
 		}
 	}
@@ -182,22 +183,6 @@ func splitBind(s string) (path, dest string, err error) {
 		return "", "", fmt.Errorf("%q: DEST %q must be an absolute path inside the jail", s, dest)
 	}
 	return path, dest, nil
-}
-
-// splitTmpfs splits "DEST[:SIZE]" at the last ':'.
-func splitTmpfs(s string) (dest string, size int64, err error) {
-	dest, sizeText := s, DefaultTmpfsSize
-	if i := strings.LastIndex(s, ":"); i >= 0 {
-		dest, sizeText = s[:i], s[i+1:]
-	}
-	if !filepath.IsAbs(dest) {
-		return "", 0, fmt.Errorf("%q: want DEST[:SIZE] with an absolute DEST, e.g. /tmp:64M", s)
-	}
-	size, err = units.ParseSize(sizeText)
-	if err != nil {
-		return "", 0, fmt.Errorf("%q: %w", s, err)
-	}
-	return dest, size, nil
 }
 
 // checkVarName refuses what cannot be a variable's name in any route.

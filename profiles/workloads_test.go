@@ -69,10 +69,10 @@ func TestWorkloadProfiles(t *testing.T) {
 	}
 	npmQuiet := map[string]string{"NPM_CONFIG_UPDATE_NOTIFIER": "false", "NPM_CONFIG_FUND": "false"}
 	for name, w := range map[string]want{
-		"build":    {"2G", "2", "1024", "30m", "4096", "/tmp:1G", "256M", "none", nil, nil},
-		"node":     {"1G", "1", "512", "20m", "4096", "/tmp:64M", "256M", "none", nil, npmQuiet},
-		"readonly": {"512M", "1", "256", "10m", "1024", "/tmp:64M", "64M", "none", nil, nil},
-		"fetch": {"1G", "1", "512", "20m", "4096", "/tmp:64M", "256M", "allow", []string{
+		"build":    {"2G", "2", "1024", "30m", "4096", "/tmp", "memory", "none", nil, nil},
+		"node":     {"1G", "1", "512", "20m", "4096", "/tmp", "memory", "none", nil, npmQuiet},
+		"readonly": {"1G", "1", "256", "10m", "1024", "/tmp", "memory", "none", nil, nil},
+		"fetch": {"1G", "1", "512", "20m", "4096", "/tmp", "memory", "allow", []string{
 			"registry.npmjs.org:443", "proxy.golang.org:443", "sum.golang.org:443",
 			"pypi.org:443", "files.pythonhosted.org:443", "deb.debian.org", "security.debian.org",
 		}, npmQuiet},

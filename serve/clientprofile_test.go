@@ -62,7 +62,7 @@ func TestClientProfileDecisions(t *testing.T) {
 		{"too large", true, Request{Argv: argv, ProfileTOML: "extends = \"default\"\n" + strings.Repeat("#", profiles.MaxSize) + "\n"}, "profile_toml: larger than 1 MiB", "", ""},
 		{"sets a root directory", true, Request{Argv: argv, ProfileTOML: "extends = \"default\"\n[filesystem]\nroot = \"/\"\n"}, "profile_toml:3:1: filesystem.root: a client's profile cannot choose the jail's root directory", "", ""},
 		{"sets an empty root directory", true, Request{Argv: argv, ProfileTOML: "extends = \"default\"\n[filesystem]\nroot = \"\"\n"}, "filesystem.root: a client's profile cannot choose", "", ""},
-		{"extends a served root directory", true, Request{Argv: argv, ProfileTOML: "extends = \"" + rooted + "\"\n"}, "", "512M", ""},
+		{"extends a served root directory", true, Request{Argv: argv, ProfileTOML: "extends = \"" + rooted + "\"\n"}, "", "1G", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := clientProfile(&c.req, c.allow, s.profiles)
@@ -81,7 +81,7 @@ func TestClientProfileDecisions(t *testing.T) {
 			}
 		})
 	}
-	if s.profiles["default"].Limits["memory"] != "512M" || s.profiles[served].Limits["memory"] != "256M" {
+	if s.profiles["default"].Limits["memory"] != "1G" || s.profiles[served].Limits["memory"] != "256M" {
 		t.Errorf("a client profile changed a served one: %v, %v", s.profiles["default"].Limits, s.profiles[served].Limits)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -139,7 +140,10 @@ func spec(p *profiles.Profile, r *Request, peer *jail.Peer) (*jail.Spec, error) 
 		// Relative binds of a profile would be taken against it.
 		cwd = "/"
 	}
-	req := profiles.Request{Args: r.Argv, Cwd: cwd, Vars: vars}
+	// The profile's caches are the server user's (tooljail's own directory
+	// in its cache directory): only that user and root can connect.
+	cacheDir, _ := os.UserCacheDir()
+	req := profiles.Request{Args: r.Argv, Cwd: cwd, Vars: vars, CacheDir: cacheDir}
 	if len(r.Toolchains) > 0 || len(p.Filesystem.Toolchains) > 0 {
 		f, e := toolchainFinder(r.Path, peer)
 		if e != nil {

@@ -15,7 +15,7 @@ import (
 
 // repeatable are the run flags that add up; every other flag that takes a
 // value may be given once.
-var repeatable = map[string]bool{"ro": true, "rw": true, "tmpfs": true, "mask": true, "env": true, "pass-env": true, "allow-degraded": true, "allow-host": true, "toolchain": true}
+var repeatable = map[string]bool{"ro": true, "rw": true, "tmpfs": true, "mask": true, "env": true, "pass-env": true, "allow-degraded": true, "allow-host": true, "toolchain": true, "cache": true}
 
 // Every flag that takes a value and is not repeatable is refused twice,
 // even with the same value: TestScalarFlagsOnce lists them, this test

@@ -50,6 +50,7 @@ type runFlags struct {
 	profile       scalar
 	ro, rw        []string
 	tmpfs, mask   []string
+	caches        []string
 	toolchains    []string
 	workdir       scalar
 	noWorkdir     bool
@@ -181,8 +182,10 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Ro = []string{v}; return nil })))
 	fs.Func("rw", "bind a host `PATH[:DEST]` read-write (repeatable; not a system, top-level or home directory)", list(&f.rw,
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Rw = []string{v}; return nil })))
-	fs.Func("tmpfs", "an empty tmpfs at `DEST[:SIZE]` (repeatable; default size 64M)", list(&f.tmpfs,
+	fs.Func("tmpfs", "an empty tmpfs at `DEST[:SIZE]` (repeatable; without SIZE as large as the memory limit)", list(&f.tmpfs,
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Tmpfs = []string{v}; return nil })))
+	fs.Func("cache", "bind the build cache `NAME[=DIR]` read-write in HOME: go-build, go-mod, pip, npm or cargo-registry, from tooljail's own directory (~/.cache/tooljail/caches/NAME) or DIR (repeatable)", list(&f.caches,
+		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Caches = []string{v}; return nil })))
 	fs.Func("mask", "hide `PATH` inside the jail behind an empty file or directory (repeatable)", list(&f.mask,
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Mask = []string{v}; return nil })))
 	fs.Var(&f.root, "root", "take the jail's system directories and /etc entries from `DIR`, a root file system of your own (an unpacked container image), instead of the host; owned by you or root, not writable by group or others")
@@ -463,6 +466,7 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 	fsys.Rw = append(fsys.Rw, f.rw...)
 	fsys.Tmpfs = append(fsys.Tmpfs, f.tmpfs...)
 	fsys.Mask = append(fsys.Mask, f.mask...)
+	fsys.Caches = append(fsys.Caches, f.caches...)
 	if f.noWorkdir {
 		if f.workdir.set {
 			return nil, errors.New("--workdir and --no-workdir contradict each other")
@@ -521,9 +525,11 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 			return nil, fmt.Errorf("--%w", err)
 		}
 	}
+	cacheDir, _ := os.UserCacheDir() // "" refuses a named cache, saying why
 	return p.Spec(profiles.Request{
 		Args:       command,
 		Cwd:        cwd,
+		CacheDir:   cacheDir,
 		Workdir:    f.workdir.value,
 		Environ:    environ,
 		Vars:       profiles.CallerVars(f.env, environ),
@@ -693,6 +699,7 @@ var notServed = []struct {
 	why  string
 }{
 	{"--ro", func(f *runFlags) bool { return len(f.ro) > 0 }, "binds come from the server's profile"},
+	{"--cache", func(f *runFlags) bool { return len(f.caches) > 0 }, "caches come from the server's profile"},
 	{"--rw", func(f *runFlags) bool { return len(f.rw) > 0 }, "binds come from the server's profile"},
 	{"--tmpfs", func(f *runFlags) bool { return len(f.tmpfs) > 0 }, "mounts come from the server's profile"},
 	{"--mask", func(f *runFlags) bool { return len(f.mask) > 0 }, "masks come from the server's profile"},

@@ -26,6 +26,13 @@ func TestSummaryNotes(t *testing.T) {
 			"killed 2 background processes still running when the command exited"},
 		{"tmp full", jail.Result{Status: jail.StatusExited, FullMounts: []jail.FullMount{{Path: "/tmp", SizeBytes: 64 << 20, Full: "space", RaiseWith: tmpRaise}}},
 			"/tmp (64 MiB tmpfs) filled up: raise it with " + tmpRaise},
+		// /tmp sized by the memory limit: --memory raises it too
+		{"memory-sized tmp full", jail.Result{Status: jail.StatusExited, FullMounts: []jail.FullMount{{Path: "/tmp", SizeBytes: 1 << 30, Full: "space",
+			RaiseWith: "--memory SIZE or limits.memory (/tmp is as large as the memory limit), or " + tmpRaise}}},
+			"/tmp (1 GiB tmpfs) filled up: raise it with --memory SIZE or limits.memory (/tmp is as large as the memory limit), or " + tmpRaise},
+		{"memory kill", jail.Result{Status: jail.StatusMemoryLimit,
+			Reason: "memory limit 1 GiB reached (peak 1 GiB; files in tmpfs count: /tmp 900 MiB); 1 process killed by the OOM killer; the whole jail was stopped; raise it with --memory SIZE or limits.memory"},
+			"memory_limit: memory limit 1 GiB reached (peak 1 GiB; files in tmpfs count: /tmp 900 MiB); 1 process killed by the OOM killer; the whole jail was stopped; raise it with --memory SIZE or limits.memory"},
 		{"shm full and tmp out of inodes", jail.Result{Status: jail.StatusExited, FullMounts: []jail.FullMount{
 			{Path: "/dev/shm", SizeBytes: 64 << 20, Full: "space"},
 			{Path: "/tmp", SizeBytes: 1 << 30, Full: "inodes", RaiseWith: tmpRaise},
