@@ -278,7 +278,10 @@ func TestRlimits(t *testing.T) {
 		}
 		if o.report.CPUUserMs == nil || o.report.CPUSystemMs == nil {
 			t.Errorf("the report has no CPU times\n%s", o)
-		} else if cpu := *o.report.CPUUserMs + *o.report.CPUSystemMs; cpu < 900 || cpu > 3000 {
+		} else if cpu := *o.report.CPUUserMs + *o.report.CPUSystemMs; cpu < 700 || cpu > 3000 {
+			// The lower bound says the loop was not ended early by something
+			// else; the kernel's rusage has read 837 ms for the rlimit's
+			// second on this VM at a load of 40 (steal), so it is loose.
 			t.Errorf("the busy loop used %d ms of CPU with --cpu-time 1s, want about 1000", cpu)
 		}
 		if o.report.Limits.CPUTimeMs != 1000 {

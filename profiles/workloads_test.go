@@ -72,6 +72,8 @@ func TestWorkloadProfiles(t *testing.T) {
 		"build":    {"2G", "2", "1024", "30m", "4096", "/tmp", "memory", "none", nil, nil},
 		"node":     {"1G", "1", "512", "20m", "4096", "/tmp", "memory", "none", nil, npmQuiet},
 		"readonly": {"1G", "1", "256", "10m", "1024", "/tmp", "memory", "none", nil, nil},
+		"python":   {"1G", "1", "512", "30m", "4096", "/tmp", "memory", "none", nil, nil},
+		"go":       {"2G", "2", "1024", "30m", "4096", "/tmp", "memory", "none", nil, map[string]string{"GOTOOLCHAIN": "local"}},
 		"fetch": {"1G", "1", "512", "20m", "4096", "/tmp", "memory", "allow", []string{
 			"registry.npmjs.org:443", "proxy.golang.org:443", "sum.golang.org:443",
 			"pypi.org:443", "files.pythonhosted.org:443", "deb.debian.org", "security.debian.org",
@@ -93,6 +95,9 @@ func TestWorkloadProfiles(t *testing.T) {
 		}
 		if *p.Filesystem.WorkdirReadOnly != (name == "readonly") || !*p.Filesystem.Workdir {
 			t.Errorf("profile %s: workdir %v, read-only %v", name, *p.Filesystem.Workdir, *p.Filesystem.WorkdirReadOnly)
+		}
+		if wantAuto := name == "python" || name == "go"; wantAuto != slices.Equal(p.Filesystem.Toolchains, []string{"auto"}) {
+			t.Errorf("profile %s: toolchains %q", name, p.Filesystem.Toolchains)
 		}
 		if len(p.Filesystem.Rw) != 0 {
 			t.Errorf("profile %s: read-write binds %q: the workdir is the only host directory it may write", name, p.Filesystem.Rw)
