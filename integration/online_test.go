@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -203,11 +205,9 @@ func TestOnlineGoBuild(t *testing.T) {
 		writeOwned(t, u, filepath.Join(w, "go.mod"), "module example.com/tjonline\n\ngo 1.21\n\nrequire github.com/google/uuid v1.6.0\n")
 		args := []string{"--profile", "fetch"}
 		if !shownBySystem(goroot) {
-			// The GOROOT must be executable in the jail: a profile's
-			// filesystem.system, as the `go` profile will do.
-			p := filepath.Join(u.dir(t), "goroot.toml")
-			writeOwned(t, u, p, "extends = \"fetch\"\n[filesystem]\nsystem = [\""+goroot+"\"]\n")
-			args = []string{"--profile", p}
+			// The GOROOT must be executable in the jail: shown as a
+			// toolchain, as the `go` profile finds it.
+			args = append(args, "--toolchain", goroot)
 		}
 		args = append(args,
 			"--env", "GOPROXY="+reg.url.String(), "--env", "GOSUMDB="+sumdb,
@@ -239,4 +239,68 @@ func shownBySystem(dir string) bool {
 		}
 	}
 	return false
+}
+
+// pip download of a small package from the index pip is configured with
+// (PIP_INDEX_URL, else pip's configuration, else its default), through the
+// allow mode of the network profile; the index's file host is allowed as
+// the index links to it.
+func TestOnlineNetworkPipDownload(t *testing.T) {
+	onlineOnly(t)
+	t.Parallel()
+	py := hostTool(t, "/usr/bin/python3")
+	if err := exec.Command(py, "-m", "pip", "--version").Run(); err != nil {
+		t.Skipf("%s has no pip (Debian's python3-pip): %v", py, err)
+	}
+	index := os.Getenv("PIP_INDEX_URL")
+	if index == "" {
+		if out, err := exec.Command(py, "-m", "pip", "config", "get", "global.index-url").Output(); err == nil {
+			index = strings.TrimSpace(string(out))
+		}
+	}
+	if index == "" {
+		index = "https://pypi.org/simple" // pip's own default
+	}
+	reg := reachRegistry(t, "Python package index", index, "/six/")
+	allow := reg.allowFlags()
+	files := indexFileHost(t, strings.TrimSuffix(index, "/")+"/six/")
+	if files.host != reg.host {
+		allow = append(allow, files.allowFlags()...)
+	}
+	forUsers(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		args := append([]string{"--profile", "network", "--env", "PIP_INDEX_URL=" + index}, allow...)
+		o := u.jailRun(t, w, run{args: args, timeout: 5 * time.Minute}, py, "-m", "pip", "download", "--no-deps", "--no-cache-dir", "--disable-pip-version-check", "-d", ".", "six")
+		workloadOK(t, o)
+		f := workloadFigures(t, "pip download six", o)
+		checkNetwork(t, f, o, reg.host)
+		if m, _ := filepath.Glob(filepath.Join(w, "six-*")); len(m) != 1 {
+			t.Errorf("pip left %q in the workdir, want one six-* file\n%s", m, o)
+		}
+	})
+}
+
+// indexFileHost is the host (and its addresses) the first link of a
+// simple-index page points to: where pip downloads the files from.
+func indexFileHost(t *testing.T, page string) registry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, page, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Skipf("%s: %v", page, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	m := regexp.MustCompile(`href="([^"#]+)`).FindSubmatch(b)
+	if m == nil {
+		t.Skipf("%s links to no file", page)
+	}
+	base, _ := url.Parse(page)
+	link, err := base.Parse(string(m[1]))
+	if err != nil {
+		t.Skipf("%s: link %q: %v", page, m[1], err)
+	}
+	return reachRegistry(t, "package files", link.Scheme+"://"+link.Host, link.EscapedPath())
 }

@@ -282,3 +282,53 @@ func TestWorkloadReadonlyServed(t *testing.T) {
 		}
 	})
 }
+
+// strict: model-written code that computes and prints, as an agent's
+// "run this snippet" tool gives it: a Python script (Debian's python3)
+// counts primes and prints them, within strict's small caps.
+func TestWorkloadStrict(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		py := hostTool(t, "/usr/bin/python3")
+		w := u.workdir(t)
+		script := "import json, math\n" +
+			"primes = [n for n in range(2, 50000) if all(n % d for d in range(2, math.isqrt(n) + 1))]\n" +
+			"print(json.dumps({'count': len(primes), 'last': primes[-1]}))\n"
+		o := u.jailRun(t, w, run{args: []string{"--profile", "strict"}}, py, "-c", script)
+		workloadOK(t, o)
+		workloadFigures(t, "a Python snippet that computes and prints", o)
+		if o.stdout != "{\"count\": 5133, \"last\": 49999}\n" {
+			t.Errorf("the snippet printed %q\n%s", o.stdout, o)
+		}
+		if lim := o.report.Limits; lim.MemoryBytes != 256<<20 || lim.Pids != 64 || lim.CPUs != 0.5 {
+			t.Errorf("limits %+v: not strict's\n%s", lim, o)
+		}
+	})
+}
+
+// default: an agent's shell command over the project: find, sort, wc and
+// sed in a pipeline, writing its result into the workdir.
+func TestWorkloadDefault(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		sh := hostTool(t, "/bin/sh")
+		for _, tool := range []string{"find", "sort", "xargs", "wc", "sed"} {
+			hostTool(t, "/usr/bin/"+tool, "/bin/"+tool)
+		}
+		w := u.workdir(t)
+		if err := os.MkdirAll(filepath.Join(w, "docs", "api"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		chownTree(t, filepath.Join(w, "docs"), u.dirUID, u.dirGID)
+		writeOwned(t, u, filepath.Join(w, "docs", "a.md"), "one\ntwo\n")
+		writeOwned(t, u, filepath.Join(w, "docs", "api", "b.md"), "three\n")
+		o := u.jailRun(t, w, run{}, sh, "-c", `find . -name '*.md' | sort | xargs wc -l | sed 's/^ *//' > lines.txt && cat lines.txt`)
+		workloadOK(t, o)
+		workloadFigures(t, "a shell pipeline over the project", o)
+		want := "2 ./docs/a.md\n1 ./docs/api/b.md\n3 total\n"
+		if o.stdout != want {
+			t.Errorf("the pipeline printed %q, want %q\n%s", o.stdout, want, o)
+		}
+		if b, _ := os.ReadFile(filepath.Join(w, "lines.txt")); string(b) != want {
+			t.Errorf("lines.txt on the host: %q", b)
+		}
+	})
+}
