@@ -39,43 +39,17 @@ func standInHome(t *testing.T, u *user) string {
 	t.Helper()
 	h := u.dir(t)
 	base := filepath.Join(h, ".pyenv/versions/3.12.1")
-	files := map[string]string{
-		base + "/bin/tjpython3.12":     "helper",
-		base + "/lib/python3.12/os.py": "",
-		h + "/venv/pyvenv.cfg":         "home = " + base + "/bin\nversion = 3.12.1\n",
-		h + "/venv/bin/tjpython":       "-> " + base + "/bin/tjpython3.12",
-		h + "/.ssh/id_rsa":             "secret",
-		h + "/bad/bin/tjnode":          "helper",
-		h + "/bad/bin/node":            "helper",
-		h + "/bad/lib/node_modules/x":  "",
-		h + "/bad/.ssh/id_ed25519":     "secret",
-	}
-	for p, v := range files {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		switch {
-		case v == "helper":
-			err = copyFile(helperBin, p)
-		case strings.HasPrefix(v, "-> "):
-			err = os.Symlink(strings.TrimPrefix(v, "-> "), p)
-		default:
-			err = os.WriteFile(p, []byte(v), 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	err := filepath.Walk(h, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, u.dirUID, u.dirGID)
+	layoutFiles(t, u, h, map[string]string{
+		".pyenv/versions/3.12.1/bin/tjpython3.12":     "helper",
+		".pyenv/versions/3.12.1/lib/python3.12/os.py": "",
+		"venv/pyvenv.cfg":        "home = " + base + "/bin\nversion = 3.12.1\n",
+		"venv/bin/tjpython":      "-> " + base + "/bin/tjpython3.12",
+		".ssh/id_rsa":            "secret",
+		"bad/bin/tjnode":         "helper",
+		"bad/bin/node":           "helper",
+		"bad/lib/node_modules/x": "",
+		"bad/.ssh/id_ed25519":    "secret",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return h
 }
 
@@ -235,15 +209,7 @@ func layoutFiles(t *testing.T, u *user, h string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
-	err := filepath.Walk(h, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, u.dirUID, u.dirGID)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	chownTree(t, h, u.dirUID, u.dirGID)
 }
 
 // --toolchain auto with the real binary on stand-ins of a pyenv shim
