@@ -106,9 +106,10 @@ vm: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN) bin/integration.test
 test: deps vet unit integration python vm
 
 # The online workloads (integration/online_test.go): npm install of a package
-# and a Go build of a module with a dependency, from the registries this
-# machine reaches (npm config get registry, go env GOPROXY), through the
-# network allow mode of the fetch profile, as root and as uid 65534. Not part
+# and a Go build of a module with a dependency (the fetch profile), pip
+# download (the network profile), from the registries this machine reaches
+# (npm config get registry, go env GOPROXY, pip's index), through the
+# network allow mode, as root and as uid 65534. Not part
 # of `test`, which needs no network: each skips, saying why, when its registry
 # cannot be reached. -v prints each workload's memory peak and wall time.
 test-online: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN)
