@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,6 +120,12 @@ func TestWorkloadGo(t *testing.T) {
 		o := u.jailRun(t, w, run{args: []string{"--profile", "go"}, env: env}, "go", "build", "-o", "tjgo", ".")
 		workloadOK(t, o)
 		workloadFigures(t, "go build of a module with a dependency from the module cache", o)
+		var left struct {
+			Killed *int `json:"killed_leftover_processes"`
+		}
+		if json.Unmarshal(o.reportRaw, &left); left.Killed == nil || *left.Killed != 0 {
+			t.Errorf("killed_leftover_processes %v: the go command left a process behind (its telemetry sidecar?)\n%s", left.Killed, o)
+		}
 		tcs := toolchainsOf(t, o.reportRaw).Enforcement.Toolchains
 		wantEnv := "GOPROXY=file://" + filepath.Join(mc, "cache/download") + ",off"
 		if len(tcs) != 1 || tcs[0].Kind != "go" || !slices.Contains(tcs[0].Env, wantEnv) {

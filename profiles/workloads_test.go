@@ -73,7 +73,7 @@ func TestWorkloadProfiles(t *testing.T) {
 		"node":     {"1G", "1", "512", "20m", "4096", "/tmp", "memory", "none", nil, npmQuiet},
 		"readonly": {"1G", "1", "256", "10m", "1024", "/tmp", "memory", "none", nil, nil},
 		"python":   {"1G", "1", "512", "30m", "4096", "/tmp", "memory", "none", nil, nil},
-		"go":       {"2G", "2", "1024", "30m", "4096", "/tmp", "memory", "none", nil, map[string]string{"GOTOOLCHAIN": "local"}},
+		"go":       {"2G", "2", "1024", "30m", "4096", "/tmp", "memory", "none", nil, map[string]string{"GOTOOLCHAIN": "local", "GO_TELEMETRY_CHILD": "2"}},
 		"fetch": {"1G", "1", "512", "20m", "4096", "/tmp", "memory", "allow", []string{
 			"registry.npmjs.org:443", "proxy.golang.org:443", "sum.golang.org:443",
 			"pypi.org:443", "files.pythonhosted.org:443", "deb.debian.org", "security.debian.org",
