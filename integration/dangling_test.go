@@ -32,7 +32,8 @@ func TestDanglingCommandNamed(t *testing.T) {
 		for _, l := range [][2]string{
 			{target, "tool"},
 			{target, "bin/tool"},
-			{"/bin/true", "ok"},
+			// named as its target: a busybox applet picks itself by name
+			{"/bin/true", "true"},
 		} {
 			if err := os.Symlink(l[0], filepath.Join(w, l[1])); err != nil {
 				t.Fatal(err)
@@ -60,7 +61,7 @@ func TestDanglingCommandNamed(t *testing.T) {
 				t.Errorf("%s: want exit 127 and %q in stderr and the reason\n%s", c.name, c.want, o)
 			}
 		}
-		if o := u.jailRun(t, w, run{}, "./ok"); o.code != 0 {
+		if o := u.jailRun(t, w, run{}, "./true"); o.code != 0 {
 			t.Errorf("a symlink to what the jail shows does not run\n%s", o)
 		}
 		// The fix the message names works: the prefix shown read-only
