@@ -42,6 +42,20 @@ func TestToolsCheck(t *testing.T) {
 	}
 }
 
+// A tool whose profile binds the workdir read-only (filesystem.
+// workdir_readonly) shows so, as one under the server-wide default does:
+// the example file's run_tests, under python-tests.toml.
+func TestToolsCheckProfileReadOnly(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"tools", "check", "../../examples/tools.toml"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	want := "  profile: ../../examples/profiles/python-tests.toml\n  workdir: read-only; network: none"
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("tools check lacks %q:\n%s", want, stdout.String())
+	}
+}
+
 func TestToolsBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.toml")

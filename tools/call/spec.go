@@ -100,7 +100,7 @@ func setupFailure(argv []string, err error) *jail.Result {
 // Resolved is what a tool runs under, as `tooljail tools check` shows it.
 type Resolved struct {
 	Profile         string            // the profile's name or file, as loaded
-	ReadOnlyWorkdir bool              // the default's read-only workdir applies
+	ReadOnlyWorkdir bool              // the workdir is read-only: the default's, or the profile's workdir_readonly
 	NoWorkdir       bool              // the profile binds no workdir
 	Network         string            // the network mode the run gets
 	Limits          map[string]string // every [limits] key: the profile's, the default's and the tool's over it
@@ -121,7 +121,8 @@ func Resolve(f *tools.File, d tools.Defaults, t *tools.Tool) (Resolved, error) {
 	if err := setLimits(p, pol.Limits); err != nil {
 		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)
 	}
-	r := Resolved{Profile: ref, ReadOnlyWorkdir: pol.ReadOnlyWorkdir, Limits: map[string]string(p.Limits), Rate: pol.Rate}
+	ro := pol.ReadOnlyWorkdir || (p.Filesystem.WorkdirReadOnly != nil && *p.Filesystem.WorkdirReadOnly)
+	r := Resolved{Profile: ref, ReadOnlyWorkdir: ro, Limits: map[string]string(p.Limits), Rate: pol.Rate}
 	r.NoWorkdir = p.Filesystem.Workdir != nil && !*p.Filesystem.Workdir
 	r.Network = pol.Network
 	if r.Network == "" && p.Network.Mode != nil {
