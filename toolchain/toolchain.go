@@ -9,7 +9,9 @@
 package toolchain
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -92,7 +94,8 @@ const nameIt = "name its prefix with --toolchain PATH, or bind it with --ro"
 // symlinks followed one by one, and each path on the way that the jail
 // does not show is matched against the layouts this package knows. Every
 // prefix found is checked with Refuse. No toolchain and no error: the jail
-// shows the program already.
+// shows the program already, or the caller has none by that name (the
+// jail then looks it up itself).
 func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 	found := argv0
 	if strings.Contains(argv0, "/") {
@@ -102,11 +105,17 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 	} else {
 		p, err := lookPath(fsys, argv0, c.Path)
 		if err != nil {
-			return nil, fmt.Errorf("toolchain auto: %s: not found in the caller's PATH (%s); give its path, or name its prefix with --toolchain PATH", argv0, c.Path)
+			// Nothing of the caller's to show: the jail looks the name
+			// up in its own PATH, and says "not found" (127) as it
+			// would without auto when it has none either.
+			return nil, nil
 		}
 		found = p
 	}
 	elems, err := elements(fsys, found)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a path that is not there: the jail says so (127)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("toolchain auto: %s: %w", argv0, err)
 	}
