@@ -22,9 +22,14 @@ func exampleTools(t *testing.T) string {
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	// The profiles it names by relative path first, the tool file last:
-	// once it is there, the copy is whole.
-	for _, rel := range []string{"profiles/docs-fetch.toml", "tools.toml"} {
+	// The profiles it names by relative path first (every example
+	// profile), the tool file last: once it is there, the copy is whole.
+	profs, _ := filepath.Glob(filepath.Join("..", "examples", "profiles", "*.toml"))
+	var rels []string
+	for _, p := range profs {
+		rels = append(rels, filepath.Join("profiles", filepath.Base(p)))
+	}
+	for _, rel := range append(rels, "tools.toml") {
 		b, err := os.ReadFile(filepath.Join("..", "examples", rel))
 		if errors.Is(err, fs.ErrNotExist) {
 			// The VM guests run the suite's binary without the tree.
