@@ -247,6 +247,7 @@ func do(a []string) {
 		}
 		ok()
 	case "forkbomb": // start children that hold until a fork fails (at most 10000)
+		warmThreads(8)
 		i := 0
 		var err error
 		for ; i < 10000; i++ {
@@ -856,4 +857,29 @@ func fds() any {
 		}
 	}
 	return list
+}
+
+// warmThreads makes the runtime start about n OS threads now, which it
+// keeps idle and reuses: under a pids cap that the children fill, a
+// runtime that needs a thread later (for a blocking fork) cannot start one
+// and dies ("fatal error: newosproc"), as a guest saw once.
+func warmThreads(n int) {
+	var fds [2]int
+	if unix.Pipe2(fds[:], unix.O_CLOEXEC) != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b [1]byte
+			unix.Read(fds[0], b[:]) // blocks its thread until the write below
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	unix.Write(fds[1], make([]byte, n))
+	wg.Wait()
+	unix.Close(fds[0])
+	unix.Close(fds[1])
 }
