@@ -345,3 +345,16 @@ func TestPasswdHomeSymlinkNotFollowed(t *testing.T) {
 		t.Error("$HOME given through a symlink is not protected")
 	}
 }
+
+func TestHomeDirs(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(p, []byte("root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534::/:/usr/sbin/nologin\nu:x:1000:1000::/home/u/:/bin/sh\nbad line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(HomeDirs(p), ","); got != "/root,/root,/home/u/" {
+		t.Errorf("%q", got)
+	}
+	if got := strings.Join(HomeDirs(filepath.Join(t.TempDir(), "none")), ","); got != "/root" {
+		t.Errorf("no passwd: %q", got)
+	}
+}

@@ -63,7 +63,7 @@ func loadRules(home, passwd string) *rules {
 	if home != "" && path.IsAbs(home) {
 		addWithParents(r.homes, home, true)
 	}
-	for _, h := range homeDirs(passwd) {
+	for _, h := range HomeDirs(passwd) {
 		addWithParents(r.homes, h, false)
 	}
 	return r
@@ -116,9 +116,10 @@ func addWithParents(m map[ID]string, dir string, follow bool) {
 	unix.Close(fd)
 }
 
-// homeDirs are home directories to protect besides $HOME: root's, and
-// those of the password database.
-func homeDirs(passwd string) []string {
+// HomeDirs are home directories to protect besides $HOME: root's, and
+// those of the password database at passwd (/etc/passwd), as written
+// there ("/" left out).
+func HomeDirs(passwd string) []string {
 	out := []string{"/root"}
 	f, err := os.Open(passwd)
 	if err != nil {

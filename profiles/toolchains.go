@@ -2,11 +2,11 @@ package profiles
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/toolchain"
 )
@@ -147,8 +147,7 @@ func callerOf(f *Finder, cwd string, shown func(string) bool) toolchain.Caller {
 		}
 	}
 	if c.Homes == nil {
-		passwd, _ := os.ReadFile("/etc/passwd") // none: root's and HOME only
-		c.Homes = append(toolchain.PasswdHomes(passwd), c.Home)
+		c.Homes = append(hostpath.HomeDirs("/etc/passwd"), c.Home) // none: root's and HOME only
 	}
 	return c
 }

@@ -100,16 +100,3 @@ func credentialIn(prefix, c string, has func(string) bool) string {
 	}
 	return ""
 }
-
-// PasswdHomes are the home directories of a password database's text
-// (/etc/passwd), and /root; "/" is left out (it is refused anyway).
-func PasswdHomes(passwd []byte) []string {
-	out := []string{"/root"}
-	for _, line := range strings.Split(string(passwd), "\n") {
-		f := strings.Split(line, ":")
-		if len(f) >= 7 && path.IsAbs(f[5]) && path.Clean(f[5]) != "/" {
-			out = append(out, path.Clean(f[5]))
-		}
-	}
-	return out
-}

@@ -61,7 +61,7 @@ type Caller struct {
 	// Env holds the caller's values of Vars (others are ignored).
 	Env map[string]string
 	// Homes are the home directories no prefix may be or hold (the
-	// caller's and the password database's: see PasswdHomes).
+	// caller's and the password database's: see hostpath.HomeDirs).
 	Homes []string
 	// Shown says whether the jail already shows a host path (a system
 	// directory, a bind of the profile): such a path needs no prefix.
