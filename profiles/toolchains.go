@@ -113,7 +113,7 @@ func toolchains(profile []string, jailPath string, r Request, cwd string, mounts
 					}
 				}
 			}
-			out = append(out, jail.Toolchain{Kind: tc.Kind, Prefixes: nonNilList(tc.Prefixes), Bin: nonNilList(tc.Bin), Env: tc.Env, From: from})
+			out = append(out, jail.Toolchain{Kind: tc.Kind, Prefixes: nonNil(tc.Prefixes), Bin: nonNil(tc.Bin), Env: tc.Env, From: from})
 		}
 	}
 	var binds []jail.Mount
@@ -123,13 +123,6 @@ func toolchains(profile []string, jailPath string, r Request, cwd string, mounts
 		}
 	}
 	return out, binds, nil
-}
-
-func nonNilList(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // callerOf is the toolchain.Caller of a Finder.
