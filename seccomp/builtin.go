@@ -127,3 +127,10 @@ var builtinFilters = map[string]string{
 	fmt.Fprintf(bw, "}\n")
 	return bw.Flush()
 }
+
+// LibraryVersion is the version of the libseccomp this binary is linked
+// with (statically in release builds), as "major.minor.micro".
+func LibraryVersion() string {
+	maj, mnr, mic := libseccomp.GetLibraryVersion()
+	return fmt.Sprintf("%d.%d.%d", maj, mnr, mic)
+}

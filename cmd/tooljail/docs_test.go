@@ -87,6 +87,7 @@ func TestDocsListEveryFlag(t *testing.T) {
 		{"tools", newToolsCallFlagSet(&toolsCallFlags{}), "cli.md"},
 		{"audit", newAuditFlagSet(&auditFlags{}), "cli.md"},
 		{"mcp", newMCPFlagSet(&mcpFlags{}), "cli.md"},
+		{"version", newVersionFlagSet(new(bool)), "cli.md"},
 	} {
 		flags := helpFlags(help(t, sub.name))
 		n := 0

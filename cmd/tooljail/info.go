@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strings"
 	"text/tabwriter"
 
@@ -191,19 +189,6 @@ func profileCommand(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return fail(stderr, "unknown profile subcommand %q: want list or show", args[0])
-}
-
-func versionCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintln(stdout, "Usage: tooljail version")
-		return 0
-	}
-	if len(args) > 0 {
-		return fail(stderr, "version takes no arguments")
-	}
-	fmt.Fprintf(stdout, "tooljail %s (%s, %s/%s)\n", jail.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	_ = os.Stdout
-	return 0
 }
 
 // noWorkdir drops the workdir bind: check asks about the host, not about the

@@ -25,7 +25,7 @@ Usage:
   tooljail check [--json]                what this host can enforce, and how to fix what it cannot
   tooljail profile list                  shipped profiles
   tooljail profile show NAME|FILE        a profile, resolved, as TOML
-  tooljail version                       version and build information
+  tooljail version [--json]              version, commit, Go, libseccomp and target
 
 Run 'tooljail COMMAND --help' for the flags of a command.
 `
