@@ -1,11 +1,16 @@
 # tooljail: one static binary (cgo, libseccomp linked in statically).
 GO        ?= go
-VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# VERSION is the release (the VERSION file); `make build` says it is a
+# development build of it: 0.1.0-dev+<git describe>. COMMIT is the full hash,
+# "-dirty" when tracked files have uncommitted changes (`tooljail version`).
+VERSION   := $(shell cat VERSION)
+DEV_VERSION := $(VERSION)-dev+$(shell git describe --always --dirty 2>/dev/null || echo unknown)
+COMMIT    := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo -dirty)
 BIN       := bin/tooljail
 HELPER    := bin/tjhelper
 TJSYSBIN  := bin/tjsys
 TAGS      := osusergo,netgo
-LDFLAGS   := -X github.com/tooljail/tooljail/jail.Version=$(VERSION) -linkmode external -extldflags "-static"
+LDFLAGS   := -X github.com/tooljail/tooljail/jail.Version=$(DEV_VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"
 GOFILES   := $(shell find . \( -name '*.go' -o -name '*.c' -o -name '*.h' \) -not -path './integration/*' 2>/dev/null) $(wildcard profiles/*.toml)
 # Integration tests run the built binary as root and as this unprivileged uid.
 export TOOLJAIL := $(CURDIR)/$(BIN)
@@ -126,7 +131,65 @@ bench: $(BIN) $(HELPER)
 	./bench/run.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
+
+# ---- Releases: make dist (docs/install.md) ----
+# Static binaries for each target, a tarball and a .deb of each, and
+# SHA256SUMS over every artefact, reproducibly: the same commit gives the
+# same bytes (-trimpath, no VCS stamp, stripped; archives written by
+# packaging/mkdist with every time SOURCE_DATE_EPOCH, the commit's time).
+# dist/ is output only. The arm64 build uses Debian's cross compiler and the
+# arm64 libseccomp (packaging/deps.sh installs them); this host is amd64.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+export SOURCE_DATE_EPOCH
+DIST_ARCHES   := amd64 arm64
+DIST_BINS     := $(DIST_ARCHES:%=dist/bin/linux-%/tooljail)
+DIST_TARBALLS := $(DIST_ARCHES:%=dist/tooljail-$(VERSION)-linux-%.tar.gz)
+DIST_DEBS     := $(DIST_ARCHES:%=dist/tooljail_$(VERSION)_%.deb)
+# What `make dist` makes before the sums; each packaging target joins here.
+DIST_PARTS    := dist-tarballs dist-debs
+RELEASE_LDFLAGS := -s -w -X github.com/tooljail/tooljail/jail.Version=$(VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"
+CC_amd64      := gcc
+CC_arm64      := aarch64-linux-gnu-gcc
+PKGCONFIG_amd64 := /usr/lib/x86_64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+PKGCONFIG_arm64 := /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+MKDIST        := $(GO) run ./packaging/mkdist
+DEB_MAINTAINER ?= tooljail maintainers <maintainers@tooljail.invalid>
+
+.PHONY: dist dist-deps dist-bin dist-tarballs dist-debs dist-sums dist-check FORCE
+FORCE:
+
+# Everything anew: nothing of an older version or commit is left to be summed.
+dist:
+	rm -rf dist
+	@$(MAKE) --no-print-directory $(DIST_PARTS)
+	@$(MAKE) --no-print-directory dist-sums
+
+dist-deps: deps
+	@./packaging/deps.sh
+
+dist-bin: $(DIST_BINS)
+
+# Always relinked: the commit is in the binary, and make cannot see it change.
+dist/bin/linux-%/tooljail: FORCE | dist-deps
+	CGO_ENABLED=1 GOOS=linux GOARCH=$* CC=$(CC_$*) PKG_CONFIG_LIBDIR=$(PKGCONFIG_$*) $(GO) build -tags $(TAGS) -trimpath -buildvcs=false -ldflags '$(RELEASE_LDFLAGS)' -o $@ ./cmd/tooljail
+
+# The completions, printed by the amd64 binary (packaging/completions.sh).
+dist/completions: dist/bin/linux-amd64/tooljail
+	./packaging/completions.sh $< $@
+
+dist-tarballs: $(DIST_TARBALLS)
+dist/tooljail-$(VERSION)-linux-%.tar.gz: dist/bin/linux-%/tooljail dist/completions
+	$(MKDIST) -kind tarball -version $(VERSION) -arch $* -bin $< -completions dist/completions -o $@
+
+dist-debs: $(DIST_DEBS)
+dist/tooljail_$(VERSION)_%.deb: dist/bin/linux-%/tooljail dist/completions
+	$(MKDIST) -kind deb -version $(VERSION) -arch $* -bin $< -completions dist/completions -maintainer '$(DEB_MAINTAINER)' -o $@
+
+# Over every artefact at the top of dist/, whichever targets made them.
+dist-sums:
+	cd dist && find . -maxdepth 1 -type f \( -name '*.tar.gz' -o -name '*.deb' -o -name '*.whl' -o -name '*.tgz' \) -printf '%P\n' | LC_ALL=C sort | xargs -r sha256sum >SHA256SUMS
+	@test -s dist/SHA256SUMS || { echo "dist: no artefacts to sum in dist/"; exit 1; }
 
 # The seccomp filters of the shipped profiles, compiled into the binary
 # (seccomp/builtin_filters.go); the profiles tests fail while it is stale.
