@@ -37,15 +37,17 @@ func normMode(owner uint32) int64 {
 // 0 with no names, every time mtime, and prefix before each name (e.g. "./"
 // for a .deb's data, "tooljail-0.1.0-linux-amd64/" for a tarball).
 func tarHeaders(prefix string, files []entry, mtime time.Time) ([]*tar.Header, error) {
-	byName := map[string]*tar.Header{}
+	byPath := map[string]*tar.Header{}
 	add := func(h *tar.Header) error {
-		if old, ok := byName[h.Name]; ok {
+		// "a" and "a/" are one path: a file cannot also be a directory.
+		key := strings.TrimSuffix(h.Name, "/")
+		if old, ok := byPath[key]; ok {
 			if old.Typeflag == tar.TypeDir && h.Typeflag == tar.TypeDir {
 				return nil
 			}
 			return fmt.Errorf("%s is in the archive twice", h.Name)
 		}
-		byName[h.Name] = h
+		byPath[key] = h
 		return nil
 	}
 	hdr := func(name string, typ byte, mode, size int64) *tar.Header {
@@ -80,7 +82,7 @@ func tarHeaders(prefix string, files []entry, mtime time.Time) ([]*tar.Header, e
 		}
 	}
 	var hs []*tar.Header
-	for _, h := range byName {
+	for _, h := range byPath {
 		hs = append(hs, h)
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Name < hs[j].Name })
