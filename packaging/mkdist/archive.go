@@ -34,9 +34,10 @@ func normMode(owner uint32) int64 {
 
 // tarHeaders lists the headers of a reproducible tar: every parent directory
 // once before its contents (0o755), entries sorted by name, owner and group
-// 0 with no names, every time mtime, and prefix before each name (e.g. "./"
-// for a .deb's data, "tooljail-0.1.0-linux-amd64/" for a tarball).
-func tarHeaders(prefix string, files []entry, mtime time.Time) ([]*tar.Header, error) {
+// 0 named owner (none, or "root" as dpkg-deb --root-owner-group writes), every
+// time mtime, and prefix before each name (e.g. "./" for a .deb's data,
+// "tooljail-0.1.0-linux-amd64/" for a tarball).
+func tarHeaders(prefix, owner string, files []entry, mtime time.Time) ([]*tar.Header, error) {
 	byPath := map[string]*tar.Header{}
 	add := func(h *tar.Header) error {
 		// "a" and "a/" are one path: a file cannot also be a directory.
@@ -57,6 +58,8 @@ func tarHeaders(prefix string, files []entry, mtime time.Time) ([]*tar.Header, e
 			Mode:     mode,
 			Size:     size,
 			ModTime:  mtime,
+			Uname:    owner,
+			Gname:    owner,
 			Format:   tar.FormatGNU,
 		}
 	}
@@ -90,8 +93,8 @@ func tarHeaders(prefix string, files []entry, mtime time.Time) ([]*tar.Header, e
 }
 
 // writeTar writes files as a reproducible tar (see tarHeaders).
-func writeTar(w io.Writer, prefix string, files []entry, mtime time.Time) error {
-	hs, err := tarHeaders(prefix, files, mtime)
+func writeTar(w io.Writer, prefix, owner string, files []entry, mtime time.Time) error {
+	hs, err := tarHeaders(prefix, owner, files, mtime)
 	if err != nil {
 		return err
 	}
@@ -131,9 +134,9 @@ func gzipBytes(b []byte) ([]byte, error) {
 }
 
 // tarGz is writeTar's output, gzipped as gzipBytes does.
-func tarGz(prefix string, files []entry, mtime time.Time) ([]byte, error) {
+func tarGz(prefix, owner string, files []entry, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := writeTar(&buf, prefix, files, mtime); err != nil {
+	if err := writeTar(&buf, prefix, owner, files, mtime); err != nil {
 		return nil, err
 	}
 	return gzipBytes(buf.Bytes())

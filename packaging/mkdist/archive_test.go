@@ -33,7 +33,7 @@ func TestTarHeadersReproducible(t *testing.T) {
 		{Name: "bin/tooljail", Mode: 0o755, Data: []byte("ELF")},
 		{Name: "README.md", Mode: 0o644, Data: []byte("hi")},
 	}
-	hs, err := tarHeaders("p/", files, epoch)
+	hs, err := tarHeaders("p/", "", files, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +53,11 @@ func TestTarHeadersReproducible(t *testing.T) {
 	}
 
 	// Whatever order the files come in, the same bytes come out.
-	a, err := tarGz("p/", files, epoch)
+	a, err := tarGz("p/", "", files, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := tarGz("p/", []entry{files[2], files[0], files[1]}, epoch)
+	b, err := tarGz("p/", "", []entry{files[2], files[0], files[1]}, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestTarHeadersRefuse(t *testing.T) {
 		{"setuid", []entry{{Name: "a", Mode: 0o4755}}},
 		{"world-writable", []entry{{Name: "a", Mode: 0o666}}},
 	} {
-		if _, err := tarHeaders("", tc.files, epoch); err == nil {
+		if _, err := tarHeaders("", "", tc.files, epoch); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
 	}

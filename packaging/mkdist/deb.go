@@ -78,11 +78,11 @@ func deb(version, arch, maintainer string, files []entry, mtime time.Time) ([]by
 		{Name: "control", Mode: 0o644, Data: []byte(debControl(version, arch, maintainer, files))},
 		{Name: "md5sums", Mode: 0o644, Data: []byte(debMD5sums(files))},
 	}
-	controlTar, err := tarGz("./", control, mtime)
+	controlTar, err := tarGz("./", "root", control, mtime)
 	if err != nil {
 		return nil, fmt.Errorf("control.tar.gz: %w", err)
 	}
-	dataTar, err := tarGz("./", files, mtime)
+	dataTar, err := tarGz("./", "root", files, mtime)
 	if err != nil {
 		return nil, fmt.Errorf("data.tar.gz: %w", err)
 	}

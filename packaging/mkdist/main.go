@@ -281,7 +281,7 @@ func run(args []string) error {
 	switch *kind {
 	case "tarball":
 		prefix := path.Join(fmt.Sprintf("tooljail-%s-linux-%s", *version, *arch)) + "/"
-		b, err = tarGz(prefix, tarballFiles(s, binBytes), mtime)
+		b, err = tarGz(prefix, "", tarballFiles(s, binBytes), mtime)
 	case "deb":
 		var files []entry
 		if files, err = debFiles(s, binBytes); err == nil {
