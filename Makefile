@@ -111,7 +111,7 @@ vm: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN) bin/integration.test
 # Every stage is bounded (go test -timeout, timeout(1) with a traceback for
 # the Python suite, VM_TIMEOUT for each guest): a hang fails with where it
 # hung, well inside CI's 90 minutes.
-test: deps vet unit integration python vm
+test: deps vet unit integration python vm dist-check
 
 # The online workloads (integration/online_test.go): npm install of a package
 # and a Go build of a module with a dependency (the fetch profile), pip
@@ -190,6 +190,15 @@ dist/tooljail_$(VERSION)_%.deb: dist/bin/linux-%/tooljail dist/completions
 dist-sums:
 	cd dist && find . -maxdepth 1 -type f \( -name '*.tar.gz' -o -name '*.deb' -o -name '*.whl' -o -name '*.tgz' \) -printf '%P\n' | LC_ALL=C sort | xargs -r sha256sum >SHA256SUMS
 	@test -s dist/SHA256SUMS || { echo "dist: no artefacts to sum in dist/"; exit 1; }
+
+# What `make dist` made, installed and run (packaging/disttest: the
+# tarballs, the amd64 one jailing `id -u` as root and uid 65534, the arm64 one
+# under qemu-user; the .debs through dpkg --root; SHA256SUMS), then the
+# whole dist built again from another path and umask and compared byte for
+# byte (packaging/repro.sh).
+dist-check: dist
+	TOOLJAIL_DIST=$(CURDIR)/dist $(GO) test -count=1 -timeout 5m ./packaging/...
+	./packaging/repro.sh
 
 # The seccomp filters of the shipped profiles, compiled into the binary
 # (seccomp/builtin_filters.go); the profiles tests fail while it is stale.
