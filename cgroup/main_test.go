@@ -151,8 +151,9 @@ func forkLoop() {
 			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, uintptr(code), 0, 0)
 		}
 		if r1 == 0 {
+			// pause(2) as arm64 has it too: ppoll with no fds and no timeout.
 			for {
-				syscall.RawSyscall(syscall.SYS_PAUSE, 0, 0, 0)
+				syscall.RawSyscall6(syscall.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
 			}
 		}
 	}
