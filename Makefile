@@ -22,7 +22,13 @@ export TJSYS    := $(CURDIR)/$(TJSYSBIN)
 all: build
 build: $(BIN)
 
-$(BIN): $(GOFILES) go.mod go.sum
+# Rewritten only when the version or commit changes, so a commit with no
+# file changed still relinks what `tooljail version` reports.
+bin/.buildstamp: FORCE
+	@mkdir -p bin
+	@echo '$(DEV_VERSION) $(COMMIT)' | cmp -s - $@ || echo '$(DEV_VERSION) $(COMMIT)' >$@
+
+$(BIN): $(GOFILES) go.mod go.sum bin/.buildstamp
 	@$(MAKE) --no-print-directory deps
 	CGO_ENABLED=1 $(GO) build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/tooljail
 
@@ -30,7 +36,7 @@ $(BIN): $(GOFILES) go.mod go.sum
 # names from TOOLJAIL_TEST_HOSTS (jail/testhooks.go). Never shipped.
 TESTHOOKS := bin/tooljail-testhooks
 export TOOLJAIL_TESTHOOKS := $(CURDIR)/$(TESTHOOKS)
-$(TESTHOOKS): $(GOFILES) go.mod go.sum
+$(TESTHOOKS): $(GOFILES) go.mod go.sum bin/.buildstamp
 	@$(MAKE) --no-print-directory deps
 	CGO_ENABLED=1 $(GO) build -tags $(TAGS),tooljail_testhooks -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/tooljail
 
