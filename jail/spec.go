@@ -118,6 +118,10 @@ const (
 	NetAllow NetMode = "allow"
 )
 
+// NetModes are the network modes a Spec accepts, in the order the docs
+// give them (shell completion offers them from here).
+var NetModes = []NetMode{NetNone, NetHost, NetAllow}
+
 // Limits are the resource caps of a run. Zero means "no limit" for every
 // field except NoFile (0 keeps the inherited limit). This is the one
 // definition of the limits: the report's form (ReportLimits, also the JSON
@@ -220,6 +224,9 @@ const (
 	// ViolationKill kills the whole run; its status is "violation".
 	ViolationKill OnViolation = "kill"
 )
+
+// OnViolations are the actions a Spec accepts for a denied system call.
+var OnViolations = []OnViolation{ViolationDeny, ViolationKill}
 
 // Layers that can be named in Spec.AllowDegraded.
 const (
@@ -381,6 +388,9 @@ func (s *Spec) Validate() error {
 	if s.Home != "" && !filepath.IsAbs(s.Home) {
 		return fmt.Errorf("home %q: must be an absolute path", s.Home)
 	}
+	if !slices.Contains(NetModes, s.Net) {
+		return fmt.Errorf("network mode %q: want %q, %q or %q", s.Net, NetNone, NetHost, NetAllow)
+	}
 	switch s.Net {
 	case NetNone, NetHost:
 		if len(s.Allow) > 0 {
@@ -390,12 +400,8 @@ func (s *Spec) Validate() error {
 		if _, err := allow.ParseList(s.Allow); err != nil {
 			return fmt.Errorf("allowed hosts: %w", err)
 		}
-	default:
-		return fmt.Errorf("network mode %q: want %q, %q or %q", s.Net, NetNone, NetHost, NetAllow)
 	}
-	switch s.OnViolation {
-	case ViolationDeny, ViolationKill:
-	default:
+	if !slices.Contains(OnViolations, s.OnViolation) {
 		return fmt.Errorf("on-violation %q: want %q or %q", s.OnViolation, ViolationDeny, ViolationKill)
 	}
 	for _, l := range s.AllowDegraded {
