@@ -15,6 +15,11 @@ command -v python3 >/dev/null || need+=(python3)
 for pkg in python3-venv python3-pytest; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
+# Shell completion tests (cmd/tooljail/completion_test.go) and the man page
+# check (cmd/tooljail/manpage_test.go, groff).
+for pkg in zsh fish groff-base; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
 if [ ${#need[@]} -gt 0 ]; then
   echo "deps: installing ${need[*]}"
   sudo_cmd=""

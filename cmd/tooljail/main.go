@@ -26,6 +26,7 @@ Usage:
   tooljail profile list                  shipped profiles
   tooljail profile show NAME|FILE        a profile, resolved, as TOML
   tooljail version [--json]              version, commit, Go, libseccomp and target
+  tooljail completion bash|zsh|fish      a shell completion script
 
 Run 'tooljail COMMAND --help' for the flags of a command.
 `
@@ -58,6 +59,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return profileCommand(args[1:], stdout, stderr)
 	case "version":
 		return versionCommand(args[1:], stdout, stderr)
+	case "completion":
+		return completionCommand(args[1:], stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// completionScript writes `tooljail completion SHELL` to a file.
+func completionScript(t *testing.T, shell string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"completion", shell}, &stdout, &stderr); code != 0 {
+		t.Fatalf("completion %s: exit %d: %s", shell, code, stderr.String())
+	}
+	path := filepath.Join(t.TempDir(), "tooljail."+shell)
+	if err := os.WriteFile(path, stdout.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func needShell(t *testing.T, shell string) string {
+	t.Helper()
+	path, err := exec.LookPath(shell)
+	if err != nil {
+		t.Fatalf("%s is not installed (.ci/deps.sh installs it): %v", shell, err)
+	}
+	return path
+}
+
+// The bash script, sourced in a bash without bash-completion's helpers,
+// completes each command line (the cursor at its end; "" is an empty last word).
+func TestCompletionBash(t *testing.T) {
+	bash := needShell(t, "bash")
+	script := completionScript(t, "bash")
+	dir := t.TempDir()
+	for _, f := range []string{"tools.toml", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		words []string
+		want  []string // all of these, among the candidates
+		not   []string // none of these
+	}{
+		{[]string{"ru"}, []string{"run"}, []string{"serve"}},
+		{[]string{"run", "--mem"}, []string{"--memory"}, []string{"--mask"}},
+		{[]string{"run", "--profile", "de"}, []string{"default"}, nil},
+		{[]string{"run", "--profile", "./to"}, []string{"./tools.toml"}, nil},
+		{[]string{"run", "--net", ""}, []string{"none", "host", "allow"}, nil},
+		{[]string{"run", "--net", "=", "h"}, []string{"host"}, []string{"none"}},
+		{[]string{"run", "--on-violation", ""}, []string{"deny", "kill"}, nil},
+		{[]string{"run", "--allow-degraded", "land"}, []string{"landlock"}, nil},
+		{[]string{"run", "-"}, []string{"-q", "--quiet", "--workdir", "--help"}, []string{"--listen"}},
+		{[]string{"run", "--memory", "1G", "--"}, []string{"--memory"}, nil},
+		{[]string{"run", "--memory", "1G", "--", "bas"}, []string{"bash"}, []string{"default"}},
+		{[]string{"run", "--", "bash", "./no"}, []string{"./notes.txt"}, nil},
+		{[]string{"serve", "--profile", "stri"}, []string{"strict"}, nil},
+		{[]string{"tools", ""}, []string{"check", "call"}, nil},
+		{[]string{"tools", "call", "--"}, []string{"--json", "--workdir", "--arg"}, []string{"--memory"}},
+		{[]string{"tools", "check", "./to"}, []string{"./tools.toml"}, nil},
+		{[]string{"audit", "show", "--status", "ex"}, []string{"exited"}, nil},
+		{[]string{"profile", ""}, []string{"list", "show"}, nil},
+		{[]string{"profile", "show", "rea"}, []string{"readonly"}, nil},
+		{[]string{"mcp", "--"}, []string{"--tools", "--listen"}, []string{"--memory"}},
+		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}, nil},
+	} {
+		words := append([]string{"tooljail"}, tc.words...)
+		var quoted []string
+		for _, w := range words {
+			quoted = append(quoted, "'"+w+"'")
+		}
+		cmd := exec.Command(bash, "--norc", "--noprofile", "-c",
+			`source "$1" || exit 1
+COMP_WORDS=(`+strings.Join(quoted, " ")+`); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+_tooljail_complete || exit 1
+printf '%s\n' "${COMPREPLY[@]}"`, "bash", script)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v: %s", words, err, out)
+		}
+		got := strings.Split(strings.TrimSpace(string(out)), "\n")
+		check(t, strings.Join(words, " "), got, tc.want, tc.not)
+	}
+}
+
+func check(t *testing.T, line string, got, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("%q completes to %q: %q missing", line, got, w)
+		}
+	}
+	for _, n := range not {
+		if slices.Contains(got, n) {
+			t.Errorf("%q completes to %q: %q should not be there", line, got, n)
+		}
+	}
+}
+
+// fish loads the script and completes with its own engine (complete -C).
+func TestCompletionFish(t *testing.T) {
+	fish := needShell(t, "fish")
+	script := completionScript(t, "fish")
+	for _, tc := range []struct {
+		line      string
+		want, not []string
+	}{
+		{"tooljail run --mem", []string{"--memory"}, nil},
+		{"tooljail ru", []string{"run"}, nil},
+		{"tooljail run --profile de", []string{"default"}, nil},
+		{"tooljail run --net ", []string{"none", "host", "allow"}, []string{"--memory"}},
+		{"tooljail tools ", []string{"check", "call"}, []string{"run"}},
+		{"tooljail tools call --", []string{"--json", "--arg"}, []string{"--memory"}},
+		{"tooljail run --memory 1G -- bas", []string{"bash"}, []string{"--memory"}},
+	} {
+		out, err := exec.Command(fish, "--no-config", "-c", `source $argv[1]; or exit 1; complete -C $argv[2]`, script, tc.line).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v: %s", tc.line, err, out)
+		}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			got = append(got, strings.SplitN(l, "\t", 2)[0])
+		}
+		check(t, tc.line, got, tc.want, tc.not)
+	}
+}
+
+// zsh loads the script after compinit without an error; its function,
+// called with compadd and the path completers stubbed (completing for
+// real needs a terminal), offers the words for each line; compadd itself
+// keeps those that match what is typed.
+func TestCompletionZsh(t *testing.T) {
+	zsh := needShell(t, "zsh")
+	script := completionScript(t, "zsh")
+	for _, tc := range []struct {
+		words     []string
+		want, not []string
+	}{
+		{[]string{"ru"}, []string{"run"}, []string{"--memory"}},
+		{[]string{"run", "--mem"}, []string{"--memory", "-q"}, []string{"run"}},
+		{[]string{"run", "--profile", "de"}, []string{"default", "FILES"}, nil},
+		{[]string{"run", "--net="}, []string{"none", "host", "allow"}, nil},
+		{[]string{"run", "--", "ba"}, []string{"COMMANDS"}, nil},
+		{[]string{"tools", "call", "--"}, []string{"--json"}, []string{"--memory"}},
+	} {
+		out, err := exec.Command(zsh, append([]string{"-f", "-c", `autoload -U compinit && compinit -u -D && source "$1" || exit 1
+compadd() { while (( $# )) && [[ $1 != -- ]]; do shift; done; shift; print -rl -- "$@"; }
+_files() { print -r -- FILES; }
+_command_names() { print -r -- COMMANDS; }
+compset() { [[ $cur == *=* ]]; }
+shift; local -a words; words=(tooljail "$@"); local CURRENT=$#words
+_tooljail`, "zsh", script}, tc.words...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v: %s", tc.words, err, out)
+		}
+		check(t, strings.Join(tc.words, " "), strings.Fields(string(out)), tc.want, tc.not)
+	}
+}
+
+func TestCompletionRefusesUnknownShell(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"completion", "tcsh"}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "bash, fish, zsh") {
+		t.Fatalf("exit %d, stderr %q: want a failure naming the shells", code, stderr.String())
+	}
+}
