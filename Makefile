@@ -235,3 +235,9 @@ dist-check: dist
 .PHONY: generate
 generate:
 	$(GO) run ./seccomp/internal/genbuiltin
+
+# The man pages in docs/man, from docs/*.md and the flag sets
+# (cmd/tooljail/manpage_test.go); make unit fails while they are stale.
+.PHONY: man
+man:
+	$(GO) test -count=1 ./cmd/tooljail -run 'TestManPages$$' -update
