@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // completionScript writes `tooljail completion SHELL` to a file.
@@ -133,14 +137,60 @@ func TestCompletionFish(t *testing.T) {
 	}
 }
 
-// zsh loads the script after compinit without an error; its function,
-// called with compadd and the path completers stubbed (completing for
-// real needs a terminal), offers the words for each line; compadd itself
-// keeps those that match what is typed.
+// zsh completes for real in an interactive zsh on a pseudo-terminal
+// (zsh/zpty): each line is typed, TAB pressed (the shell's own completion
+// system, the script loaded after compinit), and the line then printed by
+// "print LINE: ..." typed in front of it. The deadline only bounds a hang.
 func TestCompletionZsh(t *testing.T) {
 	zsh := needShell(t, "zsh")
 	script := completionScript(t, "zsh")
-	for _, tc := range []struct {
+	cases := []struct{ typed, want string }{
+		{"tooljail run --mem", "tooljail run --memory"},
+		{"tooljail ru", "tooljail run"},
+		{"tooljail run --profile de", "tooljail run --profile default"},
+		{"tooljail run --net=ho", "tooljail run --net=host"},
+		{"tooljail tools ca", "tooljail tools call"},
+	}
+	var steps strings.Builder
+	for _, tc := range cases {
+		// ^U clears the line, ^A goes to its start; LI''NE keeps the
+		// echo of what is typed from matching the printed line.
+		fmt.Fprintf(&steps, "zpty -w -n z $'\\C-u'%s$'\\t\\C-a'\"print -r -- LI''NE:\"$'\\n'\nzpty -r z out '*LINE:*'$'\\n' || exit 1\nprint -rn -- \"$out\"\n",
+			shQuote(tc.typed))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, zsh, "-f", "-c", `zmodload zsh/zpty || exit 1
+zpty z 'zsh -f -i'
+zpty -w z "PS1='> '; autoload -U compinit; compinit -u -D; source ${(q)1} || exit 1; print RE''ADY"
+zpty -r z out '*READY*' || exit 1
+`+steps.String()+`zpty -d z`, "zsh", script)
+	cmd.Dir = t.TempDir() // no file there starts like a profile name
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh: %v: %s", err, out)
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`LINE:([^\r\n]*)`).FindAllStringSubmatch(string(out), -1) {
+		got = append(got, strings.TrimSpace(m[1]))
+	}
+	if len(got) != len(cases) {
+		t.Fatalf("zsh printed %d lines for %d: %q", len(got), len(cases), out)
+	}
+	for i, tc := range cases {
+		if got[i] != tc.want {
+			t.Errorf("zsh: %q TAB completes to %q, want %q", tc.typed, got[i], tc.want)
+		}
+	}
+}
+
+// The zsh function, called with compadd and the path completers stubbed,
+// offers the words for more lines than the terminal test drives (compadd
+// itself keeps those that match what is typed).
+func TestCompletionZshWords(t *testing.T) {
+	zsh := needShell(t, "zsh")
+	script := completionScript(t, "zsh")
+	cases := []struct {
 		words     []string
 		want, not []string
 	}{
@@ -148,22 +198,39 @@ func TestCompletionZsh(t *testing.T) {
 		{[]string{"run", "--mem"}, []string{"--memory", "-q"}, []string{"run"}},
 		{[]string{"run", "--profile", "de"}, []string{"default", "FILES"}, nil},
 		{[]string{"run", "--net="}, []string{"none", "host", "allow"}, nil},
-		{[]string{"run", "--", "ba"}, []string{"COMMANDS"}, nil},
+		{[]string{"run", "--memory", "1G", "--", "ba"}, []string{"COMMANDS"}, []string{"--memory"}},
 		{[]string{"tools", "call", "--"}, []string{"--json"}, []string{"--memory"}},
-	} {
-		out, err := exec.Command(zsh, append([]string{"-f", "-c", `autoload -U compinit && compinit -u -D && source "$1" || exit 1
+		{[]string{"audit", "show", "--status", ""}, []string{"exited", "refused"}, nil},
+	}
+	var calls strings.Builder
+	for _, tc := range cases {
+		var quoted []string
+		for _, w := range tc.words {
+			quoted = append(quoted, shQuote(w))
+		}
+		fmt.Fprintf(&calls, "t %s\nprint -- '%%%%'\n", strings.Join(quoted, " "))
+	}
+	out, err := exec.Command(zsh, "-f", "-c", `autoload -U compinit && compinit -u -D && source "$1" || exit 1
 compadd() { while (( $# )) && [[ $1 != -- ]]; do shift; done; shift; print -rl -- "$@"; }
 _files() { print -r -- FILES; }
 _command_names() { print -r -- COMMANDS; }
 compset() { [[ $cur == *=* ]]; }
-shift; local -a words; words=(tooljail "$@"); local CURRENT=$#words
-_tooljail`, "zsh", script}, tc.words...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%q: %v: %s", tc.words, err, out)
-		}
-		check(t, strings.Join(tc.words, " "), strings.Fields(string(out)), tc.want, tc.not)
+t() { local -a words; words=(tooljail "$@"); local CURRENT=$#words; _tooljail; }
+`+calls.String(), "zsh", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh: %v: %s", err, out)
+	}
+	results := strings.Split(string(out), "%%\n")
+	if len(results) != len(cases)+1 {
+		t.Fatalf("zsh printed %d results for %d lines: %s", len(results)-1, len(cases), out)
+	}
+	for i, tc := range cases {
+		check(t, strings.Join(tc.words, " "), strings.Fields(results[i]), tc.want, tc.not)
 	}
 }
+
+// shQuote single-quotes s for a POSIX shell or zsh.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func TestCompletionRefusesUnknownShell(t *testing.T) {
 	var stdout, stderr bytes.Buffer
