@@ -82,12 +82,7 @@ func profileValue() completion.Value {
 func completionFlags(fs *flag.FlagSet) []completion.Flag {
 	var out []completion.Flag
 	if fs != nil {
-		aliases := map[string][]string{}
-		fs.VisitAll(func(f *flag.Flag) {
-			if target, ok := aliasOf(fs, f); ok {
-				aliases[target] = append(aliases[target], f.Name)
-			}
-		})
+		aliases := flagAliases(fs)
 		fs.VisitAll(func(f *flag.Flag) {
 			if _, ok := aliasOf(fs, f); ok {
 				return

@@ -238,3 +238,29 @@ func TestCompletionRefusesUnknownShell(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q: want a failure naming the shells", code, stderr.String())
 	}
 }
+
+// The completion tree has every command the usage texts list, and each of
+// its commands is one dispatch knows.
+func TestCompletionTreeMatchesCommands(t *testing.T) {
+	tree := commandTree()
+	paths := map[string]bool{}
+	leaves := map[string]bool{} // commands without subcommands: a second word is an argument
+	for _, c := range tree.Subs {
+		paths[c.Name] = true
+		leaves[c.Name] = len(c.Subs) == 0
+		for _, s := range c.Subs {
+			paths[c.Name+" "+s.Name] = true
+		}
+		var stdout, stderr bytes.Buffer
+		dispatch([]string{c.Name, "--help"}, &stdout, &stderr)
+		if strings.Contains(stderr.String(), "unknown command") {
+			t.Errorf("completion offers %q, which dispatch does not know", c.Name)
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^  tooljail ([a-z]+(?: [a-z]+)?)`).FindAllStringSubmatch(usage+profileUsage, -1) {
+		first, _, _ := strings.Cut(m[1], " ")
+		if !paths[m[1]] && !leaves[first] {
+			t.Errorf("usage lists %q; completion does not offer it", m[1])
+		}
+	}
+}

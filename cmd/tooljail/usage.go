@@ -33,12 +33,7 @@ type flagUsage struct {
 // flagUsages lists the flags of fs in name order, each alias folded into
 // the flag it stands for.
 func flagUsages(fs *flag.FlagSet) []flagUsage {
-	aliases := map[string][]string{} // long name: its one-letter aliases
-	fs.VisitAll(func(f *flag.Flag) {
-		if target, ok := aliasOf(fs, f); ok {
-			aliases[target] = append(aliases[target], f.Name)
-		}
-	})
+	aliases := flagAliases(fs)
 	var out []flagUsage
 	fs.VisitAll(func(f *flag.Flag) {
 		if _, ok := aliasOf(fs, f); ok {
@@ -60,6 +55,17 @@ func flagUsages(fs *flag.FlagSet) []flagUsage {
 		out = append(out, flagUsage{synopsis, help})
 	})
 	return out
+}
+
+// flagAliases maps each long flag of fs to its one-letter aliases.
+func flagAliases(fs *flag.FlagSet) map[string][]string {
+	aliases := map[string][]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if target, ok := aliasOf(fs, f); ok {
+			aliases[target] = append(aliases[target], f.Name)
+		}
+	})
+	return aliases
 }
 
 // aliasOf says which flag f is a one-letter alias of: one whose help text
