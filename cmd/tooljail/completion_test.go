@@ -131,7 +131,12 @@ func TestCompletionFish(t *testing.T) {
 		}
 		var got []string
 		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			got = append(got, strings.SplitN(l, "\t", 2)[0])
+			word, desc, _ := strings.Cut(l, "\t")
+			got = append(got, word)
+			// A value is not described with its flag's help.
+			if !strings.HasPrefix(word, "-") && strings.HasPrefix(desc, "MODE") {
+				t.Errorf("%q: value %q has its flag's description %q", tc.line, word, desc)
+			}
 		}
 		check(t, tc.line, got, tc.want, tc.not)
 	}

@@ -89,8 +89,11 @@ func writeFish(w io.Writer, root *Command) error {
 				default:
 					line += " -x"
 				}
+				// The values on a line of their own, before the flag's
+				// line: fish then shows the flag's description on the
+				// flag, not on each value.
 				if len(f.Value.Words) > 0 {
-					line += " -a " + fishQuote(strings.Join(f.Value.Words, " "))
+					p("%s -a %s\n", line, fishQuote(strings.Join(f.Value.Words, " ")))
 				}
 			}
 			p("%s -d %s\n", line, fishQuote(short(f.Help)))
