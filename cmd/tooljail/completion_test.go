@@ -163,28 +163,43 @@ func TestCompletionZsh(t *testing.T) {
 		fmt.Fprintf(&steps, "zpty -w -n z $'\\C-u'%s$'\\t\\C-a'\"print -r -- LI''NE:\"$'\\n'\nzpty -r z out '*LINE:*'$'\\n' || exit 1\nprint -rn -- \"$out\"\n",
 			shQuote(tc.typed))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, zsh, "-f", "-c", `zmodload zsh/zpty || exit 1
-zpty z 'zsh -f -i'
-zpty -w z "PS1='> '; autoload -U compinit; compinit -u -D; source ${(q)1} || exit 1; print RE''ADY"
-zpty -r z out '*READY*' || exit 1
-`+steps.String()+`zpty -d z`, "zsh", script)
-	cmd.Dir = t.TempDir() // no file there starts like a profile name
-	out, err := cmd.CombinedOutput()
+	// Loaded both ways: sourced after compinit (as docs/cli.md says), and
+	// autoloaded from fpath as _tooljail (as the .deb installs it).
+	fpath := t.TempDir()
+	data, err := os.ReadFile(script)
 	if err != nil {
-		t.Fatalf("zsh: %v: %s", err, out)
+		t.Fatal(err)
 	}
-	var got []string
-	for _, m := range regexp.MustCompile(`LINE:([^\r\n]*)`).FindAllStringSubmatch(string(out), -1) {
-		got = append(got, strings.TrimSpace(m[1]))
+	if err := os.WriteFile(filepath.Join(fpath, "_tooljail"), data, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if len(got) != len(cases) {
-		t.Fatalf("zsh printed %d lines for %d: %q", len(got), len(cases), out)
-	}
-	for i, tc := range cases {
-		if got[i] != tc.want {
-			t.Errorf("zsh: %q TAB completes to %q, want %q", tc.typed, got[i], tc.want)
+	for _, load := range []string{
+		"autoload -U compinit; compinit -u -D; source ${(q)1} || exit 1",
+		"fpath=(${(q)2} $fpath); autoload -U compinit; compinit -u -D",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, zsh, "-f", "-c", `zmodload zsh/zpty || exit 1
+zpty z 'zsh -f -i'
+zpty -w z "PS1='> '; `+load+`; print RE''ADY"
+zpty -r z out '*READY*' || exit 1
+`+steps.String()+`zpty -d z`, "zsh", script, fpath)
+		cmd.Dir = t.TempDir() // no file there starts like a profile name
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("zsh (%s): %v: %s", load, err, out)
+		}
+		var got []string
+		for _, m := range regexp.MustCompile(`LINE:([^\r\n]*)`).FindAllStringSubmatch(string(out), -1) {
+			got = append(got, strings.TrimSpace(m[1]))
+		}
+		if len(got) != len(cases) {
+			t.Fatalf("zsh (%s) printed %d lines for %d: %q", load, len(got), len(cases), out)
+		}
+		for i, tc := range cases {
+			if got[i] != tc.want {
+				t.Errorf("zsh (%s): %q TAB completes to %q, want %q", load, tc.typed, got[i], tc.want)
+			}
 		}
 	}
 }
