@@ -70,6 +70,6 @@ for s in $series_list; do
 	verdict=PASS
 	[ "${rc[$s]}" = 0 ] || verdict="FAIL (exit ${rc[$s]})"
 	detail=$(grep -a "^integration/vm/run.sh: kernel $l:" "$cache/logs/$l.out" | tail -n1 | sed 's/^integration\/vm\/run.sh: //')
-	printf '  %-5s %-16s %4ss  %s\n' "$l" "$verdict" "${dur[$s]}" "$detail"
+	printf '  %-10s %-16s %4ss  %s\n' "$l" "$verdict" "${dur[$s]}" "$detail"
 done
 exit $fail
