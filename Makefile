@@ -119,7 +119,7 @@ vm: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN) bin/integration.test
 # the release arm64 binary (dist/bin/linux-arm64/tooljail) and the suite and
 # helpers cross-compiled. An arm64 guest keeps both cores busy (multi-threaded
 # TCG), so the kernels boot one after the other. Not part of `test` (which
-# runs vm-arm64-smoke): 6 to 8.5 min per kernel (integration/vm/README.md).
+# runs vm-arm64-smoke): about 6 min per kernel alone (integration/vm/README.md).
 ARM64_VMBIN  := bin/arm64
 ARM64_VMDEPS := dist/bin/linux-arm64/tooljail $(ARM64_VMBIN)/tooljail-testhooks $(ARM64_VMBIN)/tjhelper $(ARM64_VMBIN)/tjsys $(ARM64_VMBIN)/integration.test
 ARM64_VMENV   = VM_ARCH=arm64 TOOLJAIL=$(CURDIR)/dist/bin/linux-arm64/tooljail TOOLJAIL_TESTHOOKS=$(CURDIR)/$(ARM64_VMBIN)/tooljail-testhooks \
