@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -409,40 +410,102 @@ var ptArchPayloads = map[string]string{
 	"i386": ".globl _start\n_start:\n mov $20, %eax\n int $0x80\n mov $60, %eax\n xor %edi, %edi\n syscall\n",
 }
 
-// ptBuildPayload assembles a payload into dir with gcc; it skips when gcc
-// is missing or the payload cannot run even without a filter.
+// foreignArchPayloads are the payloads TestSeccompForeignArch runs on this
+// architecture: x32 and i386 on amd64, aarch32 ("arm") on arm64.
+func foreignArchPayloads(t *testing.T) []string {
+	t.Helper()
+	switch runtime.GOARCH {
+	case "amd64":
+		return []string{"x32", "i386"}
+	case "arm64":
+		return []string{"arm"}
+	}
+	t.Skipf("no foreign-entry-point payloads for %s", runtime.GOARCH)
+	return nil
+}
+
+// aarch32Payload is a static ELF32 ARM (EABI5) executable that makes one
+// getpid (r7=20, svc 0) and exits 0 (r7=1), all in aarch32 state. It is
+// written byte by byte so no ARM cross assembler is needed (the VM guests
+// have no toolchain at all).
+func aarch32Payload() []byte {
+	const base, hdr = 0x10000, 52 + 32 // load address; ELF header + one program header
+	code := []uint32{
+		0xe3a07014, // mov r7, #20   (getpid)
+		0xef000000, // svc #0
+		0xe3a00000, // mov r0, #0
+		0xe3a07001, // mov r7, #1    (exit)
+		0xef000000, // svc #0
+	}
+	size := uint32(hdr + 4*len(code))
+	b := []byte{0x7f, 'E', 'L', 'F', 1 /* 32-bit */, 1 /* LE */, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	le := binary.LittleEndian
+	b = le.AppendUint16(b, 2)          // e_type: ET_EXEC
+	b = le.AppendUint16(b, 40)         // e_machine: EM_ARM
+	b = le.AppendUint32(b, 1)          // e_version
+	b = le.AppendUint32(b, base+hdr)   // e_entry (bit 0 clear: ARM state)
+	b = le.AppendUint32(b, 52)         // e_phoff
+	b = le.AppendUint32(b, 0)          // e_shoff
+	b = le.AppendUint32(b, 0x05000000) // e_flags: EABI version 5
+	b = le.AppendUint16(b, 52)         // e_ehsize
+	b = le.AppendUint16(b, 32)         // e_phentsize
+	b = le.AppendUint16(b, 1)          // e_phnum
+	b = le.AppendUint16(b, 40)         // e_shentsize
+	b = le.AppendUint16(b, 0)          // e_shnum
+	b = le.AppendUint16(b, 0)          // e_shstrndx
+	for _, v := range []uint32{1 /* PT_LOAD */, 0, base, base, size, size, 5 /* R+X */, 0x1000} {
+		b = le.AppendUint32(b, v)
+	}
+	for _, c := range code {
+		b = le.AppendUint32(b, c)
+	}
+	return b
+}
+
+// ptBuildPayload puts a payload into dir: the x86 ones assembled with gcc
+// (it skips when gcc is missing), the aarch32 one written directly. It
+// skips when the payload cannot run even without a filter.
 func ptBuildPayload(t *testing.T, dir, name string) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc is not installed: cannot build the x32/i386 payloads")
-	}
-	src := filepath.Join(t.TempDir(), name+".S")
-	if err := os.WriteFile(src, []byte(ptArchPayloads[name]), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, name)
-	if b, err := exec.Command(gcc, "-static", "-nostdlib", "-o", out, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", name, err, b)
+	if name == "arm" {
+		if err := os.WriteFile(out, aarch32Payload(), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		gcc, err := exec.LookPath("gcc")
+		if err != nil {
+			t.Skip("gcc is not installed: cannot build the x32/i386 payloads")
+		}
+		src := filepath.Join(t.TempDir(), name+".S")
+		if err := os.WriteFile(src, []byte(ptArchPayloads[name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command(gcc, "-static", "-nostdlib", "-o", out, src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc %s: %v\n%s", name, err, b)
+		}
 	}
 	if err := os.Chmod(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// Without a filter it must exit 0 (a kernel without ia32 emulation
-	// kills the i386 one; x32 without CONFIG_X86_X32_ABI gets ENOSYS, fine).
+	// kills the i386 one; x32 without CONFIG_X86_X32_ABI gets ENOSYS, fine;
+	// an arm64 kernel without CONFIG_COMPAT or a CPU without AArch32 at EL0
+	// refuses the aarch32 one with ENOEXEC).
 	if b, err := exec.Command(out).CombinedOutput(); err != nil {
-		t.Skipf("%s payload fails without a filter (no ia32 emulation?): %v %s", name, err, b)
+		t.Skipf("%s payload fails without a filter (no 32-bit compat entry point?): %v %s", name, err, b)
 	}
 	return out
 }
 
-// x32 and i386 calls kill the run, in deny mode as in kill mode, and the
-// report says "arch" with the foreign call's name.
+// x32 and i386 calls (on amd64), aarch32 calls (on arm64) kill the run, in
+// deny mode as in kill mode, and the report says "arch" with the foreign
+// call's name.
 func TestSeccompForeignArch(t *testing.T) {
-	requireAmd64Policy(t)
+	names := foreignArchPayloads(t)
 	eachUser(t, func(t *testing.T, u *user) {
 		requireNotify(t, u)
-		for _, name := range []string{"x32", "i386"} {
+		for _, name := range names {
 			for _, mode := range []string{"deny", "kill"} {
 				t.Run(name+"-"+mode, func(t *testing.T) {
 					t.Parallel()

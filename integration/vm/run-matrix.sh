@@ -7,8 +7,9 @@
 # Without TESTBIN it builds and runs the harness's own smoke suite (integration/vm/smoke).
 # Environment: VM_SERIES (default "6.1 6.12"), VM_PARALLEL=1 to boot the kernels at the
 # same time (each VM takes VM_SMP CPUs and VM_MEM MiB), plus everything run.sh reads
-# (TOOLJAIL, TJHELPER, VM_FILES, VM_ENV, VM_TIMEOUT, ...). Console logs go to
-# integration/vm/.cache/logs/SERIES.log; a failing kernel's log tail is printed.
+# (VM_ARCH, TOOLJAIL, TJHELPER, VM_FILES, VM_ENV, VM_TIMEOUT, ...). Console logs go to
+# integration/vm/.cache/logs/LABEL.log (LABEL: the series, arm64-SERIES for VM_ARCH=arm64);
+# a failing kernel's log tail is printed.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,8 +19,8 @@ cache=${VM_CACHE:-$here/.cache}
 mkdir -p "$cache/logs"
 
 if [ $# -eq 0 ]; then
-	testbin="$cache/smoke.test"
-	(cd "$here/smoke" && CGO_ENABLED=0 go test -c -o "$testbin" .) || {
+	testbin="$cache/smoke-${VM_ARCH:-amd64}.test"
+	(cd "$here/smoke" && CGO_ENABLED=0 GOARCH=${VM_ARCH:-amd64} go test -c -o "$testbin" .) || {
 		echo "$prog: building the smoke suite failed" >&2
 		exit 2
 	}
@@ -30,17 +31,20 @@ shift
 
 export VM_QUIET=1
 declare -A rc dur
-run_one() { # run_one SERIES ARGS...: output to .cache/logs/SERIES.out
-	local s=$1 t0
+# label: what run.sh names the kernel (the series; arm64-SERIES for VM_ARCH=arm64).
+label() { if [ "${VM_ARCH:-amd64}" = amd64 ]; then echo "$1"; else echo "$VM_ARCH-$1"; fi; }
+run_one() { # run_one SERIES ARGS...: output to .cache/logs/LABEL.out
+	local s=$1 t0 l
 	shift
+	l=$(label "$s")
 	t0=$(date +%s)
-	VM_LOG="$cache/logs/$s.log" "$here/run.sh" "$s" "$testbin" "$@" >"$cache/logs/$s.out" 2>&1
+	VM_LOG="$cache/logs/$l.log" "$here/run.sh" "$s" "$testbin" "$@" >"$cache/logs/$l.out" 2>&1
 	local r=$?
-	echo "$r $(($(date +%s) - t0))" >"$cache/logs/$s.status"
+	echo "$r $(($(date +%s) - t0))" >"$cache/logs/$l.status"
 	return $r
 }
 
-for s in $series_list; do rm -f "$cache/logs/$s.status"; done
+for s in $series_list; do rm -f "$cache/logs/$(label "$s").status"; done
 t0=$(date +%s)
 if [ "${VM_PARALLEL:-0}" = 1 ]; then
 	for s in $series_list; do run_one "$s" "$@" & done
@@ -51,19 +55,21 @@ fi
 
 fail=0
 for s in $series_list; do
-	read -r r d <"$cache/logs/$s.status" || { r=2; d=?; }
+	l=$(label "$s")
+	read -r r d <"$cache/logs/$l.status" || { r=2; d=?; }
 	rc[$s]=$r dur[$s]=$d
 	if [ "$r" != 0 ]; then
 		fail=1
-		echo "==== kernel $s FAILED (exit $r) ====" >&2
-		cat "$cache/logs/$s.out" >&2
+		echo "==== kernel $l FAILED (exit $r) ====" >&2
+		cat "$cache/logs/$l.out" >&2
 	fi
 done
 echo "$prog: $(basename "$testbin") on kernels: $series_list (total $(($(date +%s) - t0))s)"
 for s in $series_list; do
+	l=$(label "$s")
 	verdict=PASS
 	[ "${rc[$s]}" = 0 ] || verdict="FAIL (exit ${rc[$s]})"
-	detail=$(grep -a "^integration/vm/run.sh: kernel $s:" "$cache/logs/$s.out" | tail -n1 | sed 's/^integration\/vm\/run.sh: //')
-	printf '  %-5s %-16s %4ss  %s\n' "$s" "$verdict" "${dur[$s]}" "$detail"
+	detail=$(grep -a "^integration/vm/run.sh: kernel $l:" "$cache/logs/$l.out" | tail -n1 | sed 's/^integration\/vm\/run.sh: //')
+	printf '  %-10s %-16s %4ss  %s\n' "$l" "$verdict" "${dur[$s]}" "$detail"
 done
 exit $fail

@@ -23,6 +23,10 @@
 #   VM_QUIET=1           do not echo the console while it runs (the log is still written
 #                        and its tail shown on failure)
 #   VM_KERNEL_PKG        exact Debian package to boot instead of the newest of SERIES
+#   VM_ARCH              amd64 (default: qemu-system-x86_64) or arm64 (qemu-system-aarch64
+#                        -M virt, Debian's arm64 cloud kernel and arm64 busybox-static from
+#                        the apt lists' arm64 architecture); TESTBIN and the binaries must be
+#                        built for it (GOARCH=arm64)
 #   VM_CACHE             cache directory (default integration/vm/.cache)
 # Exit status: the suites' combined status (0 only if every suite passed); 2 on a boot
 # failure, panic, timeout or missing result marker (the console tail says which).
@@ -38,24 +42,65 @@ shift 2
 [[ $series =~ ^[0-9]+\.[0-9]+$ ]] || die "series must look like 6.1 or 6.12, got '$series'"
 [ -f "$testbin" ] && [ -x "$testbin" ] || die "test binary $testbin is not an executable file"
 
-for t in qemu-system-x86_64 cpio file dpkg-deb apt-get apt-cache timeout flock; do
+arch=${VM_ARCH:-amd64}
+case $arch in
+amd64) qemu=qemu-system-x86_64 elf_arch=x86-64 ;;
+arm64) qemu=qemu-system-aarch64 elf_arch="ARM aarch64" ;;
+*) die "VM_ARCH must be amd64 or arm64, got '$arch'" ;;
+esac
+for t in $qemu cpio file dpkg-deb apt-get apt-cache timeout flock; do
 	command -v $t >/dev/null || die "$t not found: run integration/vm/deps.sh"
 done
-busybox=/bin/busybox
-file -b "$busybox" 2>/dev/null | grep -q 'statically linked' ||
-	dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
-	die "static busybox missing: run integration/vm/deps.sh"
 
-# A dynamically linked binary would fail in the guest with a confusing ENOENT; say why now.
+# A dynamically linked binary would fail in the guest with a confusing ENOENT, and one
+# for the other architecture with ENOEXEC; say why now.
 check_static() {
-	case "$(file -bL "$1")" in
+	local f
+	f=$(file -bL "$1")
+	case "$f" in
 	*ELF*dynamically\ linked*) die "$1 is dynamically linked; build it with CGO_ENABLED=0 or -extldflags -static" ;;
+	esac
+	case "$f" in
+	*ELF*", $elf_arch,"*) ;;
+	*) die "$1 is not an $elf_arch executable for the $arch guest (${f%%,*}...); build it with GOARCH=$arch" ;;
 	esac
 }
 check_static "$testbin"
 
 cache=${VM_CACHE:-$here/.cache}
 mkdir -p "$cache/kernels" "$cache/logs"
+# label names the kernel in logs and messages: the series, prefixed by a non-default arch.
+label=$series
+[ "$arch" = amd64 ] || label="$arch-$series"
+
+# The guest's busybox: the host's static one for amd64; for arm64 Debian's
+# busybox-static:arm64, downloaded (hash-checked by apt) and cached once per version.
+guest_busybox() {
+	if [ "$arch" = amd64 ]; then
+		file -b /bin/busybox 2>/dev/null | grep -q 'statically linked' ||
+			dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
+			die "static busybox missing: run integration/vm/deps.sh"
+		echo /bin/busybox
+		return
+	fi
+	local ver bb tmp
+	ver=$(apt-cache policy "busybox-static:$arch" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+	if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
+		bb=$(ls "$cache/busybox-$arch"_* 2>/dev/null | sort -V | tail -n1 || true)
+		[ -n "$bb" ] || die "busybox-static:$arch is not in the apt lists and none is cached: dpkg --add-architecture $arch && apt-get update"
+		echo "$bb"
+		return
+	fi
+	bb="$cache/busybox-${arch}_$ver"
+	if [ ! -x "$bb" ]; then
+		tmp=$(mktemp -d "$cache/.bb.XXXXXX")
+		(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "busybox-static:$arch=$ver") >&2 &&
+			dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp" ./bin/busybox &&
+			mv "$tmp/bin/busybox" "$bb" || { rm -rf "$tmp"; die "apt-get download busybox-static:$arch=$ver failed"; }
+		rm -rf "$tmp"
+	fi
+	echo "$bb"
+}
 
 # ---- kernel: newest Debian cloud kernel of the series reachable through apt ----
 # The cloud flavour boots faster (fewer drivers) and has everything needed built in:
@@ -68,12 +113,13 @@ kernel_pkg() {
 	fi
 	local meta dep
 	# bookworm's own series uses the plain meta package; newer series (6.12 in
-	# bookworm-security) have linux-image-SERIES-cloud-amd64.
-	for meta in "linux-image-$series-cloud-amd64" linux-image-cloud-amd64; do
+	# bookworm-security) have linux-image-SERIES-cloud-ARCH. arm64 is a foreign
+	# architecture here (multiarch): apt names its packages NAME:arm64.
+	for meta in "linux-image-$series-cloud-$arch:$arch" "linux-image-cloud-$arch:$arch"; do
 		dep=$(apt-cache depends --important "$meta" 2>/dev/null |
-			sed -n 's/^ *Depends: \(linux-image-.*\)$/\1/p' | head -n1)
+			sed -n 's/^ *Depends: \(linux-image-[^:]*\).*$/\1/p' | head -n1)
 		case "$dep" in
-		linux-image-"$series".[0-9]*-cloud-amd64 | linux-image-"$series"-[0-9]*-cloud-amd64)
+		linux-image-"$series".[0-9]*-cloud-"$arch" | linux-image-"$series"-[0-9]*-cloud-"$arch")
 			echo "$dep"
 			return
 			;;
@@ -86,13 +132,13 @@ fetch_kernel() { # prints the directory holding vmlinuz for the series
 	local pkg ver dir deb tmp
 	if ! pkg=$(kernel_pkg); then
 		# Offline or not in the apt lists: fall back to what is cached for the series.
-		dir=$(ls -d "$cache/kernels/linux-image-$series"[.-]*-cloud-amd64_* 2>/dev/null | sort -V | tail -n1 || true)
+		dir=$(ls -d "$cache/kernels/linux-image-$series"[.-]*-cloud-"$arch"_* 2>/dev/null | sort -V | tail -n1 || true)
 		[ -n "$dir" ] && [ -f "$dir/vmlinuz" ] || die "no Debian cloud kernel package for series $series in the apt lists (apt-cache search linux-image-$series) and none cached"
 		echo "$prog: apt has no kernel for $series; using cached $(basename "$dir")" >&2
 		echo "$dir"
 		return
 	fi
-	ver=$(apt-cache policy "$pkg" | sed -n 's/^ *Candidate: //p')
+	ver=$(apt-cache policy "$pkg:$arch" | sed -n 's/^ *Candidate: //p')
 	[ -n "$ver" ] && [ "$ver" != "(none)" ] || die "no candidate version for $pkg"
 	dir="$cache/kernels/${pkg}_$ver"
 	if [ -f "$dir/vmlinuz" ]; then
@@ -101,7 +147,7 @@ fetch_kernel() { # prints the directory holding vmlinuz for the series
 	fi
 	tmp=$(mktemp -d "$cache/kernels/.dl.XXXXXX")
 	# apt-get download checks the .deb against the hash in the signed Release/Packages.
-	(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$ver") >&2 ||
+	(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg:$arch=$ver") >&2 ||
 		{ rm -rf "$tmp"; die "apt-get download $pkg=$ver failed"; }
 	deb=$(ls "$tmp"/*.deb)
 	mkdir -p "$tmp/x"
@@ -118,12 +164,16 @@ fetch_kernel() { # prints the directory holding vmlinuz for the series
 }
 
 # Serialise kernel fetches of the same series between concurrent runs.
-exec 9>"$cache/kernels/.lock-$series"
+exec 9>"$cache/kernels/.lock-$label"
 flock 9
 kdir=$(fetch_kernel)
+busybox=$(guest_busybox)
 flock -u 9
+check_static "$busybox"
 kcfg="$kdir/config"
-for opt in CONFIG_SERIAL_8250_CONSOLE CONFIG_DEVTMPFS CONFIG_TMPFS CONFIG_BLK_DEV_INITRD \
+console=CONFIG_SERIAL_8250_CONSOLE
+[ "$arch" = amd64 ] || console=CONFIG_SERIAL_AMBA_PL011_CONSOLE
+for opt in $console CONFIG_DEVTMPFS CONFIG_TMPFS CONFIG_BLK_DEV_INITRD \
 	CONFIG_MEMCG CONFIG_CGROUP_PIDS CONFIG_CFS_BANDWIDTH CONFIG_USER_NS CONFIG_SECCOMP_FILTER \
 	CONFIG_SECURITY_LANDLOCK; do
 	grep -q "^$opt=y" "$kcfg" || die "$(cat "$kdir/package"): $opt is not built in; this harness loads no modules"
@@ -149,9 +199,9 @@ cp "$busybox" "$root/bin/busybox"
 install -m 0755 "$here/init.sh" "$root/init"
 install -m 0755 "$testbin" "$root/suite/bin/test"
 # runas is built once per source version (go is only needed when it changes).
-runas="$cache/runas-$(sha256sum <"$here/runas/main.go" | cut -c1-16)"
+runas="$cache/runas-$arch-$(sha256sum <"$here/runas/main.go" | cut -c1-16)"
 if [ ! -x "$runas" ]; then
-	(cd "$here/runas" && CGO_ENABLED=0 go build -trimpath -o "$runas.$$" . && mv "$runas.$$" "$runas") ||
+	(cd "$here/runas" && CGO_ENABLED=0 GOARCH=$arch go build -trimpath -o "$runas.$$" . && mv "$runas.$$" "$runas") ||
 		die "build integration/vm/runas failed"
 fi
 install -m 0755 "$runas" "$root/suite/bin/runas"
@@ -198,23 +248,36 @@ initrd="$work/initrd.cpio"
 	die "cpio failed"
 
 # ---- boot ----
-log=${VM_LOG:-$cache/logs/$series.log}
+log=${VM_LOG:-$cache/logs/$label.log}
 mkdir -p "$(dirname "$log")"
 : >"$log"
 timeout_s=${VM_TIMEOUT:-900}
-append="console=ttyS0 panic=-1 oops=panic loglevel=3 quiet lsm=$lsm tsc=reliable no_timer_check"
-append+=" rdinit=/init nokaslr mitigations=off"
+append="panic=-1 oops=panic loglevel=3 quiet lsm=$lsm rdinit=/init nokaslr mitigations=off"
+case $arch in
+amd64)
+	append="console=ttyS0 $append tsc=reliable no_timer_check"
+	machine=(-cpu max)
+	;;
+arm64)
+	# -M virt boots the EFI-stub Image directly with -kernel (no firmware); its PL011 is
+	# ttyAMA0 and PSCI turns poweroff and the panic reboot into a QEMU exit. -cpu max
+	# with the QARMA pointer authentication costs much TCG time for every function
+	# return; pauth-impdef keeps the feature (the kernel uses it) with a cheap hash.
+	append="console=ttyAMA0 $append"
+	machine=(-M virt -cpu max,pauth-impdef=on)
+	;;
+esac
 start=$(date +%s%N)
 # boot_guest: one run of the guest; the console goes to $log, qemu's status to $qrc.
 boot_guest() {
 	: >"$log"
-	echo "$prog: booting $(cat "$kdir/package") ($(du -h "$initrd" | cut -f1) initramfs, TCG, ${VM_SMP:-2} CPUs, ${VM_MEM:-3072} MiB), log $log" >&2
+	echo "$prog: booting $(cat "$kdir/package") ($arch, $(du -h "$initrd" | cut -f1) initramfs, TCG, ${VM_SMP:-2} CPUs, ${VM_MEM:-3072} MiB), log $log" >&2
 	set +e
 	if [ "${VM_QUIET:-0}" = 1 ]; then out=/dev/null; else out=/dev/stderr; fi
 	# Nested KVM hangs on these machines: always TCG. -no-reboot turns the guest's panic
 	# reboot (panic=-1) into a QEMU exit; a clean run ends with poweroff.
-	timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
-		-accel tcg -cpu max -m "${VM_MEM:-3072}" -smp "${VM_SMP:-2}" \
+	timeout --kill-after=10 "$timeout_s" $qemu \
+		-accel tcg "${machine[@]}" -m "${VM_MEM:-3072}" -smp "${VM_SMP:-2}" \
 		-nodefaults -no-user-config -display none -no-reboot \
 		-chardev "file,id=con,path=$log" -serial chardev:con \
 		-kernel "$kdir/vmlinuz" -initrd "$initrd" -append "$append" </dev/null >"$out" 2>&1 &
@@ -257,7 +320,7 @@ for try in $(seq 1 "$tries"); do
 		break
 	fi
 	cp "$log" "$log.boot$try"
-	echo "$prog: kernel $series $why (console kept in $log.boot$try); booting again" >&2
+	echo "$prog: kernel $label $why (console kept in $log.boot$try); booting again" >&2
 done
 elapsed=$(( ($(date +%s%N) - start) / 1000000000 ))
 
@@ -277,7 +340,7 @@ elif grep -aq '@@TJVM INIT-FAILED' <<<"$clean"; then
 elif [ -z "$result" ]; then
 	reason="no result marker on the console (qemu exit $qrc): boot failure or the guest died"
 fi
-printf "%s: kernel %s: %s; guest ready after %s, total %ss%s\n" "$prog" "$series" \
+printf "%s: kernel %s: %s; guest ready after %s, total %ss%s\n" "$prog" "$label" \
 	"${reason:-suites: ${summary:-none}}" "${boot:-?}" "$elapsed" "${took:+ (suites took: $took)}" >&2
 if [ -n "$reason" ] || [ "$result" != 0 ]; then
 	if [ "${VM_QUIET:-0}" = 1 ] || [ -n "$reason" ]; then
