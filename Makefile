@@ -117,7 +117,7 @@ vm: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN) bin/integration.test
 # Every stage is bounded (go test -timeout, timeout(1) with a traceback for
 # the Python suite, VM_TIMEOUT for each guest): a hang fails with where it
 # hung, well inside CI's 90 minutes.
-test: deps vet unit unit-arm64 integration python vm dist-check
+test: deps vet unit unit-arm64 integration python vm dist-check test-wheel
 
 # The online workloads (integration/online_test.go): npm install of a package
 # and a Go build of a module with a dependency (the fetch profile), pip
@@ -241,3 +241,14 @@ generate:
 .PHONY: man
 man:
 	$(GO) test -count=1 ./cmd/tooljail -run 'TestManPages$$' -update
+
+# Python platform wheels carrying the static binary as the tooljail console
+# script (python/build_backend.py; SOURCE_DATE_EPOCH makes them reproducible).
+.PHONY: dist-python test-wheel
+dist-python: dist-bin
+	python3 python/build_backend.py dist x86_64 dist/bin/linux-amd64/tooljail
+	python3 python/build_backend.py dist aarch64 dist/bin/linux-arm64/tooljail
+
+# Installs the wheels from dist/ into fresh venvs (python/tests/test_wheel.py).
+test-wheel: dist-python
+	cd python/tests && TOOLJAIL_DIST=$(CURDIR)/dist timeout -s ABRT -k 10 5m python3 -m unittest -v test_wheel
