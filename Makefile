@@ -160,7 +160,7 @@ vm-arm64-smoke: $(ARM64_VMDEPS)
 # Every stage is bounded (go test -timeout, timeout(1) with a traceback for
 # the Python suite, VM_TIMEOUT for each guest): a hang fails with where it
 # hung, well inside CI's 90 minutes.
-test: deps vet unit unit-arm64 integration python vm vm-arm64-smoke dist-check
+test: deps vet unit unit-arm64 integration python dist-check test-wheel vm vm-arm64-smoke
 
 # The online workloads (integration/online_test.go): npm install of a package
 # and a Go build of a module with a dependency (the fetch profile), pip
@@ -196,7 +196,7 @@ DIST_BINS     := $(DIST_ARCHES:%=dist/bin/linux-%/tooljail)
 DIST_TARBALLS := $(DIST_ARCHES:%=dist/tooljail-$(VERSION)-linux-%.tar.gz)
 DIST_DEBS     := $(DIST_ARCHES:%=dist/tooljail_$(VERSION)_%.deb)
 # What `make dist` makes before the sums; each packaging target joins here.
-DIST_PARTS    := dist-tarballs dist-debs
+DIST_PARTS    := dist-tarballs dist-debs dist-python
 RELEASE_LDFLAGS := -s -w -X github.com/tooljail/tooljail/jail.Version=$(VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"
 CC_amd64      := gcc
 CC_arm64      := aarch64-linux-gnu-gcc
@@ -284,3 +284,14 @@ generate:
 .PHONY: man
 man:
 	$(GO) test -count=1 ./cmd/tooljail -run 'TestManPages$$' -update
+
+# Python platform wheels carrying the static binary as the tooljail console
+# script (python/build_backend.py; SOURCE_DATE_EPOCH makes them reproducible).
+.PHONY: dist-python test-wheel
+dist-python: dist-bin
+	python3 python/build_backend.py dist x86_64 dist/bin/linux-amd64/tooljail
+	python3 python/build_backend.py dist aarch64 dist/bin/linux-arm64/tooljail
+
+# Installs the wheels from dist/ into fresh venvs (python/tests/test_wheel.py).
+test-wheel: dist-python
+	cd python/tests && TOOLJAIL_DIST=$(CURDIR)/dist timeout -s ABRT -k 10 5m python3 -m unittest -v test_wheel

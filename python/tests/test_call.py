@@ -206,6 +206,33 @@ class TransportChoiceTest(unittest.TestCase):
             _call.choose_transport(None, {}, 0, set().__contains__, nowhere)
 
 
+class FindBinaryTest(unittest.TestCase):
+    def test_order(self):
+        # The bundled binary first, then TOOLJAIL_BIN, then PATH (issue 29).
+        which = {"tooljail": "/usr/bin/tooljail"}.get
+        nowhere = {}.get
+        cases = [
+            ("/venv/bin/tooljail", {"TOOLJAIL_BIN": "/b/tj"}, which, "/venv/bin/tooljail"),
+            ("/venv/bin/tooljail", {}, nowhere, "/venv/bin/tooljail"),
+            (None, {"TOOLJAIL_BIN": "/b/tj"}, which, "/b/tj"),
+            (None, {"TOOLJAIL_BIN": ""}, which, "/usr/bin/tooljail"),
+            (None, {}, which, "/usr/bin/tooljail"),
+            (None, {}, nowhere, None),
+        ]
+        for own, env, wh, want in cases:
+            with self.subTest(own=own, env=env):
+                self.assertEqual(_call.find_binary(env, own, wh), want)
+
+    def test_source_tree_has_no_bundled_binary(self):
+        # make python runs from the source tree with TOOLJAIL_BIN: nothing
+        # installed may shadow bin/tooljail there.
+        self.assertIsNone(_call.bundled())
+
+    def test_error_names_all_three(self):
+        for part in ("installed with this package", "TOOLJAIL_BIN", "PATH"):
+            self.assertIn(part, _call.LOOKED_AT)
+
+
 class OutcomeTest(unittest.TestCase):
     def test_outcome(self):
         cases = [

@@ -6,7 +6,7 @@
 
 It talks to a `tooljail serve` server when there is one (socket=, the
 TOOLJAIL_SERVER variable, or the default socket), and otherwise runs the
-tooljail CLI (TOOLJAIL_BIN, or tooljail on PATH) with --report. Standard
+tooljail CLI (the bundled binary, TOOLJAIL_BIN, or tooljail on PATH) with --report. Standard
 library only. See python/README.md.
 """
 

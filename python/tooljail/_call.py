@@ -320,14 +320,52 @@ def choose_transport(socket, environ, uid, exists, which):
     path = default_socket(environ, uid)
     if exists(path):
         return "server", path
-    binary = environ.get("TOOLJAIL_BIN") or which("tooljail")
+    binary = find_binary(environ, bundled(), which)
     if not binary:
         raise LookupError(
             "no tooljail server (no socket at %s, TOOLJAIL_SERVER unset) and no tooljail "
-            "binary (TOOLJAIL_BIN unset, none on PATH): install tooljail, set TOOLJAIL_BIN, "
-            "or start `tooljail serve`" % path
+            "binary (%s): install the tooljail wheel, set TOOLJAIL_BIN, or start "
+            "`tooljail serve`" % (path, LOOKED_AT)
         )
     return "cli", binary
+
+
+# What find_binary looked at, for the error when it finds nothing.
+LOOKED_AT = "none installed with this package, TOOLJAIL_BIN unset, none on PATH"
+
+
+def find_binary(environ, own, which):
+    """The tooljail binary to run: the one installed with this package (own,
+    from bundled()), then TOOLJAIL_BIN, then tooljail on PATH; None when there
+    is none. The bundled one wins so that a platform wheel always runs the
+    binary its client was released with."""
+    return own or environ.get("TOOLJAIL_BIN") or which("tooljail") or None
+
+
+def bundled():
+    """The tooljail binary the platform wheel installed beside this client (its
+    .data/scripts entry, which pip puts in the environment's scripts dir: a
+    venv's bin, ~/.local/bin for --user), or None. Only a distribution whose
+    tooljail/__init__.py is this very file's package counts, so a source tree
+    (make python) never picks up some other installed copy."""
+    try:
+        from importlib import metadata
+        dist = metadata.distribution("tooljail")
+        files = dist.files or []
+    except Exception:
+        return None
+    here = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+    init = [f for f in files if f.parts[-2:] == ("tooljail", "__init__.py")]
+    if not init or os.path.realpath(os.path.dirname(str(dist.locate_file(init[0])))) != here:
+        return None
+    for f in files:
+        # RECORD names the script by its path relative to site-packages
+        # (../../../bin/tooljail), not inside the package directory.
+        if f.name == "tooljail" and f.parts[0] != "tooljail":
+            path = os.path.realpath(str(dist.locate_file(f)))
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
 
 
 def outcome(report):

@@ -194,11 +194,11 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
         argv = _call.command_argv(caller_args, a["shell"], a["executable"])
         env = a["env"]
         command_env = _call._env(env) if env is not None else {}
-        binary = os.environ.get("TOOLJAIL_BIN") or shutil.which("tooljail")
+        binary = _call.find_binary(os.environ, _call.bundled(), shutil.which)
         if not binary:
             raise JailError(
-                "tooljail.patch_subprocess(): no tooljail binary (TOOLJAIL_BIN unset, none on "
-                "PATH); nothing was started: install tooljail or set TOOLJAIL_BIN", cmd=caller_args)
+                "tooljail.patch_subprocess(): no tooljail binary (%s); nothing was started: "
+                "install the tooljail wheel or set TOOLJAIL_BIN" % _call.LOOKED_AT, cmd=caller_args)
         server = _server(cfg, a["stdin"])
         workdir = os.path.realpath(os.fsdecode(a["cwd"]) if a["cwd"] is not None else os.getcwd())
         tmp = _transport.report_dir(workdir)
