@@ -17,7 +17,7 @@ export TOOLJAIL := $(CURDIR)/$(BIN)
 export TJHELPER := $(CURDIR)/$(HELPER)
 export TJSYS    := $(CURDIR)/$(TJSYSBIN)
 
-.PHONY: all build deps test test-online unit fuzz integration python vm demo bench clean fmt vet
+.PHONY: mcp-js all build deps test test-online unit fuzz integration python vm demo bench clean fmt vet
 
 all: build
 build: $(BIN)
@@ -93,6 +93,13 @@ integration: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN)
 python: $(BIN)
 	cd python && TOOLJAIL_BIN=$(CURDIR)/$(BIN) timeout -s ABRT -k 10 10m python3 -X faulthandler -m unittest discover -s tests
 
+# tooljail mcp driven by the official MCP TypeScript SDK's client
+# (integration/mcpjs): over stdio and --listen, every example tool called
+# with valid and invalid arguments, a running call cancelled. The SDK comes
+# from the npm registry at the version package-lock.json pins.
+mcp-js: $(BIN)
+	cd integration/mcpjs && npm ci --no-audit --no-fund --loglevel=error && TOOLJAIL=$(CURDIR)/$(BIN) timeout -k 10 5m node --test --test-concurrency=1
+
 # The integration suite, static, for the VMs.
 bin/integration.test: $(wildcard integration/*.go) $(wildcard integration/tjhelper/*.go)
 	CGO_ENABLED=0 $(GO) test -c -o $@ ./integration
@@ -160,7 +167,7 @@ vm-arm64-smoke: $(ARM64_VMDEPS)
 # Every stage is bounded (go test -timeout, timeout(1) with a traceback for
 # the Python suite, VM_TIMEOUT for each guest): a hang fails with where it
 # hung, well inside CI's 90 minutes.
-test: deps vet unit unit-arm64 integration python dist-check test-wheel vm vm-arm64-smoke
+test: deps vet unit unit-arm64 integration python mcp-js dist-check test-wheel vm vm-arm64-smoke
 
 # The online workloads (integration/online_test.go): npm install of a package
 # and a Go build of a module with a dependency (the fetch profile), pip
