@@ -50,23 +50,33 @@ export function trustedSocket(socket: string, euid: number): string {
     real = fs.realpathSync(socket);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
+    // Unreachable; say first whether it lies in another user's directory.
+    walk(path.resolve(socket), socket, euid, true);
     throw new Error(`cannot reach the tooljail server at ${socket}: ${err.code === "ENOENT" ? "no such file" : err.message}; ` +
       `start it with \`tooljail serve --socket ${socket}\`, or pass another socket (socket:, TOOLJAIL_SERVER)`);
   }
-  const parts = real.split("/").filter(Boolean);
+  walk(real, socket, euid, false);
+  return real;
+}
+
+/** Checks each component of p from / down; lenient: stop quietly at the
+ * first one that cannot be looked at (the caller reports its own error). */
+function walk(p: string, socket: string, euid: number, lenient: boolean): void {
+  const parts = p.split("/").filter(Boolean);
   for (let i = 0; i <= parts.length; i++) {
-    const p = "/" + parts.slice(0, i).join("/");
+    const c = "/" + parts.slice(0, i).join("/");
     const isSocket = i === parts.length;
     let st: fs.Stats;
     try {
-      st = fs.lstatSync(p);
+      st = fs.lstatSync(c);
     } catch (e) {
-      throw new Error(`cannot tell who runs the tooljail server at ${socket} (${path.basename(p) || "/"}: ${(e as Error).message}); refusing to send it the command`);
+      if (lenient) return;
+      throw new Error(`cannot tell who runs the tooljail server at ${socket} (${c}: ${(e as Error).message}); refusing to send it the command`);
     }
-    const why = untrusted(p, st, euid, isSocket);
+    if (lenient && !isSocket && st.isSymbolicLink()) return;
+    const why = untrusted(c, st, euid, isSocket);
     if (why !== undefined) {
-      throw new Error(`${why}; refusing to send it the command to ${socket} (Node cannot ask the kernel who listens, so the socket must lie where only you or root can bind one)`);
+      throw new Error(`${why}; refusing to send it the command to ${socket} (Node cannot ask the kernel who listens, so the socket must lie where only you or root could have bound it)`);
     }
   }
-  return real;
 }
