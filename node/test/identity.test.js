@@ -9,6 +9,7 @@ const fs = require("node:fs");
 const net = require("node:net");
 const os = require("node:os");
 const path = require("node:path");
+const execFile = require("node:util").promisify(child.execFile);
 const support = require("./support");
 const { untrusted } = require("../lib/identity");
 
@@ -78,8 +79,10 @@ describe("servers of other users", { skip }, () => {
     return sock;
   }
 
-  function clientAs(uid, argv, options, cwd) {
-    const out = child.execFileSync("setpriv", [`--reuid=${uid}`, `--regid=${uid}`, "--clear-groups",
+  // Asynchronous: a stand-in server below lives in this process, and a
+  // synchronous child would block the loop that answers it.
+  async function clientAs(uid, argv, options, cwd) {
+    const { stdout: out } = await execFile("setpriv", [`--reuid=${uid}`, `--regid=${uid}`, "--clear-groups",
       process.execPath, path.join(__dirname, "client.js"), JSON.stringify([argv, options])],
     { cwd, env: { PATH: process.env.PATH, XDG_RUNTIME_DIR: cwd, TOOLJAIL_BIN: support.BINARY } });
     return JSON.parse(out.toString());
@@ -88,14 +91,14 @@ describe("servers of other users", { skip }, () => {
   it("a client of uid 65534 uses its own server", async () => {
     const sock = await serveAs(65534);
     const wd = path.join(base, "u65534", "work");
-    const r = clientAs(65534, ["id", "-u"], { socket: sock }, wd);
+    const r = await clientAs(65534, ["id", "-u"], { socket: sock }, wd);
     assert.deepEqual(r, { ok: true, code: 0, stdout: "1000\n" });
   });
 
   it("a client of uid 65534 refuses the server of uid 65533", async () => {
     const sock = await serveAs(65533);
     const wd = path.join(base, "u65534");
-    const r = clientAs(65534, ["true"], { socket: sock }, wd);
+    const r = await clientAs(65534, ["true"], { socket: sock }, wd);
     assert.equal(r.name, "JailError");
     assert.match(r.message, /belongs to uid 65533, neither this user \(65534\) nor root.*refusing to send it the command/);
   });
@@ -119,7 +122,7 @@ describe("servers of other users", { skip }, () => {
     const sock = path.join(base, "root.sock");
     const f = await fakeServer(sock, 0);
     try {
-      const r = clientAs(65534, ["true"], { socket: sock }, path.join(base, "u65534"));
+      const r = await clientAs(65534, ["true"], { socket: sock }, path.join(base, "u65534"));
       assert.equal(r.name, "JailError");
       assert.equal(r.message, "the stand-in root server got it");
       assert.equal(f.got.length, 1);
@@ -132,12 +135,12 @@ describe("servers of other users", { skip }, () => {
     const sock = path.join(base, "other.sock");
     const f = await fakeServer(sock, 65533);
     try {
-      const r = clientAs(65534, ["true"], { socket: sock }, path.join(base, "u65534"));
+      const r = await clientAs(65534, ["true"], { socket: sock }, path.join(base, "u65534"));
       assert.equal(r.name, "JailError");
       assert.match(r.message, /the socket .*other\.sock belongs to uid 65533/);
       assert.deepEqual(f.got, []);
       // Root is refused too: 65533 is neither root nor root's own.
-      const asRoot = child.execFileSync(process.execPath, [path.join(__dirname, "client.js"), JSON.stringify([["true"], { socket: sock }])]);
+      const { stdout: asRoot } = await execFile(process.execPath, [path.join(__dirname, "client.js"), JSON.stringify([["true"], { socket: sock }])]);
       assert.match(JSON.parse(asRoot).message, /belongs to uid 65533, neither this user \(0\) nor root/);
     } finally {
       await f.close();
@@ -150,7 +153,7 @@ describe("servers of other users", { skip }, () => {
     fs.chmodSync(d, 0o777);
     const f = await fakeServer(path.join(d, "sock"), 0);
     try {
-      const r = clientAs(65534, ["true"], { socket: path.join(d, "sock") }, path.join(base, "u65534"));
+      const r = await clientAs(65534, ["true"], { socket: path.join(d, "sock") }, path.join(base, "u65534"));
       assert.match(r.message, /mode 777\) is writable by other users/);
       assert.deepEqual(f.got, []);
     } finally {
