@@ -1,0 +1,10 @@
+// tooljail for Node: run an agent's commands in a tooljail jail.
+export { run, DEFAULT_MAX_BUFFER } from "./run";
+export type { RunOptions, Result } from "./run";
+export { spawn } from "./spawn";
+export type { SpawnOptions, JailedChildProcess } from "./spawn";
+export { AbortError, CalledProcessError, ExecError, JailError, MaxBufferError, TimeoutExpired } from "./errors";
+export type { Output } from "./errors";
+export type { JailOptions } from "./call";
+export { findBinary } from "./binary";
+export type * from "./report";

@@ -1,0 +1,175 @@
+// The jail's report, schema tooljail.report/v1 (docs/report.md), as the Go
+// struct jail.Result writes it. Fields are only ever added within v1; a
+// figure the host could not measure is absent (never a made-up zero), so
+// those fields are optional. test/report.test.js checks these names against
+// a real report and jail/result.go, so this type cannot drift.
+
+export type Status =
+  | "exited"
+  | "signaled"
+  | "timeout"
+  | "memory_limit"
+  | "violation"
+  | "setup_error"
+  | "aborted"
+  | "cancelled"
+  | "refused";
+
+export interface Stream {
+  /** Everything the command wrote to the stream. */
+  bytes: number;
+  /** Some of it was over the output limit and dropped. */
+  truncated: boolean;
+  /** The captured output as text (only with `tooljail run --json`; never in a streamed run's report). */
+  text?: string;
+  /** The captured output as base64, in place of text when it is not UTF-8. */
+  base64?: string;
+  /** On stderr when stderr was merged into stdout. */
+  merged?: boolean;
+}
+
+export interface Violation {
+  kind: string;
+  syscall?: string;
+  host?: string;
+  port?: number;
+  reason?: string;
+  args?: string[];
+  path?: string;
+  access?: string[];
+  pid?: number;
+  jail_pid?: number;
+  count: number;
+  action: string;
+}
+
+export interface EnvDrop {
+  name: string;
+  reason: string;
+}
+
+export interface ReportLimits {
+  memory_bytes?: number;
+  cpus?: number;
+  pids?: number;
+  timeout_ms?: number;
+  cpu_time_ms?: number;
+  nofile?: number;
+  fsize_bytes?: number;
+  output_limit_bytes?: number;
+  core_bytes: number;
+  max_violations?: number;
+  net_connections?: number;
+  net_bytes?: number;
+}
+
+export interface Namespaces {
+  user: boolean;
+  mount: boolean;
+  pid: boolean;
+  net: boolean;
+  ipc: boolean;
+  uts: boolean;
+  cgroup: boolean;
+}
+
+export interface CacheBind {
+  name: string;
+  path: string;
+  host_path: string;
+}
+
+export interface Toolchain {
+  kind: string;
+  prefixes: string[];
+  bin: string[];
+  env?: string[];
+  from: string;
+}
+
+export interface NetworkEnforcement {
+  mode: string;
+  http_proxy: string;
+  socks5_proxy: string;
+  dns: string;
+  route: string;
+  landlock_connect: string;
+}
+
+export interface Enforcement {
+  mode?: string;
+  namespaces: Namespaces;
+  landlock_abi: number;
+  landlock_rights?: string[];
+  landlock_net_rights?: string[];
+  landlock_scopes?: string[];
+  landlock_denials?: string;
+  seccomp: string;
+  cgroup: string;
+  caps?: Record<string, boolean>;
+  no_new_privs: boolean;
+  host_uid?: number;
+  host_gid?: number;
+  idmapped?: string[];
+  protected?: string[];
+  root?: string;
+  caches?: CacheBind[];
+  unix_sockets: string;
+  toolchains?: Toolchain[];
+  degraded: string[];
+  network?: NetworkEnforcement;
+}
+
+export interface NetworkEntry {
+  proto: string;
+  host: string;
+  port?: number;
+  dns_type?: string;
+  address?: string;
+  bytes_up: number;
+  bytes_down: number;
+  decision: string;
+  cut?: string;
+  count: number;
+}
+
+export interface FullMount {
+  path: string;
+  size_bytes: number;
+  peak_used_bytes: number;
+  full: string;
+  raise_with?: string;
+}
+
+export interface Report {
+  schema: string;
+  version: string;
+  id: string;
+  command: string[];
+  workdir: string;
+  profile?: string;
+  started_at: string;
+  status: Status;
+  exit_code: number;
+  signal?: string;
+  reason?: string;
+  wall_time_ms: number;
+  cpu_user_ms?: number;
+  cpu_system_ms?: number;
+  max_rss_bytes?: number;
+  memory_peak_bytes?: number;
+  oom_kills?: number;
+  pids_peak?: number;
+  pids_limit_hits?: number;
+  cpu_throttled_ms?: number;
+  stdout: Stream;
+  stderr: Stream;
+  violations: Violation[];
+  env_dropped?: EnvDrop[];
+  limits: ReportLimits;
+  enforcement: Enforcement;
+  network?: NetworkEntry[];
+  network_limit_hits?: Record<string, number>;
+  killed_leftover_processes?: number;
+  full_mounts?: FullMount[];
+}
