@@ -17,7 +17,7 @@ export TOOLJAIL := $(CURDIR)/$(BIN)
 export TJHELPER := $(CURDIR)/$(HELPER)
 export TJSYS    := $(CURDIR)/$(TJSYSBIN)
 
-.PHONY: mcp-js all build deps test test-online unit fuzz integration python vm demo bench clean fmt vet
+.PHONY: node dist-npm test-npm mcp-js all build deps test test-online unit fuzz integration python vm demo bench clean fmt vet
 
 all: build
 build: $(BIN)
@@ -93,6 +93,12 @@ integration: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN)
 python: $(BIN)
 	cd python && TOOLJAIL_BIN=$(CURDIR)/$(BIN) timeout -s ABRT -k 10 10m python3 -X faulthandler -m unittest discover -s tests
 
+# The TypeScript client (node/): compiled with tsc (a dev dependency, at the
+# version package-lock.json pins), tested with node --test through the CLI
+# and a real `tooljail serve`, as root and as other users.
+node: $(BIN)
+	cd node && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent && TOOLJAIL_BIN=$(CURDIR)/$(BIN) timeout -k 10 10m node --test test/*.test.js
+
 # tooljail mcp driven by the official MCP TypeScript SDK's client
 # (integration/mcpjs): over stdio and --listen, every example tool called
 # with valid and invalid arguments, a running call cancelled. The SDK comes
@@ -167,7 +173,7 @@ vm-arm64-smoke: $(ARM64_VMDEPS)
 # Every stage is bounded (go test -timeout, timeout(1) with a traceback for
 # the Python suite, VM_TIMEOUT for each guest): a hang fails with where it
 # hung, well inside CI's 90 minutes.
-test: deps vet unit unit-arm64 integration python mcp-js dist-check test-wheel vm vm-arm64-smoke
+test: deps vet unit unit-arm64 integration python node mcp-js dist-check test-wheel test-npm vm vm-arm64-smoke
 
 # The online workloads (integration/online_test.go): npm install of a package
 # and a Go build of a module with a dependency (the fetch profile), pip
@@ -203,7 +209,7 @@ DIST_BINS     := $(DIST_ARCHES:%=dist/bin/linux-%/tooljail)
 DIST_TARBALLS := $(DIST_ARCHES:%=dist/tooljail-$(VERSION)-linux-%.tar.gz)
 DIST_DEBS     := $(DIST_ARCHES:%=dist/tooljail_$(VERSION)_%.deb)
 # What `make dist` makes before the sums; each packaging target joins here.
-DIST_PARTS    := dist-tarballs dist-debs dist-python
+DIST_PARTS    := dist-tarballs dist-debs dist-python dist-npm
 RELEASE_LDFLAGS := -s -w -X github.com/tooljail/tooljail/jail.Version=$(VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"
 CC_amd64      := gcc
 CC_arm64      := aarch64-linux-gnu-gcc
@@ -243,6 +249,13 @@ dist/tooljail_$(VERSION)_%.deb: dist/bin/linux-%/tooljail dist/completions
 	$(MKDIST) -kind deb -version $(VERSION) -arch $* -bin $< -completions dist/completions -maintainer '$(DEB_MAINTAINER)' -o $@
 
 # Over every artefact at the top of dist/, whichever targets made them.
+# The npm package: one tarball with the client and both static binaries
+# (node/scripts/pack.sh says why one), and its install-and-run test.
+dist-npm: dist-bin
+	./node/scripts/pack.sh $(CURDIR)/dist
+test-npm: dist-npm
+	./node/scripts/test-install.sh $(CURDIR)/dist
+
 dist-sums:
 	cd dist && find . -maxdepth 1 -type f \( -name '*.tar.gz' -o -name '*.deb' -o -name '*.whl' -o -name '*.tgz' \) -printf '%P\n' | LC_ALL=C sort | xargs -r sha256sum >SHA256SUMS
 	@test -s dist/SHA256SUMS || { echo "dist: no artefacts to sum in dist/"; exit 1; }

@@ -1,6 +1,7 @@
 // What one call asks for, and how each transport spells it. Pure functions
 // (no I/O), the same decisions as the Python client's _call.py, so that both
-// clients send the same requests: test/call.test.js tables them.
+// clients send the same requests (test/run.test.js runs each through both
+// the CLI and a server).
 
 import * as path from "node:path";
 import { constants as osConstants } from "node:os";
