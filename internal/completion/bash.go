@@ -49,18 +49,7 @@ func writeBash(w io.Writer, root *Command) error {
 	p("    if (( skip )); then skip=0; continue; fi\n")
 	p("    if [[ $w == \"=\" ]]; then skip=1; continue; fi\n")
 	p("    case \"$cmdpath|$w\" in\n")
-	for _, n := range nodes {
-		if n.cmd.DashDash {
-			p("      %s) dd=$i; break ;;\n", quote(n.path+"|--"))
-		}
-		for _, s := range n.cmd.Subs {
-			child := s.Name
-			if n.path != "" {
-				child = n.path + " " + s.Name
-			}
-			p("      %s) cmdpath=%s ;;\n", quote(n.path+"|"+s.Name), quote(child))
-		}
-	}
+	b.WriteString(commandCases(nodes))
 	p("      *) if [[ ${COMP_WORDS[i+1]} != \"=\" ]] && %s_value \"$cmdpath\" \"$w\" \"\"; then skip=1; fi ;;\n", fn)
 	p("    esac\n  done\n")
 	p("  if (( dd )); then\n")

@@ -181,3 +181,24 @@ func valueFlags(c *Command) []struct {
 	sort.Slice(out, func(i, j int) bool { return out[i].word < out[j].word })
 	return out
 }
+
+// commandCases is the body of the case statement bash's and zsh's scripts
+// use to follow the words typed so far (matched as "PATH|WORD"): a
+// subcommand extends the command path, and "--" where a command takes one
+// marks where its argv begins (dd). Both shells spell a case arm alike.
+func commandCases(nodes []node) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		if n.cmd.DashDash {
+			fmt.Fprintf(&b, "      %s) dd=$i; break ;;\n", quote(n.path+"|--"))
+		}
+		for _, s := range n.cmd.Subs {
+			child := s.Name
+			if n.path != "" {
+				child = n.path + " " + s.Name
+			}
+			fmt.Fprintf(&b, "      %s) cmdpath=%s ;;\n", quote(n.path+"|"+s.Name), quote(child))
+		}
+	}
+	return b.String()
+}

@@ -51,18 +51,7 @@ func writeZsh(w io.Writer, root *Command) error {
 	p("    w=${words[i]}\n")
 	p("    if (( skip )); then skip=0; continue; fi\n")
 	p("    case \"$cmdpath|$w\" in\n")
-	for _, n := range nodes {
-		if n.cmd.DashDash {
-			p("      %s) dd=$i; break ;;\n", quote(n.path+"|--"))
-		}
-		for _, s := range n.cmd.Subs {
-			child := s.Name
-			if n.path != "" {
-				child = n.path + " " + s.Name
-			}
-			p("      %s) cmdpath=%s ;;\n", quote(n.path+"|"+s.Name), quote(child))
-		}
-	}
+	b.WriteString(commandCases(nodes))
 	p("      *) %s_takes \"$cmdpath\" \"$w\" && skip=1 ;;\n", fn)
 	p("    esac\n  done\n")
 	p("  if (( dd )); then\n")
