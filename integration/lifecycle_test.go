@@ -370,11 +370,17 @@ func TestSignalsForwarded(t *testing.T) {
 			}
 		}
 
-		// The command ignores SIGINT: the first one changes nothing, the
-		// second kills the run.
-		cmd, _ := start(`trap '' INT; echo ready; while :; do sleep 0.05; done`)
+		// The command survives SIGINT: the first one reaches it and changes
+		// nothing else, the second kills the run. The second is sent once the
+		// command said it got the first: two SIGINTs that reach tooljail
+		// before its runtime hands the first on are one signal (a loaded
+		// guest once took longer than the 100 ms this test used to wait).
+		cmd, r := start(`trap 'echo int' INT; echo ready; while :; do sleep 0.05; done`)
 		cmd.Process.Signal(syscall.SIGINT)
-		time.Sleep(100 * time.Millisecond)
+		if l, err := r.ReadString('\n'); l != "int\n" {
+			t.Fatalf("the first SIGINT did not reach the command: %q %v", l, err)
+		}
+		go io.Copy(io.Discard, r)
 		cmd.Process.Signal(syscall.SIGINT)
 		if code := wait(cmd); code != 128+9 {
 			t.Errorf("two SIGINTs to tooljail: exit %d, want 137 (the run killed)", code)
