@@ -140,20 +140,15 @@ func TestTarballAmd64(t *testing.T) {
 	for _, p := range pages {
 		roff(t, filepath.Join(root, "share", "man", "man"+p[len(p)-1:], p))
 	}
-	// The completions come with the man pages (one change brings both).
 	bash := filepath.Join(root, "share", "bash-completion", "completions", "tooljail")
-	if len(pages) > 0 {
-		for _, f := range []string{bash, filepath.Join(root, "share", "zsh", "site-functions", "_tooljail"), filepath.Join(root, "share", "fish", "vendor_completions.d", "tooljail.fish")} {
-			if _, err := os.Stat(f); err != nil {
-				t.Errorf("the tarball has man pages but no completion: %v", err)
-			}
+	for _, f := range []string{bash, filepath.Join(root, "share", "zsh", "site-functions", "_tooljail"), filepath.Join(root, "share", "fish", "vendor_completions.d", "tooljail.fish")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("the tarball has no completion: %v", err)
 		}
-		out, errOut, code := runOut(t, "/", nil, "bash", "-c", `source "$1" && complete -p tooljail`, "bash", bash)
-		if code != 0 || !strings.Contains(out, "tooljail") {
-			t.Errorf("sourcing the bash completion: exit %d: %s%s", code, out, errOut)
-		}
-	} else {
-		t.Log("docs/man has no pages yet: no man pages or completions to check")
+	}
+	out, errOut, code := runOut(t, "/", nil, "bash", "-c", `source "$1" && complete -p tooljail`, "bash", bash)
+	if code != 0 || !strings.Contains(out, "tooljail") {
+		t.Errorf("sourcing the bash completion: exit %d: %s%s", code, out, errOut)
 	}
 	jailedIDs(t, bin)
 }
@@ -227,9 +222,7 @@ func wantDebPaths(t *testing.T, deb string, paths []string) {
 	for _, p := range pages {
 		want = append(want, "./usr/share/man/man"+p[len(p)-1:]+"/"+p+".gz")
 	}
-	if len(pages) > 0 {
-		want = append(want, "./usr/share/bash-completion/completions/tooljail", "./usr/share/zsh/vendor-completions/_tooljail", "./usr/share/fish/vendor_completions.d/tooljail.fish")
-	}
+	want = append(want, "./usr/share/bash-completion/completions/tooljail", "./usr/share/zsh/vendor-completions/_tooljail", "./usr/share/fish/vendor_completions.d/tooljail.fish")
 	have := map[string]bool{}
 	for _, p := range paths {
 		have[p] = true

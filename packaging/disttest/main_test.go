@@ -117,12 +117,15 @@ func untar(t *testing.T, archive, dir string) []*tar.Header {
 	return hs
 }
 
-// manPages lists the pages docs/man holds (none before they are written).
+// manPages lists the pages docs/man holds; a tree without them fails.
 func manPages(t *testing.T) []string {
 	t.Helper()
 	pages, err := filepath.Glob(filepath.Join(repo, "docs", "man", "*.[1-8]"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(pages) == 0 {
+		t.Fatal("docs/man holds no man pages")
 	}
 	var names []string
 	for _, p := range pages {

@@ -63,25 +63,16 @@ func readSources(src, completions string) (*sources, error) {
 		name := filepath.Base(p)
 		s.Man = append(s.Man, entry{Name: "man" + name[len(name)-1:] + "/" + name, Mode: 0o644, Data: b})
 	}
-	// All three completions or none: none while the tree has no
-	// `tooljail completion` (packaging/completions.sh says so).
-	if completions != "" {
-		var missing []string
-		for shell, name := range completionFiles {
-			b, err := os.ReadFile(filepath.Join(completions, name))
-			if errors.Is(err, fs.ErrNotExist) {
-				missing = append(missing, name)
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			s.Completions[shell] = b
+	// All three completions, always: a release carries them.
+	if completions == "" {
+		return nil, errors.New("-completions DIR is required (packaging/completions.sh writes it)")
+	}
+	for shell, name := range completionFiles {
+		b, err := os.ReadFile(filepath.Join(completions, name))
+		if err != nil {
+			return nil, err
 		}
-		if len(missing) > 0 && len(s.Completions) > 0 {
-			sort.Strings(missing)
-			return nil, fmt.Errorf("%s has some completions but not %s", completions, strings.Join(missing, ", "))
-		}
+		s.Completions[shell] = b
 	}
 	return s, nil
 }
