@@ -156,8 +156,9 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 	res := &ApplyResult{ID: id, Skipped: []Entry{}}
 	steps := a.plan(res)
 	conflicts := append([]Conflict(nil), set.Conflicts...)
+	dirs := placedDirs(set, steps)
 	for i, st := range steps {
-		c, now, err := a.check(st)
+		c, now, err := a.check(st, dirs)
 		if err != nil {
 			return nil, fmt.Errorf("change set %s: %w", id, err)
 		}
@@ -325,7 +326,7 @@ func (a *applier) forget(b int, rel string) {
 // check compares the host path of st with its baseline: "" when it is
 // as the run left it, else why not. A path the apply may not write at
 // all is an error.
-func (a *applier) check(st step) (string, Stamp, error) {
+func (a *applier) check(st step, placed map[parentKey]bool) (string, Stamp, error) {
 	dest := a.set.Binds[st.Bind].Dest
 	pfd, name, err := a.parent(st.Bind, st.Path)
 	var now Stamp
@@ -336,6 +337,8 @@ func (a *applier) check(st step) (string, Stamp, error) {
 		return "", now, &refusedError{dest, st.Path, "a symlink is on the way (the project changed since the run); the apply writes through none"}
 	case errors.Is(err, unix.EXDEV):
 		return "", now, &refusedError{dest, st.Path, "another file system is mounted on the way; the apply writes into none"}
+	case errors.Is(err, unix.ENOTDIR) && underPlaced(placed, st.Bind, st.Path):
+		// Below a directory the set puts where a file is: absent.
 	case errors.Is(err, unix.ENOTDIR):
 		return "", now, &refusedError{dest, st.Path, "a directory above it is no longer a directory"}
 	case err != nil:
@@ -361,6 +364,27 @@ func (a *applier) check(st step) (string, Stamp, error) {
 		}
 	}
 	return why, now, nil
+}
+
+// placedDirs are the directories the steps make.
+func placedDirs(set *Set, steps []step) map[parentKey]bool {
+	out := map[parentKey]bool{}
+	for _, st := range steps {
+		if st.Op == opPlace && set.Changes[st.Change].Type == TypeDir {
+			out[parentKey{st.Bind, st.Path}] = true
+		}
+	}
+	return out
+}
+
+// underPlaced says whether a directory above rel is one the set makes.
+func underPlaced(placed map[parentKey]bool, b int, rel string) bool {
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		if placed[parentKey{b, d}] {
+			return true
+		}
+	}
+	return false
 }
 
 func stampOfStat(st *unix.Stat_t) Stamp {
