@@ -83,6 +83,8 @@ type Cmd struct {
 
 	// warm is set for a jail built ahead of its command (warm.go).
 	warm *warmState
+	// chg is the run's change set (Spec.Changes, changes.go), or nil.
+	chg *runChanges
 }
 
 // Command returns a Cmd that runs spec.
@@ -415,6 +417,7 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	c.mu.Lock()
 	c.finish(end, wall, violations, denials, stats)
 	c.mu.Unlock()
+	c.finishChanges()
 	if c.res.Status == StatusSetupError {
 		return c.res, c.setupErr
 	}

@@ -590,6 +590,8 @@ type hostSide struct {
 	prog            *seccomp.Program
 	idmapped        []string // destinations of idmapped binds
 	finished        bool
+	// chg is the run's change set (Spec.Changes), or nil.
+	chg *runChanges
 }
 
 // prepare opens what needs no init: the outputs, the files tooljail
@@ -612,6 +614,10 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	if !h.root {
 		var err error
 		h.id, h.explicit, err = hostUser(false, os.Geteuid(), os.Getegid(), c.Spec.HostUser, nil)
+		if err != nil {
+			return err
+		}
+		h.chg, err = createChanges(c.Spec, p.changes, h.id)
 		return err
 	}
 	if err := h.resolveIn(c, "/"); err != nil {
@@ -620,6 +626,9 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	var err error
 	h.id, h.explicit, err = hostUser(true, 0, 0, c.Spec.HostUser, workdirOwner(p.mounts, h.sources, c.Spec.Dir))
 	if err != nil {
+		return err
+	}
+	if h.chg, err = createChanges(c.Spec, p.changes, h.id); err != nil {
 		return err
 	}
 	if h.idmapped, err = detachSources(p.mounts, h.sources, c.Spec.Dir, h.id, h.explicit, p.compile); err != nil {
@@ -685,7 +694,15 @@ func (h *hostSide) finish(c *Cmd) error {
 			h.trusted = append(h.trusted, h.cache)
 		}
 	}
-	prot, dests, err := protectIn(c.Spec.Protect, mounts, h.sources)
+	if err := h.chg.noteSources(mounts, h.sources, h.idmapped, h.root); err != nil {
+		return err
+	}
+	// A bind under an overlay (--changes) is not written by the command:
+	// what it protects and trusts there needs no bind over itself (the
+	// overlay would hide it anyway); applying the set keeps the
+	// protected paths instead (package changes).
+	guarded := h.chg.lowerOnly(mounts)
+	prot, dests, err := protectIn(c.Spec.Protect, guarded, h.sources)
 	if err != nil {
 		return err
 	}
@@ -696,7 +713,7 @@ func (h *hostSide) finish(c *Cmd) error {
 		// it is read-only, as the profile that names it is.
 		over = append(over, h.tree)
 	}
-	h.over = overBinds(over, mounts, h.sources)
+	h.over = overBinds(over, guarded, h.sources)
 	var dir *os.File
 	if h.cache != nil && insideWritable(h.cache.Chain, mounts, h.sources) == "" {
 		dir = h.cache.File

@@ -30,6 +30,10 @@ struct tj_source {
 	int slot;     // the descriptor's place among those sent with the sync; -1: an optional source that does not exist
 	int detached; // a detached mount tree made by a root supervisor: moved as it is, attributes set
 	unsigned type; // S_IFMT of the source; S_IFLNK: recreate the symlink
+	// upper, work: slots of the overlay's upper and work directories
+	// (--changes): the bind is then the read-only lower layer of an
+	// overlay mounted over it; -1: a plain bind.
+	int upper, work;
 };
 
 // tj_over is a file tooljail trusts (a profile, its cache) inside a

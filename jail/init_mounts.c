@@ -543,6 +543,51 @@ static int tj_symlink(struct tj_builder *b, int src, const struct tj_mount *m, i
 	return r;
 }
 
+// tj_fdpath writes "/proc/self/fd/N" into buf: how overlayfs's options
+// name a layer that is a descriptor (lowerdir and upperdir take paths,
+// and the kernels we support cannot take descriptors for them).
+static void tj_fdpath(char *buf, size_t size, int fd) {
+	static const char prefix[] = "/proc/self/fd/";
+	memcpy(buf, prefix, sizeof prefix);
+	tj_utoa(buf + sizeof prefix - 1, size - (sizeof prefix - 1), (uint64_t)fd, 10);
+}
+
+// tj_overlay mounts the change set's overlay over the bind just made at
+// m->dest (--changes): the bind, read-only, is the lower layer; the upper
+// and work directories are the change store's, sent as descriptors. The
+// command then writes only the upper layer, and the host directory
+// stays as it was. userxattr: overlayfs keeps its whiteouts' and opaque
+// directories' marks in user.overlay.* xattrs, the only ones a user
+// namespace may write.
+static int tj_overlay(struct tj_builder *b, const struct tj_mount *m, const struct tj_source *s, int index) {
+	int lower = tj_openat2(b->newroot, m->dest + 1, O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS);
+	if (lower < 0) {
+		return tj_failed(b, TJ_I_OVERLAY, TJ_OP_OPEN, errno, index, m->dest);
+	}
+	int op = 0;
+	// The lower layer's mounts stay read-only, whatever the bind was:
+	// nothing of the host is written through the overlay.
+	struct mount_attr ma;
+	memset(&ma, 0, sizeof ma);
+	ma.attr_set = MOUNT_ATTR_RDONLY;
+	if (syscall(SYS_mount_setattr, lower, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof ma) < 0) {
+		op = TJ_OP_SETATTR;
+	}
+	char lowerp[32], upperp[32], workp[32];
+	tj_fdpath(lowerp, sizeof lowerp, lower);
+	tj_fdpath(upperp, sizeof upperp, b->fds[s->upper]);
+	tj_fdpath(workp, sizeof workp, b->fds[s->work]);
+	const char *opts[] = {"lowerdir", lowerp, "upperdir", upperp, "workdir", workp, "userxattr", NULL, NULL};
+	if (op == 0) {
+		int r = tj_mount_fs(lower, "overlay", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+		if (r < 0) {
+			op = -r;
+		}
+	}
+	tj_close_keep(lower);
+	return op != 0 ? tj_failed(b, TJ_I_OVERLAY, op, errno, index, m->dest) : 0;
+}
+
 // tj_bind shows a host path in the jail: the supervisor opened it (and
 // checked what it opened); the init mounts that descriptor, so no host path
 // is looked up here.
@@ -573,7 +618,10 @@ static int tj_bind(struct tj_builder *b, const struct tj_mount *m, int index) {
 		op = -tj_attach(src, dst, attr, 1);
 	}
 	tj_close_keep(dst);
-	return op != 0 ? tj_failed(b, TJ_I_BIND, op, errno, index, m->dest) : 0;
+	if (op != 0) {
+		return tj_failed(b, TJ_I_BIND, op, errno, index, m->dest);
+	}
+	return s->upper >= 0 ? tj_overlay(b, m, s, index) : 0;
 }
 
 static int tj_tmpfs_mount(struct tj_builder *b, const struct tj_mount *m, int index) {

@@ -38,6 +38,7 @@
 	X(DEST, "mount destination {path}: {cause}") \
 	X(MOUNTPOINT, "create mount point {path}: {errno}") \
 	X(BIND, "bind {source} on {dest}: {cause}") \
+	X(OVERLAY, "changes: the overlay over {dest} (its upper layer in the change store): {cause}; this host refuses overlayfs in the jail's user namespace for this directory or store (`tooljail check` says why); run with --changes off, or keep the change store (--changes-dir) on ext4, xfs or btrfs") \
 	X(READLINK, "read symlink {path}: {errno}") \
 	X(SYMLINK, "symlink {path}: {errno}") \
 	X(TMPFS, "tmpfs {path}: {cause}") \

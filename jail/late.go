@@ -89,12 +89,12 @@ func (ip *initPlan) reserveLate(withSeccomp bool) error {
 // fillLate writes the late part: the sources (srcs, by mount index), the
 // trusted files to bind over themselves and the seccomp filter. It returns
 // the descriptors to send with the sync, in slot order.
-func (ip *initPlan) fillLate(srcs []source, over []overBind, prog *seccomp.Program) ([]int, error) {
+func (ip *initPlan) fillLate(srcs []source, over []overBind, prog *seccomp.Program, chg *runChanges) ([]int, error) {
 	l := ip.c.late
 	cs := unsafe.Slice(l.sources, len(ip.mounts))
 	var fds []int
 	for i, m := range ip.mounts {
-		cs[i].slot = -1
+		cs[i].slot, cs[i].upper, cs[i].work = -1, -1, -1
 		if m.Kind != MountBind || srcs[i].obj == nil {
 			continue
 		}
@@ -104,6 +104,15 @@ func (ip *initPlan) fillLate(srcs []source, over []overBind, prog *seccomp.Progr
 			cs[i].detached = 1
 		}
 		fds = append(fds, srcs[i].fd())
+		if b := chg.bindIndex(i); b >= 0 {
+			// The bind is the lower layer of an overlay (--changes).
+			cs[i].upper = C.int(len(fds))
+			cs[i].work = C.int(len(fds) + 1)
+			fds = append(fds, int(chg.upper[b].Fd()), int(chg.work[b].Fd()))
+		}
+	}
+	if len(fds) > C.TJ_MAX_SOURCES {
+		return nil, fmt.Errorf("%d descriptors for the binds and their overlays: a jail takes at most %d", len(fds), C.TJ_MAX_SOURCES)
 	}
 	l.nfds = C.int(len(fds))
 	if len(over) > maxOver {

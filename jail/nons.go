@@ -102,6 +102,9 @@ func (s *Spec) planNoNS(h Host) (*plan, error) {
 		}
 		return nil, err
 	}
+	if p.changes, err = decideChanges(s.Changes, true, ""); err != nil {
+		return nil, err
+	}
 	p.nons = &nonsPlan{spec: ns, tmp: slices.IndexFunc(p.mounts, func(m Mount) bool { return m.Source == privateTmp })}
 	p.landlock = nonsLandlock(ns, p.mounts)
 	p.enf.Mode = ModeLandlockSeccomp

@@ -44,6 +44,9 @@ func (c *Cmd) startNoNS() error {
 	defer stdio.close()
 	hs := &nonsHost{}
 	defer hs.close()
+	// Without namespaces nothing is recorded (decideChanges): the report
+	// says so.
+	c.chg = &runChanges{plan: c.plan.changes}
 	if err := hs.prepare(c); err != nil {
 		return err
 	}
@@ -233,7 +236,7 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 	if hs.protectDegraded {
 		c.res.Enforcement.Degraded = append(c.res.Enforcement.Degraded, LayerProtect)
 	}
-	fdList, err := ip.fillLate(hs.sources, nil, hs.prog)
+	fdList, err := ip.fillLate(hs.sources, nil, hs.prog, nil)
 	if err != nil {
 		return err
 	}

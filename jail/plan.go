@@ -28,6 +28,8 @@ type plan struct {
 	stage2 stage2Config
 	// nons is the run without namespaces (nons.go), or nil.
 	nons *nonsPlan
+	// changes is what the run records of its writes (changes.go).
+	changes changesPlan
 }
 
 // compileSeccomp compiles the seccomp filter the plan calls for, or takes
@@ -96,6 +98,12 @@ func (s *Spec) plan(h Host) (*plan, error) {
 	}
 	p.mounts = planMounts(s)
 	p.root = privileged()
+	cp, err := decideChanges(s.Changes, false, overlayWhy(kernelRelease()))
+	if err != nil {
+		return nil, err
+	}
+	cp.binds = changeBinds(p.mounts)
+	p.changes = cp
 	p.stage2 = stage2Config{
 		Args:    s.Args,
 		Env:     commandEnv(s),

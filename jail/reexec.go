@@ -11,4 +11,7 @@ func Init() {
 	if len(os.Args) > 0 && os.Args[0] == argProbe {
 		probeChild()
 	}
+	if len(os.Args) == 2 && os.Args[0] == argOverlayProbe {
+		overlayProbeChild(os.Args[1])
+	}
 }

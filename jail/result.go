@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/tooljail/tooljail/changes"
 )
 
 // Schema names the report format; fields are added, never renamed or
@@ -91,6 +93,11 @@ type Result struct {
 	// NetworkLimitHits counts, per limit ("connection limit", "byte
 	// limit"), the connections the allow mode refused or cut for it.
 	NetworkLimitHits map[string]int `json:"network_limit_hits,omitempty"`
+
+	// Changes is what the command changed in its writable binds, and
+	// what became of it (Spec.Changes, package changes); absent when the
+	// run records nothing.
+	Changes *changes.Report `json:"changes,omitempty"`
 
 	// KilledLeftoverProcesses is how many processes of the jail were still
 	// running when the command ended, and were killed: nothing outlives a

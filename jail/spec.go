@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/seccomp"
@@ -337,6 +338,18 @@ type Spec struct {
 	// the bind's root and two levels below it, and its submodules; a
 	// repository's core.hooksPath inside the bind is protected too.
 	Protect []string
+	// Changes records what the command changes in its writable binds
+	// (package changes): the workdir and the other writable binds but
+	// the caches become the lower layers of overlays whose upper layers
+	// are a change set in the store at ChangesDir. "" is changes.Off.
+	Changes changes.Mode
+	// ChangesDir is the change store; "" is changes.DefaultDir of the
+	// supervisor's user.
+	ChangesDir string
+	// ChangesOwner is the uid a kept change set records as its owner (a
+	// server's client); -1 or 0 with a non-root supervisor: the
+	// supervisor's own.
+	ChangesOwner int
 }
 
 // Toolchain is one toolchain a run shows (Spec.Toolchains), as the report
@@ -421,6 +434,12 @@ func (s *Spec) Validate() error {
 		if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.ContainsRune(p, 0) {
 			return fmt.Errorf("protected path %q: want a clean path relative to a bind, without \"..\"", p)
 		}
+	}
+	if _, err := changes.ParseMode(string(s.Changes)); err != nil {
+		return err
+	}
+	if s.ChangesDir != "" && !filepath.IsAbs(s.ChangesDir) {
+		return fmt.Errorf("change store %q: want an absolute path", s.ChangesDir)
 	}
 	for _, m := range s.Mounts {
 		if err := m.validate(); err != nil {

@@ -20,8 +20,17 @@ import (
 // descriptors before it forks; then launch forks the init, hands it the
 // host side, and lets it go.
 
-func (c *Cmd) start() error {
+func (c *Cmd) start() (retErr error) {
 	layers := c.setUpLayers()
+	// Runs after layers.close (deferred below), which waits for the
+	// host side: a run that never started leaves no change set.
+	defer func() {
+		if retErr != nil {
+			layers.hs.chg.abort()
+		} else {
+			c.chg = layers.hs.chg
+		}
+	}()
 	// Whatever the layers opened is closed on every return; what the
 	// init needs it has by then.
 	defer layers.close(c)
@@ -295,6 +304,10 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 	if err := hs.finish(c); err != nil {
 		return err
 	}
+	if err := hs.chg.openLayers(fmt.Sprintf("/proc/%d/root", c.proc.pid)); err != nil {
+		return err
+	}
+	defer hs.chg.closeLayers()
 	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
 	c.res.Enforcement.Idmapped = hs.idmapped
 	c.res.Enforcement.Protected = hs.protectedDests
@@ -306,7 +319,7 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 		c.warm.workdir = workdirID(c.plan.mounts, hs.sources, c.Spec.Dir)
 		c.warm.protected = protectedIDs(c.res.Enforcement.Protected, hs.protected)
 	}
-	fdList, err := ip.fillLate(hs.sources, hs.over, hs.prog)
+	fdList, err := ip.fillLate(hs.sources, hs.over, hs.prog, hs.chg)
 	if err != nil {
 		return err
 	}

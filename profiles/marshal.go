@@ -35,6 +35,7 @@ type shownFS struct {
 	Toolchains      []string  `toml:"toolchains" comment:"the caller's toolchains shown read-only with execute rights, their bin first in PATH: \"auto\" (the command's own: a virtualenv, pyenv, uv, conda, nvm, fnm, volta, rustup, a Go root, a Java home) or an absolute prefix"`
 	Workdir         *bool     `toml:"workdir,omitempty" comment:"bind the working directory read-write and start there"`
 	WorkdirReadOnly *bool     `toml:"workdir_readonly,omitempty" comment:"bind it read-only instead (readable, not executable): for search and read tools"`
+	Changes         *string   `toml:"changes,omitempty" comment:"what the command changes in the workdir and rw binds: off, record (applied at the end, listed), review (kept for review; the host is untouched), apply-on-success"`
 	HomeSize        *string   `toml:"home_size,omitempty" comment:"size of the private HOME tmpfs (/home/sandbox): a size, or \"memory\" (as large as limits.memory)"`
 	Protect         *[]string `toml:"protect,omitempty" comment:"paths in each read-write bind bound read-only over themselves when they exist (.git/ entries: every repository found); a child's list replaces its parent's"`
 }
@@ -78,7 +79,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 			Ro: nonNil(p.Filesystem.Ro), Rw: nonNil(p.Filesystem.Rw),
 			Tmpfs: nonNil(p.Filesystem.Tmpfs), Caches: nonNil(p.Filesystem.Caches), Mask: nonNil(p.Filesystem.Mask),
 			Toolchains: nonNil(p.Filesystem.Toolchains),
-			Workdir:    p.Filesystem.Workdir, WorkdirReadOnly: p.Filesystem.WorkdirReadOnly, HomeSize: p.Filesystem.HomeSize,
+			Workdir:    p.Filesystem.Workdir, WorkdirReadOnly: p.Filesystem.WorkdirReadOnly, Changes: p.Filesystem.Changes, HomeSize: p.Filesystem.HomeSize,
 			Protect: nonNilPtr(p.Filesystem.Protect),
 		},
 		Limits:  p.Limits.shown(p.LimitsMax),

@@ -114,6 +114,10 @@ type Filesystem struct {
 	// executable where Landlock applies): for tools that search and read
 	// a project and must not change it. Moot without Workdir.
 	WorkdirReadOnly *bool `toml:"workdir_readonly"`
+	// Changes records what the command changes in the workdir and the
+	// rw binds: "off", "record", "review" or "apply-on-success"
+	// (package changes, docs/changes.md).
+	Changes *string `toml:"changes"`
 	// HomeSize is the size of the private HOME tmpfs: a size or "memory"
 	// (SizeMemory).
 	HomeSize *string `toml:"home_size"`

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/network/allow"
@@ -88,6 +89,7 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		Hostname:      JailHostname,
 		Home:          JailHome,
 		Net:           jail.NetMode(*p.Network.Mode),
+		Changes:       changes.Mode(orEmpty(p.Filesystem.Changes)),
 		Allow:         allowList(p.Network),
 		Limits:        limits,
 		OnViolation:   jail.OnViolation(*p.Seccomp.OnViolation),
@@ -302,4 +304,12 @@ func (p *Profile) AddAllowDegraded(list string) error {
 		p.AllowDegraded = append(p.AllowDegraded, l)
 	}
 	return nil
+}
+
+// orEmpty is *p, or "" for nil.
+func orEmpty(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

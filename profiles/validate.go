@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/network/allow"
 )
@@ -99,6 +100,11 @@ func (p *Profile) Validate() error {
 	}
 	if err := p.checkLimitsMax(); err != nil {
 		return err
+	}
+	if m := p.Filesystem.Changes; m != nil {
+		if _, err := changes.ParseMode(*m); err != nil {
+			return fmt.Errorf("filesystem.changes: %w", err)
+		}
 	}
 	if m := p.Network.Mode; m != nil && *m != string(jail.NetNone) && *m != string(jail.NetHost) && *m != string(jail.NetAllow) {
 		return keyErr("network.mode", "%q: want %q, %q or %q", *m, jail.NetNone, jail.NetHost, jail.NetAllow)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -56,6 +57,11 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	check := jail.Check()
 	layers := check.Layers
+	if dir, err := changesDirOf(os.Environ()); err != nil {
+		layers = append(layers, jail.Layer{Name: "changes (overlayfs)", Reason: err.Error(), Fix: "set HOME or XDG_STATE_HOME, or TOOLJAIL_CHANGES_DIR"})
+	} else {
+		layers = append(layers, jail.ChangesLayer(dir))
+	}
 	defaultOK, defaultErr := true, ""
 	if userns := layers[0]; !userns.Enforced {
 		// The real try failed where the cheap probes of Preflight saw

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 	"github.com/tooljail/tooljail/serve"
@@ -61,6 +62,8 @@ type runFlags struct {
 	onViolation   scalar
 	hostUser      scalar
 	root          scalar
+	changes       scalar // --changes MODE
+	changesDir    scalar // --changes-dir DIR
 	env, passEnv  []string
 	allowDegraded []string
 	report        scalar
@@ -173,6 +176,13 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	f.net.check = asProfile(func(p *profiles.Profile, v string) error { p.Network.Mode = &v; return nil })
 	f.onViolation.check = asProfile(func(p *profiles.Profile, v string) error { p.Seccomp.OnViolation = &v; return nil })
 	f.root.check = asProfile((*profiles.Profile).SetRoot)
+	f.changes.check = func(v string) error { _, err := changes.ParseMode(v); return err }
+	f.changesDir.check = func(v string) error {
+		if !strings.HasPrefix(v, "/") {
+			return errors.New("want an absolute path")
+		}
+		return nil
+	}
 	f.hostUser.check = func(v string) error {
 		_, err := profiles.ParseHostUser(v)
 		return err
@@ -193,6 +203,8 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 		asProfile(func(p *profiles.Profile, v string) error { p.Filesystem.Toolchains = []string{v}; return nil })))
 	fs.Var(&f.workdir, "workdir", "bind `DIR` read-write and start there (default: the current directory; /, system and top-level directories and home directories are refused)")
 	fs.BoolVar(&f.noWorkdir, "no-workdir", false, "no workdir bind; start in /tmp, or in HOME when the profile has no /tmp")
+	fs.Var(&f.changes, "changes", "`MODE`: off; record (the command's writes to the workdir and --rw binds reach the host when it ends, listed in the report); review (kept as a change set, the host untouched until 'tooljail changes apply'); apply-on-success (review, applied when it exits 0)")
+	fs.Var(&f.changesDir, "changes-dir", "the change store `DIR` (also TOOLJAIL_CHANGES_DIR; default /var/lib/tooljail/changes for root, else $XDG_STATE_HOME/tooljail/changes or ~/.local/state/tooljail/changes)")
 	fs.BoolVar(&f.workdirRO, "workdir-ro", false, "bind the workdir read-only (readable, not executable): for commands that search and read it; as filesystem.workdir_readonly = true (the readonly profile)")
 	fs.Func("memory", "memory cap `SIZE` (cgroup; swap 0)", limit("memory"))
 	fs.Func("cpus", "CPU cap in `CPUS` (cgroup), e.g. 0.5", limit("cpus"))
@@ -484,6 +496,9 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 		yes := true
 		fsys.WorkdirReadOnly = &yes
 	}
+	if f.changes.set {
+		fsys.Changes = &f.changes.value
+	}
 	for _, l := range f.limits {
 		if err := p.SetLimit(l[0], l[1]); err != nil {
 			return nil, fmt.Errorf("--%s: %w", strings.ReplaceAll(l[0], "_", "-"), err)
@@ -526,7 +541,7 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 		}
 	}
 	cacheDir, _ := os.UserCacheDir() // "" refuses a named cache, saying why
-	return p.Spec(profiles.Request{
+	s, err := p.Spec(profiles.Request{
 		Args:       command,
 		Cwd:        cwd,
 		CacheDir:   cacheDir,
@@ -535,6 +550,11 @@ func (f *runFlags) overlay(p *profiles.Profile, command []string, cwd string, en
 		Vars:       profiles.CallerVars(f.env, environ),
 		Toolchains: f.toolchains,
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.ChangesDir = changesStoreDir(f.changesDir.value, environ)
+	return s, nil
 }
 
 // finish writes the report, the audit line and the summary, and returns the
@@ -710,6 +730,7 @@ var notServed = []struct {
 	{"--root", func(f *runFlags) bool { return f.root.set }, "the server's profile sets filesystem.root, and a client's own profile may not"},
 	{"--allow-degraded", func(f *runFlags) bool { return len(f.allowDegraded) > 0 }, "the server's profile sets allow_degraded"},
 	{"--audit-log", func(f *runFlags) bool { return f.auditLog.set }, "the server keeps the audit log (tooljail serve --audit-log)"},
+	{"--changes-dir", func(f *runFlags) bool { return f.changesDir.set }, "the server keeps its clients' change sets (apply them through it, or with its user's 'tooljail changes')"},
 }
 
 // servedFix is how to get what a flag of notServed would give where the
@@ -770,7 +791,7 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 		return nil, lineError("current directory: %v; run tooljail from a directory that exists", err)
 	}
 	sr := &servedRun{flags: &f, socket: socket}
-	sr.req = serve.Request{Argv: command, Network: f.net.value, MergeStderr: f.mergeStderr}
+	sr.req = serve.Request{Argv: command, Network: f.net.value, MergeStderr: f.mergeStderr, Changes: f.changes.value}
 	switch {
 	case f.noWorkdir && f.workdir.set:
 		return nil, errors.New("--workdir and --no-workdir contradict each other")
