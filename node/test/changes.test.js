@@ -118,6 +118,13 @@ describe("real runs", { skip }, () => {
       const r = await tooljail.run(["sh", "-c", "echo new > new.txt; echo changed > old.txt; cat new.txt"], opts());
       assert.equal(r.stdout, "new\n");
       assert.ok(r.changes instanceof tooljail.ChangeSet);
+      // Every field of the real block and its entries is declared in src/report.ts.
+      const src = fs.readFileSync(path.join(__dirname, "..", "src", "report.ts"), "utf8");
+      const declared = (name) => new Set([...src.match(new RegExp(`export interface ${name} \\{([\\s\\S]*?)\\n\\}`))[1].matchAll(/^  (\w+)\??:/gm)].map((m) => m[1]));
+      for (const [value, type] of [[r.report.changes, "ChangesReport"], [r.report.changes.entries[0], "ChangeEntry"], [r.report.changes.totals, "ChangeTotals"]]) {
+        const known = declared(type);
+        assert.deepEqual(Object.keys(value).filter((k) => !known.has(k)), [], type);
+      }
       assert.equal(r.changes.state, "kept");
       assert.deepEqual(r.changes.entries.map((e) => [e.path, e.kind]).sort(), [["new.txt", "created"], ["old.txt", "modified"]]);
       assert.ok(!fs.existsSync(file("new.txt")));
