@@ -143,3 +143,47 @@ func serverProblem(peer, uid int) error {
 	}
 	return nil
 }
+
+// Changes sends a changes_op request (docs/serve.md, "Change sets") and
+// returns its result as the server sent it: the JSON of the answer's
+// "changes" value. A refusal is an *Error; an apply that found conflicts
+// is an *Error with Code 1 and its Conflicts, nothing applied.
+func (c *Client) Changes(ctx context.Context, op ChangesOp) (json.RawMessage, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Path)
+	if err != nil {
+		return nil, fmt.Errorf("tooljail server at %s: %w", c.Path, err)
+	}
+	defer conn.Close()
+	if err := checkServer(conn, os.Geteuid()); err != nil {
+		return nil, fmt.Errorf("tooljail server at %s: %w", c.Path, err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	b, err := json.Marshal(Request{ChangesOp: &op})
+	if err != nil {
+		return nil, err
+	}
+	_, werr := conn.Write(append(b, '\n'))
+	line, err := bufio.NewReaderSize(conn, 64<<10).ReadBytes('\n')
+	if err != nil {
+		if werr != nil {
+			err = werr
+		}
+		return nil, c.connErr(ctx, err)
+	}
+	var answer struct {
+		Error   *Error          `json:"error"`
+		Changes json.RawMessage `json:"changes"`
+	}
+	if err := json.Unmarshal(line, &answer); err != nil {
+		return nil, fmt.Errorf("tooljail server at %s: bad line: %w", c.Path, err)
+	}
+	if answer.Error != nil {
+		return nil, answer.Error
+	}
+	if answer.Changes == nil {
+		return nil, fmt.Errorf("tooljail server at %s: an answer without a result", c.Path)
+	}
+	return answer.Changes, nil
+}

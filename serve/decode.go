@@ -116,6 +116,8 @@ func decodeLine(line []byte) (*decoded, error) {
 			r.Stdin, err = decodeBase64(f.raw)
 		case "limits":
 			r.Limits, err = decodeLimits(f.raw)
+		case "changes_op":
+			r.ChangesOp, err = decodeChangesOp(f.raw)
 		default:
 			err = json.Unmarshal(f.raw, v.Field(requestFields[f.name]).Addr().Interface())
 		}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 )
@@ -64,12 +65,22 @@ type Request struct {
 	// may be given (tools.go).
 	Tool      string         `json:"tool,omitempty"`
 	Arguments map[string]any `json:"arguments,omitempty"`
+	// Changes is the run's change mode (--changes: off, record, review,
+	// apply-on-success); "" is the profile's. A kept set is the client's:
+	// it is applied or discarded later with a ChangesOp request.
+	Changes string `json:"changes,omitempty"`
+	// ChangesOp, in place of a run, acts on one of the client's kept
+	// change sets (changesop.go); only ID may come with it.
+	ChangesOp *ChangesOp `json:"changes_op,omitempty"`
 }
 
 // Error is the protocol's error line: a request refused before any run.
 type Error struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+	// Conflicts name the paths a changes_op apply found changed on the
+	// host (Code 1: nothing was applied).
+	Conflicts []changes.Conflict `json:"conflicts,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }

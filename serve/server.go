@@ -99,6 +99,11 @@ type Server struct {
 	// Tools are tool files whose tools requests may call ("tool",
 	// tools.go), joined by tools.Merge; none for none.
 	Tools []string
+	// ChangesDir is the store of the clients' change sets (a request's
+	// changes, changes.go): a server run by root keeps each client's in
+	// ChangesDir/uid-UID ("" for root's default store); a server of one
+	// user keeps them in ChangesDir ("" for that user's default store).
+	ChangesDir string
 
 	loadOnce sync.Once
 	pool     *pool // nil without warm jails

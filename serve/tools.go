@@ -114,6 +114,7 @@ func checkToolRequest(r *Request) *Error {
 		{"argv", r.Argv != nil}, {"profile", r.Profile != ""}, {"profile_toml", r.ProfileTOML != ""},
 		{"limits", r.Limits != nil}, {"network", r.Network != ""}, {"env", r.Env != nil}, {"stream", r.Stream},
 		{"merge_stderr", r.MergeStderr}, {"toolchains", r.Toolchains != nil}, {"path", r.Path != ""},
+		{"changes", r.Changes != ""},
 	} {
 		if f.set {
 			return refuse("%s: not taken with tool; a tool call is the tool's name, its arguments, a workdir and stdin: the tool file decides the rest", f.name)

@@ -24,6 +24,7 @@ type rawRunCommand struct {
 	Limits      map[string]any `toml:"limits"`
 	Rate        rawRate        `toml:"rate"`
 	MaxArgs     *int64         `toml:"max_args"`
+	Changes     *string        `toml:"changes"`
 }
 
 type rawTool struct {
@@ -35,6 +36,7 @@ type rawTool struct {
 	Rate        rawRate             `toml:"rate"`
 	Stdin       *bool               `toml:"stdin"`
 	Output      *string             `toml:"output"`
+	Changes     *string             `toml:"changes"`
 }
 
 type rawRate struct {
@@ -117,11 +119,11 @@ func knownKeys(key []string) string {
 	case len(key) == 1:
 		known = "tools, run_command"
 	case len(key) == 2 && key[0] == "run_command":
-		known = "description, profile, limits, rate, max_args"
+		known = "description, profile, limits, rate, max_args, changes"
 	case len(key) == 3 && key[0] == "run_command" && key[1] == "rate":
 		known = "per_minute, per_hour, concurrency, queue"
 	case len(key) == 3 && key[0] == "tools":
-		known = "description, command, params, profile, limits, rate, stdin, output"
+		known = "description, command, params, profile, limits, rate, stdin, output, changes"
 	case len(key) == 4 && key[2] == "rate":
 		known = "per_minute, per_hour, concurrency, queue"
 	case len(key) == 5 && key[2] == "params":

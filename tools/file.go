@@ -84,6 +84,11 @@ type Tool struct {
 	Rate   RateSpec
 	Stdin  bool   // the call may pass stdin
 	Output string // "text" or "json"
+	// Changes is the `changes` key: the change mode of the tool's runs
+	// (off, record, review, apply-on-success); "" when the profile
+	// decides. With review, a call's writes to its workdir are kept as a
+	// change set the result names, for the user to apply or discard.
+	Changes string
 	// Generic is the run_command tool of a [run_command] table: no
 	// Command and no Params; a call gives the whole argv (see
 	// CheckCall). MaxArgs bounds its length.

@@ -124,6 +124,10 @@ func TestParseErrors(t *testing.T) {
 		{"queue too long", minimal + "rate.queue = \"11m\"\n", `tools.t.rate.queue: 11m0s: at most 10m0s`},
 		{"queue bool", minimal + "rate.queue = true\n", `tools.t.rate.queue: want a duration such as "10s" ("0": refuse at once), got a boolean`},
 		{"run_command queue", "[run_command]\nprofile = \"default\"\nrate.queue = \"x\"\n", `run_command.rate.queue: "x": want a duration`},
+		{"bad changes", minimal + "changes = \"yes\"\n", `f.toml:6:1: tools.t.changes: "yes": want "off", "record", "review" or "apply-on-success"`},
+		{"empty changes", minimal + "changes = \"\"\n", `tools.t.changes: "": want "off"`},
+		{"changes not a string", minimal + "changes = true\n", `f.toml:6:`},
+		{"run_command changes", "[run_command]\nprofile = \"default\"\nchanges = \"Review\"\n", `run_command.changes: "Review": want "off"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("f.toml", []byte(tc.text))
@@ -160,6 +164,7 @@ limits = { memory = 512000000, cpus = 0.5, timeout = "20s" }
 rate = { per_minute = 0, concurrency = 3, queue = "1m30s" }
 stdin = true
 output = "json"
+changes = "review"
 [tools.t.params]
 s = { type = "string", pattern = "[a-z]+", max_length = 8, required = true, description = "ds" }
 n = { type = "number", min = -1.5, max = 2, default = 0.25 }
@@ -173,7 +178,7 @@ p = { type = "path", beneath = ["src/", "/usr/share"], default = "src/a" }
 		t.Fatal(err)
 	}
 	tl := f.Tools[0]
-	if tl.Profile != "./p.toml" || !tl.Stdin || tl.Output != "json" ||
+	if tl.Profile != "./p.toml" || !tl.Stdin || tl.Output != "json" || tl.Changes != "review" ||
 		!reflect.DeepEqual(tl.Limits, map[string]string{"memory": "512000000", "cpus": "0.5", "timeout": "20s"}) ||
 		*tl.Rate.PerMinute != 0 || tl.Rate.PerHour != nil || *tl.Rate.Concurrency != 3 || *tl.Rate.Queue != 90*time.Second {
 		t.Errorf("tool %+v", tl)
@@ -205,7 +210,7 @@ p = { type = "path", beneath = ["src/", "/usr/share"], default = "src/a" }
 }
 
 func TestPolicy(t *testing.T) {
-	f, err := Parse("f.toml", []byte(minimal+"limits.timeout = \"1m\"\nrate.per_hour = 5\nrate.queue = 0\n[tools.u]\ndescription = \"u\"\ncommand = [\"ls\"]\nprofile = \"strict\"\n"))
+	f, err := Parse("f.toml", []byte(minimal+"limits.timeout = \"1m\"\nrate.per_hour = 5\nrate.queue = 0\n[tools.u]\ndescription = \"u\"\ncommand = [\"ls\"]\nprofile = \"strict\"\nchanges = \"record\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +221,7 @@ func TestPolicy(t *testing.T) {
 		t.Errorf("t: %+v, want %+v", got, want)
 	}
 	got = d.For(f.Lookup("u"))
-	want = Policy{Profile: "strict", Limits: map[string]string{"timeout": "10s"}, Rate: Rate{PerMinute: 10, Concurrency: 4, Queue: DefaultQueue}}
+	want = Policy{Profile: "strict", Limits: map[string]string{"timeout": "10s"}, Rate: Rate{PerMinute: 10, Concurrency: 4, Queue: DefaultQueue}, Changes: "record"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("u: %+v, want %+v", got, want)
 	}

@@ -64,11 +64,13 @@ type Policy struct {
 	Network         string // "" when the profile decides
 	Limits          map[string]string
 	Rate            Rate
+	// Changes is the tool's change mode; "" when its profile decides.
+	Changes string
 }
 
 // For resolves t's policy: its own keys over d.
 func (d Defaults) For(t *Tool) Policy {
-	p := Policy{Profile: t.Profile, Limits: maps.Clone(d.Limits), Rate: d.Rate}
+	p := Policy{Profile: t.Profile, Limits: maps.Clone(d.Limits), Rate: d.Rate, Changes: t.Changes}
 	if p.Profile == "" {
 		p.Profile, p.ReadOnlyWorkdir, p.Network = d.Profile, d.ReadOnlyWorkdir, d.Network
 	}

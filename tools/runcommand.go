@@ -57,6 +57,7 @@ func (c *checker) runCommand(r rawRunCommand) *Tool {
 		c.add(at("profile"), `missing; name the profile every command runs under ("default", "strict" or a profile file): the model picks the program, the file picks what holds it`)
 	}
 	c.policy(at, t, r.Profile, r.Limits, r.Rate)
+	c.changes(at, t, r.Changes)
 	if r.MaxArgs != nil {
 		if *r.MaxArgs < 1 || *r.MaxArgs > maxMaxArgs {
 			c.add(at("max_args"), "%d: want 1 to %d", *r.MaxArgs, maxMaxArgs)

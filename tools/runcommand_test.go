@@ -47,7 +47,7 @@ func TestRunCommandParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"no profile", "[run_command]\n", "f.toml:1:2: run_command.profile: missing; name the profile every command runs under"},
 		{"unknown profile", "[run_command]\nprofile = \"nope\"\n", `f.toml:2:1: run_command.profile: "nope": no such shipped profile`},
-		{"unknown key", "[run_command]\nprofile = \"default\"\ncommand = [\"sh\"]\n", "f.toml:3:1: run_command.command: unknown key (known keys here: description, profile, limits, rate, max_args)"},
+		{"unknown key", "[run_command]\nprofile = \"default\"\ncommand = [\"sh\"]\n", "f.toml:3:1: run_command.command: unknown key (known keys here: description, profile, limits, rate, max_args, changes)"},
 		{"unknown rate key", "[run_command]\nprofile = \"default\"\nrate.per_day = 1\n", "run_command.rate.per_day: unknown key (known keys here: per_minute, per_hour, concurrency, queue)"},
 		{"bad limit", "[run_command]\nprofile = \"default\"\nlimits.timeout = \"soon\"\n", "f.toml:3:8: run_command.limits.timeout:"},
 		{"bad rate", "[run_command]\nprofile = \"default\"\nrate.per_minute = -1\n", "run_command.rate.per_minute: -1: want 0 (no limit) to 100000"},

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tooljail/tooljail/changes"
+
 	"github.com/tooljail/tooljail/profiles"
 )
 
@@ -69,6 +71,7 @@ func (c *checker) tool(name string, rt rawTool) *Tool {
 		}
 	}
 	c.policy(at, t, rt.Profile, rt.Limits, rt.Rate)
+	c.changes(at, t, rt.Changes)
 	if rt.Stdin != nil {
 		t.Stdin = *rt.Stdin
 	}
@@ -120,6 +123,19 @@ func (c *checker) policy(at func(k ...string) []string, t *Tool, profile *string
 	t.Rate.PerHour = c.rate(at("rate", "per_hour"), rate.PerHour)
 	t.Rate.Concurrency = c.rate(at("rate", "concurrency"), rate.Concurrency)
 	t.Rate.Queue = c.queue(at("rate", "queue"), rate.Queue)
+}
+
+// changes reads the `changes` key: one of the change modes.
+func (c *checker) changes(at func(k ...string) []string, t *Tool, v *string) {
+	if v == nil {
+		return
+	}
+	m, err := changes.ParseMode(*v)
+	if err != nil || *v == "" {
+		c.add(at("changes"), "%s: want \"off\", \"record\", \"review\" or \"apply-on-success\"", strconv.Quote(*v))
+		return
+	}
+	t.Changes = string(m)
 }
 
 // declared says whether name is a parameter of the raw tool (one whose

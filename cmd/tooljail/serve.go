@@ -9,6 +9,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 
 const serveUsage = `Usage: tooljail serve [--socket PATH] [--profile NAME|FILE]... [--audit-log FILE] [--max-runs N]
        [--queue-timeout DUR] [--server-memory SIZE] [--warm N] [--allow-client-profiles] [--tools FILE]...
+       [--changes-dir DIR]
 
 Serves jailed runs on a unix socket: a client sends one JSON request line per
 connection and gets the run's report, exactly what 'tooljail run --json'
@@ -60,6 +62,7 @@ type serveFlags struct {
 	// allowClientProfiles lets a request send a profile of its own.
 	allowClientProfiles bool
 	tools               []string
+	changesDir          string
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
@@ -83,6 +86,13 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	f.warm.check = func(v string) error { _, err := warmValue(v); return err }
 	fs.Var(&f.warm, "warm", fmt.Sprintf("keep `N` jails built ahead of their calls for each shape of call (a served profile and a workdir; 0 to %d, default %d); 0 builds each jail when its call arrives", serve.MaxWarm, serve.DefaultWarm))
 	fs.BoolVar(&f.allowClientProfiles, "allow-client-profiles", false, "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)")
+	fs.Func("changes-dir", "keep the clients' change sets (a request's changes) under `DIR`: for a server run by root, each client's in DIR/uid-UID (default /var/lib/tooljail/changes); else this user's store (default as tooljail changes, also TOOLJAIL_CHANGES_DIR)", func(v string) error {
+		if v == "" {
+			return errors.New("empty; give a directory")
+		}
+		f.changesDir = v
+		return nil
+	})
 	fs.Func("tools", "also serve the tools of `FILE`, a tool file (repeatable: the tools of every file, a name declared in two files an error): a request with \"tool\" and \"arguments\" calls one, checked, rate-limited, jailed and audited as tooljail mcp does (docs/serve.md)", func(v string) error {
 		if v == "" {
 			return errors.New("empty; give a tool file")
@@ -118,6 +128,17 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	srv.AllowClientProfiles = f.allowClientProfiles
 	srv.Tools = f.tools
+	srv.ChangesDir = f.changesDir
+	if srv.ChangesDir == "" {
+		srv.ChangesDir = os.Getenv("TOOLJAIL_CHANGES_DIR")
+	}
+	if srv.ChangesDir != "" {
+		abs, err := filepath.Abs(srv.ChangesDir)
+		if err != nil {
+			return fail(stderr, "--changes-dir %s: %v", srv.ChangesDir, err)
+		}
+		srv.ChangesDir = abs
+	}
 	if f.maxRuns.set {
 		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value) // checked when parsed
 	}

@@ -160,7 +160,11 @@ func describeTool(t *tools.Tool, r call.Resolved) string {
 	case r.ReadOnlyWorkdir:
 		wd = "read-only"
 	}
-	fmt.Fprintf(&b, "  workdir: %s; network: %s; stdin: %s; output: %s\n", wd, r.Network, yesNo(t.Stdin), t.Output)
+	fmt.Fprintf(&b, "  workdir: %s; network: %s; stdin: %s; output: %s", wd, r.Network, yesNo(t.Stdin), t.Output)
+	if r.Changes != "" {
+		fmt.Fprintf(&b, "; changes: %s", r.Changes)
+	}
+	b.WriteString("\n")
 	keys := make([]string, 0, len(r.Limits))
 	for k := range r.Limits {
 		keys = append(keys, k)

@@ -415,3 +415,22 @@ func TestToolsCheckSeveralFiles(t *testing.T) {
 		t.Errorf("b's profile's memory:\n%s", out)
 	}
 }
+
+// A tool's change mode shows in tools check; one on a read-only workdir,
+// where it could record nothing, is an error before any call.
+func TestToolsCheckChanges(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, []byte("[tools.fmt]\ndescription = \"d\"\ncommand = [\"true\"]\nprofile = \"default\"\nchanges = \"review\"\n"), 0o644)
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"tools", "check", good}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "  workdir: read-write; network: none; stdin: no; output: text; changes: review\n") {
+		t.Errorf("exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[tools.fmt]\ndescription = \"d\"\ncommand = [\"true\"]\nchanges = \"review\"\n"), 0o644)
+	stdout.Reset()
+	stderr.Reset()
+	if code := dispatch([]string{"tools", "check", bad}, &stdout, &stderr); code != 125 || !strings.Contains(stderr.String(), `tool fmt: changes = "review": the tool's workdir is read-only (the server-wide default for a tool that names no profile)`) {
+		t.Errorf("exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+}

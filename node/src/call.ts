@@ -6,6 +6,7 @@
 import * as path from "node:path";
 import { constants as osConstants } from "node:os";
 import type { Report } from "./report";
+import { ChangesMode, checkMode } from "./changes";
 
 /** The jail's exit codes for a command that could not start (DESIGN.md 3). */
 export const CANNOT_EXECUTE = 126;
@@ -33,6 +34,13 @@ export interface JailOptions {
   cwd?: string;
   /** Variables added over the profile's environment (not a replacement; process.env never reaches the command unless passed). */
   env?: Record<string, string | undefined>;
+  /** What the run records of its writes to the workdir (--changes): "off",
+   * "record", "review" (the workdir untouched; result.changes.apply() or
+   * .discard() later) or "apply-on-success". Default: the profile's. */
+  changes?: ChangesMode;
+  /** The CLI's store of change sets (--changes-dir); default the user's. Not
+   * taken with a server, which keeps its clients' sets in its own. */
+  changesDir?: string;
 }
 
 /** One run, checked. stdin: undefined is /dev/null. */
@@ -48,6 +56,8 @@ export interface Call {
   timeoutMs?: number;
   /** The PATH a served profile's toolchains = ["auto"] looks the program up in. */
   path?: string;
+  changes?: ChangesMode;
+  changesDir?: string;
 }
 
 function text(what: string, value: unknown): string {
@@ -144,6 +154,8 @@ export function makeCall(argv: unknown, o: CallOptions, getcwd: () => string, en
     timeoutMs: timeout === undefined ? undefined : o.timeout,
     // As the CLI finds it: the command's PATH when env gives one, else ours.
     path: env.PATH ?? environ.PATH ?? "",
+    changes: checkMode(o.changes),
+    changesDir: o.changesDir === undefined || o.changesDir === null ? undefined : path.resolve(text("changesDir", o.changesDir)),
   };
 }
 
@@ -155,6 +167,8 @@ export function jailFlags(call: Call): string[] {
     if (call.limits[key] !== undefined) out.push("--" + key, call.limits[key]);
   }
   if (call.network !== undefined) out.push("--net", call.network);
+  if (call.changes !== undefined) out.push("--changes", call.changes);
+  if (call.changesDir !== undefined) out.push("--changes-dir", call.changesDir);
   return out;
 }
 
@@ -203,6 +217,7 @@ export function serverRequest(call: Call, profileText?: string): Record<string, 
   else if (call.profile !== undefined) req.profile = call.profile;
   if (Object.keys(call.limits).length) req.limits = { ...call.limits };
   if (call.network !== undefined) req.network = call.network;
+  if (call.changes !== undefined) req.changes = call.changes;
   if (call.path) req.path = call.path;
   return req;
 }

@@ -20,6 +20,8 @@ export class CalledProcessError extends Error {
   stdout: Output;
   stderr: Output;
   report: Report;
+  /** The run's change set (kept for review), or null when its mode is off. */
+  changes: import("./changes").ChangeSet | null = null;
 
   constructor(cmd: string, code: number | null, signal: NodeJS.Signals | null, stdout: Output, stderr: Output, report: Report) {
     // execFile's message: "Command failed: CMD\nSTDERR".

@@ -8,3 +8,5 @@ export type { Output } from "./errors";
 export type { JailOptions } from "./call";
 export { findBinary } from "./binary";
 export type * from "./report";
+export { ChangeSet, ChangesConflict, changeSet } from "./changes";
+export type { ApplyResult, ChangesMode, Where } from "./changes";

@@ -141,6 +141,56 @@ export interface FullMount {
   raise_with?: string;
 }
 
+/** One changed path of a change set (changes.Entry). */
+export interface ChangeEntry {
+  /** The writable bind's destination in the jail ("/work", or the workdir's path). */
+  bind: string;
+  /** Relative to the bind's root, "/"-separated. */
+  path: string;
+  kind: "created" | "modified" | "deleted" | "type_changed" | "mode_changed" | "symlink";
+  type: "file" | "dir" | "symlink" | "fifo" | "socket" | "device";
+  size: number;
+  sha256?: string;
+  mode?: string;
+  target?: string;
+  link?: string;
+  protected?: boolean;
+  skipped?: string;
+}
+
+/** A change set's entries counted by kind (changes.Totals). */
+export interface ChangeTotals {
+  entries: number;
+  created: number;
+  modified: number;
+  deleted: number;
+  type_changed: number;
+  mode_changed: number;
+  symlink: number;
+  bytes: number;
+}
+
+/** A path whose host state is not what the set's baseline says (changes.Conflict). */
+export interface ChangeConflict {
+  bind: string;
+  path: string;
+  why: string;
+}
+
+/** The report's changes block (changes.Report), present when the run's mode is not off. */
+export interface ChangesReport {
+  mode: string;
+  recorded: boolean;
+  reason?: string;
+  id?: string;
+  state: string;
+  entries: ChangeEntry[];
+  totals: ChangeTotals;
+  truncated?: boolean;
+  conflicts?: ChangeConflict[];
+  error?: string;
+}
+
 export interface Report {
   schema: string;
   version: string;
@@ -172,4 +222,5 @@ export interface Report {
   network_limit_hits?: Record<string, number>;
   killed_leftover_processes?: number;
   full_mounts?: FullMount[];
+  changes?: ChangesReport;
 }

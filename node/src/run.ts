@@ -5,6 +5,7 @@ import { CallOptions, chooseTransport, makeCall, outcome } from "./call";
 import { findBinary } from "./binary";
 import { AbortError, CalledProcessError, ExecError, JailError, MaxBufferError, Output, TimeoutExpired } from "./errors";
 import type { Report } from "./report";
+import { ChangeSet, Where } from "./changes";
 import { GaveUp, Stopped, runCli, runServer } from "./transport";
 
 export interface RunOptions extends CallOptions {
@@ -33,6 +34,17 @@ export interface Result<T extends Output = string> {
   signal: NodeJS.Signals | null;
   /** The jail's tooljail.report/v1 report (docs/report.md). */
   report: Report;
+  /** The run's change set (the report's changes block, with apply() and
+   * discard()); null when the run's mode is off. */
+  changes: ChangeSet | null;
+}
+
+/** The report's changes block as a ChangeSet that settles the set where it
+ * is kept: the server that ran it, or the CLI's store. */
+export function changeSetOf(report: Report, where: Where): ChangeSet | null {
+  const block = report.changes;
+  if (block === undefined || block === null || typeof block !== "object") return null;
+  return new ChangeSet(block, where);
 }
 
 export const DEFAULT_MAX_BUFFER = 1024 * 1024;
@@ -59,6 +71,9 @@ export async function run(argv: string[], options: RunOptions = {}): Promise<Res
     transport = chooseTransport(options.socket, process.env, process.geteuid!(), fs.existsSync, () => findBinary());
   } catch (e) {
     throw new JailError((e as Error).message, cmd);
+  }
+  if (transport.kind === "server" && call.changesDir !== undefined) {
+    throw new JailError(`changesDir ${call.changesDir}: only the CLI takes it; the server at ${transport.where} keeps its clients' change sets in its own store: drop changesDir, or pass no socket`, cmd);
   }
   if (options.signal?.aborted) throw new AbortError(cmd, decode(Buffer.alloc(0)), decode(Buffer.alloc(0)), options.signal.reason);
 
@@ -100,6 +115,7 @@ export async function run(argv: string[], options: RunOptions = {}): Promise<Res
   }
   // A stop that came with the report's own arrival still stops the run.
   if (overflow !== undefined) throw new MaxBufferError(overflow, cmd, out(), err());
+  const changes = changeSetOf(report, transport.kind === "server" ? { socket: transport.where } : { binary: transport.where, changesDir: call.changesDir });
   const o = outcome(report);
   switch (o.what) {
     case "timeout":
@@ -110,7 +126,9 @@ export async function run(argv: string[], options: RunOptions = {}): Promise<Res
       throw new JailError(o.reason, cmd, report.exit_code || 125, report);
   }
   if (options.check && (o.code !== 0 || o.signal !== null)) {
-    throw new CalledProcessError(cmd, o.code, o.signal, out(), err(), report);
+    const e = new CalledProcessError(cmd, o.code, o.signal, out(), err(), report);
+    e.changes = changes;
+    throw e;
   }
-  return { stdout: out(), stderr: err(), code: o.code, signal: o.signal, report };
+  return { stdout: out(), stderr: err(), code: o.code, signal: o.signal, report, changes };
 }

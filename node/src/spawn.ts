@@ -9,6 +9,7 @@ import { JailOptions, SETUP_FAILED, chooseTransport, cliEnviron, envFlags, jailF
 import { findBinary } from "./binary";
 import { JailError } from "./errors";
 import type { Report } from "./report";
+import { ChangeSet, Where } from "./changes";
 import { readReport, reportDir } from "./transport";
 
 export interface SpawnOptions extends JailOptions {
@@ -24,6 +25,9 @@ export interface JailedChildProcess extends child.ChildProcess {
   /** The jail's report once the process has exited; null when there is none
    * (tooljail was killed, or refused the run: then jailError says why). */
   readonly report: Promise<Report | null>;
+  /** The run's change set once the process has exited (with the changes
+   * option), with apply() and discard(); null without one. */
+  readonly changes: Promise<ChangeSet | null>;
   /** Set on exit when tooljail could not run the command (exit 125). */
   jailError?: JailError;
 }
@@ -47,7 +51,8 @@ export function spawn(argv: string[], options: SpawnOptions = {}): JailedChildPr
     throw new JailError("tooljail.spawn: no tooljail binary (none in this package for this platform, TOOLJAIL_BIN unset, none on PATH); nothing was started", call.argv.join(" "));
   }
   let server: string | undefined;
-  if (stdinIgnored(options.stdio)) {
+  if (stdinIgnored(options.stdio) && call.changesDir === undefined) {
+    // (changesDir names the CLI's own store: a server keeps its own.)
     try {
       const t = chooseTransport(options.socket, process.env, process.geteuid!(), fs.existsSync, () => binary);
       if (t.kind === "server") server = t.where;
@@ -77,6 +82,9 @@ export function spawn(argv: string[], options: SpawnOptions = {}): JailedChildPr
   let settle: (r: Report | null) => void;
   const report = new Promise<Report | null>((resolve) => (settle = resolve));
   Object.defineProperty(jailed, "report", { value: report, enumerable: true });
+  const where: Where = server !== undefined ? { socket: server } : { binary, changesDir: call.changesDir };
+  const changes = report.then((r) => (r && r.changes && typeof r.changes === "object" ? new ChangeSet(r.changes, where) : null));
+  Object.defineProperty(jailed, "changes", { value: changes, enumerable: true });
   let translated: [number | null, NodeJS.Signals | null] | undefined;
   let sent: NodeJS.Signals | number | undefined;
   const kill = proc.kill.bind(proc);

@@ -10,6 +10,7 @@ tooljail CLI (the bundled binary, TOOLJAIL_BIN, or tooljail on PATH) with --repo
 library only. See python/README.md.
 """
 
+from ._changes import ChangesConflict, ChangeSet, change_set
 from ._errors import (CalledProcessError, CommandNotExecutable, CommandNotFound, CompletedProcess,
                       ExecError, JailError, TimeoutExpired)
 from ._patch import JailedPopen, patch_subprocess, unjailed
@@ -20,5 +21,5 @@ __all__ = [
     "run", "call", "check_call", "check_output", "patch_subprocess", "unjailed", "JailedPopen",
     "CompletedProcess", "CalledProcessError", "TimeoutExpired", "JailError", "Report",
     "ExecError", "CommandNotFound", "CommandNotExecutable",
-    "PIPE", "STDOUT", "DEVNULL",
+    "PIPE", "STDOUT", "DEVNULL", "ChangeSet", "ChangesConflict", "change_set",
 ]

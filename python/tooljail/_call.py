@@ -8,6 +8,8 @@ import math
 import os
 import signal
 
+from ._changes import check_mode
+
 # Popen keywords whose meaning is on the host side of the jail: refused by
 # tooljail.run (pass_fds, preexec_fn: the others are not its keywords) and by
 # patch_subprocess's Popen, with these reasons.
@@ -37,10 +39,11 @@ class Call:
     CLI starts in a session of its own (start_new_session)."""
 
     __slots__ = ("argv", "workdir", "env", "stdin", "profile", "limits", "network", "timeout",
-                 "merge_stderr", "new_session", "toolchains", "path")
+                 "merge_stderr", "new_session", "toolchains", "path", "changes", "changes_dir")
 
     def __init__(self, argv, workdir, env, stdin, profile, limits, network, timeout,
-                 merge_stderr=False, new_session=False, toolchains=(), path=None):
+                 merge_stderr=False, new_session=False, toolchains=(), path=None, changes=None,
+                 changes_dir=None):
         self.argv = argv
         self.workdir = workdir
         self.env = env
@@ -57,12 +60,16 @@ class Call:
         # reads its own).
         self.toolchains = list(toolchains)
         self.path = path
+        # changes: --changes MODE (None: the profile's); changes_dir: the
+        # CLI's store of change sets (None: the user's default).
+        self.changes = changes
+        self.changes_dir = changes_dir
 
 
 def make_call(args, *, shell=False, executable=None, cwd=None, env=None, stdin=None,
               merge_stderr=False, new_session=False, profile=None, memory=None, cpus=None,
-              pids=None, network=None, timeout=None, toolchain=None, getcwd=os.getcwd,
-              environ=os.environ):
+              pids=None, network=None, timeout=None, toolchain=None, changes=None,
+              changes_dir=None, getcwd=os.getcwd, environ=os.environ):
     """Checks the caller's arguments and returns a Call; raises TypeError or
     ValueError with what to pass instead."""
     argv = command_argv(args, shell, executable)
@@ -75,6 +82,8 @@ def make_call(args, *, shell=False, executable=None, cwd=None, env=None, stdin=N
         limits["timeout"] = duration(timeout)
     command_env = _env(env)
     toolchains = _toolchains(toolchain)
+    if changes_dir is not None:
+        changes_dir = os.path.abspath(_path("changes_dir", changes_dir))
     return Call(
         argv=argv,
         workdir=workdir,
@@ -90,6 +99,8 @@ def make_call(args, *, shell=False, executable=None, cwd=None, env=None, stdin=N
         # As the CLI finds it: the command's PATH when env gives one, else
         # this process's (cli_environ).
         path=command_env.get("PATH", environ.get("PATH", "")),
+        changes=check_mode(changes),
+        changes_dir=changes_dir,
     )
 
 
@@ -207,6 +218,10 @@ def cli_argv(binary, call, report):
         argv.append("--merge-stderr")
     for t in call.toolchains:
         argv += ["--toolchain", t]
+    if call.changes is not None:
+        argv += ["--changes", call.changes]
+    if call.changes_dir is not None:
+        argv += ["--changes-dir", call.changes_dir]
     argv += ["--workdir", call.workdir]
     argv += env_flags(call.env)
     return argv + ["--"] + call.argv
@@ -278,6 +293,8 @@ def server_request(call, profile_text=None, stdin=None):
         req["network"] = call.network
     if call.toolchains:
         req["toolchains"] = list(call.toolchains)
+    if call.changes is not None:
+        req["changes"] = call.changes
     if call.path:
         # Also without toolchain=: a served profile's toolchains = ["auto"]
         # looks the program up in it. The command never gets it.

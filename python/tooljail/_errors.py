@@ -11,11 +11,13 @@ import subprocess
 
 
 class CompletedProcess(subprocess.CompletedProcess):
-    """subprocess.CompletedProcess plus ``report``, the jail's report."""
+    """subprocess.CompletedProcess plus ``report``, the jail's report, and
+    ``changes``, the change set of a run with changes= (None without)."""
 
-    def __init__(self, args, returncode, stdout=None, stderr=None, report=None):
+    def __init__(self, args, returncode, stdout=None, stderr=None, report=None, changes=None):
         super().__init__(args, returncode, stdout, stderr)
         self.report = report
+        self.changes = changes
 
     def __repr__(self):
         return super().__repr__()[:-1] + ", status=%r)" % (
@@ -25,16 +27,18 @@ class CompletedProcess(subprocess.CompletedProcess):
     def check_returncode(self):
         if self.returncode:
             raise CalledProcessError(
-                self.returncode, self.args, self.stdout, self.stderr, self.report
+                self.returncode, self.args, self.stdout, self.stderr, self.report, self.changes
             )
 
 
 class CalledProcessError(subprocess.CalledProcessError):
-    """Raised by check=True for a non-zero exit; ``report`` says why."""
+    """Raised by check=True for a non-zero exit; ``report`` says why;
+    ``changes`` is the run's change set (kept for review), or None."""
 
-    def __init__(self, returncode, cmd, output=None, stderr=None, report=None):
+    def __init__(self, returncode, cmd, output=None, stderr=None, report=None, changes=None):
         super().__init__(returncode, cmd, output, stderr)
         self.report = report
+        self.changes = changes
 
     def __str__(self):
         text = super().__str__()
@@ -54,6 +58,7 @@ class TimeoutExpired(subprocess.TimeoutExpired):
     def __init__(self, cmd, timeout, output=None, stderr=None, report=None):
         super().__init__(cmd, timeout, output, stderr)
         self.report = report
+        self.changes = None  # a run with changes=: its change set, kept
 
     def __str__(self):
         text = super().__str__()

@@ -19,6 +19,7 @@ import threading
 import weakref
 
 from . import _call, _transport
+from ._changes import ChangeSet, Where, check_mode
 from ._errors import JailError
 from ._report import Report
 
@@ -27,7 +28,8 @@ from ._report import Report
 _Popen = subprocess.Popen
 _SIGNATURE = inspect.signature(_Popen.__init__)
 
-_OPTIONS = ("profile", "memory", "cpus", "pids", "network", "toolchain", "socket")
+_OPTIONS = ("profile", "memory", "cpus", "pids", "network", "toolchain", "socket", "changes",
+            "changes_dir")
 
 # os functions that start a program without subprocess: refused while a patch
 # is active (the spawn* functions fork and exec in Python; posix_spawn and the
@@ -54,13 +56,14 @@ if hasattr(os, "register_at_fork"):
 
 
 class _Config:
-    __slots__ = ("flags", "socket", "allow", "thread")
+    __slots__ = ("flags", "socket", "allow", "thread", "changes_dir")
 
-    def __init__(self, flags, socket, allow, thread):
+    def __init__(self, flags, socket, allow, thread, changes_dir=None):
         self.flags = flags
         self.socket = socket
         self.allow = allow
         self.thread = thread
+        self.changes_dir = changes_dir
 
 
 def _active():
@@ -165,6 +168,7 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
         self._tj_done = True  # until the jailed process is started
         self._tj_signal = None
         self.report = None
+        self.changes = None
         self.jail_error = None
         cfg = self.__dict__.pop("_tj_cfg", None) or _active()
         bound = _SIGNATURE.bind(self, *args, **kwargs)
@@ -200,6 +204,7 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
                 "tooljail.patch_subprocess(): no tooljail binary (%s); nothing was started: "
                 "install the tooljail wheel or set TOOLJAIL_BIN" % _call.LOOKED_AT, cmd=caller_args)
         server = _server(cfg, a["stdin"])
+        self._tj_where = Where(socket=server) if server is not None else Where(binary=binary, changes_dir=cfg.changes_dir)
         workdir = os.path.realpath(os.fsdecode(a["cwd"]) if a["cwd"] is not None else os.getcwd())
         tmp = _transport.report_dir(workdir)
         report = os.path.join(tmp, "report.json")
@@ -270,6 +275,8 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
                     "the stderr it was given", cmd=self.args)
             return code
         self.report = Report(raw)
+        if isinstance(raw.get("changes"), dict):
+            self.changes = ChangeSet(raw["changes"], self._tj_where)
         what, value = _call.outcome(raw)
         if what == "returncode":
             return value
@@ -292,7 +299,8 @@ def _server(cfg, stdin):
                                              os.path.exists, lambda name: None)
     except LookupError:
         return None
-    if kind != "server":
+    if kind != "server" or cfg.changes_dir is not None:
+        # changes_dir names the CLI's own store: a server keeps its own.
         return None
     if stdin == subprocess.DEVNULL or (stdin is None and _stdin_is_null()):
         return where
@@ -438,8 +446,10 @@ def patch_subprocess(*, allow=None, **jail):
     raises JailError naming it; nothing runs unjailed by accident.
 
     jail: the jail's options for every call (profile, memory, cpus, pids,
-    network, toolchain: "auto" or prefixes, as tooljail.run's; socket: the
-    server to use when a call can go to one).
+    network, toolchain: "auto" or prefixes, changes and changes_dir, as
+    tooljail.run's; socket: the server to use when a call can go to one).
+    With changes=, each Popen's ``changes`` is its run's ChangeSet once it
+    has ended.
     allow: a predicate over a call's argv (a list of str; a shell command is
     ["/bin/sh", "-c", CMD]); True runs that call unjailed, as unjailed() does.
 
@@ -470,9 +480,16 @@ def patch_subprocess(*, allow=None, **jail):
         flags += ["--net", network]
     for t in _call._toolchains(jail.get("toolchain")):
         flags += ["--toolchain", t]
+    mode = check_mode(jail.get("changes"))
+    if mode is not None:
+        flags += ["--changes", mode]
+    changes_dir = jail.get("changes_dir")
+    if changes_dir is not None:
+        changes_dir = os.path.abspath(_call._path("changes_dir", changes_dir))
+        flags += ["--changes-dir", changes_dir]
     socket = jail.get("socket")
     cfg = _Config(tuple(flags), os.fspath(socket) if socket is not None else None, allow,
-                  threading.get_ident())
+                  threading.get_ident(), changes_dir)
     with _lock:
         if not _stack:
             _install()

@@ -8,6 +8,7 @@ import sys
 
 from . import _call, _transport
 from ._call import REFUSED_KEYWORDS
+from ._changes import ChangeSet, Where
 from ._errors import CompletedProcess, JailError, TimeoutExpired, exec_error
 from ._report import Report
 
@@ -20,7 +21,7 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
         shell=False, executable=None, text=None, universal_newlines=None, encoding=None,
         errors=None, timeout=None, check=False, cwd=None, env=None, start_new_session=False,
         pass_fds=(), preexec_fn=None, profile=None, memory=None, cpus=None, pids=None,
-        network=None, socket=None, toolchain=None):
+        network=None, socket=None, toolchain=None, changes=None, changes_dir=None):
     """Runs args in a jail and waits for it, like subprocess.run.
 
     Differences from subprocess.run, all because the jail builds the process
@@ -41,6 +42,11 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
       caller's toolchain read-only, its bin first in PATH (--toolchain):
       "auto" finds the program's own (a virtualenv, pyenv, nvm, rustup, a Go
       root...) in env's PATH when env gives one, else in os.environ's.
+    - changes= ("off", "record", "review", "apply-on-success") records what
+      the command changed in its workdir (--changes): the result's .changes
+      lists it, and in review a kept set is applied or discarded later with
+      .changes.apply() / .changes.discard(). changes_dir= is the CLI's store
+      (--changes-dir); a server keeps its clients' sets in its own.
     - JailError when tooljail could not run the command at all.
     """
     for key, value in (("pass_fds", pass_fds), ("preexec_fn", preexec_fn)):
@@ -72,7 +78,8 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
     call = _call.make_call(args, shell=shell, executable=executable, cwd=cwd, env=env,
                            stdin=stdin_data, merge_stderr=merge, new_session=start_new_session,
                            profile=profile, memory=memory, cpus=cpus, pids=pids, network=network,
-                           timeout=timeout, toolchain=toolchain)
+                           timeout=timeout, toolchain=toolchain, changes=changes,
+                           changes_dir=changes_dir)
     out = _sink(stdout, "stdout")
     err = out if merge else _sink(stderr, "stderr")
     sinks = {"stdout": out, "stderr": err}
@@ -86,6 +93,10 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
         kind, where = _call.choose_transport(socket, os.environ, os.getuid(), os.path.exists, shutil.which)
     except LookupError as e:
         raise JailError(str(e), cmd=call.argv) from None
+    if kind == "server" and call.changes_dir is not None:
+        raise JailError("changes_dir=%r: only the CLI takes it; the server at %s keeps its clients' "
+                        "change sets in its own store: drop changes_dir, or pass no socket"
+                        % (call.changes_dir, where), cmd=args)
     if timeout is not None and timeout <= 0:
         # subprocess starts the command and kills it at once (whether it ran
         # a little is a race there); the jail would race the same way. So,
@@ -100,17 +111,21 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
         e.cmd = args  # the caller's spelling, as subprocess's exceptions carry it
         raise
     report = Report(raw)
+    changes_set = _change_set(raw, kind, where, call)
     what, value = _call.outcome(raw)
     if what == "timeout":
         # As subprocess's: bytes even with text=True, None when nothing came.
-        raise TimeoutExpired(args, timeout, out.partial(), _own_partial(err, out), report)
+        e = TimeoutExpired(args, timeout, out.partial(), _own_partial(err, out), report)
+        e.changes = changes_set
+        raise e
     if what == "exec":
         # subprocess names the program it tried to exec: executable=, else args[0].
         raise exec_error(value, call.argv[0], report)
     if what == "error":
         raise JailError(value, cmd=args, code=raw.get("exit_code", _call.SETUP_FAILED), report=report)
     decode = _decoder(text_mode, encoding, errors)
-    result = CompletedProcess(args, value, decode(out.value()), decode(_own(err, out)), report)
+    result = CompletedProcess(args, value, decode(out.value()), decode(_own(err, out)), report,
+                              changes_set)
     if check:
         result.check_returncode()
     return result
@@ -134,6 +149,17 @@ def check_output(args, **kwargs):
     if "check" in kwargs:
         raise ValueError("check argument not allowed, it will be overridden.")
     return run(args, stdout=PIPE, check=True, **kwargs).stdout
+
+
+def _change_set(raw, kind, where, call):
+    """The report's changes block as a ChangeSet that settles the set where it
+    is kept: the server that ran it, or the CLI's store; None without one."""
+    block = raw.get("changes")
+    if not isinstance(block, dict):
+        return None
+    if kind == "server":
+        return ChangeSet(block, Where(socket=where))
+    return ChangeSet(block, Where(binary=where, changes_dir=call.changes_dir))
 
 
 def _own(err, out):

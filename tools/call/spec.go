@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 	"github.com/tooljail/tooljail/tools"
@@ -105,6 +106,8 @@ type Resolved struct {
 	Network         string            // the network mode the run gets
 	Limits          map[string]string // every [limits] key: the profile's, the default's and the tool's over it
 	Rate            tools.Rate
+	// Changes is the tool's change mode ("" when its profile decides).
+	Changes string
 }
 
 // Resolve loads t's profile and lays its limits over it, as a call does,
@@ -128,7 +131,32 @@ func Resolve(f *tools.File, d tools.Defaults, t *tools.Tool) (Resolved, error) {
 	if r.Network == "" && p.Network.Mode != nil {
 		r.Network = *p.Network.Mode
 	}
+	r.Changes = pol.Changes
+	if err := checkChanges(r, pol.ReadOnlyWorkdir); err != nil {
+		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
 	return r, nil
+}
+
+// checkChanges refuses a change mode that could record nothing: the
+// overlay goes over a run's read-write workdir, and a tool whose workdir
+// is read-only or absent has none.
+// byDefault says the read-only workdir is the server-wide default's.
+func checkChanges(r Resolved, byDefault bool) error {
+	if !changes.Mode(r.Changes).Overlay() {
+		return nil
+	}
+	switch {
+	case r.NoWorkdir:
+		return fmt.Errorf("changes = %q: the profile %s binds no workdir, so there is nothing to record; drop changes or name a profile with a read-write workdir", r.Changes, r.Profile)
+	case r.ReadOnlyWorkdir:
+		why := "its profile " + r.Profile + " sets filesystem.workdir_readonly"
+		if byDefault {
+			why = "the server-wide default for a tool that names no profile"
+		}
+		return fmt.Errorf("changes = %q: the tool's workdir is read-only (%s), so there is nothing to record; drop changes or name a profile whose workdir is read-write", r.Changes, why)
+	}
+	return nil
 }
 
 // setLimits lays limits over p's, in key order (so that an error is
