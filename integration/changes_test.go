@@ -231,7 +231,7 @@ rm old-link && ln -s mod.txt old-link
 mkdir newdir && printf 'n\n' > newdir/file
 printf 'hard\n' > hl-a && ln hl-a hl-b
 ./tjhelper write big 104857600 >/dev/null
-dd if=/dev/zero of=sparse bs=1 count=1 seek=268435455 2>/dev/null
+dd if=/dev/zero of=sparse bs=1 count=1 seek=16777215 2>/dev/null
 printf 'nl\n' > "$(printf 'nl\nname')"
 rm -r opq && mkdir opq && printf 'o\n' > opq/new
 mv mvd-src mvd-dst

@@ -254,3 +254,49 @@ func renderChanges(p func(string, ...any), c *changesResult) {
 	p("Measured %s in %.0f s (`tjbench -only changes` measures this section alone); load average\n", c.Date, c.Seconds)
 	p("before / after: %s / %s.\n\n", c.Load[0], c.Load[1])
 }
+
+// spliceTargetRows puts rows into the design targets table of doc (for
+// -only changes, which rewrites its own section and its rows, nothing
+// else): an existing row whose target cell is one of rows' is replaced in
+// place, the others go before the table's last row (supervisor memory).
+func spliceTargetRows(doc string, rows [][]string) (string, error) {
+	const heading = "## Design targets (DESIGN.md section 8)"
+	start := strings.Index(doc, "\n"+heading+"\n")
+	if start < 0 {
+		return "", fmt.Errorf("no %q section", heading)
+	}
+	lines := strings.Split(doc, "\n")
+	first, last := -1, -1
+	at := strings.Count(doc[:start+1], "\n")
+	for i := at + 1; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "## ") {
+			break
+		}
+		if strings.HasPrefix(lines[i], "| ") {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 || last < first+2 {
+		return "", fmt.Errorf("the %q section has no table rows", heading)
+	}
+	rowLine := func(cells []string) string {
+		return strings.TrimSuffix(strings.SplitN(bench.Table([]string{"", "", "", ""}, [][]string{cells}), "\n", 3)[2], "\n")
+	}
+	var add []string
+	for _, r := range rows {
+		line, done := rowLine(r), false
+		for i := first + 2; i <= last; i++ {
+			if strings.HasPrefix(lines[i], "| "+r[0]+" |") {
+				lines[i], done = line, true
+			}
+		}
+		if !done {
+			add = append(add, line)
+		}
+	}
+	out := append(append(append([]string{}, lines[:last]...), add...), lines[last:]...)
+	return strings.Join(out, "\n"), nil
+}

@@ -92,3 +92,20 @@ func TestChangesTree(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestSpliceTargetRows(t *testing.T) {
+	doc := "# B\n\n## Design targets (DESIGN.md section 8)\n\n| target | goal | measured | met |\n|---|---|---|---|\n| a | 1 | 2 | met |\n| supervisor memory | < 15 MiB | 6 MiB | met |\n\n## Start-up\n\n| x | y |\n"
+	got, err := spliceTargetRows(doc, [][]string{{"new", "g", "m", "met"}})
+	want := "| a | 1 | 2 | met |\n| new | g | m | met |\n| supervisor memory |"
+	if err != nil || !strings.Contains(got, want) || !strings.HasSuffix(got, "## Start-up\n\n| x | y |\n") {
+		t.Fatalf("insert: %v\n%s", err, got)
+	}
+	// Again: the row is replaced, not added twice.
+	got2, err := spliceTargetRows(got, [][]string{{"new", "g", "m2", "**not met**"}})
+	if err != nil || strings.Count(got2, "| new |") != 1 || !strings.Contains(got2, "| new | g | m2 | **not met** |\n| supervisor memory |") {
+		t.Fatalf("replace: %v\n%s", err, got2)
+	}
+	if _, err := spliceTargetRows("# B\n\n## Start-up\n", nil); err == nil {
+		t.Error("a report without the targets section: want an error")
+	}
+}

@@ -296,6 +296,11 @@ func writeOnly(c *config, r *results) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.out, err)
 	}
+	if c.only == "changes" {
+		if doc, err = spliceTargetRows(doc, changesRows(r.Changes)); err != nil {
+			return fmt.Errorf("%s: %w", c.out, err)
+		}
+	}
 	if err := os.WriteFile(c.out, []byte(doc), 0o644); err != nil {
 		return err
 	}
