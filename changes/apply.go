@@ -117,6 +117,10 @@ type journalLine struct {
 // stop an apply there.
 var testHookStep func(done int, committed bool)
 
+// testHookMade, when set, is called when step k made its new object,
+// before it is renamed into place.
+var testHookMade func(k int)
+
 // tmpName is step k's temporary name: unique to the set and the step.
 func tmpName(id string, k int) string { return fmt.Sprintf(".tooljail-%s-%d", id[:12], k) }
 
@@ -469,6 +473,9 @@ func (a *applier) run(steps []step) error {
 	// all a rollback needs: the steps' lines are not synced one by one.
 	// The data is: each file before its rename, every directory at the
 	// commit.
+	if testHookStep != nil {
+		testHookStep(0, false)
+	}
 	placed := map[parentKey]bool{}
 	for k, st := range steps {
 		if err := a.jwrite(journalLine{Start: &k}, false); err != nil {
@@ -537,6 +544,9 @@ func (a *applier) do(k int, st step, placed map[parentKey]bool) error {
 	}
 	if _, err := a.make(k, st, c, pfd, name, old, placed); err != nil {
 		return err
+	}
+	if testHookMade != nil {
+		testHookMade(k)
 	}
 	if old != nil {
 		err = unix.Renameat2(pfd, st.Tmp, pfd, name, unix.RENAME_EXCHANGE)
@@ -868,7 +878,45 @@ func (a *applier) rollback() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	if err := a.restamp(); err != nil {
+		return err
+	}
 	return a.dropJournal()
+}
+
+// restamp updates the baselines a rollback made stale: putting an object
+// back by rename, or its mode back, changes its ctime, and making and
+// removing names in a directory its mtime. Only objects that are the
+// baseline's own (device and inode) are restamped, and of a file only
+// the ctime: a change of its content still shows in its size, mtime and
+// hash, one of its mode in the mode.
+func (a *applier) restamp() error {
+	changed := false
+	for _, st := range a.jr.Steps {
+		base := &a.set.Changes[st.Change].Base
+		if !base.Exists {
+			continue
+		}
+		pfd, name, err := a.parent(st.Bind, st.Path)
+		if err != nil {
+			continue
+		}
+		var now unix.Stat_t
+		if unix.Fstatat(pfd, name, &now, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			now.Dev != base.Dev || now.Ino != base.Ino || now.Mode != base.Mode {
+			continue
+		}
+		if c := now.Ctim.Nano(); c != base.Ctime {
+			base.Ctime, changed = c, true
+		}
+		if m := now.Mtim.Nano(); now.Mode&unix.S_IFMT == unix.S_IFDIR && m != base.Mtime {
+			base.Mtime, changed = m, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return writeSet(a.dir, a.set)
 }
 
 func (a *applier) undo(k int, st step) error {
