@@ -239,3 +239,10 @@ func readString(t testing.TB, p string) string {
 	must(t, err)
 	return string(b)
 }
+
+func statOwner(t testing.TB, p string) int {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	must(t, err)
+	return int(fi.Sys().(*syscall.Stat_t).Uid)
+}
