@@ -422,3 +422,23 @@ func TestStampDiff(t *testing.T) {
 		}
 	}
 }
+
+// A damaged set.json (an entry naming ".." or another bind) is refused
+// before anything is looked up.
+func TestApplyRefusesDamagedSet(t *testing.T) {
+	for name, edit := range map[string]func(c *Change){
+		"dotdot":     func(c *Change) { c.Path = "../outside" },
+		"absolute":   func(c *Change) { c.Path = "/etc/passwd" },
+		"other bind": func(c *Change) { c.Bind = "/elsewhere" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.file("a", "a", 0o644)
+			edit(&f.changes[0])
+			id := f.finish()
+			if _, err := f.s.Apply(id, ApplyOptions{Force: true}); err == nil || !strings.Contains(err.Error(), "damaged") {
+				t.Errorf("Apply = %v", err)
+			}
+		})
+	}
+}

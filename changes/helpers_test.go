@@ -20,7 +20,7 @@ import (
 // pending change set whose upper layer the test writes by hand, with the
 // []Change that Scan would have made of it.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	s       *Store
 	host    string
 	p       *Pending
@@ -46,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 	return newFixtureIn(t, newStore(t), host)
 }
 
-func newFixtureIn(t *testing.T, s *Store, host string) *fixture {
+func newFixtureIn(t testing.TB, s *Store, host string) *fixture {
 	t.Helper()
 	var st unix.Stat_t
 	must(t, unix.Stat(host, &st))
