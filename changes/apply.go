@@ -177,6 +177,10 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 		}
 	}
 	if len(conflicts) > 0 && !opt.Force {
+		if set.State != StateConflict {
+			set.State = StateConflict // for `changes list`; the entries are unchanged
+			writeSet(dir, set, true)
+		}
 		return nil, &ConflictError{ID: id, Conflicts: conflicts}
 	}
 	res.Conflicts = conflicts
@@ -185,6 +189,8 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 		if rerr != nil {
 			return nil, fmt.Errorf("change set %s: apply failed (%v) and its rollback too (%v); the journal is kept for the next try", id, err, rerr)
 		}
+		a.set.State = StateFailed
+		writeSet(dir, a.set, true)
 		return nil, fmt.Errorf("change set %s: apply failed, nothing applied: %w", id, err)
 	}
 	if err := a.finish(); err != nil {

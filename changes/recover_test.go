@@ -153,4 +153,9 @@ func TestApplyErrorRollsBack(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.s.Dir(), id, journalFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("journal kept: %v", err)
 	}
+	set, err := f.s.Get(id)
+	must(t, err)
+	if set.State != StateFailed {
+		t.Errorf("state %q, want %q", set.State, StateFailed)
+	}
 }

@@ -357,7 +357,8 @@ func (p *Pending) Abort() error {
 // Finish scans each bind's upper layer against its host directory
 // (lowers, in the order of the binds) and keeps the set (Report.ID), or
 // removes it when nothing changed (StateEmpty). The layers must be
-// unmounted.
+// unmounted. On an error the set is still pending: Abort removes it
+// (else GC does, an hour on).
 func (p *Pending) Finish(run RunInfo, lowers []*os.File) (*Report, error) {
 	if len(lowers) != len(p.Upper) || len(run.Binds) != len(p.Upper) {
 		return nil, fmt.Errorf("change set %s: %d upper layers, %d host directories, %d binds", p.ID, len(p.Upper), len(lowers), len(run.Binds))
