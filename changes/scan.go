@@ -409,28 +409,43 @@ func sameContent(fd, low int, name string, lst *unix.Stat_t) (bool, error) {
 		return false, err
 	}
 	defer unix.Close(lfd)
-	a, b := os.NewFile(uintptr(fd), "upper"), os.NewFile(uintptr(lfd), "lower")
 	bufA, bufB := make([]byte, 1<<20), make([]byte, 1<<20)
 	for off := int64(0); ; {
-		n, errA := a.ReadAt(bufA, off)
-		m, errB := io.ReadFull(io.NewSectionReader(b, off, int64(len(bufB))), bufB)
-		if errB == io.ErrUnexpectedEOF {
-			errB = io.EOF
+		n, err := preadFull(fd, bufA, off)
+		if err != nil {
+			return false, err
 		}
-		if errA != nil && errA != io.EOF {
-			return false, errA
-		}
-		if errB != nil && errB != io.EOF {
-			return false, errB
+		m, err := preadFull(lfd, bufB, off)
+		if err != nil {
+			return false, err
 		}
 		if n != m || !bytes.Equal(bufA[:n], bufB[:m]) {
 			return false, nil
 		}
-		if n == 0 || errA == io.EOF {
-			return errB == io.EOF || m == 0, nil
+		if n < len(bufA) {
+			return true, nil
 		}
 		off += int64(n)
 	}
+}
+
+// preadFull reads buf from fd at off until it is full or the file ends.
+func preadFull(fd int, buf []byte, off int64) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Pread(fd, buf[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // openBeneath opens rel below dir: no symlink or magic link followed
