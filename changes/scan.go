@@ -70,7 +70,7 @@ const (
 // Entries come sorted by Path (byte order), so a directory precedes what is
 // in it. Protected is set by IsProtected(Path, protect).
 func Scan(upper, lower *os.File, bind string, protect []string) ([]Change, error) {
-	s := &scanner{bind: bind}
+	s := &scanner{bind: bind, buf: make([]byte, 64<<10)}
 	up, err := reopenDir(int(upper.Fd()), ".")
 	if err != nil {
 		return nil, fmt.Errorf("scan the upper layer %s: %w (the change set's directory must be readable by the supervisor)", upper.Name(), err)
@@ -96,6 +96,7 @@ type scanner struct {
 	// ids[i] is the upper inode of out[i] when it is a regular file with
 	// more than one link (for Link), else the zero id.
 	ids []fileID
+	buf []byte // for reading files and directories, reused
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -141,7 +142,7 @@ func (s *scanner) add(c Change, id fileID) {
 // that was: overlay marks only the directory made over a whiteout, and a
 // directory made inside it has no lower layer to merge).
 func (s *scanner) dir(up, low int, rel string, opaque bool) error {
-	names, err := readNames(up)
+	names, err := readNames(up, s.buf)
 	if err != nil {
 		return fmt.Errorf("scan: list %q in the upper layer: %w", showRel(rel), err)
 	}
@@ -158,7 +159,7 @@ func (s *scanner) dir(up, low int, rel string, opaque bool) error {
 	if err != nil {
 		return fmt.Errorf("scan: list %q on the host: %w", showRel(rel), err)
 	}
-	lnames, err := readNames(lfd)
+	lnames, err := readNames(lfd, s.buf)
 	unix.Close(lfd)
 	if err != nil {
 		return fmt.Errorf("scan: list %q on the host: %w", showRel(rel), err)
@@ -237,7 +238,7 @@ func (s *scanner) base(dir int, rel, name string, l lowerObj) (Stamp, error) {
 	}
 	b := stampOf(&l.st)
 	if l.st.Mode&unix.S_IFMT == unix.S_IFREG && l.st.Size <= HashLimit {
-		sum, err := hashBeneath(dir, name, &l.st)
+		sum, err := hashBeneath(dir, name, &l.st, s.buf)
 		if err != nil {
 			return Stamp{}, fmt.Errorf("scan: hash %q on the host: %w", showRel(rel), err)
 		}
@@ -372,7 +373,7 @@ func (s *scanner) file(up, low int, rel, name string, c *Change, ust *unix.Stat_
 		return fmt.Errorf("scan: %q in the upper layer is a metacopy (its data is in the lower layer): this overlay was mounted with metacopy, which tooljail does not use; the change set cannot be read", showRel(rel))
 	}
 	if ust.Size <= HashLimit {
-		if c.SHA256, err = hashFD(fd); err != nil {
+		if c.SHA256, err = hashFD(fd, s.buf); err != nil {
 			return fmt.Errorf("scan: hash %q in the upper layer: %w", showRel(rel), err)
 		}
 	}
@@ -488,20 +489,19 @@ func openLowerFile(low int, name string, lst *unix.Stat_t) (int, error) {
 }
 
 // hashBeneath is the sha256 of the lower regular file name of dir.
-func hashBeneath(dir int, name string, lst *unix.Stat_t) (string, error) {
+func hashBeneath(dir int, name string, lst *unix.Stat_t, buf []byte) (string, error) {
 	fd, err := openLowerFile(dir, name, lst)
 	if err != nil {
 		return "", err
 	}
 	defer unix.Close(fd)
-	return hashFD(fd)
+	return hashFD(fd, buf)
 }
 
 // hashFD is the sha256 of the file fd from its start (pread: the offset
-// is left alone).
-func hashFD(fd int) (string, error) {
+// is left alone), read through buf.
+func hashFD(fd int, buf []byte) (string, error) {
 	h := sha256.New()
-	buf := make([]byte, 256<<10)
 	for off := int64(0); ; {
 		n, err := unix.Pread(fd, buf, off)
 		if err == unix.EINTR {
@@ -518,13 +518,13 @@ func hashFD(fd int) (string, error) {
 	}
 }
 
-// readNames lists the directory fd (its names, no stat), from its start.
-func readNames(fd int) ([]string, error) {
+// readNames lists the directory fd (its names, no stat), from its start,
+// through buf.
+func readNames(fd int, buf []byte) ([]string, error) {
 	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
 		return nil, err
 	}
 	var names []string
-	buf := make([]byte, 32<<10)
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
