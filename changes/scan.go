@@ -113,17 +113,18 @@ func (s *scanner) finish(protect []string) {
 	first := map[fileID]string{}
 	for i, j := range idx {
 		out[i] = s.out[j]
-		if id := s.ids[j]; id != (fileID{}) {
-			if p, ok := first[id]; ok {
-				out[i].Link = p
-			} else {
-				first[id] = out[i].Path
-			}
-		}
 		c := &out[i]
 		c.Protected = IsProtected(c.Path, protect)
 		if !utf8.ValidString(c.Path) && c.Skipped == "" {
 			c.Skipped = "the name is not UTF-8: a change set keeps only UTF-8 names; copy it by hand"
+		}
+		// Only an entry apply writes can be what others link to.
+		if id := s.ids[j]; id != (fileID{}) && !c.Protected && c.Skipped == "" {
+			if p, ok := first[id]; ok {
+				c.Link = p
+			} else {
+				first[id] = c.Path
+			}
 		}
 	}
 	s.out, s.ids = out, nil
@@ -239,6 +240,11 @@ func (s *scanner) base(dir int, rel, name string, l lowerObj) (Stamp, error) {
 	b := stampOf(&l.st)
 	if l.st.Mode&unix.S_IFMT == unix.S_IFREG && l.st.Size <= HashLimit {
 		sum, err := hashBeneath(dir, name, &l.st, s.buf)
+		if errors.Is(err, unix.EACCES) {
+			// The supervisor cannot read it (nor could the command): no
+			// hash, size and times decide at apply.
+			return b, nil
+		}
 		if err != nil {
 			return Stamp{}, fmt.Errorf("scan: hash %q on the host: %w", showRel(rel), err)
 		}
@@ -331,11 +337,12 @@ func (s *scanner) entry(up, low int, rel, name string, opaque bool) error {
 // directory handles an upper directory: an entry when it is new, replaces
 // another type or has other permission bits, then its contents.
 func (s *scanner) directory(up, low int, rel, name string, c Change, l lowerObj, opaque, sameMode bool) error {
-	fd, err := reopenDir(up, name)
+	fd, restore, err := openUpper(up, name, c.Mode, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return fmt.Errorf("scan: open %q in the upper layer: %w", showRel(rel), err)
+		return fmt.Errorf("scan: open %q in the upper layer: %w (the change store must be the supervisor's: check its owner and modes)", showRel(rel), err)
 	}
 	defer unix.Close(fd)
+	defer restore() // after the contents: looking them up needs search permission
 	if v, ok := getxattr(fd, xattrRedirect); ok {
 		return fmt.Errorf("scan: %q in the upper layer has a redirect (%s=%q): this overlay was mounted with redirect_dir, which tooljail does not use; the change set cannot be read", showRel(rel), xattrRedirect, v)
 	}
@@ -364,11 +371,12 @@ func (s *scanner) directory(up, low int, rel, name string, c Change, l lowerObj,
 // when it replaces a lower regular file.
 func (s *scanner) file(up, low int, rel, name string, c *Change, ust *unix.Stat_t, l lowerObj) error {
 	c.Size = ust.Size
-	fd, err := openBeneath(up, name, unix.O_RDONLY|unix.O_NONBLOCK)
+	fd, restore, err := openUpper(up, name, c.Mode, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
-		return fmt.Errorf("scan: open %q in the upper layer: %w", showRel(rel), err)
+		return fmt.Errorf("scan: open %q in the upper layer: %w (the change store must be the supervisor's: check its owner and modes)", showRel(rel), err)
 	}
 	defer unix.Close(fd)
+	restore()
 	if _, ok := getxattr(fd, xattrMetacopy); ok {
 		return fmt.Errorf("scan: %q in the upper layer is a metacopy (its data is in the lower layer): this overlay was mounted with metacopy, which tooljail does not use; the change set cannot be read", showRel(rel))
 	}
@@ -447,6 +455,34 @@ func preadFull(fd int, buf []byte, off int64) (int, error) {
 		n += m
 	}
 	return n, nil
+}
+
+// openUpper opens the upper object name of up (perm: its permission bits,
+// octal) for reading. The upper layer belongs to the change store: a
+// command that made a file or directory unreadable (chmod 000) made it
+// unreadable to an unprivileged supervisor too. The supervisor owns it
+// then, so it adds the owner's read bit (and search, for a directory)
+// while it reads; restore puts the mode back.
+func openUpper(up int, name, perm string, flags int) (fd int, restore func(), err error) {
+	nothing := func() {}
+	fd, err = openBeneath(up, name, flags)
+	if !errors.Is(err, unix.EACCES) {
+		return fd, nothing, err
+	}
+	mode := parseMode(perm)
+	add := uint32(0o400)
+	if flags&unix.O_DIRECTORY != 0 {
+		add = 0o500
+	}
+	if mode&add == add || unix.Fchmodat(up, name, mode|add, 0) != nil {
+		return -1, nothing, err
+	}
+	fd, err2 := openBeneath(up, name, flags)
+	if err2 != nil {
+		unix.Fchmodat(up, name, mode, 0)
+		return -1, nothing, err
+	}
+	return fd, func() { unix.Fchmod(fd, mode) }, nil
 }
 
 // openBeneath opens rel below dir: no symlink or magic link followed

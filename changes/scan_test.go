@@ -41,6 +41,14 @@ func (tr tree) build(t *testing.T, root string) {
 		}
 		return strings.Compare(a, b)
 	})
+	var chmods []func() error // directory modes, set last (children first)
+	defer func() {
+		for i := len(chmods) - 1; i >= 0; i-- {
+			if err := chmods[i](); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
 	for _, k := range keys {
 		p := filepath.Join(root, k)
 		spec := tr[k]
@@ -63,9 +71,8 @@ func (tr tree) build(t *testing.T, root string) {
 		case strings.HasPrefix(kind, "dir"):
 			var m uint32
 			fmt.Sscanf(kind[3:], "%o", &m)
-			if err = os.Mkdir(p, 0o755); err == nil {
-				err = os.Chmod(p, os.FileMode(m))
-			}
+			err = os.Mkdir(p, 0o755)
+			chmods = append(chmods, func() error { return os.Chmod(p, os.FileMode(m)) })
 		case kind == "opaque":
 			if err = os.Mkdir(p, 0o755); err == nil {
 				err = unix.Setxattr(p, xattrOpaque, []byte("y"), 0)
@@ -235,6 +242,17 @@ func TestScan(t *testing.T) {
 			},
 		},
 		{
+			name:    "hard links to a protected name",
+			lower:   tree{},
+			upper:   tree{".bashrc": "file:x", "b": "hard:.bashrc", "c": "hard:.bashrc"},
+			protect: []string{".bashrc"},
+			want: []string{
+				`".bashrc" created file 0644 size=1 hashed protected base=none`,
+				`"b" created file 0644 size=1 hashed base=none`,
+				`"c" created file 0644 size=1 hashed link=b base=none`,
+			},
+		},
+		{
 			name:  "names with any byte",
 			lower: tree{},
 			upper: tree{"new\nline": "file:x", "tab\there": "dir", "bad\xffutf8": "file:"},
@@ -385,5 +403,40 @@ func TestScanHostMount(t *testing.T) {
 	want := []string{`"m" type_changed dir 0755 skipped base=none`}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestScanUnreadable: what the command made unreadable (chmod 000) in the
+// upper layer is read anyway, and its mode is left as it was; a host file
+// the supervisor cannot read has no hash in its baseline.
+func TestScanUnreadable(t *testing.T) {
+	d := t.TempDir()
+	lower, upper := filepath.Join(d, "lower"), filepath.Join(d, "upper")
+	tree{"hostsecret": "file0000:x"}.build(t, lower)
+	tree{"hostsecret": "file0000:yy", "secret": "file0000:x", "locked": "dir0000", "locked/in": "file:y", "wonly": "dir0300", "wonly/f": "file:z"}.build(t, upper)
+	t.Cleanup(func() { os.Chmod(filepath.Join(upper, "locked"), 0o700); os.Chmod(filepath.Join(upper, "wonly"), 0o700) })
+	var got []string
+	for _, c := range scanDirs(t, upper, lower, nil) {
+		got = append(got, short(c))
+	}
+	base := "file"
+	if os.Geteuid() == 0 {
+		base = "file+hash" // root reads it
+	}
+	want := []string{
+		`"hostsecret" modified file 0000 size=2 hashed base=` + base,
+		`"locked" created dir 0000 base=none`,
+		`"locked/in" created file 0644 size=1 hashed base=none`,
+		`"secret" created file 0000 size=1 hashed base=none`,
+		`"wonly" created dir 0300 base=none`,
+		`"wonly/f" created file 0644 size=1 hashed base=none`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+	for p, m := range map[string]os.FileMode{"secret": 0, "locked": os.ModeDir, "wonly": os.ModeDir | 0o300, "hostsecret": 0} {
+		if fi, err := os.Lstat(filepath.Join(upper, p)); err != nil || fi.Mode() != m {
+			t.Errorf("%s: mode %v (%v), want %v left as the command made it", p, fi.Mode(), err, m)
+		}
 	}
 }
