@@ -414,7 +414,10 @@ func TestScanUnreadable(t *testing.T) {
 	lower, upper := filepath.Join(d, "lower"), filepath.Join(d, "upper")
 	tree{"hostsecret": "file0000:x"}.build(t, lower)
 	tree{"hostsecret": "file0000:yy", "secret": "file0000:x", "locked": "dir0000", "locked/in": "file:y", "wonly": "dir0300", "wonly/f": "file:z"}.build(t, upper)
-	t.Cleanup(func() { os.Chmod(filepath.Join(upper, "locked"), 0o700); os.Chmod(filepath.Join(upper, "wonly"), 0o700) })
+	t.Cleanup(func() {
+		os.Chmod(filepath.Join(upper, "locked"), 0o700)
+		os.Chmod(filepath.Join(upper, "wonly"), 0o700)
+	})
 	var got []string
 	for _, c := range scanDirs(t, upper, lower, nil) {
 		got = append(got, short(c))
