@@ -443,3 +443,44 @@ func TestScanUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// TestScanRefuses: an upper layer Scan cannot read right (an overlay
+// mounted with redirect_dir or metacopy, which tooljail never does) is an
+// error naming the path, not a wrong change list.
+func TestScanRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, xattr, want string
+	}{
+		{"redirect", "d", xattrRedirect, `"d" in the upper layer has a redirect`},
+		{"metacopy", "d/f", xattrMetacopy, `"d/f" in the upper layer is a metacopy`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			lower, upper := filepath.Join(d, "lower"), filepath.Join(d, "upper")
+			tree{"d": "dir", "d/f": "file:x"}.build(t, lower)
+			tree{"d": "dir", "d/f": "file:y"}.build(t, upper)
+			if err := unix.Setxattr(filepath.Join(upper, tc.path), tc.xattr, []byte("/x"), 0); err != nil {
+				t.Skipf("set %s: %v", tc.xattr, err)
+			}
+			u, _ := os.Open(upper)
+			defer u.Close()
+			l, _ := os.Open(lower)
+			defer l.Close()
+			cs, err := Scan(u, l, "/work", nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, %+v; want an error saying %s", err, cs, tc.want)
+			}
+		})
+	}
+	// The host directory must be a directory.
+	d := t.TempDir()
+	f := filepath.Join(d, "file")
+	os.WriteFile(f, nil, 0o644)
+	u, _ := os.Open(d)
+	defer u.Close()
+	l, _ := os.Open(f)
+	defer l.Close()
+	if _, err := Scan(u, l, "/work", nil); err == nil || !strings.Contains(err.Error(), "open the host directory") {
+		t.Errorf("a file as the host directory: %v", err)
+	}
+}
