@@ -34,8 +34,9 @@ const maxEdits = 2000
 //
 // old is nil when the host has no regular file there (c.Kind Created, or a
 // type change from something else); new is nil when the change set has no
-// regular file there (Deleted, a type change to something else). Each is
-// read to its end (at most DiffLimit+1 bytes).
+// regular file there (Deleted, a type change to something else); pass a
+// plain nil, not a nil *os.File. Each is read from where it stands, at
+// most DiffLimit+1 bytes.
 func WriteDiff(w io.Writer, c Change, old, new io.Reader) error {
 	bw := bufio.NewWriter(w)
 	writeDiff(bw, c, old, new)
