@@ -71,7 +71,7 @@ func writeDiff(w *bufio.Writer, c Change, old, new io.Reader) {
 	case c.Kind == ModeChanged:
 		fmt.Fprintf(w, "mode of %s: %04o -> %s%s\n", b, c.Base.Mode&07777, c.Mode, note)
 		return
-	case c.Kind == Modified && c.Base.Exists && c.Base.Mode&07777 != parseMode(c.Mode):
+	case c.Kind == Modified && c.Base.Exists && c.Base.Mode&07777 != permBits(c.Mode):
 		fmt.Fprintf(w, "mode of %s: %04o -> %s\n", b, c.Base.Mode&07777, c.Mode)
 	}
 	switch c.Type {
@@ -123,7 +123,8 @@ func writeDiff(w *bufio.Writer, c Change, old, new io.Reader) {
 	unified(w, a, b, splitLines(oldData), splitLines(newData))
 }
 
-func parseMode(s string) uint32 {
+// permBits reads an Entry.Mode ("0644").
+func permBits(s string) uint32 {
 	v, _ := strconv.ParseUint(s, 8, 32)
 	return uint32(v)
 }

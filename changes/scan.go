@@ -472,7 +472,7 @@ func openUpper(up int, name, perm string, flags int) (fd int, restore func(), er
 	if !errors.Is(err, unix.EACCES) {
 		return fd, nothing, err
 	}
-	mode := parseMode(perm)
+	mode := permBits(perm)
 	add := uint32(0o400)
 	if flags&unix.O_DIRECTORY != 0 {
 		add = 0o500
