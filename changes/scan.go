@@ -75,7 +75,7 @@ func Scan(upper, lower *os.File, bind string, protect []string) ([]Change, error
 	if err != nil {
 		return nil, fmt.Errorf("scan the upper layer %s: %w (the change set's directory must be readable by the supervisor)", upper.Name(), err)
 	}
-	low, err := openBeneath(int(lower.Fd()), ".", unix.O_PATH|unix.O_DIRECTORY)
+	low, err := openInLayer(int(lower.Fd()), ".", unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {
 		unix.Close(up)
 		return nil, fmt.Errorf("scan: open the host directory %s: %w", lower.Name(), err)
@@ -194,7 +194,7 @@ type lowerObj struct {
 // lstatBeneath stats name in the lower directory dir: no symlink followed,
 // no mount crossed (mount is set instead).
 func lstatBeneath(dir int, name string) (lowerObj, error) {
-	fd, err := openBeneath(dir, name, unix.O_PATH)
+	fd, err := openInLayer(dir, name, unix.O_PATH)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return lowerObj{}, nil
@@ -354,7 +354,7 @@ func (s *scanner) directory(up, low int, rel, name string, c Change, l lowerObj,
 		if v, _ := getxattr(fd, xattrOpaque); v == "y" {
 			opaque = true
 		}
-		if sub, err = openBeneath(low, name, unix.O_PATH|unix.O_DIRECTORY); err != nil {
+		if sub, err = openInLayer(low, name, unix.O_PATH|unix.O_DIRECTORY); err != nil {
 			return fmt.Errorf("scan: open %q on the host: %w", showRel(rel), err)
 		}
 		defer unix.Close(sub)
@@ -468,7 +468,7 @@ func preadFull(fd int, buf []byte, off int64) (int, error) {
 // while it reads; restore puts the mode back.
 func openUpper(up int, name, perm string, flags int) (fd int, restore func(), err error) {
 	nothing := func() {}
-	fd, err = openBeneath(up, name, flags)
+	fd, err = openInLayer(up, name, flags)
 	if !errors.Is(err, unix.EACCES) {
 		return fd, nothing, err
 	}
@@ -480,7 +480,7 @@ func openUpper(up int, name, perm string, flags int) (fd int, restore func(), er
 	if mode&add == add || unix.Fchmodat(up, name, mode|add, 0) != nil {
 		return -1, nothing, err
 	}
-	fd, err2 := openBeneath(up, name, flags)
+	fd, err2 := openInLayer(up, name, flags)
 	if err2 != nil {
 		unix.Fchmodat(up, name, mode, 0)
 		return -1, nothing, err
@@ -488,9 +488,9 @@ func openUpper(up int, name, perm string, flags int) (fd int, restore func(), er
 	return fd, func() { unix.Fchmod(fd, mode) }, nil
 }
 
-// openBeneath opens rel below dir: no symlink or magic link followed
+// openInLayer opens rel below dir: no symlink or magic link followed
 // (the last component included), nothing outside dir, no mount crossed.
-func openBeneath(dir int, rel string, flags int) (int, error) {
+func openInLayer(dir int, rel string, flags int) (int, error) {
 	for {
 		fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
 			Flags:   uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC),
@@ -505,13 +505,13 @@ func openBeneath(dir int, rel string, flags int) (int, error) {
 
 // reopenDir opens the directory name of dir for reading its entries.
 func reopenDir(dir int, name string) (int, error) {
-	return openBeneath(dir, name, unix.O_RDONLY|unix.O_DIRECTORY)
+	return openInLayer(dir, name, unix.O_RDONLY|unix.O_DIRECTORY)
 }
 
 // openLowerFile opens the lower regular file name of low for reading and
 // checks it is still the object lst describes.
 func openLowerFile(low int, name string, lst *unix.Stat_t) (int, error) {
-	fd, err := openBeneath(low, name, unix.O_RDONLY|unix.O_NONBLOCK)
+	fd, err := openInLayer(low, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return -1, err
 	}
