@@ -38,7 +38,7 @@ func TestAsNobody(t *testing.T) {
 		"TestCreateLayers", "TestFinishEmpty", "TestFinishKeepsSet", "TestFinishFlagsChangesDuringRun", "TestDiscard",
 		"TestApply", "TestApplyTouchesOnlyTheSet", "TestApplyConflicts", "TestApplyRefusesPlantedSymlink",
 		"TestApplyRefusesReplacedBind", "TestApplySkipsProtectedAndSpecial", "TestApplyHardLinks", "TestApplySparseFile",
-		"TestApplyModeAndXattrs", "TestApplyKilled", "TestApplyRefusesDamagedSet", "TestApplyNestedDeletes", "TestStoreRealOverlay", "TestApplyErrorRollsBack", "TestGC", "TestApplyCreatedAsCaller",
+		"TestApplyModeAndXattrs", "TestApplyKilled", "TestApplyRefusesDamagedSet", "TestApplyNestedDeletes", "TestStoreRealOverlay", "TestDiffSides", "TestApplyErrorRollsBack", "TestGC", "TestApplyCreatedAsCaller",
 	}
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
 		bin, "-test.run=^("+strings.Join(tests, "|")+")$", "-test.count=1", "-test.v")

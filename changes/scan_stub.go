@@ -6,6 +6,8 @@ package changes
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 )
 
@@ -46,4 +48,11 @@ func Summarize(all []Change) (entries []Entry, t Totals, truncated bool) {
 		}
 	}
 	return entries, t, len(all) > MaxEntries
+}
+
+// WriteDiff is diff.go's (branch cscan): until it merges, one line per
+// change, no content.
+func WriteDiff(w io.Writer, c Change, old, new io.Reader) error {
+	_, err := fmt.Fprintf(w, "%s %s\n", c.Kind, c.Path)
+	return err
 }
