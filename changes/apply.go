@@ -552,6 +552,9 @@ func syncFS(fd int) error {
 // do is step k.
 func (a *applier) do(k int, st step, placed map[parentKey]bool) error {
 	pfd, name, err := a.parent(st.Bind, st.Path)
+	if st.Op == opDelete && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
+		return nil // the check saw it: an earlier step removed a directory above it
+	}
 	if err != nil {
 		return err
 	}

@@ -479,3 +479,29 @@ func TestApplyUnreadableCopies(t *testing.T) {
 		}
 	}
 }
+
+// Deleted entries below a deleted directory (an opaque directory's
+// listing) are gone with it.
+func TestApplyNestedDeletes(t *testing.T) {
+	f := newFixture(t)
+	writeTree(t, f.host, map[string]string{"d/a": "a", "d/sub/b": "b", "e/x": "x"})
+	f.del("d")
+	f.del("d/a")
+	f.del("d/sub")
+	f.del("d/sub/b")
+	f.del("e/x")
+	id := f.finish()
+	res, err := f.s.Apply(id, ApplyOptions{})
+	must(t, err)
+	if res.Applied != 5 {
+		t.Errorf("result %+v", res)
+	}
+	for _, rel := range []string{"d", "e/x"} {
+		if _, err := os.Lstat(filepath.Join(f.host, rel)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there: %v", rel, err)
+		}
+	}
+	if l := leftovers(t, f.host); len(l) > 0 {
+		t.Errorf("left in the project: %v", l)
+	}
+}
