@@ -16,12 +16,16 @@
 # BENCH_NET_RUNS (15
 # downloads of 100 MiB, and runs of small requests, per way of the network
 # section: through the allow mode's proxy and with --net host; 0 skips it),
-# BENCH_NET_REQUESTS (50 small requests per run). BENCH_QUICK=1 makes
+# BENCH_NET_REQUESTS (50 small requests per run), BENCH_CHANGES_RUNS (200
+# start-ups per --changes mode, off/review/record; 0 skips the change-set
+# section), BENCH_CHANGES_APPLIES (20 applies of 100 changed files per
+# workdir size, 10,000 and 100,000 files). BENCH_QUICK=1 makes
 # every unset count small (a minute).
 # Extra arguments go to bench/tjbench (see bench/tjbench -help); `-only serve`
 # measures only the served section and rewrites only that section of
 # BENCHMARKS.md, e.g. BENCH_SERVE_RUNS=200 ./bench/run.sh -only serve; `-only
-# net` does the same for the network section.
+# net` and `-only changes` do the same for the network and change-set
+# sections.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -41,7 +45,8 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
   : "${BENCH_STARTUP_RUNS:=30}" "${BENCH_LAYER_RUNS:=15}" "${BENCH_TPUT_RUNS:=60}" "${BENCH_LOOP_CALLS:=500000}"
   : "${BENCH_LOOP_REPS:=5}" "${BENCH_FSTAT_REPS:=2}" "${BENCH_RSS_REPS:=3}" "${BENCH_UNPRIV_RUNS:=20}" "${BENCH_LEAK_RUNS:=200}"
   : "${BENCH_DENIED_RUNS:=3}" "${BENCH_SERVE_RUNS:=100}" "${BENCH_SERVE_LEAK_RUNS:=200}" "${BENCH_SERVE_BIG_RUNS:=3}" "${BENCH_NET_RUNS:=3}" "${BENCH_NET_REQUESTS:=10}"
-  export BENCH_NET_RUNS BENCH_NET_REQUESTS
+  : "${BENCH_CHANGES_RUNS:=30}" "${BENCH_CHANGES_APPLIES:=5}"
+  export BENCH_NET_RUNS BENCH_NET_REQUESTS BENCH_CHANGES_RUNS BENCH_CHANGES_APPLIES
   export BENCH_STARTUP_RUNS BENCH_LAYER_RUNS BENCH_TPUT_RUNS BENCH_LOOP_CALLS BENCH_LOOP_REPS BENCH_FSTAT_REPS BENCH_RSS_REPS BENCH_UNPRIV_RUNS BENCH_LEAK_RUNS BENCH_DENIED_RUNS
   export BENCH_SERVE_RUNS BENCH_SERVE_LEAK_RUNS BENCH_SERVE_BIG_RUNS
 fi

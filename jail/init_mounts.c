@@ -543,11 +543,13 @@ static int tj_symlink(struct tj_builder *b, int src, const struct tj_mount *m, i
 	return r;
 }
 
-// tj_fdpath writes "/proc/self/fd/N" into buf: how overlayfs's options
-// name a layer that is a descriptor (lowerdir and upperdir take paths,
-// and the kernels we support cannot take descriptors for them).
+// tj_fdpath writes the path of the init's descriptor fd through the
+// jail's own /proc (mounted by then; the init is its pid 1, and the host's
+// /proc is no longer at /proc) into buf: how overlayfs's options name a
+// layer that is a descriptor (lowerdir and upperdir take paths, and the
+// kernels we support cannot take descriptors for them).
 static void tj_fdpath(char *buf, size_t size, int fd) {
-	static const char prefix[] = "/proc/self/fd/";
+	static const char prefix[] = "/newroot/proc/self/fd/";
 	memcpy(buf, prefix, sizeof prefix);
 	tj_utoa(buf + sizeof prefix - 1, size - (sizeof prefix - 1), (uint64_t)fd, 10);
 }
@@ -573,7 +575,7 @@ static int tj_overlay(struct tj_builder *b, const struct tj_mount *m, const stru
 	if (syscall(SYS_mount_setattr, lower, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof ma) < 0) {
 		op = TJ_OP_SETATTR;
 	}
-	char lowerp[32], upperp[32], workp[32];
+	char lowerp[48], upperp[48], workp[48];
 	tj_fdpath(lowerp, sizeof lowerp, lower);
 	tj_fdpath(upperp, sizeof upperp, b->fds[s->upper]);
 	tj_fdpath(workp, sizeof workp, b->fds[s->work]);

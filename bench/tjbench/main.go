@@ -39,7 +39,9 @@ type config struct {
 	leakRuns              int
 	deniedCalls           int
 	deniedRuns            int
-	only                  string // "" (everything), "serve" or "net"
+	only                  string // "" (everything), "serve", "net" or "changes"
+	changesRuns           int
+	changesApplies        int
 	netRuns, netRequests  int
 	python, servePy       string
 	serveRuns             int
@@ -83,12 +85,14 @@ func main() {
 	flag.IntVar(&c.serveLeakRuns, "serve-leak-runs", envInt("BENCH_SERVE_LEAK_RUNS", 10000), "served runs of the server's leak check, 0 to skip (BENCH_SERVE_LEAK_RUNS)")
 	flag.IntVar(&c.netRuns, "net-runs", envInt("BENCH_NET_RUNS", 15), "downloads, and runs of small requests, per variant of the network section, 0 to skip it (BENCH_NET_RUNS)")
 	flag.IntVar(&c.netRequests, "net-requests", envInt("BENCH_NET_REQUESTS", 50), "small requests per run of the network section (BENCH_NET_REQUESTS)")
+	flag.IntVar(&c.changesRuns, "changes-runs", envInt("BENCH_CHANGES_RUNS", 200), "start-up samples per --changes mode, 0 to skip the change-set section (BENCH_CHANGES_RUNS)")
+	flag.IntVar(&c.changesApplies, "changes-applies", envInt("BENCH_CHANGES_APPLIES", 20), "applies of 100 changed files per workdir size in the change-set section (BENCH_CHANGES_APPLIES)")
 	flag.StringVar(&c.python, "python", "python3", "the Python interpreter of the served section")
 	flag.StringVar(&c.servePy, "serve-py", "bench/serve_bench.py", "the Python side of the served section")
-	flag.StringVar(&c.only, "only", "", "measure only this part and rewrite only its section of -out, keeping the rest of the file: serve or net")
+	flag.StringVar(&c.only, "only", "", "measure only this part and rewrite only its section of -out, keeping the rest of the file: serve, net or changes")
 	flag.Parse()
-	if c.only != "" && c.only != "serve" && c.only != "net" {
-		fmt.Fprintf(os.Stderr, "tjbench: -only %q: the parts that can run alone are serve and net\n", c.only)
+	if c.only != "" && c.only != "serve" && c.only != "net" && c.only != "changes" {
+		fmt.Fprintf(os.Stderr, "tjbench: -only %q: the parts that can run alone are serve, net and changes\n", c.only)
 		os.Exit(2)
 	}
 	if err := run(&c); err != nil {
@@ -114,6 +118,7 @@ type results struct {
 	Leaks      *leakResult       `json:"leaks,omitempty"`
 	Serve      *serveResult      `json:"serve,omitempty"`
 	Net        *netResult        `json:"network,omitempty"`
+	Changes    *changesResult    `json:"changes,omitempty"`
 	Seconds    float64           `json:"seconds"`
 	FDsStart   int               `json:"fds_start"` // the driver's open descriptors before the first run
 	FDsEnd     int               `json:"fds_end"`   // ... and after the last
@@ -161,6 +166,9 @@ func run(c *config) error {
 	if c.only == "net" && (c.netRuns == 0 || c.netRequests == 0) {
 		return fmt.Errorf("-only net with BENCH_NET_RUNS=0 or BENCH_NET_REQUESTS=0 measures nothing")
 	}
+	if c.only == "changes" && (c.changesRuns == 0 || c.changesApplies == 0) {
+		return fmt.Errorf("-only changes with BENCH_CHANGES_RUNS=0 or BENCH_CHANGES_APPLIES=0 measures nothing")
+	}
 	if c.serveRuns > 0 && c.only != "net" {
 		if c.python, err = exec.LookPath(c.python); err != nil {
 			return fmt.Errorf("python for the served section: %w (install python3, or skip the section: BENCH_SERVE_RUNS=0)", err)
@@ -205,7 +213,7 @@ func run(c *config) error {
 	r.Config = map[string]int{"startup_runs": c.startupRuns, "layer_runs": c.layerRuns, "tput_runs": c.tputRuns,
 		"loop_calls": c.loopCalls, "loop_reps": c.loopReps, "fstat_reps": c.fstatReps, "rss_reps": c.rssReps, "unpriv_runs": c.unprivRuns, "leak_runs": c.leakRuns,
 		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns, "serve_runs": c.serveRuns, "serve_leak_runs": c.serveLeakRuns, "serve_big_runs": c.serveBigRuns,
-		"net_runs": c.netRuns, "net_requests": c.netRequests}
+		"net_runs": c.netRuns, "net_requests": c.netRequests, "changes_runs": c.changesRuns, "changes_applies": c.changesApplies}
 	step("%s, %d cores, kernel %s, cgroups %s", r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Machine.CgroupMode)
 
 	bw, err := bwrapArgv(c.bwrap, wd, "/bin/true")
@@ -232,6 +240,8 @@ func run(c *config) error {
 			r.Serve, err = served(c, wd, bw)
 		case "net":
 			r.Net, err = netBench(c.tooljail, wd, c.netRuns, c.netRequests)
+		case "changes":
+			r.Changes, err = changesBench(c.tooljail, c.work, c.changesRuns, c.changesApplies, jail.DefaultHostUser.UID, jail.DefaultHostUser.GID)
 		}
 		if err != nil {
 			return err
@@ -336,6 +346,12 @@ func run(c *config) error {
 
 	if c.netRuns > 0 && c.netRequests > 0 {
 		if r.Net, err = netBench(c.tooljail, wd, c.netRuns, c.netRequests); err != nil {
+			return err
+		}
+	}
+
+	if c.changesRuns > 0 && c.changesApplies > 0 {
+		if r.Changes, err = changesBench(c.tooljail, c.work, c.changesRuns, c.changesApplies, jail.DefaultHostUser.UID, jail.DefaultHostUser.GID); err != nil {
 			return err
 		}
 	}

@@ -249,6 +249,9 @@ func render(c *config, r *results, svgRef string) string {
 			p("root may write, so the unprivileged run has no memory/CPU/pids caps (bwrap has none either).\n\n")
 		}
 	}
+	if r.Changes != nil {
+		renderChanges(p, r.Changes)
+	}
 	if r.Net != nil {
 		renderNet(p, r.Net)
 	}
@@ -279,15 +282,24 @@ func writeOnly(c *config, r *results) error {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	heading := serveHeading
-	if c.only == "net" {
+	switch c.only {
+	case "net":
 		heading = netHeading
 		renderNet(p, r.Net)
-	} else {
+	case "changes":
+		heading = changesHeading
+		renderChanges(p, r.Changes)
+	default:
 		renderServe(p, r)
 	}
 	doc, err := spliceSection(string(old), b.String())
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.out, err)
+	}
+	if c.only == "changes" {
+		if doc, err = spliceTargetRows(doc, changesRows(r.Changes)); err != nil {
+			return fmt.Errorf("%s: %w", c.out, err)
+		}
 	}
 	if err := os.WriteFile(c.out, []byte(doc), 0o644); err != nil {
 		return err
@@ -417,6 +429,9 @@ func targets(r *results) [][]string {
 	if r.Net != nil {
 		rows = append(rows, netRow(r.Net))
 	}
+	if r.Changes != nil {
+		rows = append(rows, changesRows(r.Changes)...)
+	}
 	hwm := toFloat(r.RSS.HWM)
 	h := bench.Median(hwm)
 	rows = append(rows, []string{"supervisor memory (VmHWM, median)", "< 15 MiB", bench.FormatBytes(int64(h)), met(h < 15<<20, !math.IsNaN(h))})
@@ -484,6 +499,16 @@ func sanitize(r *results) *results {
 	if r.Unpriv != nil {
 		fix(&r.Unpriv.Tooljail)
 		fix(&r.Unpriv.Bwrap)
+	}
+	if c := r.Changes; c != nil {
+		for k, t := range c.Startup {
+			fix(&t)
+			c.Startup[k] = t
+		}
+		for k, t := range c.Apply {
+			fix(&t)
+			c.Apply[k] = t
+		}
 	}
 	return r
 }

@@ -24,7 +24,7 @@
 // N, busy DUR, stdin, symlink TARGET LINK, rename OLD NEW, remove PATH,
 // exchange A B DUR, mkfifo PATH, chmod PATH OCTAL, connect-unix PATH,
 // prlimit PID RES SOFT HARD, orphans DUR, mountro PATH, mountsuid PATH,
-// outputbyte N BYTE, maxrss FILE CMD ARG....
+// outputbyte N BYTE, maxrss FILE CMD ARG..., manifest DIR.
 // Actions that change files or mounts refuse to run outside a
 // user namespace, so the helper cannot damage a host by mistake.
 package main
@@ -571,6 +571,13 @@ func do(a []string) {
 				break
 			}
 		}
+	case "manifest": // manifest DIR: every path below DIR (manifestEntry), sorted; read-only, so the host may run it too
+		m, err := manifest(arg(a, 1))
+		if err != nil {
+			result(err)
+			return
+		}
+		value(m)
 	case "maxrss": // maxrss FILE CMD ARG...: run CMD, write its peak RSS in bytes (wait4) to FILE, exit as it did
 		// From this small process: a child started by vfork, as Go
 		// starts them, takes its parent's peak RSS at exec, so the test
