@@ -140,7 +140,8 @@ func TestServedChangesRefusals(t *testing.T) {
 		{`{"changes_op":{"action":"apply","id":"` + testSetID + `"}}`, "no such change set of uid"},
 	} {
 		lines := ts.call(t, c.line+"\n")
-		if len(lines) != 1 || !strings.Contains(lines[0], c.want) || !strings.Contains(lines[0], `"error"`) {
+		var answer struct{ Error *Error }
+		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &answer) != nil || answer.Error == nil || !strings.Contains(answer.Error.Message, c.want) {
 			t.Errorf("%s: %q, want an error with %q", c.line, lines, c.want)
 		}
 	}
@@ -153,6 +154,9 @@ func TestChangesOpOwners(t *testing.T) {
 		t.Skip("needs root: a set of another uid is made by a root supervisor")
 	}
 	ts, store, dir := changesServer(t)
+	if err := ts.Load(); err != nil {
+		t.Fatal(err)
+	}
 	// A set of uid 65534, as a root server keeps it for that client.
 	spec := &jail.Spec{Args: []string{"/bin/sh", "-c", "echo theirs > t.txt"}, Dir: dir, Changes: changes.Review,
 		ChangesDir: filepath.Join(store, "uid-65534"), ChangesOwner: 65534}
