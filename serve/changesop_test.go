@@ -12,6 +12,7 @@ import (
 
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/tools/call"
 )
 
 // changesServer serves the default profile with its change sets in a
@@ -195,5 +196,48 @@ func TestChangesOpOwners(t *testing.T) {
 	}
 	if _, e := ts.changesOp(&ChangesOp{Action: OpShow, ID: id}, -1); e == nil || !strings.Contains(e.Message, "cannot tell who the client is") {
 		t.Errorf("an unknown client: %v", e)
+	}
+}
+
+// A served tool call with changes = "review" keeps its set for its
+// client, as a run does, and the client applies it with a changes_op.
+func TestServedToolChanges(t *testing.T) {
+	dir := t.TempDir()
+	prof := profile(t, "default")
+	file := filepath.Join(dir, "tools.toml")
+	text := "[tools.gen]\ndescription = \"d\"\ncommand = [\"sh\", \"-c\", \"echo gen > gen.txt\"]\nprofile = \"" + prof + "\"\nchanges = \"review\"\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	ts := startWith(t, func(s *Server) { s.Tools = []string{file}; s.ChangesDir = store })
+	wd := toolsWorkdir(t)
+	lines := ts.call(t, `{"tool":"gen","arguments":{},"workdir":"`+wd+`"}`+"\n")
+	var o call.Outcome
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &o) != nil || o.Report == nil || o.Report.Changes == nil {
+		t.Fatalf("answer %q", lines)
+	}
+	c := o.Report.Changes
+	if !c.Recorded {
+		t.Skipf("this host cannot record changes: %s", c.Reason)
+	}
+	if c.State != changes.StateKept || c.Totals.Created != 1 {
+		t.Fatalf("changes %+v", c)
+	}
+	want := store
+	if os.Geteuid() == 0 {
+		want = filepath.Join(store, "uid-0")
+	}
+	if _, err := os.Stat(filepath.Join(want, c.ID, "set.json")); err != nil {
+		t.Errorf("the set is not in the client's store %s: %v", want, err)
+	}
+	if read(t, filepath.Join(wd, "gen.txt")) != "(absent)" {
+		t.Error("a review tool call wrote the workdir")
+	}
+	if _, err := op(t, ts, ChangesOp{Action: OpApply, ID: c.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(wd, "gen.txt")); got != "gen\n" {
+		t.Errorf("after apply: %q", got)
 	}
 }
