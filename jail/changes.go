@@ -150,6 +150,9 @@ func createChanges(s *Spec, cp changesPlan, id HostID) (*runChanges, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--changes %s: the change store: %w", cp.mode, err)
 	}
+	// The store keeps to its expiry and size cap without anyone running
+	// `changes gc` (at most hourly; before this run's set exists).
+	st.GCIfDue(time.Now())
 	p, err := st.Create(len(cp.binds), id.UID, id.GID)
 	if err != nil {
 		st.Close()

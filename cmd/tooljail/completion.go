@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tooljail/tooljail/auditlog"
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/internal/completion"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
@@ -56,6 +57,13 @@ func commandTree() *completion.Command {
 		cmd("mcp", "serve the tools of a file over MCP", newMCPFlagSet(&mcpFlags{}), completion.Value{}),
 		cmd("audit", "read an audit log back", nil, completion.Value{},
 			cmd("show", "read an audit log back as a table", newAuditFlagSet(&auditFlags{}), files)),
+		cmd("changes", "the change sets of --changes runs", nil, completion.Value{},
+			cmd("list", "the kept change sets", newChangesFlagSet(&changesFlags{}), completion.Value{}),
+			cmd("show", "a change set's entries", newChangesFlagSet(&changesFlags{}), completion.Value{}),
+			cmd("diff", "what applying a change set would do", newChangesFlagSet(&changesFlags{}), completion.Value{}),
+			cmd("apply", "write a change set to the host", newChangesFlagSet(&changesFlags{}), completion.Value{}),
+			cmd("discard", "remove a change set", newChangesFlagSet(&changesFlags{}), completion.Value{}),
+			cmd("gc", "remove expired change sets", newChangesFlagSet(&changesFlags{}), completion.Value{})),
 		cmd("check", "what this host can enforce", newCheckFlagSet(new(bool)), completion.Value{}),
 		cmd("profile", "shipped profiles", nil, completion.Value{},
 			cmd("list", "the shipped profiles", nil, completion.Value{}),
@@ -106,6 +114,8 @@ func flagValue(name, metavar string) completion.Value {
 		return profileValue()
 	case "net":
 		return completion.Value{Words: stringsOf(jail.NetModes)}
+	case "changes":
+		return completion.Value{Words: stringsOf(changes.Modes)}
 	case "on-violation":
 		return completion.Value{Words: stringsOf(jail.OnViolations)}
 	case "allow-degraded":
