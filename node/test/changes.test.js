@@ -101,7 +101,8 @@ describe("real runs", { skip }, () => {
   before(async () => {
     scratch = support.scratch();
     store = path.join(scratch.config, "changes");
-    srv = await support.server(scratch.config, ...(scratch.profile ? ["--profile", scratch.profile] : []));
+    // The server's store in the scratch directory, not the host's.
+    srv = await support.server(scratch.config, "--changes-dir", path.join(scratch.config, "server-changes"), ...(scratch.profile ? ["--profile", scratch.profile] : []));
   });
   after(async () => {
     if (srv) await srv.stop();
