@@ -151,6 +151,15 @@ describe("real runs", { skip }, () => {
     });
   }
 
+  it("spawn: the changes promise gives the run's set", async () => {
+    const p = tooljail.spawn(["sh", "-c", "echo spawned > spawned.txt"], { ...scratch.kw, changes: "review", changesDir: store, stdio: "ignore" });
+    await new Promise((resolve) => p.on("exit", resolve));
+    const cs = await p.changes;
+    assert.deepEqual(cs.entries.map((e) => e.path), ["spawned.txt"]);
+    assert.ok(!fs.existsSync(file("spawned.txt")));
+    await cs.discard();
+  });
+
   it("cli: a set found again by its id", async () => {
     const r = await tooljail.run(["sh", "-c", "echo later > later.txt"], { ...scratch.kw, changes: "review", changesDir: store });
     const cs = await tooljail.changeSet(r.changes.id, { changesDir: store });

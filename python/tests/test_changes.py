@@ -217,6 +217,15 @@ class TestChangesCLI(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.scratch.dir, "half.txt")))
         cs.discard()
 
+    def test_patch_subprocess(self):
+        with tooljail.patch_subprocess(changes="review", changes_dir=self.store, **self.scratch.kw):
+            p = subprocess.Popen(["/bin/sh", "-c", "echo patched > patched.txt"], cwd=self.scratch.dir)
+            self.assertEqual(p.wait(), 0)
+        self.assertEqual([e.path for e in p.changes.entries], ["patched.txt"])
+        self.assertFalse(os.path.exists(os.path.join(self.scratch.dir, "patched.txt")))
+        p.changes.apply()
+        self.assertEqual(self.read("patched.txt"), "patched\n")
+
     def test_off_has_no_changes(self):
         r = tooljail.run(["true"], cwd=self.scratch.dir, **self.scratch.kw)
         self.assertIsNone(r.changes)
