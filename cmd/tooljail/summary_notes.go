@@ -76,10 +76,10 @@ func changesNote(r *jail.Result) string {
 	if c == nil {
 		return ""
 	}
+	if c.State == changes.StateFailed {
+		return "changes: " + c.Error
+	}
 	if !c.Recorded {
-		if c.Reason == "" {
-			return ""
-		}
 		return c.Reason
 	}
 	t := c.Totals

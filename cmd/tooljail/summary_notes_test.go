@@ -58,6 +58,8 @@ func TestSummaryNotes(t *testing.T) {
 		{"changes conflict", jail.Result{Status: jail.StatusExited, Changes: &changes.Report{Mode: changes.Record, Recorded: true, ID: "cd34", State: changes.StateConflict,
 			Conflicts: []changes.Conflict{{Path: "a b"}, {Path: "c"}}}},
 			`changes NOT applied: 2 path(s) changed on the host meanwhile ("a b", c); kept as cd34: tooljail changes diff|apply --force|discard cd34`},
+		{"changes failed", jail.Result{Status: jail.StatusExited, Changes: &changes.Report{Mode: changes.Review, State: changes.StateFailed, Error: "recording the changes failed: x"}},
+			"changes: recording the changes failed: x"},
 		{"changes not recorded", jail.Result{Status: jail.StatusExited, Changes: &changes.Report{Mode: changes.Record, Reason: "changes were not recorded: old kernel"}},
 			"changes were not recorded: old kernel"},
 		{"all at once", jail.Result{Status: jail.StatusExited, KilledLeftoverProcesses: n(3),

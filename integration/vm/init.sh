@@ -64,8 +64,9 @@ for m in /suite/modules/*.ko; do
 	[ -f "$m" ] && { insmod "$m" || fatal "insmod $m"; }
 done
 if [ -f /suite/modules/loop.ko ]; then
-	truncate -s 4G /scratch.img && mke2fs -q /scratch.img >/dev/null &&
-		mount -o loop,nosuid,nodev /scratch.img /var/tmp || fatal "ext2 scratch on /var/tmp"
+	loopdev=$(losetup -f) && truncate -s 4G /scratch.img && losetup "$loopdev" /scratch.img &&
+		mke2fs -q "$loopdev" >/dev/null && mount -o nosuid,nodev "$loopdev" /var/tmp ||
+		fatal "ext2 scratch on /var/tmp"
 	chmod 1777 /var/tmp
 	echo "TJ_CHANGES_BASE=/var/tmp" >>/suite/env
 fi
