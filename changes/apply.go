@@ -868,6 +868,13 @@ func (a *applier) rollback() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	if a.rebase() {
+		// Before the journal goes: killed in between, the next rollback
+		// finds nothing to undo and the new baselines are kept.
+		if err := writeSet(a.dir, a.set); err != nil {
+			return fmt.Errorf("rolled back, but recording the restored objects failed: %w", err)
+		}
+	}
 	return a.dropJournal()
 }
 
@@ -916,6 +923,46 @@ func (a *applier) undo(k int, st step) error {
 		}
 	}
 	return nil
+}
+
+// rebase records, after a rollback, the times the apply and its undoing
+// gave the objects it put back, when each is still the one the set's
+// baseline names (same device, inode, type and mode, size and mtime; a
+// hash in the baseline is checked again at the next apply): a rename or
+// chmod sets an object's ctime, and a name made and removed in a
+// directory its mtime. Without it the next apply would call these paths
+// modified since the run. A forced step's base is not the set's (it is
+// what the host had then): that baseline stays.
+func (a *applier) rebase() bool {
+	touched := map[parentKey]bool{} // directories the apply made or removed names in
+	for k, st := range a.jr.Steps {
+		if a.jr.started[k] {
+			touched[parentKey{st.Bind, path.Dir(st.Path)}] = true
+		}
+	}
+	changed := false
+	for k, st := range a.jr.Steps {
+		c := &a.set.Changes[st.Change]
+		b := c.Base
+		if !a.jr.started[k] || !b.Exists || b.Dev != st.Base.Dev || b.Ino != st.Base.Ino || b.Ctime != st.Base.Ctime {
+			continue
+		}
+		pfd, name, err := a.parent(st.Bind, st.Path)
+		var s unix.Stat_t
+		if err != nil || unix.Fstatat(pfd, name, &s, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		now := stampOfStat(&s)
+		dir := now.Mode&unix.S_IFMT == unix.S_IFDIR
+		if now.Dev != b.Dev || now.Ino != b.Ino || now.Mode != b.Mode || (now.Size != b.Size && !dir) ||
+			(now.Mtime != b.Mtime && !(dir && touched[parentKey{st.Bind, st.Path}])) {
+			continue
+		}
+		if now.Ctime != b.Ctime || now.Mtime != b.Mtime {
+			c.Base.Ctime, c.Base.Mtime, changed = now.Ctime, now.Mtime, true
+		}
+	}
+	return changed
 }
 
 // readJournal reads a set's journal; a torn last line (the process died
