@@ -117,6 +117,10 @@ type journalLine struct {
 // stop an apply there.
 var testHookStep func(done int, committed bool)
 
+// testHookMade, when set, is called when step k made its new object,
+// before it is renamed into place.
+var testHookMade func(k int)
+
 // tmpName is step k's temporary name: unique to the set and the step.
 func tmpName(id string, k int) string { return fmt.Sprintf(".tooljail-%s-%d", id[:12], k) }
 
@@ -154,7 +158,10 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 	}
 	defer a.close()
 	res := &ApplyResult{ID: id, Skipped: []Entry{}}
-	steps := a.plan(res)
+	steps, err := a.plan(res)
+	if err != nil {
+		return nil, err
+	}
 	conflicts := append([]Conflict(nil), set.Conflicts...)
 	dirs := placedDirs(set, steps)
 	for i, st := range steps {
@@ -170,6 +177,10 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 		}
 	}
 	if len(conflicts) > 0 && !opt.Force {
+		if set.State != StateConflict {
+			set.State = StateConflict // for `changes list`; the entries are unchanged
+			writeSet(dir, set, true)
+		}
 		return nil, &ConflictError{ID: id, Conflicts: conflicts}
 	}
 	res.Conflicts = conflicts
@@ -178,6 +189,8 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 		if rerr != nil {
 			return nil, fmt.Errorf("change set %s: apply failed (%v) and its rollback too (%v); the journal is kept for the next try", id, err, rerr)
 		}
+		a.set.State = StateFailed
+		writeSet(dir, a.set, true)
 		return nil, fmt.Errorf("change set %s: apply failed, nothing applied: %w", id, err)
 	}
 	if err := a.finish(); err != nil {
@@ -246,7 +259,7 @@ func (a *applier) close() {
 
 // plan turns the set's changes into steps: protected and skipped entries
 // go to res.Skipped; hard links come last, after the paths they name.
-func (a *applier) plan(res *ApplyResult) []step {
+func (a *applier) plan(res *ApplyResult) ([]step, error) {
 	bindOf := map[string]int{}
 	for i, b := range a.set.Binds {
 		bindOf[b.Dest] = i
@@ -257,7 +270,11 @@ func (a *applier) plan(res *ApplyResult) []step {
 			res.Skipped = append(res.Skipped, c.Entry)
 			continue
 		}
-		st := step{Bind: bindOf[c.Bind], Path: c.Path, Base: c.Base, Change: i}
+		b, ok := bindOf[c.Bind]
+		if !ok || !validRel(c.Path) {
+			return nil, fmt.Errorf("change set %s: entry %q in %q: not a path of one of its binds; the set is damaged", a.set.ID, c.Path, c.Bind)
+		}
+		st := step{Bind: b, Path: c.Path, Base: c.Base, Change: i}
 		switch {
 		case c.Kind == Deleted:
 			st.Op = opDelete
@@ -285,7 +302,12 @@ func (a *applier) plan(res *ApplyResult) []step {
 	for k := range steps {
 		steps[k].Tmp = tmpName(a.set.ID, k)
 	}
-	return steps
+	return steps, nil
+}
+
+// validRel says whether rel is an Entry.Path: relative, clean, not ".".
+func validRel(rel string) bool {
+	return rel != "" && rel != "." && !path.IsAbs(rel) && path.Clean(rel) == rel && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func parseMode(s string) uint32 {
@@ -466,9 +488,15 @@ func (a *applier) run(steps []step) error {
 		return err
 	}
 	// A process killed half way leaves the page cache behind, which is
-	// all a rollback needs: the steps' lines are not synced one by one.
-	// The data is: each file before its rename, every directory at the
-	// commit.
+	// all a rollback needs: neither the steps' lines nor the files are
+	// synced one by one (100 fsyncs take longer than an apply of 100
+	// files may). One syncfs of each bind's file system makes the
+	// whole apply durable before the commit is written. Power lost
+	// before the commit can therefore leave a partial apply that
+	// Recover cannot identify as such; a killed process cannot.
+	if testHookStep != nil {
+		testHookStep(0, false)
+	}
 	placed := map[parentKey]bool{}
 	for k, st := range steps {
 		if err := a.jwrite(journalLine{Start: &k}, false); err != nil {
@@ -482,11 +510,10 @@ func (a *applier) run(steps []step) error {
 			testHookStep(k+1, false)
 		}
 	}
-	for _, fd := range a.parents {
-		syncDir(fd)
-	}
 	for _, o := range a.binds {
-		syncDir(int(o.File.Fd()))
+		if err := syncFS(int(o.File.Fd())); err != nil {
+			return err
+		}
 	}
 	if err := a.jwrite(journalLine{Commit: true}, true); err != nil {
 		return err
@@ -498,12 +525,18 @@ func (a *applier) run(steps []step) error {
 	return nil
 }
 
-// syncDir fsyncs a directory given by an O_PATH descriptor.
-func syncDir(fd int) {
-	if d, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-		unix.Fsync(d)
-		unix.Close(d)
+// syncFS syncs the file system of a directory given by an O_PATH
+// descriptor (which syncfs does not take).
+func syncFS(fd int) error {
+	d, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("sync: %w", err)
 	}
+	defer unix.Close(d)
+	if err := unix.Syncfs(d); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	return nil
 }
 
 // do is step k.
@@ -537,6 +570,9 @@ func (a *applier) do(k int, st step, placed map[parentKey]bool) error {
 	}
 	if _, err := a.make(k, st, c, pfd, name, old, placed); err != nil {
 		return err
+	}
+	if testHookMade != nil {
+		testHookMade(k)
 	}
 	if old != nil {
 		err = unix.Renameat2(pfd, st.Tmp, pfd, name, unix.RENAME_EXCHANGE)
@@ -646,10 +682,7 @@ func (a *applier) make(k int, st step, c Change, pfd int, name string, old *unix
 		if err := copySparse(dst, src, sst.Size); err != nil {
 			return id, err
 		}
-		if err := a.attrs(src, dst, b, old); err != nil {
-			return id, err
-		}
-		return id, unix.Fsync(dst)
+		return id, a.attrs(src, dst, b, old)
 	}
 	return objID{}, fmt.Errorf("cannot apply a %s", c.Type)
 }
@@ -829,24 +862,29 @@ func (a *applier) finish() error {
 			return err
 		}
 	}
+	// Nothing here is synced: until the journal is gone, a crash
+	// (power too: the commit is synced) has the next Open redo this.
 	a.set.State = StateApplied
 	a.set.Conflicts = nil
-	if err := writeSet(a.dir, a.set); err != nil {
+	if err := writeSet(a.dir, a.set, false); err != nil {
 		return err
 	}
 	if err := removeAllAt(int(a.dir.Fd()), upperDir); err != nil {
 		return err
 	}
-	return a.dropJournal()
+	return a.dropJournal(false)
 }
 
-func (a *applier) dropJournal() error {
+func (a *applier) dropJournal(sync bool) error {
 	if a.j != nil {
 		a.j.Close()
 		a.j = nil
 	}
 	if err := unix.Unlinkat(int(a.dir.Fd()), journalFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
+	}
+	if !sync {
+		return nil
 	}
 	return unix.Fsync(int(a.dir.Fd()))
 }
@@ -868,14 +906,45 @@ func (a *applier) rollback() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if a.rebase() {
-		// Before the journal goes: killed in between, the next rollback
-		// finds nothing to undo and the new baselines are kept.
-		if err := writeSet(a.dir, a.set); err != nil {
-			return fmt.Errorf("rolled back, but recording the restored objects failed: %w", err)
+	if err := a.restamp(); err != nil {
+		return err
+	}
+	return a.dropJournal(true)
+}
+
+// restamp updates the baselines a rollback made stale: putting an object
+// back by rename, or its mode back, changes its ctime, and making and
+// removing names in a directory its mtime. Only objects that are the
+// baseline's own (device and inode) are restamped, and of a file only
+// the ctime: a change of its content still shows in its size, mtime and
+// hash, one of its mode in the mode.
+func (a *applier) restamp() error {
+	changed := false
+	for _, st := range a.jr.Steps {
+		base := &a.set.Changes[st.Change].Base
+		if !base.Exists {
+			continue
+		}
+		pfd, name, err := a.parent(st.Bind, st.Path)
+		if err != nil {
+			continue
+		}
+		var now unix.Stat_t
+		if unix.Fstatat(pfd, name, &now, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			now.Dev != base.Dev || now.Ino != base.Ino || now.Mode != base.Mode {
+			continue
+		}
+		if c := now.Ctim.Nano(); c != base.Ctime {
+			base.Ctime, changed = c, true
+		}
+		if m := now.Mtim.Nano(); now.Mode&unix.S_IFMT == unix.S_IFDIR && m != base.Mtime {
+			base.Mtime, changed = m, true
 		}
 	}
-	return a.dropJournal()
+	if !changed {
+		return nil
+	}
+	return writeSet(a.dir, a.set, true)
 }
 
 func (a *applier) undo(k int, st step) error {
@@ -923,46 +992,6 @@ func (a *applier) undo(k int, st step) error {
 		}
 	}
 	return nil
-}
-
-// rebase records, after a rollback, the times the apply and its undoing
-// gave the objects it put back, when each is still the one the set's
-// baseline names (same device, inode, type and mode, size and mtime; a
-// hash in the baseline is checked again at the next apply): a rename or
-// chmod sets an object's ctime, and a name made and removed in a
-// directory its mtime. Without it the next apply would call these paths
-// modified since the run. A forced step's base is not the set's (it is
-// what the host had then): that baseline stays.
-func (a *applier) rebase() bool {
-	touched := map[parentKey]bool{} // directories the apply made or removed names in
-	for k, st := range a.jr.Steps {
-		if a.jr.started[k] {
-			touched[parentKey{st.Bind, path.Dir(st.Path)}] = true
-		}
-	}
-	changed := false
-	for k, st := range a.jr.Steps {
-		c := &a.set.Changes[st.Change]
-		b := c.Base
-		if !a.jr.started[k] || !b.Exists || b.Dev != st.Base.Dev || b.Ino != st.Base.Ino || b.Ctime != st.Base.Ctime {
-			continue
-		}
-		pfd, name, err := a.parent(st.Bind, st.Path)
-		var s unix.Stat_t
-		if err != nil || unix.Fstatat(pfd, name, &s, unix.AT_SYMLINK_NOFOLLOW) != nil {
-			continue
-		}
-		now := stampOfStat(&s)
-		dir := now.Mode&unix.S_IFMT == unix.S_IFDIR
-		if now.Dev != b.Dev || now.Ino != b.Ino || now.Mode != b.Mode || (now.Size != b.Size && !dir) ||
-			(now.Mtime != b.Mtime && !(dir && touched[parentKey{st.Bind, st.Path}])) {
-			continue
-		}
-		if now.Ctime != b.Ctime || now.Mtime != b.Mtime {
-			c.Base.Ctime, c.Base.Mtime, changed = now.Ctime, now.Mtime, true
-		}
-	}
-	return changed
 }
 
 // readJournal reads a set's journal; a torn last line (the process died

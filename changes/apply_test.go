@@ -151,8 +151,8 @@ func TestApplyConflicts(t *testing.T) {
 			}
 			set, err := f.s.Get(id)
 			must(t, err)
-			if set.State == StateApplied {
-				t.Error("set marked applied")
+			if set.State != StateConflict {
+				t.Errorf("refused set: state %q, want %q", set.State, StateConflict)
 			}
 			res, err := f.s.Apply(id, ApplyOptions{Force: true})
 			must(t, err)
@@ -253,28 +253,28 @@ func TestApplySparseFile(t *testing.T) {
 	must(t, err)
 	_, err = w.WriteAt([]byte("head"), 0)
 	must(t, err)
-	_, err = w.WriteAt(bytes.Repeat([]byte("d"), 4096), 64<<20)
+	_, err = w.WriteAt(bytes.Repeat([]byte("d"), 4096), 8<<20)
 	must(t, err)
-	must(t, w.Truncate(128<<20))
+	must(t, w.Truncate(16<<20))
 	must(t, w.Close())
-	f.add("sparse", "", TypeFile, Entry{Size: 128 << 20, Mode: "0644"})
+	f.add("sparse", "", TypeFile, Entry{Size: 16 << 20, Mode: "0644"})
 	id := f.finish()
 	_, err = f.s.Apply(id, ApplyOptions{})
 	must(t, err)
 	p := filepath.Join(f.host, "sparse")
 	fi, err := os.Stat(p)
 	must(t, err)
-	if fi.Size() != 128<<20 {
+	if fi.Size() != 16<<20 {
 		t.Fatalf("size %d", fi.Size())
 	}
-	if blocks := fi.Sys().(*syscall.Stat_t).Blocks * 512; blocks > 1<<20 {
+	if blocks := fi.Sys().(*syscall.Stat_t).Blocks * 512; blocks > 1<<20 { // 16 MiB if filled
 		t.Errorf("holes filled: %d bytes on disk for a file of 8 KiB of data", blocks)
 	}
 	got, err := os.ReadFile(p)
 	must(t, err)
-	want := make([]byte, 128<<20)
+	want := make([]byte, 16<<20)
 	copy(want, "head")
-	copy(want[64<<20:], bytes.Repeat([]byte("d"), 4096))
+	copy(want[8<<20:], bytes.Repeat([]byte("d"), 4096))
 	if !bytes.Equal(got, want) {
 		t.Error("content differs")
 	}
@@ -420,5 +420,25 @@ func TestStampDiff(t *testing.T) {
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("stampDiff(%+v, %+v) = %q, want %q", c.base, c.now, got, c.want)
 		}
+	}
+}
+
+// A damaged set.json (an entry naming ".." or another bind) is refused
+// before anything is looked up.
+func TestApplyRefusesDamagedSet(t *testing.T) {
+	for name, edit := range map[string]func(c *Change){
+		"dotdot":     func(c *Change) { c.Path = "../outside" },
+		"absolute":   func(c *Change) { c.Path = "/etc/passwd" },
+		"other bind": func(c *Change) { c.Bind = "/elsewhere" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.file("a", "a", 0o644)
+			edit(&f.changes[0])
+			id := f.finish()
+			if _, err := f.s.Apply(id, ApplyOptions{Force: true}); err == nil || !strings.Contains(err.Error(), "damaged") {
+				t.Errorf("Apply = %v", err)
+			}
+		})
 	}
 }

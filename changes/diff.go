@@ -1,375 +1,369 @@
 package changes
 
 import (
+	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path"
+	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/tooljail/tooljail/hostpath"
 )
 
-// diffLimit is the largest file Diff compares line by line; a bigger one
-// gets one line, as a binary file does.
-const diffLimit = 4 << 20
+// DiffLimit is the largest file WriteDiff compares line by line; a bigger
+// one gets a line saying so.
+const DiffLimit = 4 << 20
 
-// diffContext is how many unchanged lines a hunk shows around a change.
+// diffContext is the lines of context around each hunk (diff -u's 3).
 const diffContext = 3
 
-// Diff writes, for each change of set id (or the one path names: its
-// Path, or "DEST/PATH" with its bind's destination), what applying it
-// would do to the host as it is now: a unified diff for a text file, one
-// line for anything else (a binary or large file, a directory, a
-// symlink, a deletion of a tree).
-func (s *Store) Diff(w io.Writer, id, name string) error {
-	set, err := s.Get(id)
-	if err != nil {
-		return err
-	}
-	fd, err := openBeneath(int(s.root.Fd()), id, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return fmt.Errorf("change set %s: %w", id, err)
-	}
-	dir := os.NewFile(uintptr(fd), path.Join(s.dir, id))
-	defer dir.Close()
-	idx := map[string]int{}
-	for i, b := range set.Binds {
-		idx[b.Dest] = i
-	}
-	found := false
-	for _, c := range set.Changes {
-		label := c.Path
-		if len(set.Binds) > 1 {
-			label = strings.TrimSuffix(c.Bind, "/") + "/" + c.Path
-		}
-		if name != "" && name != c.Path && name != strings.TrimSuffix(c.Bind, "/")+"/"+c.Path {
-			continue
-		}
-		found = true
-		b := idx[c.Bind]
-		oldData, oldText := hostContent(set.Binds[b], c)
-		newData, newText := upperContent(dir, b, c)
-		if err := writeChange(w, label, c, oldData, newData, oldText && newText); err != nil {
-			return err
-		}
-	}
-	if name != "" && !found {
-		return fmt.Errorf("change set %s has no change at %q (`tooljail changes show %s` lists them)", id, name, id)
-	}
-	return nil
+// maxEdits bounds the line diff's work: beyond this many inserted and
+// deleted lines (after the common head and tail) a file's middle is shown
+// as replaced whole. Memory grows as its square.
+const maxEdits = 2000
+
+// WriteDiff writes what c does to its path, for `tooljail changes diff`:
+// for content (a regular file on either side), a unified diff from old
+// (the host's file, the lower layer) to new (the change set's file),
+// with "a/PATH" and "b/PATH" labels (patch -p1 in the bind's root applies
+// it; /dev/null for a side that is absent); binary content (a NUL in its
+// first 8000 bytes, as git decides) or a file over DiffLimit gets one line.
+// Other changes are one line each: a new or deleted directory, a symlink's
+// target, a mode or type change, a skipped special file. A name that
+// needs it is quoted as a Go string ("a/x\ny").
+//
+// old is nil when the host has no regular file there (c.Kind Created, or a
+// type change from something else); new is nil when the change set has no
+// regular file there (Deleted, a type change to something else); pass a
+// plain nil, not a nil *os.File. Each is read from where it stands, at
+// most DiffLimit+1 bytes.
+func WriteDiff(w io.Writer, c Change, old, new io.Reader) error {
+	bw := bufio.NewWriter(w)
+	writeDiff(bw, c, old, new)
+	return bw.Flush()
 }
 
-// hostContent is the host's regular file at c's path now, and whether it
-// can be diffed as text; nil when it is no regular file (or absent).
-func hostContent(b BindInfo, c Change) ([]byte, bool) {
-	if !c.Base.Exists || c.Base.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, true
-	}
-	root, err := hostpath.Open(b.Host, hostpath.Options{})
-	if err != nil {
-		return nil, false
-	}
-	defer root.Close()
-	if root.Stat.Dev != b.Dev || root.Stat.Ino != b.Ino {
-		return nil, false
-	}
-	fd, err := openBeneath(int(root.File.Fd()), c.Path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, false
-	}
-	return readText(fd)
-}
-
-// upperContent is the set's new regular file at c's path.
-func upperContent(dir *os.File, bind int, c Change) ([]byte, bool) {
-	if c.Kind == Deleted || c.Type != TypeFile {
-		return nil, true
-	}
-	fd, err := openBeneath(int(dir.Fd()), path.Join(upperDir, fmt.Sprint(bind), c.Path), unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, false
-	}
-	return readText(fd)
-}
-
-// readText reads a regular file of fd (closed) up to diffLimit: its bytes
-// and whether they are text (UTF-8 without NUL).
-func readText(fd int) ([]byte, bool) {
-	f := os.NewFile(uintptr(fd), "")
-	defer f.Close()
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > diffLimit {
-		return nil, false
-	}
-	b, err := io.ReadAll(io.LimitReader(f, diffLimit+1))
-	if err != nil || len(b) > diffLimit {
-		return nil, false
-	}
-	return b, IsText(b)
-}
-
-// IsText says whether b diffs as text: valid UTF-8 without NUL bytes.
-func IsText(b []byte) bool {
-	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
-}
-
-// writeChange writes one change: a unified diff when both sides are text
-// files, else a line.
-func writeChange(w io.Writer, label string, c Change, old, new []byte, text bool) error {
-	q := quoteLabel(label)
-	var line string
+func writeDiff(w *bufio.Writer, c Change, old, new io.Reader) {
+	a, b := label("a/", c.Path), label("b/", c.Path)
+	note := ""
 	switch {
 	case c.Protected:
-		line = fmt.Sprintf("%s: %s %s, protected: never applied\n", q, c.Kind, c.Type)
+		note = " (protected: apply does not write it)"
 	case c.Skipped != "":
-		line = fmt.Sprintf("%s: %s %s, not applied (%s)\n", q, c.Kind, c.Type, c.Skipped)
-	case c.Kind == Deleted:
-		if c.Type == TypeFile && text && old != nil {
-			return WriteUnified(w, "a/"+label, "/dev/null", old, nil)
-		}
-		line = fmt.Sprintf("%s: deleted %s\n", q, c.Type)
-	case c.Type == TypeSymlink:
-		line = fmt.Sprintf("%s: symlink -> %s\n", q, quoteLabel(c.Target))
-	case c.Type == TypeDir:
-		line = fmt.Sprintf("%s: %s directory, mode %s\n", q, c.Kind, c.Mode)
-	case c.Kind == ModeChanged:
-		line = fmt.Sprintf("%s: mode %s\n", q, c.Mode)
-	case c.Link != "":
-		line = fmt.Sprintf("%s: hard link to %s\n", q, quoteLabel(c.Link))
-	case !text:
-		line = fmt.Sprintf("Binary files differ: %s (%d bytes, sha256 %s)\n", q, c.Size, orNone(c.SHA256))
-	default:
-		from := "a/" + label
-		if old == nil {
-			from = "/dev/null"
-		}
-		return WriteUnified(w, from, "b/"+label, old, new)
+		note = " (not applied: " + c.Skipped + ")"
 	}
-	_, err := io.WriteString(w, line)
-	return err
+	oldType := ""
+	if c.Base.Exists {
+		oldType = typeOf(c.Base.Mode)
+	}
+	switch {
+	case c.Kind == Deleted && c.Type == TypeDir:
+		fmt.Fprintf(w, "deleted directory %s (and everything in it)%s\n", a, note)
+		return
+	case c.Kind == Deleted && c.Type != TypeFile:
+		fmt.Fprintf(w, "deleted %s %s%s\n", c.Type, a, note)
+		return
+	case c.Kind == Created && c.Type == TypeDir:
+		fmt.Fprintf(w, "new directory %s mode %s%s\n", b, c.Mode, note)
+		return
+	case c.Kind == TypeChanged:
+		fmt.Fprintf(w, "type of %s: %s -> %s%s\n", b, oldType, c.Type, note)
+	case c.Kind == ModeChanged:
+		fmt.Fprintf(w, "mode of %s: %04o -> %s%s\n", b, c.Base.Mode&07777, c.Mode, note)
+		return
+	case c.Kind == Modified && c.Base.Exists && c.Base.Mode&07777 != permBits(c.Mode):
+		fmt.Fprintf(w, "mode of %s: %04o -> %s\n", b, c.Base.Mode&07777, c.Mode)
+	}
+	switch c.Type {
+	case TypeSymlink:
+		fmt.Fprintf(w, "symlink %s -> %s%s\n", b, quoteIfNeeded(c.Target), note)
+		return
+	case TypeDir:
+		if c.Kind != TypeChanged {
+			fmt.Fprintf(w, "directory %s%s\n", b, note)
+		}
+		return
+	case TypeFIFO, TypeSocket, TypeDevice:
+		if c.Kind != TypeChanged {
+			fmt.Fprintf(w, "new %s %s%s\n", c.Type, b, note)
+		}
+		return
+	}
+	if c.Link != "" {
+		fmt.Fprintf(w, "hard link %s to %s%s\n", b, label("b/", c.Link), note)
+		return
+	}
+	if note != "" && c.Kind != TypeChanged {
+		fmt.Fprintf(w, "%s%s\n", b, note)
+	}
+	oldData, oldBig, err := readLimited(old)
+	if err != nil {
+		fmt.Fprintf(w, "%s: cannot read the host's file: %v\n", a, err)
+		return
+	}
+	newData, newBig, err := readLimited(new)
+	if err != nil {
+		fmt.Fprintf(w, "%s: cannot read the change set's file: %v\n", b, err)
+		return
+	}
+	if old == nil {
+		a = "/dev/null"
+	}
+	if new == nil {
+		b = "/dev/null"
+	}
+	switch {
+	case oldBig || newBig:
+		fmt.Fprintf(w, "Files %s and %s differ (too large to compare by lines: over %d bytes)\n", a, b, DiffLimit)
+		return
+	case isBinary(oldData) || isBinary(newData):
+		fmt.Fprintf(w, "Binary files %s and %s differ (%d -> %d bytes)\n", a, b, len(oldData), len(newData))
+		return
+	}
+	unified(w, a, b, splitLines(oldData), splitLines(newData))
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "not recorded"
+// permBits reads an Entry.Mode ("0644").
+func permBits(s string) uint32 {
+	v, _ := strconv.ParseUint(s, 8, 32)
+	return uint32(v)
+}
+
+// label is prefix+path, quoted when the path has a byte a line-based
+// reader could misread (control characters, quotes, backslashes, non-UTF-8).
+func label(prefix, p string) string { return quoteIfNeeded(prefix + p) }
+
+func quoteIfNeeded(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '"' || r == '\\' }) {
+		return strconv.Quote(s)
 	}
 	return s
 }
 
-// quoteLabel shows a path as is when it is plain, else quoted, so that a
-// name with a newline cannot fake a diff line.
-func quoteLabel(p string) string {
-	if strings.IndexFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f || r == '"' || r == '\\' }) < 0 {
-		return p
+// readLimited reads r whole up to DiffLimit bytes; big says there was more.
+func readLimited(r io.Reader) (data []byte, big bool, err error) {
+	if r == nil {
+		return nil, false, nil
 	}
-	return fmt.Sprintf("%q", p)
-}
-
-// WriteUnified writes the unified diff of old and new (lines of text)
-// with the file labels from and to: nothing when they are equal.
-func WriteUnified(w io.Writer, from, to string, old, new []byte) error {
-	a, b := splitLines(old), splitLines(new)
-	ops, err := diffLines(a, b)
+	data, err = io.ReadAll(io.LimitReader(r, DiffLimit+1))
 	if err != nil {
-		_, err := fmt.Fprintf(w, "Files differ: %s (too many changed lines to diff)\n", quoteLabel(to))
-		return err
+		return nil, false, err
 	}
-	hunks := hunksOf(ops, len(a), len(b))
-	if len(hunks) == 0 {
-		return nil
+	if len(data) > DiffLimit {
+		return nil, true, nil
 	}
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "--- %s\n+++ %s\n", quoteLabel(from), quoteLabel(to))
-	for _, h := range hunks {
-		fmt.Fprintf(&buf, "@@ -%s +%s @@\n", hunkRange(h.a0, h.a1), hunkRange(h.b0, h.b1))
-		for _, o := range ops[h.o0:h.o1] {
-			var l string
-			if o.kind == '+' {
-				l = b[o.b]
-			} else {
-				l = a[o.a]
-			}
-			buf.WriteByte(o.kind)
-			buf.WriteString(l)
-			if !strings.HasSuffix(l, "\n") {
-				buf.WriteString("\n\\ No newline at end of file\n")
-			}
-		}
-	}
-	_, err = w.Write(buf.Bytes())
-	return err
+	return data, false, nil
 }
 
-// hunkRange is a hunk's "start,count" for lines [lo, hi) (1-based start;
-// an empty range starts at the line before it).
-func hunkRange(lo, hi int) string {
-	if hi-lo == 1 {
-		return fmt.Sprint(lo + 1)
-	}
-	if hi == lo {
-		return fmt.Sprintf("%d,0", lo)
-	}
-	return fmt.Sprintf("%d,%d", lo+1, hi-lo)
-}
+func isBinary(b []byte) bool { return bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 }
 
+// splitLines splits after each newline; the last line may lack one.
 func splitLines(b []byte) []string {
-	if len(b) == 0 {
-		return nil
-	}
-	s := string(b)
 	var out []string
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			out = append(out, s)
+			out = append(out, string(b))
 			break
 		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
+		out = append(out, string(b[:i+1]))
+		b = b[i+1:]
 	}
 	return out
 }
 
-// op is one line of an edit script: ' ' both, '-' only a (index a), '+'
-// only b (index b).
+// op is one line of an edit script: ' ' kept, '-' deleted, '+' inserted.
 type op struct {
 	kind byte
-	a, b int
+	line string
 }
 
-// maxEdits bounds the edit distance diffLines searches (its memory grows
-// with its square).
-const maxEdits = 4000
-
-var errTooManyEdits = errors.New("too many changed lines")
-
-// diffLines is a shortest edit script from a to b (Myers' algorithm).
-func diffLines(a, b []string) ([]op, error) {
-	n, m := len(a), len(b)
-	max := n + m
-	if max == 0 {
-		return nil, nil
-	}
-	off := max + 1
-	v := make([]int, 2*max+3)
-	var trace [][]int
-	for d := 0; d <= max; d++ {
-		if d > maxEdits {
-			return nil, errTooManyEdits
-		}
-		trace = append(trace, append([]int(nil), v...))
-		for k := -d; k <= d; k += 2 {
-			var x int
-			if k == -d || k != d && v[off+k-1] < v[off+k+1] {
-				x = v[off+k+1]
-			} else {
-				x = v[off+k-1] + 1
-			}
-			y := x - k
-			for x < n && y < m && a[x] == b[y] {
-				x++
-				y++
-			}
-			v[off+k] = x
-			if x >= n && y >= m {
-				return backtrack(trace, a, b, off, d), nil
-			}
+// unified writes the unified diff of x to y (diff -u's format, with
+// "\ No newline at end of file" where a last line lacks one).
+func unified(w *bufio.Writer, a, b string, x, y []string) {
+	ops := editScript(x, y)
+	changed := false
+	for _, o := range ops {
+		if o.kind != ' ' {
+			changed = true
+			break
 		}
 	}
-	return nil, errTooManyEdits
-}
-
-// backtrack walks the saved frontiers back from (len a, len b).
-func backtrack(trace [][]int, a, b []string, off, dEnd int) []op {
-	x, y := len(a), len(b)
-	var rev []op
-	for d := dEnd; d > 0; d-- {
-		v := trace[d]
-		k := x - y
-		var pk int
-		if k == -d || k != d && v[off+k-1] < v[off+k+1] {
-			pk = k + 1
-		} else {
-			pk = k - 1
-		}
-		px := v[off+pk]
-		py := px - pk
-		for x > px && y > py {
-			x--
-			y--
-			rev = append(rev, op{' ', x, y})
-		}
-		if x == px {
-			y--
-			rev = append(rev, op{'+', x, y})
-		} else {
-			x--
-			rev = append(rev, op{'-', x, y})
-		}
+	if !changed {
+		return
 	}
-	for x > 0 && y > 0 {
-		x--
-		y--
-		rev = append(rev, op{' ', x, y})
-	}
-	out := make([]op, len(rev))
-	for i := range rev {
-		out[i] = rev[len(rev)-1-i]
-	}
-	return out
-}
-
-// hunk is a stretch of ops [o0, o1) covering lines [a0, a1) and [b0, b1).
-type hunk struct{ o0, o1, a0, a1, b0, b1 int }
-
-// hunksOf groups the changes with diffContext lines around them.
-func hunksOf(ops []op, na, nb int) []hunk {
-	var hs []hunk
+	fmt.Fprintf(w, "--- %s\n+++ %s\n", a, b)
+	// Hunks: runs of changes with up to 2*diffContext kept lines between.
 	for i := 0; i < len(ops); {
 		if ops[i].kind == ' ' {
 			i++
 			continue
 		}
 		start := max(i-diffContext, 0)
-		if len(hs) > 0 && start <= hs[len(hs)-1].o1 {
-			start = hs[len(hs)-1].o0
-			hs = hs[:len(hs)-1]
-		}
 		end := i
 		for end < len(ops) {
 			if ops[end].kind != ' ' {
 				end++
 				continue
 			}
-			run := end
-			for run < len(ops) && ops[run].kind == ' ' {
-				run++
+			k := end
+			for k < len(ops) && ops[k].kind == ' ' {
+				k++
 			}
-			if run-end > 2*diffContext || run == len(ops) {
+			if k == len(ops) || k-end > 2*diffContext {
 				end = min(end+diffContext, len(ops))
 				break
 			}
-			end = run
+			end = k
 		}
-		h := hunk{o0: start, o1: end}
-		h.a0, h.b0 = posOf(ops, start, na, nb)
-		h.a1, h.b1 = posOf(ops, end, na, nb)
-		hs = append(hs, h)
+		writeHunk(w, ops, start, end)
 		i = end
 	}
-	return hs
 }
 
-// posOf is the line of a and of b where op i starts.
-func posOf(ops []op, i, na, nb int) (int, int) {
-	if i >= len(ops) {
-		return na, nb
+func writeHunk(w *bufio.Writer, ops []op, start, end int) {
+	// Line numbers: count the old and new lines before start.
+	oldLine, newLine := 1, 1
+	for _, o := range ops[:start] {
+		if o.kind != '+' {
+			oldLine++
+		}
+		if o.kind != '-' {
+			newLine++
+		}
 	}
-	return ops[i].a, ops[i].b
+	oldN, newN := 0, 0
+	for _, o := range ops[start:end] {
+		if o.kind != '+' {
+			oldN++
+		}
+		if o.kind != '-' {
+			newN++
+		}
+	}
+	fmt.Fprintf(w, "@@ -%s +%s @@\n", hunkRange(oldLine, oldN), hunkRange(newLine, newN))
+	for _, o := range ops[start:end] {
+		w.WriteByte(o.kind)
+		w.WriteString(o.line)
+		if !strings.HasSuffix(o.line, "\n") {
+			w.WriteString("\n\\ No newline at end of file\n")
+		}
+	}
+}
+
+// hunkRange is diff -u's "start,count" (start is the line before an
+// empty range; ",1" is left out).
+func hunkRange(start, n int) string {
+	switch n {
+	case 0:
+		return fmt.Sprintf("%d,0", start-1)
+	case 1:
+		return strconv.Itoa(start)
+	}
+	return fmt.Sprintf("%d,%d", start, n)
+}
+
+// editScript is a shortest edit script from x to y (Myers' O(ND)
+// algorithm) after the common head and tail; beyond maxEdits the middle
+// is shown replaced whole.
+func editScript(x, y []string) []op {
+	head := 0
+	for head < len(x) && head < len(y) && x[head] == y[head] {
+		head++
+	}
+	tail := 0
+	for tail < len(x)-head && tail < len(y)-head && x[len(x)-1-tail] == y[len(y)-1-tail] {
+		tail++
+	}
+	var ops []op
+	for _, l := range x[:head] {
+		ops = append(ops, op{' ', l})
+	}
+	mx, my := x[head:len(x)-tail], y[head:len(y)-tail]
+	if mid, ok := myers(mx, my); ok {
+		ops = append(ops, mid...)
+	} else {
+		for _, l := range mx {
+			ops = append(ops, op{'-', l})
+		}
+		for _, l := range my {
+			ops = append(ops, op{'+', l})
+		}
+	}
+	for _, l := range x[len(x)-tail:] {
+		ops = append(ops, op{' ', l})
+	}
+	return ops
+}
+
+// myers is the shortest edit script from x to y, or false when it has
+// more than maxEdits edits.
+func myers(x, y []string) ([]op, bool) {
+	n, m := len(x), len(y)
+	maxD := min(n+m, maxEdits)
+	off := maxD + 1
+	v := make([]int, 2*maxD+3)
+	var trace [][]int // trace[d] = v[-d..d] before step d's moves
+	for d := 0; d <= maxD; d++ {
+		snap := make([]int, 2*d+1)
+		copy(snap, v[off-d:off+d+1])
+		trace = append(trace, snap)
+		for k := -d; k <= d; k += 2 {
+			var i int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				i = v[off+k+1] // down: an insertion
+			} else {
+				i = v[off+k-1] + 1 // right: a deletion
+			}
+			j := i - k
+			for i < n && j < m && x[i] == y[j] {
+				i, j = i+1, j+1
+			}
+			v[off+k] = i
+			if i >= n && j >= m {
+				return backtrack(x, y, trace, d, k, i), true
+			}
+		}
+	}
+	return nil, false
+}
+
+// backtrack walks the trace from the end (step d, diagonal k, x index
+// i) back to the start and returns the edit script in order.
+func backtrack(x, y []string, trace [][]int, d, k, i int) []op {
+	var rev []op
+	j := i - k
+	for ; d > 0; d-- {
+		prev := trace[d] // v before step d: diagonals -d..d at 0..2d
+		at := func(k int) int { return prev[k+d] }
+		down := k == -d || (k != d && at(k-1) < at(k+1))
+		pk := k - 1
+		if down {
+			pk = k + 1
+		}
+		pi := at(pk)
+		pj := pi - pk
+		mi := pi // where the step's move ended, before its snake
+		if !down {
+			mi = pi + 1
+		}
+		for i > mi {
+			rev = append(rev, op{' ', x[i-1]})
+			i, j = i-1, j-1
+		}
+		if down {
+			rev = append(rev, op{'+', y[pj]})
+		} else {
+			rev = append(rev, op{'-', x[pi]})
+		}
+		i, j, k = pi, pj, pk
+	}
+	for i > 0 {
+		rev = append(rev, op{' ', x[i-1]})
+		i--
+	}
+	for l, r := 0, len(rev)-1; l < r; l, r = l+1, r-1 {
+		rev[l], rev[r] = rev[r], rev[l]
+	}
+	return rev
 }

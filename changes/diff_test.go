@@ -3,7 +3,7 @@ package changes
 import (
 	"bytes"
 	"fmt"
-	"math/rand"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,95 +11,254 @@ import (
 	"testing"
 )
 
-// TestWriteUnifiedAgainstDiff checks WriteUnified against GNU diff -u as
-// the oracle, on hand-made and random pairs of texts.
-func TestWriteUnifiedAgainstDiff(t *testing.T) {
-	for _, tool := range []string{"diff", "patch"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s(1) is not installed", tool)
-		}
+// lcs is the length of a longest common subsequence (the slow, sure way).
+func lcs(x, y []string) int {
+	t := make([][]int, len(x)+1)
+	for i := range t {
+		t[i] = make([]int, len(y)+1)
 	}
-	cases := [][2]string{
-		{"", "a\n"},
-		{"a\n", ""},
-		{"a\nb\nc\n", "a\nB\nc\n"},
-		{"a\nb\nc\n", "a\nb\nc"},
-		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\n15\n", "1\n2\nx\n4\n5\n6\n7\n8\n9\n10\n11\n12\ny\n14\n15\n"},
-		{"1\n2\n3\n4\n5\n6\n7\n8\n", "1\n2\n3\nx\n5\n6\n7\ny\n"},
-		{"same\n", "same\n"},
-	}
-	r := rand.New(rand.NewSource(1))
-	for i := 0; i < 60; i++ {
-		var a, b []string
-		for j := 0; j < r.Intn(40); j++ {
-			a = append(a, fmt.Sprintf("l%d\n", r.Intn(8)))
-		}
-		b = append(b, a...)
-		for j := 0; j < r.Intn(6); j++ {
-			if len(b) > 0 && r.Intn(2) == 0 {
-				k := r.Intn(len(b))
-				b = append(b[:k], b[k+1:]...)
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				t[i][j] = t[i+1][j+1] + 1
 			} else {
-				k := r.Intn(len(b) + 1)
-				b = append(b[:k], append([]string{fmt.Sprintf("n%d\n", r.Intn(8))}, b[k:]...)...)
+				t[i][j] = max(t[i+1][j], t[i][j+1])
 			}
 		}
-		cases = append(cases, [2]string{strings.Join(a, ""), strings.Join(b, "")})
 	}
-	dir := t.TempDir()
-	for i, c := range cases {
-		fa, fb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-		os.WriteFile(fa, []byte(c[0]), 0o644)
-		os.WriteFile(fb, []byte(c[1]), 0o644)
-		out, _ := exec.Command("diff", "-u", "--label", "a/f", "--label", "b/f", fa, fb).Output()
-		var got bytes.Buffer
-		if err := WriteUnified(&got, "a/f", "b/f", []byte(c[0]), []byte(c[1])); err != nil {
+	return t[0][0]
+}
+
+// TestEditScript: the script turns x into y with the fewest edits.
+func TestEditScript(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	gen := func() []string {
+		out := make([]string, r.IntN(12))
+		for i := range out {
+			out[i] = string(rune('a'+r.IntN(3))) + "\n"
+		}
+		return out
+	}
+	for n := 0; n < 3000; n++ {
+		x, y := gen(), gen()
+		ops := editScript(x, y)
+		var gx, gy []string
+		edits := 0
+		for _, o := range ops {
+			if o.kind != '+' {
+				gx = append(gx, o.line)
+			}
+			if o.kind != '-' {
+				gy = append(gy, o.line)
+			}
+			if o.kind != ' ' {
+				edits++
+			}
+		}
+		if strings.Join(gx, "") != strings.Join(x, "") || strings.Join(gy, "") != strings.Join(y, "") {
+			t.Fatalf("%q -> %q: script %q does not rebuild them", x, y, ops)
+		}
+		if want := len(x) + len(y) - 2*lcs(x, y); edits != want {
+			t.Fatalf("%q -> %q: %d edits, the fewest is %d", x, y, edits, want)
+		}
+	}
+	// Beyond maxEdits: the middle replaced whole, still right.
+	var x, y []string
+	for i := range maxEdits + 10 {
+		x = append(x, fmt.Sprintf("x%d\n", i))
+		y = append(y, fmt.Sprintf("y%d\n", i))
+	}
+	ops := editScript(append([]string{"same\n"}, x...), append([]string{"same\n"}, y...))
+	if len(ops) != 1+2*len(x) || ops[0].kind != ' ' || ops[1].kind != '-' || ops[len(ops)-1].kind != '+' {
+		t.Errorf("a big rewrite: %d ops", len(ops))
+	}
+}
+
+func diffOf(t *testing.T, c Change, old, new []byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	var o, n *bytes.Reader
+	if old != nil {
+		o = bytes.NewReader(old)
+	}
+	if new != nil {
+		n = bytes.NewReader(new)
+	}
+	var err error
+	switch {
+	case o == nil && n == nil:
+		err = WriteDiff(&b, c, nil, nil)
+	case o == nil:
+		err = WriteDiff(&b, c, nil, n)
+	case n == nil:
+		err = WriteDiff(&b, c, o, nil)
+	default:
+		err = WriteDiff(&b, c, o, n)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestWriteDiff(t *testing.T) {
+	file := Stamp{Exists: true, Mode: 0o100644}
+	lines := func(n int, change map[int]string) []byte {
+		var b strings.Builder
+		for i := 1; i <= n; i++ {
+			if s, ok := change[i]; ok {
+				b.WriteString(s)
+				continue
+			}
+			fmt.Fprintf(&b, "line %d\n", i)
+		}
+		return []byte(b.String())
+	}
+	for _, tc := range []struct {
+		name     string
+		c        Change
+		old, new []byte
+		want     string
+	}{
+		{
+			name: "modified",
+			c:    Change{Entry: Entry{Path: "src/a.go", Kind: Modified, Type: TypeFile, Mode: "0644"}, Base: file},
+			old:  lines(20, nil), new: lines(20, map[int]string{5: "five\n", 18: ""}),
+			want: "--- a/src/a.go\n+++ b/src/a.go\n@@ -2,7 +2,7 @@\n line 2\n line 3\n line 4\n-line 5\n+five\n line 6\n line 7\n line 8\n" +
+				"@@ -15,6 +15,5 @@\n line 15\n line 16\n line 17\n-line 18\n line 19\n line 20\n",
+		},
+		{
+			name: "created",
+			c:    Change{Entry: Entry{Path: "new.txt", Kind: Created, Type: TypeFile, Mode: "0644"}},
+			new:  []byte("a\nb"),
+			want: "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n\\ No newline at end of file\n",
+		},
+		{
+			name: "deleted",
+			c:    Change{Entry: Entry{Path: "old.txt", Kind: Deleted, Type: TypeFile}, Base: file},
+			old:  []byte("gone\n"),
+			want: "--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-gone\n",
+		},
+		{
+			name: "created empty",
+			c:    Change{Entry: Entry{Path: "empty", Kind: Created, Type: TypeFile, Mode: "0644"}},
+			new:  []byte{},
+			want: "",
+		},
+		{
+			name: "binary",
+			c:    Change{Entry: Entry{Path: "x.bin", Kind: Modified, Type: TypeFile, Mode: "0644"}, Base: file},
+			old:  []byte("a\x00b"), new: []byte("a\x00bc"),
+			want: "Binary files a/x.bin and b/x.bin differ (3 -> 4 bytes)\n",
+		},
+		{
+			name: "too big",
+			c:    Change{Entry: Entry{Path: "big", Kind: Modified, Type: TypeFile, Mode: "0644"}, Base: file},
+			old:  []byte("a\n"), new: bytes.Repeat([]byte("b\n"), DiffLimit),
+			want: fmt.Sprintf("Files a/big and b/big differ (too large to compare by lines: over %d bytes)\n", DiffLimit),
+		},
+		{
+			name: "modified and chmod",
+			c:    Change{Entry: Entry{Path: "run.sh", Kind: Modified, Type: TypeFile, Mode: "0755"}, Base: file},
+			old:  []byte("echo\n"), new: []byte("echo hi\n"),
+			want: "mode of b/run.sh: 0644 -> 0755\n--- a/run.sh\n+++ b/run.sh\n@@ -1 +1 @@\n-echo\n+echo hi\n",
+		},
+		{
+			name: "mode",
+			c:    Change{Entry: Entry{Path: "run.sh", Kind: ModeChanged, Type: TypeFile, Mode: "0755"}, Base: file},
+			want: "mode of b/run.sh: 0644 -> 0755\n",
+		},
+		{
+			name: "new directory",
+			c:    Change{Entry: Entry{Path: "d", Kind: Created, Type: TypeDir, Mode: "0755"}},
+			want: "new directory b/d mode 0755\n",
+		},
+		{
+			name: "deleted directory",
+			c:    Change{Entry: Entry{Path: "d", Kind: Deleted, Type: TypeDir}, Base: Stamp{Exists: true, Mode: 0o40755}},
+			want: "deleted directory a/d (and everything in it)\n",
+		},
+		{
+			name: "symlink",
+			c:    Change{Entry: Entry{Path: "l", Kind: Symlink, Type: TypeSymlink, Target: "../t"}},
+			want: "symlink b/l -> ../t\n",
+		},
+		{
+			name: "file to directory",
+			c:    Change{Entry: Entry{Path: "f", Kind: TypeChanged, Type: TypeDir, Mode: "0755"}, Base: file},
+			want: "type of b/f: file -> dir\n",
+		},
+		{
+			name: "directory to file",
+			c:    Change{Entry: Entry{Path: "f", Kind: TypeChanged, Type: TypeFile, Mode: "0644"}, Base: Stamp{Exists: true, Mode: 0o40755}},
+			new:  []byte("x\n"),
+			want: "type of b/f: dir -> file\n--- /dev/null\n+++ b/f\n@@ -0,0 +1 @@\n+x\n",
+		},
+		{
+			name: "hard link",
+			c:    Change{Entry: Entry{Path: "b", Kind: Created, Type: TypeFile, Mode: "0644", Link: "a"}},
+			new:  []byte("x\n"),
+			want: "hard link b/b to b/a\n",
+		},
+		{
+			name: "fifo",
+			c:    Change{Entry: Entry{Path: "p", Kind: Created, Type: TypeFIFO, Mode: "0644", Skipped: "a FIFO: special files are not applied"}},
+			want: "new fifo b/p (not applied: a FIFO: special files are not applied)\n",
+		},
+		{
+			name: "protected",
+			c:    Change{Entry: Entry{Path: ".git/hooks/pre-commit", Kind: Created, Type: TypeFile, Mode: "0755", Protected: true}},
+			new:  []byte("evil\n"),
+			want: "b/.git/hooks/pre-commit (protected: apply does not write it)\n--- /dev/null\n+++ b/.git/hooks/pre-commit\n@@ -0,0 +1 @@\n+evil\n",
+		},
+		{
+			name: "quoted name",
+			c:    Change{Entry: Entry{Path: "new\nline", Kind: Created, Type: TypeFile, Mode: "0644"}},
+			new:  []byte("x\n"),
+			want: "--- /dev/null\n+++ \"b/new\\nline\"\n@@ -0,0 +1 @@\n+x\n",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := diffOf(t, tc.c, tc.old, tc.new); got != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWriteDiffPatch: GNU patch applies the diff and gets the new file.
+func TestWriteDiffPatch(t *testing.T) {
+	if _, err := exec.LookPath("patch"); err != nil {
+		t.Skip("no patch(1) on PATH")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	gen := func() []byte {
+		var b strings.Builder
+		for range r.IntN(60) {
+			fmt.Fprintf(&b, "%c%d\n", 'a'+r.IntN(4), r.IntN(3))
+		}
+		if r.IntN(4) == 0 {
+			b.WriteString("no newline")
+		}
+		return []byte(b.String())
+	}
+	d := t.TempDir()
+	for n := range 40 {
+		old, new := gen(), gen()
+		c := Change{Entry: Entry{Path: "f", Kind: Modified, Type: TypeFile, Mode: "0644"}, Base: Stamp{Exists: true, Mode: 0o100644}}
+		p := filepath.Join(d, "f")
+		if err := os.WriteFile(p, old, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		// Both are shortest edit scripts: as many lines added and
-		// removed. Where several exist they may differ, so the patch
-		// is also applied to a, which must give b.
-		if counts(got.String()) != counts(string(out)) {
-			t.Errorf("case %d %q -> %q:\ngot:\n%s\ndiff -u:\n%s", i, c[0], c[1], got.String(), out)
-			continue
+		diff := diffOf(t, c, old, new)
+		cmd := exec.Command("patch", "-s", "-p1", "--no-backup-if-mismatch")
+		cmd.Dir, cmd.Stdin = d, strings.NewReader(diff)
+		if out, err := cmd.CombinedOutput(); err != nil && diff != "" {
+			t.Fatalf("case %d: patch: %v: %s\ndiff:\n%s", n, err, out, diff)
 		}
-		if got.Len() == 0 {
-			continue
-		}
-		os.WriteFile(filepath.Join(dir, "p"), got.Bytes(), 0o644)
-		os.WriteFile(fa, []byte(c[0]), 0o644)
-		if msg, err := exec.Command("patch", "-s", "-o", filepath.Join(dir, "out"), fa, filepath.Join(dir, "p")).CombinedOutput(); err != nil {
-			t.Errorf("case %d: patch: %v %s\n%s", i, err, msg, got.String())
-			continue
-		}
-		if res, _ := os.ReadFile(filepath.Join(dir, "out")); string(res) != c[1] {
-			t.Errorf("case %d: patched a is %q, want %q\n%s", i, res, c[1], got.String())
-		}
-	}
-}
-
-// counts are a unified diff's added and removed lines.
-func counts(s string) [2]int {
-	var n [2]int
-	for _, l := range strings.Split(s, "\n") {
-		switch {
-		case strings.HasPrefix(l, "---") || strings.HasPrefix(l, "+++"):
-		case strings.HasPrefix(l, "+"):
-			n[0]++
-		case strings.HasPrefix(l, "-"):
-			n[1]++
-		}
-	}
-	return n
-}
-
-func TestIsText(t *testing.T) {
-	for _, c := range []struct {
-		b    string
-		want bool
-	}{{"hello\n", true}, {"", true}, {"a\x00b", false}, {"\xff\xfe", false}, {"é\n", true}} {
-		if IsText([]byte(c.b)) != c.want {
-			t.Errorf("IsText(%q) = %v", c.b, !c.want)
+		got, _ := os.ReadFile(p)
+		if !bytes.Equal(got, new) {
+			t.Fatalf("case %d: patched file\n%q\nwant\n%q\ndiff:\n%s", n, got, new, diff)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // pending change set whose upper layer the test writes by hand, with the
 // []Change that Scan would have made of it.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	s       *Store
 	host    string
 	p       *Pending
@@ -46,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 	return newFixtureIn(t, newStore(t), host)
 }
 
-func newFixtureIn(t *testing.T, s *Store, host string) *fixture {
+func newFixtureIn(t testing.TB, s *Store, host string) *fixture {
 	t.Helper()
 	var st unix.Stat_t
 	must(t, unix.Stat(host, &st))
@@ -238,4 +238,11 @@ func readString(t testing.TB, p string) string {
 	b, err := os.ReadFile(p)
 	must(t, err)
 	return string(b)
+}
+
+func statOwner(t testing.TB, p string) int {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	must(t, err)
+	return int(fi.Sys().(*syscall.Stat_t).Uid)
 }

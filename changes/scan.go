@@ -10,350 +10,625 @@ import (
 	"os"
 	"path"
 	"slices"
-	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
 
-// Change is an Entry with what apply checks before it writes: the host
-// path's stamp when the run ended (its baseline).
+// Change is one entry of a change set with its baseline: what the host
+// path was when the run ended. The command could not change the lower
+// layer, so a Base that differs from the host at apply time means someone
+// else changed the path (a conflict).
 type Change struct {
 	Entry
 	Base Stamp `json:"base"`
 }
 
-// Scan lists the changes of one bind: upper is the overlay's upper layer
-// for it, lower the host directory that was its lower layer (an O_PATH
-// descriptor will do), bind its destination in the jail, protect the
-// run's protected names (IsProtected).
+// Overlay's own names in the upper layer (mounted with userxattr).
+const (
+	xattrOpaque   = "user.overlay.opaque"
+	xattrRedirect = "user.overlay.redirect"
+	xattrMetacopy = "user.overlay.metacopy"
+)
+
+// Scan lists what the command changed in one bind: upper is the bind's
+// upper layer directory, lower the host directory (the lower layer; an
+// O_PATH descriptor will do), bind its destination in the jail (written in
+// every Entry.Bind), protect the run's protected names (IsProtected).
 //
-// Only the upper layer is walked, and below a directory the command
-// removed and made again (opaque), the lower directory's names: the cost
-// is the change set's, never the tree's. The lower layer is reached
-// beneath lower without following a symlink or crossing a mount (the
-// overlay did not show other mounts either).
+// It walks only the upper layer, plus the lower listing of each directory
+// the command removed and made again (an opaque directory: the lower names
+// it no longer shows are deletions). Every lower path is reached by openat2
+// beneath lower with no symlink, magic link or mount crossed. The cost is
+// proportional to the upper layer, never to the host tree.
 //
-// What the upper layer holds that is no change is left out: a file
-// copied up because it was opened for writing, or whose owner or times
-// alone changed (a change of mtime alone is not reported), and a
-// directory copied up because something below it changed.
+// What an upper object means, compared with the lower path of the same name:
+//   - a whiteout (character device 0/0): Deleted, typed as the lower object;
+//     a deleted directory is one entry (its subtree is implied);
+//   - no lower path: Created (a symlink: kind Symlink); a new directory's
+//     contents are entries of their own;
+//   - another type: TypeChanged;
+//   - a regular file with other content (size, then sha256 or bytes):
+//     Modified; the same content with other permission bits: ModeChanged;
+//   - a symlink with another target: Symlink;
+//   - the same type, permission bits, content and target: no entry. A copy-up
+//     that changed nothing visible (open O_RDWR, touch, chown) is not a change:
+//     mtime-only, owner-only and xattr-only changes are not reported.
+//   - a directory that the lower layer has too (with the same mode) is only a
+//     container: no entry; an opaque one also deletes every lower name it
+//     does not show.
+//
+// FIFOs, sockets and devices are listed with Skipped set (apply does not
+// make special files); so are paths that cross a mount on the host (apply
+// does not either) and names that are not UTF-8 (JSON cannot keep them).
+// Hard links the upper layer holds between entries: the first Path (sorted)
+// is the file, the others name it in Link. Sparse files and user xattrs are
+// not reported: apply copies holes as holes and user.* xattrs (not
+// user.overlay.*) of every file it writes.
+//
+// Entries come sorted by Path (byte order), so a directory precedes what is
+// in it. Protected is set by IsProtected(Path, protect).
 func Scan(upper, lower *os.File, bind string, protect []string) ([]Change, error) {
-	s := &scanner{bind: bind, protect: protect, links: map[[2]uint64][]string{}, linkOf: map[string][2]uint64{}}
-	up, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", upper.Fd()), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	s := &scanner{bind: bind, buf: make([]byte, 64<<10)}
+	up, err := reopenDir(int(upper.Fd()), ".")
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: open the upper layer: %w", bind, err)
+		return nil, fmt.Errorf("scan the upper layer %s: %w (the change set's directory must be readable by the supervisor)", upper.Name(), err)
 	}
-	defer unix.Close(up)
-	lo, err := unix.Openat2(int(lower.Fd()), ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC})
+	low, err := openInLayer(int(lower.Fd()), ".", unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: open the host directory: %w", bind, err)
+		unix.Close(up)
+		return nil, fmt.Errorf("scan: open the host directory %s: %w", lower.Name(), err)
 	}
-	defer unix.Close(lo)
-	if err := s.dir("", up, lo, false); err != nil {
-		return nil, fmt.Errorf("scan %s: %w", bind, err)
+	err = s.dir(up, low, "", false)
+	unix.Close(up)
+	unix.Close(low)
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(s.out, func(i, j int) bool { return s.out[i].Path < s.out[j].Path })
-	s.hardLinks()
+	s.finish(protect)
 	return s.out, nil
 }
 
 type scanner struct {
-	bind    string
-	protect []string
-	out     []Change
-	// links are the names of the upper layer's regular files that have
-	// more than one, by device and inode; linkOf the other way round.
-	links  map[[2]uint64][]string
-	linkOf map[string][2]uint64
+	bind string
+	out  []Change
+	// ids[i] is the upper inode of out[i] when it is a regular file with
+	// more than one link (for Link), else the zero id.
+	ids []fileID
+	buf []byte // for reading files and directories, reused
 }
 
-// names lists a directory's entries, sorted.
-func names(fd int) ([]string, error) {
-	d, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+type fileID struct{ dev, ino uint64 }
+
+// finish sorts the entries and sets Link, Protected and the Skipped of
+// names JSON cannot keep.
+func (s *scanner) finish(protect []string) {
+	idx := make([]int, len(s.out))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(s.out[a].Path, s.out[b].Path) })
+	out := make([]Change, len(s.out))
+	first := map[fileID]string{}
+	for i, j := range idx {
+		out[i] = s.out[j]
+		c := &out[i]
+		c.Protected = IsProtected(c.Path, protect)
+		if !utf8.ValidString(c.Path) && c.Skipped == "" {
+			c.Skipped = "the name is not UTF-8: a change set keeps only UTF-8 names; copy it by hand"
+		}
+		// Only an entry apply writes can be what others link to.
+		if id := s.ids[j]; id != (fileID{}) && !c.Protected && c.Skipped == "" {
+			if p, ok := first[id]; ok {
+				c.Link = p
+			} else {
+				first[id] = c.Path
+			}
+		}
+	}
+	s.out, s.ids = out, nil
+}
+
+func (s *scanner) add(c Change, id fileID) {
+	c.Bind = s.bind
+	s.out = append(s.out, c)
+	s.ids = append(s.ids, id)
+}
+
+// dir scans the upper directory up (an open directory) at rel against the
+// lower directory low (an O_PATH directory, or -1 when the lower layer has
+// no directory there). opaque: the lower names up does not show were
+// deleted (the directory was removed and made again, or is inside one
+// that was: overlay marks only the directory made over a whiteout, and a
+// directory made inside it has no lower layer to merge).
+func (s *scanner) dir(up, low int, rel string, opaque bool) error {
+	names, err := readNames(up, s.buf)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("scan: list %q in the upper layer: %w", showRel(rel), err)
 	}
-	f := os.NewFile(uintptr(d), "dir")
-	defer f.Close()
-	n, err := f.Readdirnames(-1)
-	slices.Sort(n)
-	return n, err
-}
-
-// lowerAt opens name in the lower directory ld (-1: there is none) as
-// O_PATH without following a symlink or crossing a mount, and stats it:
-// -1 and a zero stat when it does not exist.
-func lowerAt(ld int, name string) (int, unix.Stat_t, error) {
-	var st unix.Stat_t
-	if ld < 0 {
-		return -1, st, nil
-	}
-	fd, err := unix.Openat2(ld, name, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		return -1, st, nil
-	case errors.Is(err, unix.EXDEV):
-		// Another file system mounted there: the overlay showed the
-		// directory beneath it, which the host cannot be asked about
-		// through this bind. Treated as absent.
-		return -1, st, nil
-	case err != nil:
-		return -1, st, fmt.Errorf("%s in the host directory: %w", name, err)
-	}
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, st, err
-	}
-	return fd, st, nil
-}
-
-// dir compares the upper directory ud (rel below the bind) with the lower
-// one ld (-1: none); opaque: the command removed the lower one and made
-// this one, so the lower entries it lacks are deleted.
-func (s *scanner) dir(rel string, ud, ld int, opaque bool) error {
-	upNames, err := names(ud)
-	if err != nil {
-		return fmt.Errorf("%s: list the upper layer: %w", orDot(rel), err)
-	}
-	for _, name := range upNames {
-		if err := s.entry(path.Join(rel, name), name, ud, ld); err != nil {
+	slices.Sort(names)
+	for _, name := range names {
+		if err := s.entry(up, low, path.Join(rel, name), name, opaque); err != nil {
 			return err
 		}
 	}
-	if !opaque || ld < 0 {
+	if !opaque || low < 0 {
 		return nil
 	}
-	lowNames, err := names(ld)
+	lfd, err := reopenDir(low, ".")
 	if err != nil {
-		return fmt.Errorf("%s: list the host directory: %w", orDot(rel), err)
+		return fmt.Errorf("scan: list %q on the host: %w", showRel(rel), err)
 	}
-	for _, name := range lowNames {
-		if _, ok := slices.BinarySearch(upNames, name); ok {
+	lnames, err := readNames(lfd, s.buf)
+	unix.Close(lfd)
+	if err != nil {
+		return fmt.Errorf("scan: list %q on the host: %w", showRel(rel), err)
+	}
+	slices.Sort(lnames)
+	for _, name := range lnames {
+		if _, ok := slices.BinarySearch(names, name); ok {
 			continue
 		}
-		lf, lst, err := lowerAt(ld, name)
+		l, err := lstatBeneath(low, name)
 		if err != nil {
-			return err
+			return fmt.Errorf("scan: %q on the host: %w", showRel(path.Join(rel, name)), err)
 		}
-		if lf < 0 {
-			continue
+		if !l.exists && !l.mount {
+			continue // gone meanwhile: nothing to delete
 		}
-		err = s.add(path.Join(rel, name), Deleted, &lst, nil, lf, -1, "")
-		unix.Close(lf)
-		if err != nil {
+		if err := s.deleted(low, path.Join(rel, name), name, l); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func orDot(rel string) string {
-	if rel == "" {
-		return "."
-	}
-	return rel
+// lowerObj is what a lower path is.
+type lowerObj struct {
+	exists bool
+	mount  bool // another mount is there on the host
+	st     unix.Stat_t
 }
 
-// entry compares one name of an upper directory with the lower one.
-func (s *scanner) entry(rel, name string, ud, ld int) error {
-	var ust unix.Stat_t
-	if err := unix.Fstatat(ud, name, &ust, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("%s: stat in the upper layer: %w", rel, err)
+// lstatBeneath stats name in the lower directory dir: no symlink followed,
+// no mount crossed (mount is set instead).
+func lstatBeneath(dir int, name string) (lowerObj, error) {
+	fd, err := openInLayer(dir, name, unix.O_PATH)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return lowerObj{}, nil
+	case errors.Is(err, unix.EXDEV):
+		return lowerObj{mount: true}, nil
+	case err != nil:
+		return lowerObj{}, err
 	}
-	lf, lst, err := lowerAt(ld, name)
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return lowerObj{}, err
+	}
+	return lowerObj{exists: true, st: st}, nil
+}
+
+const mountSkip = "another file system is mounted here on the host: apply does not cross mounts; change it by hand"
+
+// deleted records the lower object name of dir (at rel) as deleted.
+func (s *scanner) deleted(dir int, rel, name string, l lowerObj) error {
+	c := Change{Entry: Entry{Path: rel, Kind: Deleted}}
+	if l.mount {
+		c.Type, c.Skipped = TypeDir, mountSkip
+		s.add(c, fileID{})
+		return nil
+	}
+	c.Type = typeOf(l.st.Mode)
+	base, err := s.base(dir, rel, name, l)
 	if err != nil {
 		return err
 	}
-	if lf >= 0 {
-		defer unix.Close(lf)
+	c.Base = base
+	s.add(c, fileID{})
+	return nil
+}
+
+// base is the Stamp of the lower object l (name in dir), with its sha256
+// when it is a regular file up to HashLimit.
+func (s *scanner) base(dir int, rel, name string, l lowerObj) (Stamp, error) {
+	if !l.exists {
+		return Stamp{}, nil
 	}
-	utype, ltype := ust.Mode&unix.S_IFMT, lst.Mode&unix.S_IFMT
-	if lf < 0 {
-		ltype = 0
-	}
-	switch {
-	case isWhiteout(&ust):
-		if lf < 0 {
-			return nil // nothing below to delete
+	b := stampOf(&l.st)
+	if l.st.Mode&unix.S_IFMT == unix.S_IFREG && l.st.Size <= HashLimit {
+		sum, err := hashBeneath(dir, name, &l.st, s.buf)
+		if errors.Is(err, unix.EACCES) {
+			// The supervisor cannot read it (nor could the command): no
+			// hash, size and times decide at apply.
+			return b, nil
 		}
-		return s.add(rel, Deleted, &lst, nil, lf, -1, "")
-	case utype == unix.S_IFDIR:
-		return s.subdir(rel, name, ud, &ust, lf, &lst, ltype)
+		if err != nil {
+			return Stamp{}, fmt.Errorf("scan: hash %q on the host: %w", showRel(rel), err)
+		}
+		b.SHA256 = sum
 	}
-	kind, err := fileKind(ud, name, &ust, lf, &lst, ltype)
-	if err != nil {
-		return fmt.Errorf("%s: %w", rel, err)
+	return b, nil
+}
+
+// entry scans the upper object name of up (at rel) against low.
+func (s *scanner) entry(up, low int, rel, name string, opaque bool) error {
+	var ust unix.Stat_t
+	if err := unix.Fstatat(up, name, &ust, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("scan: %q in the upper layer: %w", showRel(rel), err)
 	}
-	if kind == "" {
+	var l lowerObj
+	if low >= 0 {
+		var err error
+		if l, err = lstatBeneath(low, name); err != nil {
+			return fmt.Errorf("scan: %q on the host: %w", showRel(rel), err)
+		}
+	}
+	utype := ust.Mode & unix.S_IFMT
+	if utype == unix.S_IFCHR && ust.Rdev == 0 { // a whiteout
+		if l.exists || l.mount {
+			return s.deleted(low, rel, name, l)
+		}
+		return nil // hides nothing (the lower path went away meanwhile)
+	}
+	c := Change{Entry: Entry{Path: rel, Type: typeOf(ust.Mode), Mode: fmt.Sprintf("%04o", ust.Mode&07777)}}
+	if l.mount {
+		c.Kind, c.Skipped = TypeChanged, mountSkip
+		s.add(c, fileID{})
 		return nil
 	}
-	return s.add(rel, kind, &lst, &ust, lf, ud, name)
-}
-
-// subdir handles a directory of the upper layer.
-func (s *scanner) subdir(rel, name string, ud int, ust *unix.Stat_t, lf int, lst *unix.Stat_t, ltype uint32) error {
-	sub, err := unix.Openat(ud, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("%s: open in the upper layer: %w", rel, err)
+	var err error
+	if c.Base, err = s.base(low, rel, name, l); err != nil {
+		return err
 	}
-	defer unix.Close(sub)
-	var kind string
-	lowerDir := -1
+	ltype := l.st.Mode & unix.S_IFMT
+	same := l.exists && ltype == utype
+	sameMode := same && l.st.Mode&07777 == ust.Mode&07777
 	switch {
-	case lf < 0:
-		kind = Created
-	case ltype != unix.S_IFDIR:
-		kind = TypeChanged
-	default:
-		lowerDir = lf
-		if ust.Mode&07777 != lst.Mode&07777 {
-			kind = ModeChanged
-		}
+	case !l.exists && utype == unix.S_IFLNK:
+		c.Kind = Symlink
+	case !l.exists:
+		c.Kind = Created
+	case !same:
+		c.Kind = TypeChanged
 	}
-	if kind != "" {
-		if err := s.add(rel, kind, lst, ust, lf, ud, name); err != nil {
+	var id fileID
+	switch utype {
+	case unix.S_IFDIR:
+		return s.directory(up, low, rel, name, c, l, opaque, sameMode)
+	case unix.S_IFREG:
+		if err := s.file(up, low, rel, name, &c, &ust, l); err != nil {
 			return err
 		}
-	}
-	opaque := lowerDir >= 0 && isOpaque(sub)
-	return s.dir(rel, sub, lowerDir, opaque)
-}
-
-// isWhiteout says whether an upper object is overlayfs's mark of a
-// deleted path: a character device 0/0.
-func isWhiteout(st *unix.Stat_t) bool {
-	return st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0
-}
-
-// isOpaque says whether an upper directory hides the lower one's entries.
-func isOpaque(fd int) bool {
-	buf := make([]byte, 4)
-	n, err := unix.Fgetxattr(fd, "user.overlay.opaque", buf)
-	return err == nil && n >= 1 && (buf[0] == 'y' || buf[0] == 'x')
-}
-
-// fileKind is the kind of change of a non-directory upper object against
-// the lower one (ltype 0: none); "" when it is no change.
-func fileKind(ud int, name string, ust *unix.Stat_t, lf int, lst *unix.Stat_t, ltype uint32) (string, error) {
-	utype := ust.Mode & unix.S_IFMT
-	switch {
-	case ltype == 0:
-		if utype == unix.S_IFLNK {
-			return Symlink, nil
+		if ust.Nlink > 1 {
+			id = fileID{ust.Dev, ust.Ino}
 		}
-		return Created, nil
-	case ltype != utype:
-		return TypeChanged, nil
-	case utype == unix.S_IFLNK:
-		a, err := readlinkAt(ud, name)
+	case unix.S_IFLNK:
+		t, err := readlinkAt(up, name)
 		if err != nil {
-			return "", err
+			return fmt.Errorf("scan: read the symlink %q in the upper layer: %w", showRel(rel), err)
 		}
-		b, err := readlinkAt(lf, "")
-		if err != nil {
-			return "", err
-		}
-		if a != b {
-			return Symlink, nil
-		}
-		return "", nil
-	case utype == unix.S_IFREG:
-		same := ust.Size == lst.Size
+		c.Target = t
 		if same {
-			var err error
-			if same, err = sameContent(ud, name, lf); err != nil {
-				return "", err
+			lt, err := readlinkAt(low, name)
+			if err != nil {
+				return fmt.Errorf("scan: read the symlink %q on the host: %w", showRel(rel), err)
 			}
+			if lt != t {
+				c.Kind = Symlink
+			}
+			// A symlink's own mode is always 0777 on Linux: not a change.
 		}
-		switch {
-		case !same:
-			return Modified, nil
-		case ust.Mode&07777 != lst.Mode&07777:
-			return ModeChanged, nil
+	default: // FIFO, socket, device
+		c.Skipped = fmt.Sprintf("a %s: special files are not applied", describeType(c.Type))
+		if same && c.Kind == "" && (!sameMode || ust.Rdev != l.st.Rdev) {
+			c.Kind = TypeChanged
 		}
-		return "", nil
-	default: // a FIFO, socket or device made again
-		if ust.Mode&07777 != lst.Mode&07777 {
-			return ModeChanged, nil
-		}
-		return "", nil
 	}
+	if c.Kind == "" {
+		return nil
+	}
+	s.add(c, id)
+	return nil
 }
 
-func readlinkAt(dir int, name string) (string, error) {
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlinkat(dir, name, buf)
+// directory handles an upper directory: an entry when it is new, replaces
+// another type or has other permission bits, then its contents.
+func (s *scanner) directory(up, low int, rel, name string, c Change, l lowerObj, opaque, sameMode bool) error {
+	fd, restore, err := openUpper(up, name, c.Mode, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return "", fmt.Errorf("readlink: %w", err)
+		return fmt.Errorf("scan: open %q in the upper layer: %w (the change store must be the supervisor's: check its owner and modes)", showRel(rel), err)
 	}
-	return string(buf[:n]), nil
+	defer unix.Close(fd)
+	defer restore() // after the contents: looking them up needs search permission
+	if v, ok := getxattr(fd, xattrRedirect); ok {
+		return fmt.Errorf("scan: %q in the upper layer has a redirect (%s=%q): this overlay was mounted with redirect_dir, which tooljail does not use; the change set cannot be read", showRel(rel), xattrRedirect, v)
+	}
+	sub := -1
+	if c.Kind == "" { // the lower layer has a directory here too
+		if !sameMode {
+			c.Kind = ModeChanged
+		}
+		if v, _ := getxattr(fd, xattrOpaque); v == "y" {
+			opaque = true
+		}
+		if sub, err = openInLayer(low, name, unix.O_PATH|unix.O_DIRECTORY); err != nil {
+			return fmt.Errorf("scan: open %q on the host: %w", showRel(rel), err)
+		}
+		defer unix.Close(sub)
+	} else {
+		opaque = false
+	}
+	if c.Kind != "" {
+		s.add(c, fileID{})
+	}
+	return s.dir(fd, sub, rel, opaque)
 }
 
-// sameContent compares an upper file with the lower one byte for byte.
-func sameContent(ud int, name string, lf int) (bool, error) {
-	a, err := openFile(ud, name)
+// file fills c for an upper regular file: its size and hash, and the kind
+// when it replaces a lower regular file.
+func (s *scanner) file(up, low int, rel, name string, c *Change, ust *unix.Stat_t, l lowerObj) error {
+	c.Size = ust.Size
+	fd, restore, err := openUpper(up, name, c.Mode, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("scan: open %q in the upper layer: %w (the change store must be the supervisor's: check its owner and modes)", showRel(rel), err)
+	}
+	defer unix.Close(fd)
+	restore()
+	if _, ok := getxattr(fd, xattrMetacopy); ok {
+		return fmt.Errorf("scan: %q in the upper layer is a metacopy (its data is in the lower layer): this overlay was mounted with metacopy, which tooljail does not use; the change set cannot be read", showRel(rel))
+	}
+	if ust.Size <= HashLimit {
+		if c.SHA256, err = hashFD(fd, s.buf); err != nil {
+			return fmt.Errorf("scan: hash %q in the upper layer: %w", showRel(rel), err)
+		}
+	}
+	if c.Kind != "" || l.st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
+	switch {
+	case ust.Size != l.st.Size:
+		c.Kind = Modified
+	case ust.Size <= HashLimit:
+		if c.SHA256 != c.Base.SHA256 {
+			c.Kind = Modified
+		}
+	default:
+		eq, err := sameContent(fd, low, name, &l.st)
+		if errors.Is(err, unix.EACCES) {
+			eq, err = false, nil // cannot tell: say modified, apply's check is by size and times
+		}
+		if err != nil {
+			return fmt.Errorf("scan: compare %q with the host's: %w", showRel(rel), err)
+		}
+		if !eq {
+			c.Kind = Modified
+		}
+	}
+	if c.Kind == "" && l.st.Mode&07777 != ust.Mode&07777 {
+		c.Kind = ModeChanged
+	}
+	return nil
+}
+
+// sameContent compares the upper file fd with the lower file name of low
+// (lst its stat; too big to hash), byte by byte.
+func sameContent(fd, low int, name string, lst *unix.Stat_t) (bool, error) {
+	lfd, err := openLowerFile(low, name, lst)
 	if err != nil {
 		return false, err
 	}
-	defer a.Close()
-	b, err := reopen(lf)
-	if err != nil {
-		return false, err
+	defer unix.Close(lfd)
+	bufA, bufB := make([]byte, 1<<20), make([]byte, 1<<20)
+	for off := int64(0); ; {
+		n, err := preadFull(fd, bufA, off)
+		if err != nil {
+			return false, err
+		}
+		m, err := preadFull(lfd, bufB, off)
+		if err != nil {
+			return false, err
+		}
+		if n != m || !bytes.Equal(bufA[:n], bufB[:m]) {
+			return false, nil
+		}
+		if n < len(bufA) {
+			return true, nil
+		}
+		off += int64(n)
 	}
-	defer b.Close()
-	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+}
+
+// preadFull reads buf from fd at off until it is full or the file ends.
+func preadFull(fd int, buf []byte, off int64) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Pread(fd, buf[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// openUpper opens the upper object name of up (perm: its permission bits,
+// octal) for reading. The upper layer belongs to the change store: a
+// command that made a file or directory unreadable (chmod 000) made it
+// unreadable to an unprivileged supervisor too. The supervisor owns it
+// then, so it adds the owner's read bit (and search, for a directory)
+// while it reads; restore puts the mode back.
+func openUpper(up int, name, perm string, flags int) (fd int, restore func(), err error) {
+	nothing := func() {}
+	fd, err = openInLayer(up, name, flags)
+	if !errors.Is(err, unix.EACCES) {
+		return fd, nothing, err
+	}
+	mode := permBits(perm)
+	add := uint32(0o400)
+	if flags&unix.O_DIRECTORY != 0 {
+		add = 0o500
+	}
+	if mode&add == add || unix.Fchmodat(up, name, mode|add, 0) != nil {
+		return -1, nothing, err
+	}
+	fd, err2 := openInLayer(up, name, flags)
+	if err2 != nil {
+		unix.Fchmodat(up, name, mode, 0)
+		return -1, nothing, err
+	}
+	return fd, func() { unix.Fchmod(fd, mode) }, nil
+}
+
+// openInLayer opens rel below dir: no symlink or magic link followed
+// (the last component included), nothing outside dir, no mount crossed.
+func openInLayer(dir int, rel string, flags int) (int, error) {
 	for {
-		na, ea := io.ReadFull(a, ba)
-		nb, eb := io.ReadFull(b, bb)
-		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
-			return false, nil
+		fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
+			Flags:   uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC),
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+		})
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
 		}
-		if ea == io.EOF || ea == io.ErrUnexpectedEOF {
-			return eb == io.EOF || eb == io.ErrUnexpectedEOF, nil
-		}
-		if ea != nil {
-			return false, ea
-		}
-		if eb != nil {
-			return false, nil
-		}
+		return fd, err
 	}
 }
 
-func openFile(dir int, name string) (*os.File, error) {
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+// reopenDir opens the directory name of dir for reading its entries.
+func reopenDir(dir int, name string) (int, error) {
+	return openInLayer(dir, name, unix.O_RDONLY|unix.O_DIRECTORY)
+}
+
+// openLowerFile opens the lower regular file name of low for reading and
+// checks it is still the object lst describes.
+func openLowerFile(low int, name string, lst *unix.Stat_t) (int, error) {
+	fd, err := openInLayer(low, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
+		return -1, err
 	}
-	return os.NewFile(uintptr(fd), name), nil
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if st.Dev != lst.Dev || st.Ino != lst.Ino {
+		unix.Close(fd)
+		return -1, errors.New("replaced on the host while the change set was read; scan again")
+	}
+	return fd, nil
 }
 
-// reopen opens an O_PATH descriptor of a regular file for reading.
-func reopen(fd int) (*os.File, error) {
-	r, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+// hashBeneath is the sha256 of the lower regular file name of dir.
+func hashBeneath(dir int, name string, lst *unix.Stat_t, buf []byte) (string, error) {
+	fd, err := openLowerFile(dir, name, lst)
 	if err != nil {
-		return nil, fmt.Errorf("open the host's file: %w", err)
-	}
-	return os.NewFile(uintptr(r), "lower"), nil
-}
-
-// hashFile is the sha256 of a regular file up to HashLimit, "" above it.
-func hashFile(f *os.File, size int64) (string, error) {
-	if size > HashLimit {
-		return "", nil
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.LimitReader(f, HashLimit+1)); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	defer unix.Close(fd)
+	return hashFD(fd, buf)
 }
 
-// typeOf names a file type (Entry.Type).
+// hashFD is the sha256 of the file fd from its start (pread: the offset
+// is left alone), read through buf.
+func hashFD(fd int, buf []byte) (string, error) {
+	h := sha256.New()
+	for off := int64(0); ; {
+		n, err := unix.Pread(fd, buf, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if n == 0 {
+			return hex.EncodeToString(h.Sum(nil)), nil
+		}
+		h.Write(buf[:n])
+		off += int64(n)
+	}
+}
+
+// readNames lists the directory fd (its names, no stat), from its start,
+// through buf.
+func readNames(fd int, buf []byte) ([]string, error) {
+	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+			reclen := int(b[16]) | int(b[17])<<8
+			if reclen < 19 || reclen > len(b) {
+				return nil, errors.New("getdents returned a malformed record")
+			}
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if s := string(name); s != "." && s != ".." {
+				names = append(names, s)
+			}
+			b = b[reclen:]
+		}
+	}
+}
+
+// readlinkAt is the target of the symlink name in dir.
+func readlinkAt(dir int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// getxattr reads the xattr name of fd; ok is false when it is not set.
+func getxattr(fd int, name string) (string, bool) {
+	buf := make([]byte, 256)
+	for {
+		n, err := unix.Fgetxattr(fd, name, buf)
+		if err == unix.ERANGE {
+			buf = make([]byte, 2*len(buf))
+			continue
+		}
+		if err != nil {
+			return "", false
+		}
+		return string(buf[:n]), true
+	}
+}
+
+func stampOf(st *unix.Stat_t) Stamp {
+	return Stamp{Exists: true, Dev: st.Dev, Ino: st.Ino, Mode: st.Mode, Size: st.Size,
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
+}
+
+// typeOf is the Entry.Type of an st_mode.
 func typeOf(mode uint32) string {
 	switch mode & unix.S_IFMT {
 	case unix.S_IFREG:
@@ -371,175 +646,20 @@ func typeOf(mode uint32) string {
 	}
 }
 
-// add records one change: kind, the lower object (lst, lf; lf < 0 when
-// absent) and the upper one (ust in directory ud as name; nil for a
-// deletion).
-func (s *scanner) add(rel, kind string, lst, ust *unix.Stat_t, lf, ud int, name string) error {
-	c := Change{Entry: Entry{Bind: s.bind, Path: rel, Kind: kind}}
-	c.Base = stampOf(lst, lf >= 0)
-	if lf >= 0 && lst.Mode&unix.S_IFMT == unix.S_IFREG && kind != Created && kind != ModeChanged {
-		// What the set replaces or deletes: apply sees an edit made
-		// since by its content too.
-		f, err := reopen(lf)
-		if err != nil {
-			return fmt.Errorf("%s: %w", rel, err)
-		}
-		c.Base.SHA256, err = hashFile(f, lst.Size)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: hash the host's file: %w", rel, err)
-		}
+func describeType(t string) string {
+	switch t {
+	case TypeFIFO:
+		return "FIFO"
+	case TypeSocket:
+		return "socket"
 	}
-	if ust == nil {
-		c.Type = typeOf(lst.Mode)
-	} else {
-		c.Type = typeOf(ust.Mode)
-		c.Mode = fmt.Sprintf("%04o", ust.Mode&07777)
-		switch ust.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			c.Size = ust.Size
-			f, err := openFile(ud, name)
-			if err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-			c.SHA256, err = hashFile(f, ust.Size)
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("%s: hash: %w", rel, err)
-			}
-			if ust.Nlink > 1 {
-				k := [2]uint64{ust.Dev, ust.Ino}
-				s.links[k] = append(s.links[k], rel)
-				s.linkOf[rel] = k
-			}
-		case unix.S_IFLNK:
-			t, err := readlinkAt(ud, name)
-			if err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-			c.Target = t
-		case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
-			c.Skipped = "a " + c.Type + ": special files are not applied"
-		}
-	}
-	c.Protected = protectedChange(c.Entry, s.protect)
-	s.out = append(s.out, c)
-	return nil
+	return "device"
 }
 
-// hardLinks marks, among the names of one new file, all but the first in
-// Path order as links to it (s.out is sorted by then).
-func (s *scanner) hardLinks() {
-	first := map[[2]uint64]string{}
-	for k, paths := range s.links {
-		if len(paths) > 1 {
-			first[k] = slices.Min(paths)
-		}
+// showRel is rel for messages: the bind's root is ".".
+func showRel(rel string) string {
+	if rel == "" {
+		return "."
 	}
-	if len(first) == 0 {
-		return
-	}
-	for i := range s.out {
-		c := &s.out[i]
-		if k, ok := s.linkOf[c.Path]; ok {
-			if f, ok := first[k]; ok && f != c.Path {
-				c.Link = f
-			}
-		}
-	}
-}
-
-// stampOf is a host object's stamp (absent when !exists).
-func stampOf(st *unix.Stat_t, exists bool) Stamp {
-	if !exists {
-		return Stamp{}
-	}
-	return Stamp{
-		Exists: true, Dev: st.Dev, Ino: st.Ino, Mode: st.Mode, Size: st.Size,
-		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
-	}
-}
-
-// IsProtected says whether rel (a path relative to a bind) is one of the
-// protected names or below one: at the bind's root, or below one or two
-// directories (the repositories jail/protect.go looks for), and for the
-// names of a repository's git directory (".git/...", ".gitmodules") at
-// any depth, since a repository the command makes anywhere is one git
-// will run hooks from.
-func IsProtected(rel string, names []string) bool {
-	comps := strings.Split(rel, "/")
-	for _, n := range names {
-		m := strings.Split(n, "/")
-		for d := 0; d+len(m) <= len(comps); d++ {
-			if d > 2 && !anyDepth(n) {
-				break
-			}
-			if slices.Equal(comps[d:d+len(m)], m) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func anyDepth(name string) bool {
-	return strings.HasPrefix(name, ".git/") || name == ".gitmodules"
-}
-
-// protectedChange says whether applying e would write a protected path:
-// e's path is one or below one (IsProtected), or e deletes or replaces a
-// directory that holds where one would be.
-func protectedChange(e Entry, names []string) bool {
-	if IsProtected(e.Path, names) {
-		return true
-	}
-	if e.Kind != Deleted && e.Kind != TypeChanged {
-		return false
-	}
-	comps := strings.Split(e.Path, "/")
-	for _, n := range names {
-		m := strings.Split(n, "/")
-		for d := 0; d < len(comps); d++ {
-			if d > 2 && !anyDepth(n) {
-				break
-			}
-			tail := comps[d:]
-			if len(tail) < len(m) && slices.Equal(tail, m[:len(tail)]) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// Summarize is what a report lists of a set: its first MaxEntries
-// entries, the totals of all, and whether entries were left out.
-func Summarize(all []Change) (entries []Entry, t Totals, truncated bool) {
-	entries = []Entry{}
-	for _, c := range all {
-		if len(entries) < MaxEntries {
-			entries = append(entries, c.Entry)
-		} else {
-			truncated = true
-		}
-		t.Entries++
-		switch c.Kind {
-		case Created:
-			t.Created++
-		case Modified:
-			t.Modified++
-		case Deleted:
-			t.Deleted++
-		case TypeChanged:
-			t.TypeChanged++
-		case ModeChanged:
-			t.ModeChanged++
-		case Symlink:
-			t.Symlink++
-		}
-		if c.Type == TypeFile && c.Kind != Deleted && c.Kind != ModeChanged && c.Link == "" {
-			t.Bytes += c.Size
-		}
-	}
-	return entries, t, truncated
+	return rel
 }

@@ -357,7 +357,8 @@ func (p *Pending) Abort() error {
 // Finish scans each bind's upper layer against its host directory
 // (lowers, in the order of the binds) and keeps the set (Report.ID), or
 // removes it when nothing changed (StateEmpty). The layers must be
-// unmounted.
+// unmounted. On an error the set is still pending: Abort removes it
+// (else GC does, an hour on).
 func (p *Pending) Finish(run RunInfo, lowers []*os.File) (*Report, error) {
 	if len(lowers) != len(p.Upper) || len(run.Binds) != len(p.Upper) {
 		return nil, fmt.Errorf("change set %s: %d upper layers, %d host directories, %d binds", p.ID, len(p.Upper), len(lowers), len(run.Binds))
@@ -401,7 +402,7 @@ func (p *Pending) finishWith(run RunInfo, all []Change) (*Report, error) {
 	if len(set.Conflicts) > 0 {
 		set.State = StateConflict
 	}
-	if err := writeSet(p.dir, set); err != nil {
+	if err := writeSet(p.dir, set, true); err != nil {
 		return nil, fmt.Errorf("change set %s: %w", p.ID, err)
 	}
 	rep.ID, rep.State, rep.Conflicts = p.ID, set.State, set.Conflicts
@@ -415,25 +416,26 @@ func (p *Pending) finishWith(run RunInfo, all []Change) (*Report, error) {
 func duringRun(all []Change, started time.Time) []Conflict {
 	var out []Conflict
 	for _, c := range all {
-		if c.Base.Exists && c.Base.Ctime >= started.UnixNano() && c.Protected == false && c.Skipped == "" {
+		if c.Base.Exists && c.Base.Ctime >= started.UnixNano() && !c.Protected && c.Skipped == "" {
 			out = append(out, Conflict{Bind: c.Bind, Path: c.Path, Why: "changed on the host while the run went on"})
 		}
 	}
 	return out
 }
 
-// writeSet replaces dir/set.json atomically.
-func writeSet(dir *os.File, set *Set) error {
+// writeSet replaces dir/set.json atomically; durably when sync (not
+// needed where a synced journal redoes the write after a crash).
+func writeSet(dir *os.File, set *Set, sync bool) error {
 	b, err := json.MarshalIndent(set, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFileAt(int(dir.Fd()), setFile, append(b, '\n'))
+	return writeFileAt(int(dir.Fd()), setFile, append(b, '\n'), sync)
 }
 
-// writeFileAt writes name in dir through a temporary name, fsyncs and
-// renames it over, and fsyncs dir.
-func writeFileAt(dir int, name string, b []byte) error {
+// writeFileAt writes name in dir through a temporary name and renames it
+// over; with sync, it fsyncs the file first and dir after.
+func writeFileAt(dir int, name string, b []byte, sync bool) error {
 	tmp := name + ".tmp"
 	unix.Unlinkat(dir, tmp, 0)
 	fd, err := openBeneath(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, 0o600)
@@ -442,7 +444,7 @@ func writeFileAt(dir int, name string, b []byte) error {
 	}
 	f := os.NewFile(uintptr(fd), tmp)
 	_, err = f.Write(b)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -451,7 +453,7 @@ func writeFileAt(dir int, name string, b []byte) error {
 	if err == nil {
 		err = unix.Renameat(dir, tmp, dir, name)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = unix.Fsync(dir)
 	}
 	if err != nil {

@@ -151,10 +151,16 @@ func sameTree(t *testing.T, what string, a, b []manifestEntry, key func(manifest
 }
 
 // changesStore is a directory owned by u (the caller, not the workdir's
-// owner) whose missing child "changes" the store is made in.
+// owner) whose missing child "changes" the store is made in: below
+// TJ_CHANGES_BASE when set (the VM guests' scratch file system with
+// user.* xattrs, which their tmpfs lacks before Linux 6.6).
 func (u *user) changesStore(t *testing.T) string {
 	t.Helper()
-	d, err := os.MkdirTemp(base, "store-")
+	at := base
+	if b := os.Getenv("TJ_CHANGES_BASE"); b != "" {
+		at = b
+	}
+	d, err := os.MkdirTemp(at, "store-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -668,6 +668,9 @@ func summary(r *jail.Result) string {
 	if note := leftoverNote(r); note != "" {
 		parts = append(parts, note)
 	}
+	if note := changesNote(r); note != "" {
+		parts = append(parts, note)
+	}
 	if r.Stdout.Truncated || r.Stderr.Truncated {
 		parts = append(parts, fmt.Sprintf("output over the limit of %d bytes dropped", r.Limits.OutputLimitBytes))
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
 )
@@ -65,4 +66,52 @@ func leftoverNote(r *jail.Result) string {
 		return "killed 1 background process still running when the command exited"
 	}
 	return fmt.Sprintf("killed %d background processes still running when the command exited", *n)
+}
+
+// changesNote says what became of the run's changes (--changes): the id
+// to review and what to do with it, what was applied, or why nothing was
+// recorded.
+func changesNote(r *jail.Result) string {
+	c := r.Changes
+	if c == nil {
+		return ""
+	}
+	if c.State == changes.StateFailed {
+		return "changes: " + c.Error
+	}
+	if !c.Recorded {
+		return c.Reason
+	}
+	t := c.Totals
+	counts := fmt.Sprintf("%d (%d created, %d modified, %d deleted", t.Entries, t.Created, t.Modified, t.Deleted)
+	if n := t.TypeChanged + t.ModeChanged + t.Symlink; n > 0 {
+		counts += fmt.Sprintf(", %d other", n)
+	}
+	counts += ")"
+	switch c.State {
+	case changes.StateKept:
+		return fmt.Sprintf("changes kept for review: %s, id %s: tooljail changes diff|apply|discard %s", counts, c.ID, c.ID)
+	case changes.StateConflict:
+		return fmt.Sprintf("changes NOT applied: %d path(s) changed on the host meanwhile (%s); kept as %s: tooljail changes diff|apply --force|discard %s", len(c.Conflicts), conflictPaths(c.Conflicts), c.ID, c.ID)
+	case changes.StateApplied:
+		return "changes applied: " + counts
+	case changes.StateFailed:
+		return "changes: " + c.Error
+	}
+	if c.Error != "" {
+		return "changes: " + c.Error
+	}
+	return ""
+}
+
+func conflictPaths(cs []changes.Conflict) string {
+	var out []string
+	for i, c := range cs {
+		if i == 3 {
+			out = append(out, fmt.Sprintf("and %d more", len(cs)-3))
+			break
+		}
+		out = append(out, quotePath(c.Path))
+	}
+	return strings.Join(out, ", ")
 }

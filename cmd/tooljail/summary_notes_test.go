@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail"
 )
 
@@ -47,6 +48,20 @@ func TestSummaryNotes(t *testing.T) {
 		}, Violations: []jail.Violation{{Kind: "network", Host: "10.0.0.1", Port: 443, Reason: "private address", Count: 1, Action: "denied"}}},
 			"1 network refusal(s): 10.0.0.1:443 (private address); " +
 				"5 upstream failure(s), allowed but not reached: pypi.org:443 (dns failed), up.example:8080 (connect failed), gone.example (lookup failed)"},
+		{"changes off", jail.Result{Status: jail.StatusExited}, ""},
+		{"changes kept", jail.Result{Status: jail.StatusExited, Changes: &changes.Report{Mode: changes.Review, Recorded: true, ID: "ab12", State: changes.StateKept,
+			Totals: changes.Totals{Entries: 4, Created: 1, Modified: 1, Deleted: 1, ModeChanged: 1}}},
+			"changes kept for review: 4 (1 created, 1 modified, 1 deleted, 1 other), id ab12: tooljail changes diff|apply|discard ab12"},
+		{"changes empty", jail.Result{Status: jail.StatusExited, Changes: &changes.Report{Mode: changes.Review, Recorded: true, State: changes.StateEmpty}}, ""},
+		{"changes applied", jail.Result{Status: jail.StatusExited, Changes: &changes.Report{Mode: changes.Record, Recorded: true, State: changes.StateApplied,
+			Totals: changes.Totals{Entries: 2, Created: 2}}}, "changes applied: 2 (2 created, 0 modified, 0 deleted)"},
+		{"changes conflict", jail.Result{Status: jail.StatusExited, Changes: &changes.Report{Mode: changes.Record, Recorded: true, ID: "cd34", State: changes.StateConflict,
+			Conflicts: []changes.Conflict{{Path: "a b"}, {Path: "c"}}}},
+			`changes NOT applied: 2 path(s) changed on the host meanwhile ("a b", c); kept as cd34: tooljail changes diff|apply --force|discard cd34`},
+		{"changes failed", jail.Result{Status: jail.StatusExited, Changes: &changes.Report{Mode: changes.Review, State: changes.StateFailed, Error: "recording the changes failed: x"}},
+			"changes: recording the changes failed: x"},
+		{"changes not recorded", jail.Result{Status: jail.StatusExited, Changes: &changes.Report{Mode: changes.Record, Reason: "changes were not recorded: old kernel"}},
+			"changes were not recorded: old kernel"},
 		{"all at once", jail.Result{Status: jail.StatusExited, KilledLeftoverProcesses: n(3),
 			FullMounts: []jail.FullMount{{Path: "/home/sandbox", SizeBytes: 64 << 20, Full: "space", RaiseWith: "home_size in the profile's [filesystem]"}},
 			Network:    []jail.NetworkEntry{{Proto: "connect", Host: "h", Port: 443, Decision: "connect failed", Count: 1}}},

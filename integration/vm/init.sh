@@ -57,6 +57,20 @@ ln -sf /proc/self/fd/0 /dev/stdin
 ln -sf /proc/self/fd/1 /dev/stdout
 ln -sf /proc/self/fd/2 /dev/stderr
 
+# overlayfs and loop are modules of the cloud kernels (run.sh ships them). /var/tmp is an
+# ext2 scratch file system on a loop device: a file system with user.* xattrs, which
+# tmpfs has only from Linux 6.6, for --changes' change stores (TJ_CHANGES_BASE).
+for m in /suite/modules/*.ko; do
+	[ -f "$m" ] && { insmod "$m" || fatal "insmod $m"; }
+done
+if [ -f /suite/modules/loop.ko ]; then
+	loopdev=$(losetup -f) && truncate -s 4G /scratch.img && losetup "$loopdev" /scratch.img &&
+		mke2fs -q "$loopdev" >/dev/null && mount -o nosuid,nodev "$loopdev" /var/tmp ||
+		fatal "ext2 scratch on /var/tmp"
+	chmod 1777 /var/tmp
+	echo "TJ_CHANGES_BASE=/var/tmp" >>/suite/env
+fi
+
 # Users: root, and nobody (65534) as the unprivileged suite user.
 cat >/etc/passwd <<'EOF'
 root:x:0:0:root:/root:/bin/sh

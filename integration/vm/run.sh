@@ -141,7 +141,8 @@ fetch_kernel() { # prints the directory holding vmlinuz for the series
 	ver=$(apt-cache policy "$pkg:$arch" | sed -n 's/^ *Candidate: //p')
 	[ -n "$ver" ] && [ "$ver" != "(none)" ] || die "no candidate version for $pkg"
 	dir="$cache/kernels/${pkg}_$ver"
-	if [ -f "$dir/vmlinuz" ]; then
+	# modules/: what the suites load (a cache from before they did is fetched again).
+	if [ -f "$dir/vmlinuz" ] && [ -d "$dir/modules" ]; then
 		echo "$dir"
 		return
 	fi
@@ -151,11 +152,19 @@ fetch_kernel() { # prints the directory holding vmlinuz for the series
 		{ rm -rf "$tmp"; die "apt-get download $pkg=$ver failed"; }
 	deb=$(ls "$tmp"/*.deb)
 	mkdir -p "$tmp/x"
-	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" --wildcards './boot/vmlinuz-*' './boot/config-*' ||
-		{ rm -rf "$tmp"; die "extract vmlinuz from $deb failed"; }
-	mkdir -p "$tmp/k"
+	# The cloud kernels build overlayfs and loop as modules: --changes needs the one,
+	# and on 6.1, whose tmpfs has no user.* xattrs, the other for an ext2 scratch
+	# file system to keep change stores on (init.sh loads them).
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" --wildcards './boot/vmlinuz-*' './boot/config-*' \
+		'*/kernel/fs/overlayfs/overlay.ko*' '*/kernel/drivers/block/loop.ko*' ||
+		{ rm -rf "$tmp"; die "extract vmlinuz and modules from $deb failed"; }
+	mkdir -p "$tmp/k/modules"
 	mv "$tmp"/x/boot/vmlinuz-* "$tmp/k/vmlinuz"
 	mv "$tmp"/x/boot/config-* "$tmp/k/config"
+	find "$tmp/x" -name '*.ko*' -exec mv {} "$tmp/k/modules/" \;
+	for m in "$tmp"/k/modules/*.ko.xz; do
+		[ -f "$m" ] && { xz -dq "$m" || { rm -rf "$tmp"; die "unxz $m failed"; }; }
+	done
 	echo "$pkg $ver" >"$tmp/k/package"
 	rm -rf "$dir"
 	mv "$tmp/k" "$dir"
@@ -198,6 +207,10 @@ mkdir -p "$root/bin" "$root/suite/bin" "$root/suite/files" "$root/dev" "$root/pr
 cp "$busybox" "$root/bin/busybox"
 install -m 0755 "$here/init.sh" "$root/init"
 install -m 0755 "$testbin" "$root/suite/bin/test"
+mkdir -p "$root/suite/modules"
+for m in "$kdir"/modules/*.ko; do
+	[ -f "$m" ] && install -m 0644 "$m" "$root/suite/modules/"
+done
 # runas is built once per source version (go is only needed when it changes).
 runas="$cache/runas-$arch-$(sha256sum <"$here/runas/main.go" | cut -c1-16)"
 if [ ! -x "$runas" ]; then
