@@ -281,6 +281,7 @@ var changeWant = []struct{ path, kind, typ, link string }{
 func seedChanges(t *testing.T, u *user) string {
 	t.Helper()
 	w := u.workdir(t)
+	privateHelper(t, w, u.dirUID, u.dirGID)
 	makeTree(t, u, w, changeSeed)
 	// makeTree writes 0755 files: the seed's are 0644 (chmod.sh changes).
 	for rel, data := range changeSeed {
@@ -291,6 +292,23 @@ func seedChanges(t *testing.T, u *user) string {
 		}
 	}
 	return w
+}
+
+// privateHelper makes w's tjhelper a copy of its own: the workdir's is a
+// hard link of one every test shares, whose ctime and owner other tests'
+// chowns change while a test checks its workdir untouched.
+func privateHelper(t *testing.T, w string, uid, gid int) {
+	t.Helper()
+	p := filepath.Join(w, "tjhelper")
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(helperBin, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, uid, gid); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // wantEntries are the entries the report must list for changeScript run
@@ -769,6 +787,7 @@ func TestChangesUnavailable(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		w, _, _ := noNSDirs(t, u)
 		uid, gid := noNSOwner(u)
+		privateHelper(t, w, uid, gid)
 		writeFile(t, filepath.Join(w, "mod.txt"), "old\n", 0o644)
 		os.Chown(filepath.Join(w, "mod.txt"), uid, gid)
 		store := u.changesStore(t)
@@ -875,6 +894,7 @@ exec ./tjhelper manifest .`, files)
 		for attempt := 0; attempt < 8 && partial == 0; attempt++ {
 			if fresh {
 				w = u.workdir(t)
+				privateHelper(t, w, u.dirUID, u.dirGID)
 				makeTree(t, u, w, seed)
 				before = hostManifest(t, w)
 				o, c, m := reviewRun(t, u, w, store, "review", script)
