@@ -217,15 +217,9 @@ func (s *Store) Close() error { return s.root.Close() }
 
 // openSet opens the set directory id (O_RDONLY) and takes its lock.
 func (s *Store) openSet(id string, wait bool) (*os.File, error) {
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	fd, err := openBeneath(int(s.root.Fd()), id, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("no change set %s in %s (`tooljail changes list` shows them)", id, s.dir)
-	}
+	fd, err := s.setDir(id)
 	if err != nil {
-		return nil, fmt.Errorf("change set %s: %w", id, err)
+		return nil, err
 	}
 	how := unix.LOCK_EX | unix.LOCK_NB
 	if wait {
@@ -481,17 +475,27 @@ func readSet(dir *os.File) (*Set, error) {
 	return &set, nil
 }
 
-// Get reads the change set id.
-func (s *Store) Get(id string) (*Set, error) {
+// setDir opens the directory of set id, which must be a valid id, without
+// its lock.
+func (s *Store) setDir(id string) (int, error) {
 	if err := checkID(id); err != nil {
-		return nil, err
+		return -1, err
 	}
 	fd, err := openBeneath(int(s.root.Fd()), id, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("no change set %s in %s (`tooljail changes list` shows them)", id, s.dir)
+		return -1, fmt.Errorf("no change set %s in %s (`tooljail changes list` shows them)", id, s.dir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("change set %s: %w", id, err)
+		return -1, fmt.Errorf("change set %s: %w", id, err)
+	}
+	return fd, nil
+}
+
+// Get reads the change set id.
+func (s *Store) Get(id string) (*Set, error) {
+	fd, err := s.setDir(id)
+	if err != nil {
+		return nil, err
 	}
 	dir := os.NewFile(uintptr(fd), path.Join(s.dir, id))
 	defer dir.Close()

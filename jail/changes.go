@@ -258,8 +258,9 @@ func (rc *runChanges) lowerOnly(mounts []Mount) []Mount {
 
 // openLayers opens the set's upper and work directories through root (the
 // init's root, "/proc/PID/root"): overlayfs takes layers only from the
-// mount namespace it is mounted in. Each must be the directory the store
-// made.
+// mount namespace it is mounted in. The store's path has no symlink (the
+// store resolved it), so none is followed; and each must be the very
+// directory the store made, by device and inode.
 func (rc *runChanges) openLayers(root string) error {
 	if !rc.active() {
 		return nil
@@ -270,16 +271,19 @@ func (rc *runChanges) openLayers(root string) error {
 	}
 	defer rf.Close()
 	open := func(made *os.File) (*os.File, error) {
-		o, err := hostpath.OpenIn(rf, made.Name(), hostpath.Options{})
+		fd, err := unix.Openat2(int(rf.Fd()), strings.TrimPrefix(made.Name(), "/"), &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("--changes: the change set's layer %s in the jail's mount namespace: %w", made.Name(), err)
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(int(made.Fd()), &st); err != nil || o.ID() != (hostpath.ID{Dev: uint64(st.Dev), Ino: st.Ino}) {
-			o.Close()
+		var was, is unix.Stat_t
+		if unix.Fstat(int(made.Fd()), &was) != nil || unix.Fstat(fd, &is) != nil || was.Dev != is.Dev || was.Ino != is.Ino {
+			unix.Close(fd)
 			return nil, fmt.Errorf("--changes: the change set's layer %s was replaced while the jail started", made.Name())
 		}
-		return o.File, nil
+		return os.NewFile(uintptr(fd), made.Name()), nil
 	}
 	for i := range rc.pending.Upper {
 		u, err := open(rc.pending.Upper[i])
