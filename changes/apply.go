@@ -184,6 +184,9 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 		return nil, &ConflictError{ID: id, Conflicts: conflicts}
 	}
 	res.Conflicts = conflicts
+	if err := a.readable(); err != nil {
+		return nil, fmt.Errorf("change set %s: nothing applied: %w", id, err)
+	}
 	if err := a.run(steps); err != nil {
 		rerr := a.rollback()
 		if rerr != nil {
@@ -197,6 +200,9 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 		return nil, fmt.Errorf("change set %s: applied, but cleaning up failed (the next open of the store finishes it): %w", id, err)
 	}
 	res.Applied = len(steps)
+	if err := a.finalModes(); err != nil {
+		return res, fmt.Errorf("change set %s: applied, but %w", id, err)
+	}
 	return res, nil
 }
 
@@ -211,6 +217,10 @@ type applier struct {
 	j       *os.File // the journal, when open for appending
 	jr      journal
 	euid    int
+	// closed are the directories an unprivileged apply made that their
+	// owner may not write or search: they get their mode once their
+	// children are in (finalModes).
+	closed []closedDir
 }
 
 type parentKey struct {
@@ -542,6 +552,9 @@ func syncFS(fd int) error {
 // do is step k.
 func (a *applier) do(k int, st step, placed map[parentKey]bool) error {
 	pfd, name, err := a.parent(st.Bind, st.Path)
+	if st.Op == opDelete && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
+		return nil // the check saw it: an earlier step removed a directory above it
+	}
 	if err != nil {
 		return err
 	}
@@ -643,7 +656,7 @@ func (a *applier) make(k int, st step, c Change, pfd int, name string, old *unix
 		if err != nil {
 			return id, err
 		}
-		return id, a.attrs(src, dst, b, old)
+		return id, a.attrs(src, dst, b, old, c)
 	case TypeFile:
 		if c.Link != "" && placed[parentKey{st.Bind, c.Link}] {
 			lfd, lname, err := a.parent(st.Bind, c.Link)
@@ -682,7 +695,7 @@ func (a *applier) make(k int, st step, c Change, pfd int, name string, old *unix
 		if err := copySparse(dst, src, sst.Size); err != nil {
 			return id, err
 		}
-		return id, a.attrs(src, dst, b, old)
+		return id, a.attrs(src, dst, b, old, c)
 	}
 	return objID{}, fmt.Errorf("cannot apply a %s", c.Type)
 }
@@ -691,7 +704,7 @@ func (a *applier) make(k int, st step, c Change, pfd int, name string, old *unix
 // overlayfs's own), the owner ownerFor says, and src's permission bits
 // (a file's setuid and setgid bits are not carried over: a jailed
 // command does not get to make set-id programs on the host).
-func (a *applier) attrs(src, dst int, b BindInfo, old *unix.Stat_t) error {
+func (a *applier) attrs(src, dst int, b BindInfo, old *unix.Stat_t, c Change) error {
 	var sst unix.Stat_t
 	if err := unix.Fstat(src, &sst); err != nil {
 		return err
@@ -704,9 +717,18 @@ func (a *applier) attrs(src, dst int, b BindInfo, old *unix.Stat_t) error {
 			return fmt.Errorf("chown %d:%d: %w", uid, gid, err)
 		}
 	}
+	// The permission bits the scan recorded: readable() may have added
+	// the owner's read bits to the set's copy since.
 	mode := sst.Mode & 0o7777
+	if c.Mode != "" {
+		mode = mode&0o7000 | parseMode(c.Mode)&0o777
+	}
 	if sst.Mode&unix.S_IFMT == unix.S_IFREG {
 		mode &^= unix.S_ISUID | unix.S_ISGID
+	}
+	if sst.Mode&unix.S_IFMT == unix.S_IFDIR && a.euid != 0 && mode&0o700 != 0o700 {
+		a.closed = append(a.closed, closedDir{c.Bind, c.Path, mode})
+		mode |= 0o700
 	}
 	return unix.Fchmod(dst, mode)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -440,5 +441,67 @@ func TestApplyRefusesDamagedSet(t *testing.T) {
 				t.Errorf("Apply = %v", err)
 			}
 		})
+	}
+}
+
+// A command that made its files and directories unreadable (chmod 000)
+// leaves copies their unprivileged owner cannot read: apply still writes
+// them, with the modes the command gave them.
+func TestApplyUnreadableCopies(t *testing.T) {
+	f := newFixture(t)
+	f.dir("d", 0o700)
+	f.file("d/f", "inner\n", 0o600)
+	f.file("secret", "s\n", 0o600)
+	must(t, os.Chmod(f.upper("d/f"), 0))
+	must(t, os.Chmod(f.upper("d"), 0))
+	must(t, os.Chmod(f.upper("secret"), 0))
+	for i := range f.changes {
+		f.changes[i].Mode = "0000"
+	}
+	id := f.finish()
+	t.Cleanup(func() { exec.Command("chmod", "-R", "u+rwx", f.s.Dir(), f.host).Run() })
+	if _, err := f.s.Apply(id, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"d", "d/f", "secret"} {
+		fi, err := os.Lstat(filepath.Join(f.host, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0 {
+			t.Errorf("%s: mode %v, want the command's 0000", rel, fi.Mode())
+		}
+		os.Chmod(filepath.Join(f.host, rel), 0o700) // to look inside
+	}
+	for rel, want := range map[string]string{"d/f": "inner\n", "secret": "s\n"} {
+		if b, err := os.ReadFile(filepath.Join(f.host, rel)); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v", rel, b, err)
+		}
+	}
+}
+
+// Deleted entries below a deleted directory (an opaque directory's
+// listing) are gone with it.
+func TestApplyNestedDeletes(t *testing.T) {
+	f := newFixture(t)
+	writeTree(t, f.host, map[string]string{"d/a": "a", "d/sub/b": "b", "e/x": "x"})
+	f.del("d")
+	f.del("d/a")
+	f.del("d/sub")
+	f.del("d/sub/b")
+	f.del("e/x")
+	id := f.finish()
+	res, err := f.s.Apply(id, ApplyOptions{})
+	must(t, err)
+	if res.Applied != 5 {
+		t.Errorf("result %+v", res)
+	}
+	for _, rel := range []string{"d", "e/x"} {
+		if _, err := os.Lstat(filepath.Join(f.host, rel)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there: %v", rel, err)
+		}
+	}
+	if l := leftovers(t, f.host); len(l) > 0 {
+		t.Errorf("left in the project: %v", l)
 	}
 }

@@ -113,11 +113,11 @@ func writeDiff(w *bufio.Writer, c Change, old, new io.Reader) {
 		b = "/dev/null"
 	}
 	switch {
+	case isBinary(oldData) || isBinary(newData):
+		fmt.Fprintf(w, "Binary files %s and %s differ (%d -> %d bytes)\n", a, b, sizeOf(c.Base, old, oldData, oldBig), sizeOf(Stamp{Exists: true, Size: c.Size}, new, newData, newBig))
+		return
 	case oldBig || newBig:
 		fmt.Fprintf(w, "Files %s and %s differ (too large to compare by lines: over %d bytes)\n", a, b, DiffLimit)
-		return
-	case isBinary(oldData) || isBinary(newData):
-		fmt.Fprintf(w, "Binary files %s and %s differ (%d -> %d bytes)\n", a, b, len(oldData), len(newData))
 		return
 	}
 	unified(w, a, b, splitLines(oldData), splitLines(newData))
@@ -149,10 +149,21 @@ func readLimited(r io.Reader) (data []byte, big bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if len(data) > DiffLimit {
-		return nil, true, nil
+	// A big file keeps its head: a NUL there makes it binary, whatever
+	// its size.
+	return data, len(data) > DiffLimit, nil
+}
+
+// sizeOf is a side's size for the binary line: what was read, or for a
+// big file its recorded size; 0 for an absent side.
+func sizeOf(s Stamp, r io.Reader, data []byte, big bool) int64 {
+	switch {
+	case r == nil:
+		return 0
+	case big:
+		return s.Size
 	}
-	return data, false, nil
+	return int64(len(data))
 }
 
 func isBinary(b []byte) bool { return bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 }

@@ -93,7 +93,7 @@ func (f *fixture) add(rel, kind, typ string, e Entry) {
 		switch {
 		case !base.Exists:
 			e.Kind = Created
-		case typ == TypeSymlink:
+		case typ == TypeSymlink && base.Mode&unix.S_IFMT == unix.S_IFLNK:
 			e.Kind = Symlink
 		case base.Mode&unix.S_IFMT == unix.S_IFDIR && typ == TypeDir,
 			base.Mode&unix.S_IFMT == unix.S_IFREG && typ == TypeFile:

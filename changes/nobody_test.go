@@ -38,7 +38,7 @@ func TestAsNobody(t *testing.T) {
 		"TestCreateLayers", "TestFinishEmpty", "TestFinishKeepsSet", "TestFinishFlagsChangesDuringRun", "TestDiscard",
 		"TestApply", "TestApplyTouchesOnlyTheSet", "TestApplyConflicts", "TestApplyRefusesPlantedSymlink",
 		"TestApplyRefusesReplacedBind", "TestApplySkipsProtectedAndSpecial", "TestApplyHardLinks", "TestApplySparseFile",
-		"TestApplyModeAndXattrs", "TestApplyKilled", "TestApplyRefusesDamagedSet", "TestApplyErrorRollsBack", "TestGC", "TestApplyCreatedAsCaller",
+		"TestApplyModeAndXattrs", "TestApplyUnreadableCopies", "TestApplyKilled", "TestApplyRefusesDamagedSet", "TestApplyNestedDeletes", "TestStoreRealOverlay", "TestDiffSides", "TestApplyErrorRollsBack", "TestGC", "TestApplyCreatedAsCaller",
 	}
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
 		bin, "-test.run=^("+strings.Join(tests, "|")+")$", "-test.count=1", "-test.v")
@@ -48,6 +48,9 @@ func TestAsNobody(t *testing.T) {
 		t.Fatalf("as uid 65534: %v\n%s", err, out)
 	}
 	for _, name := range tests {
+		if name == "TestStoreRealOverlay" && strings.Contains(string(out), "Scan is the stand-in") {
+			continue // until cscan merges (then it must pass here too)
+		}
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass as uid 65534:\n%s", name, out)
 		}

@@ -610,6 +610,12 @@ func removeAllAt(dir int, name string) error {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
+	// A directory the command left without its owner's write bit
+	// (chmod 500) lists, but keeps its entries.
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil && st.Mode&0o700 != 0o700 {
+		unix.Fchmod(fd, st.Mode&0o7777|0o700)
+	}
 	for {
 		names, err := f.Readdirnames(-1)
 		if err != nil {

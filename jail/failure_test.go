@@ -86,6 +86,7 @@ var initCases = []failureCase{
 	{step: "DEST", op: "DEST_ESCAPES", err: syscall.EXDEV, index: -1, path: "/data/abs/escaped", want: "mount destination /data/abs/escaped: its path goes through a symlink that leaves the jail root; give the real path instead"},
 	{step: "MOUNTPOINT", op: "MKDIR", err: syscall.EROFS, index: -1, path: "/data/x", want: "create mount point /data/x: read-only file system"},
 	{step: "BIND", op: "OPEN_TREE", err: syscall.EINVAL, index: 0, path: "/data", want: "bind /host/src on /data: open_tree: invalid argument"},
+	{step: "OVERLAY", op: "FSCONFIG", err: syscall.EINVAL, index: 0, path: "/data", want: "changes: the overlay over /data (its upper layer in the change store): fsconfig: invalid argument; this host refuses overlayfs in the jail's user namespace for this directory or store (`tooljail check` says why); run with --changes off, or keep the change store (--changes-dir) on ext4, xfs or btrfs"},
 	{step: "READLINK", op: "READLINK", err: syscall.EINVAL, path: "/host/link", want: "read symlink /host/link: invalid argument"},
 	{step: "SYMLINK", op: "SYMLINK", err: syscall.EEXIST, path: "/bin", want: "symlink /bin: file exists"},
 	{step: "TMPFS", op: "TOO_MANY", err: syscall.ENOSPC, path: "/scratch", want: "tmpfs /scratch: more than 4096 tmpfs mounts: no space left on device"},

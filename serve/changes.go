@@ -69,7 +69,7 @@ func checkChangesOp(r *Request) *Error {
 		if op.ID != "" {
 			return refuse("changes_op.id: list takes no id; it lists every change set of yours")
 		}
-	} else if !validID(op.ID) {
+	} else if !changes.ValidID(op.ID) {
 		return refuse("changes_op.id %q: want a change set's id, the 32 lowercase hex digits of the report's changes.id", clip(op.ID, 64))
 	}
 	if op.Force && op.Action != OpApply {
@@ -79,20 +79,6 @@ func checkChangesOp(r *Request) *Error {
 		return refuse("changes_op.path: only diff takes it")
 	}
 	return nil
-}
-
-// validID says whether id is a change set's id: 32 lowercase hex digits
-// (nothing else can name a directory of the store).
-func validID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // changesMode reads a request's changes field: "" is the profile's mode.
@@ -122,13 +108,14 @@ func peerStore(euid, peerUID int, store string) (string, *Error) {
 		return "", refuse("changes: the server cannot tell who the client is (no SO_PEERCRED), so it has no store for its change sets")
 	}
 	if store == "" {
-		store = rootStore
+		d, err := changes.DefaultDir(0, "", "")
+		if err != nil {
+			return "", refuse("changes: %v", err)
+		}
+		store = d
 	}
 	return filepath.Join(store, fmt.Sprintf("uid-%d", peerUID)), nil
 }
-
-// rootStore is root's default store (changes.DefaultDir for euid 0).
-const rootStore = "/var/lib/tooljail/changes"
 
 // mayAct says whether a client may act on a set of owner: its own, or
 // any for root.

@@ -137,6 +137,15 @@ func spec(p *profiles.Profile, r *Request, peer *jail.Peer) (*jail.Spec, error) 
 		mode := r.Network
 		c.Network.Mode = &mode
 	}
+	if r.Changes != "" {
+		// As --changes: over the profile's filesystem.changes.
+		m, e := changesMode(r.Changes)
+		if e != nil {
+			return nil, e
+		}
+		mode := string(m)
+		c.Filesystem.Changes = &mode
+	}
 	var vars []string
 	for _, k := range sortedKeys(r.Env) {
 		if k == "" || strings.Contains(k, "=") {

@@ -544,6 +544,10 @@ func (s *Server) serveConn(pc *pendingConn) {
 	if rerr == nil && s.shuttingDown() {
 		rerr = refuse("the server is shutting down; retry with a new server")
 	}
+	if rerr == nil && req.ChangesOp != nil {
+		s.serveChangesOp(out, req, peer)
+		return
+	}
 	if rerr == nil && req.Tool != "" {
 		release, e := s.waitSlot(peerKey{peer.UID, peer.PID})
 		if e != nil {
@@ -584,22 +588,48 @@ func (s *Server) serveConn(pc *pendingConn) {
 // spec picks the request's profile, served or its own (profile_toml),
 // and builds the Spec.
 func (s *Server) spec(r *Request, peer *jail.Peer) (*jail.Spec, error) {
+	var p *profiles.Profile
 	if r.ProfileTOML != "" {
-		p, err := clientProfile(r, s.AllowClientProfiles, s.profiles)
-		if err != nil {
+		var err error
+		if p, err = clientProfile(r, s.AllowClientProfiles, s.profiles); err != nil {
 			return nil, err
 		}
-		return spec(p, r, peer)
+	} else {
+		name := r.Profile
+		if name == "" {
+			name = s.first
+		}
+		var ok bool
+		if p, ok = s.profiles[name]; !ok {
+			return nil, refuse("profile %q: not served here (served: %s); ask for one of those, or start the server with --profile %s", name, s.servedNames(), name)
+		}
 	}
-	name := r.Profile
-	if name == "" {
-		name = s.first
+	sp, err := spec(p, r, peer)
+	if err != nil {
+		return nil, err
 	}
-	p, ok := s.profiles[name]
-	if !ok {
-		return nil, refuse("profile %q: not served here (served: %s); ask for one of those, or start the server with --profile %s", name, s.servedNames(), name)
+	if e := s.changesSpec(sp, peer); e != nil {
+		return nil, e
 	}
-	return spec(p, r, peer)
+	return sp, nil
+}
+
+// changesSpec makes a run's change set its client's (changes.go): kept
+// in the client's store, with the client as its owner.
+func (s *Server) changesSpec(sp *jail.Spec, peer *jail.Peer) *Error {
+	if !sp.Changes.Overlay() {
+		return nil
+	}
+	uid := -1
+	if peer != nil {
+		uid = peer.UID
+	}
+	dir, e := peerStore(os.Geteuid(), uid, s.ChangesDir)
+	if e != nil {
+		return e
+	}
+	sp.ChangesDir, sp.ChangesOwner = dir, uid
+	return nil
 }
 
 func (s *Server) servedNames() string {
@@ -680,7 +710,9 @@ func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Requ
 // command is the Cmd of a call: a warm jail's when the pool has one for
 // its shape, else one built now.
 func (s *Server) command(req *Request, spec *jail.Spec) *jail.Cmd {
-	if s.pool != nil {
+	// A run with a change set is never warm: its set is made for its
+	// client when it starts.
+	if s.pool != nil && !spec.Changes.Overlay() {
 		name := req.Profile
 		if name == "" {
 			name = s.first

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -160,6 +161,14 @@ func (s *Server) serveTool(conn net.Conn, br *bufio.Reader, out *connWriter, req
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			return s.hidden.check(spec)
+		},
+		// A tool call's change set is its client's, as a run's is.
+		ChangeStore: func(client jail.Peer) (string, int, error) {
+			dir, e := peerStore(os.Geteuid(), client.UID, s.ChangesDir)
+			if e != nil {
+				return "", 0, e
+			}
+			return dir, client.UID, nil
 		},
 	}
 	client := *peer

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tooljail/tooljail/changes"
 	"io"
 	"os"
 	"os/signal"
@@ -161,7 +162,7 @@ func describeTool(t *tools.Tool, r call.Resolved) string {
 		wd = "read-only"
 	}
 	fmt.Fprintf(&b, "  workdir: %s; network: %s; stdin: %s; output: %s", wd, r.Network, yesNo(t.Stdin), t.Output)
-	if r.Changes != "" {
+	if changes.Mode(r.Changes).Overlay() {
 		fmt.Fprintf(&b, "; changes: %s", r.Changes)
 	}
 	b.WriteString("\n")

@@ -101,7 +101,8 @@ describe("real runs", { skip }, () => {
   before(async () => {
     scratch = support.scratch();
     store = path.join(scratch.config, "changes");
-    srv = await support.server(scratch.config, ...(scratch.profile ? ["--profile", scratch.profile] : []));
+    // The server's store in the scratch directory, not the host's.
+    srv = await support.server(scratch.config, "--changes-dir", path.join(scratch.config, "server-changes"), ...(scratch.profile ? ["--profile", scratch.profile] : []));
   });
   after(async () => {
     if (srv) await srv.stop();
@@ -149,6 +150,15 @@ describe("real runs", { skip }, () => {
       assert.ok(!fs.existsSync(file("other.txt")));
     });
   }
+
+  it("spawn: the changes promise gives the run's set", async () => {
+    const p = tooljail.spawn(["sh", "-c", "echo spawned > spawned.txt"], { ...scratch.kw, changes: "review", changesDir: store, stdio: "ignore" });
+    await new Promise((resolve) => p.on("exit", resolve));
+    const cs = await p.changes;
+    assert.deepEqual(cs.entries.map((e) => e.path), ["spawned.txt"]);
+    assert.ok(!fs.existsSync(file("spawned.txt")));
+    await cs.discard();
+  });
 
   it("cli: a set found again by its id", async () => {
     const r = await tooljail.run(["sh", "-c", "echo later > later.txt"], { ...scratch.kw, changes: "review", changesDir: store });

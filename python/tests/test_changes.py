@@ -217,6 +217,15 @@ class TestChangesCLI(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.scratch.dir, "half.txt")))
         cs.discard()
 
+    def test_patch_subprocess(self):
+        with tooljail.patch_subprocess(changes="review", changes_dir=self.store, **self.scratch.kw):
+            p = subprocess.Popen(["/bin/sh", "-c", "echo patched > patched.txt"], cwd=self.scratch.dir)
+            self.assertEqual(p.wait(), 0)
+        self.assertEqual([e.path for e in p.changes.entries], ["patched.txt"])
+        self.assertFalse(os.path.exists(os.path.join(self.scratch.dir, "patched.txt")))
+        p.changes.apply()
+        self.assertEqual(self.read("patched.txt"), "patched\n")
+
     def test_off_has_no_changes(self):
         r = tooljail.run(["true"], cwd=self.scratch.dir, **self.scratch.kw)
         self.assertIsNone(r.changes)
@@ -234,7 +243,9 @@ class TestChangesServer(unittest.TestCase):
         self.scratch = support.Scratch()
         self.addCleanup(self.scratch.close)
         served = [] if self.scratch.profile is None else ["--profile", self.scratch.profile]
-        self.server = support.Server(self.scratch.config, *served)
+        # The server's store in the scratch directory, not the host's.
+        self.store = os.path.join(self.scratch.config, "server-changes")
+        self.server = support.Server(self.scratch.config, "--changes-dir", self.store, *served)
         self.addCleanup(self.server.stop)
         with open(os.path.join(self.scratch.dir, "old.txt"), "w") as f:
             f.write("old\n")
@@ -246,6 +257,9 @@ class TestChangesServer(unittest.TestCase):
     def test_review_then_apply(self):
         r = self.run_review("echo new > new.txt")
         self.assertEqual(r.changes.where.socket, self.server.socket)
+        # Kept by the server for this client: a root server's in uid-0.
+        kept = os.path.join(self.store, "uid-0") if support.ROOT else self.store
+        self.assertTrue(os.path.exists(os.path.join(kept, r.changes.id, "set.json")))
         self.assertEqual([e.path for e in r.changes.entries], ["new.txt"])
         self.assertFalse(os.path.exists(os.path.join(self.scratch.dir, "new.txt")))
         self.assertIn("+new", r.changes.diff())

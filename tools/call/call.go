@@ -60,6 +60,11 @@ type Caller struct {
 	// server refuses one that would show its socket or its audit log); its
 	// error fails the run as a setup error.
 	CheckSpec func(*jail.Spec) error
+	// ChangeStore, when set, says where a call's change set is kept and
+	// whose it is, for the call's client (a server keeps each client's
+	// apart, serve.peerStore); nil: the jail's default store, and the
+	// caller's own uid. Its error fails the run as a setup error.
+	ChangeStore func(client jail.Peer) (dir string, owner int, err error)
 
 	mu sync.Mutex // guards Limiter when the first call builds it
 }
@@ -172,7 +177,7 @@ func (c *Caller) Call(ctx context.Context, req Request) (*Outcome, error) {
 		// A call that waited says so, however briefly.
 		out.QueuedMS = max(1, queued.Milliseconds())
 	}
-	res, runErr := c.run(ctx, t, argv, timeout, req.Stdin)
+	res, runErr := c.run(ctx, t, argv, timeout, req.Stdin, req.Client)
 	out.Report = res
 	out.ExitCode = res.ExitCode
 	if runErr != nil {

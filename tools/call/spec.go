@@ -15,12 +15,18 @@ import (
 
 // run jails argv under t's policy and waits for it. The error is the
 // run's setup error (the command never ran); the Result is never nil.
-func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, timeout time.Duration, stdin []byte) (*jail.Result, error) {
+func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, timeout time.Duration, stdin []byte, client jail.Peer) (*jail.Result, error) {
 	spec, p, err := c.spec(t, argv, timeout)
 	if err != nil {
 		return setupFailure(argv, err), err
 	}
 	defer p.Close()
+	if spec.Changes.Overlay() && c.ChangeStore != nil {
+		if spec.ChangesDir, spec.ChangesOwner, err = c.ChangeStore(client); err != nil {
+			err = fmt.Errorf("tool %s: %w", t.Name, err)
+			return setupFailure(argv, err), err
+		}
+	}
 	cmd := jail.CommandContext(ctx, spec)
 	cmd.CaptureOutput = true
 	if stdin != nil {
@@ -59,6 +65,11 @@ func (c *Caller) overlay(p *profiles.Profile, pol tools.Policy, t *tools.Tool, a
 	if pol.Network != "" {
 		mode := pol.Network
 		p.Network.Mode = &mode
+	}
+	if pol.Changes != "" {
+		// The tool's changes key, over its profile's filesystem.changes.
+		mode := pol.Changes
+		p.Filesystem.Changes = &mode
 	}
 	for _, l := range c.AllowDegraded {
 		if err := p.AddAllowDegraded(l); err != nil {
@@ -106,7 +117,8 @@ type Resolved struct {
 	Network         string            // the network mode the run gets
 	Limits          map[string]string // every [limits] key: the profile's, the default's and the tool's over it
 	Rate            tools.Rate
-	// Changes is the tool's change mode ("" when its profile decides).
+	// Changes is the change mode the tool's runs get: its own, else its
+	// profile's ("" or "off": none).
 	Changes string
 }
 
@@ -132,6 +144,9 @@ func Resolve(f *tools.File, d tools.Defaults, t *tools.Tool) (Resolved, error) {
 		r.Network = *p.Network.Mode
 	}
 	r.Changes = pol.Changes
+	if r.Changes == "" && p.Filesystem.Changes != nil {
+		r.Changes = *p.Filesystem.Changes
+	}
 	if err := checkChanges(r, pol.ReadOnlyWorkdir); err != nil {
 		return Resolved{}, fmt.Errorf("tool %s: %w", t.Name, err)
 	}

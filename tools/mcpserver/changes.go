@@ -29,14 +29,14 @@ func changesText(c *changes.Report) string {
 	switch {
 	case c.State == changes.StateEmpty || c.Totals.Entries == 0:
 		return "tooljail: the command changed nothing in its workdir"
+	case c.State == changes.StateApplied:
+		b.WriteString("tooljail: changes applied to the workdir")
 	case c.ID != "" && c.State == changes.StateConflict:
 		fmt.Fprintf(&b, "tooljail: changes kept as change set %s: applying them found paths changed on the host since the run, so nothing was applied", c.ID)
 	case c.ID != "" && c.State == changes.StateFailed:
 		fmt.Fprintf(&b, "tooljail: changes kept as change set %s: applying them failed (%s)", c.ID, c.Error)
 	case c.ID != "":
 		fmt.Fprintf(&b, "tooljail: changes kept for review as change set %s, not applied to the workdir", c.ID)
-	case c.State == changes.StateApplied:
-		b.WriteString("tooljail: changes applied to the workdir")
 	default:
 		fmt.Fprintf(&b, "tooljail: changes (%s)", c.State)
 	}
@@ -54,7 +54,7 @@ func changesText(c *changes.Report) string {
 	for _, cf := range c.Conflicts {
 		fmt.Fprintf(&b, "  conflict: %s: %s\n", quotePath(cf.Path), cf.Why)
 	}
-	if c.ID != "" {
+	if c.ID != "" && c.State != changes.StateApplied {
 		fmt.Fprintf(&b, "apply: tooljail changes apply %s   discard: tooljail changes discard %s", c.ID, c.ID)
 	}
 	return strings.TrimRight(b.String(), "\n")

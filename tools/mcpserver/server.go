@@ -154,6 +154,11 @@ func result(o *call.Outcome, err error) *mcp.CallToolResult {
 		if errText != "" {
 			add("stderr:\n" + errText)
 		}
+		if c := changesText(r.Changes); c != "" {
+			// A change set kept for review: the model can show it to
+			// the user, who applies or discards it.
+			add(c)
+		}
 		rep := *r
 		rep.Stdout.Text, rep.Stderr.Text = nil, nil
 		structured.Report = &rep
