@@ -238,6 +238,7 @@ mkdir newdir && printf 'n\n' > newdir/file
 printf 'hard\n' > hl-a && ln hl-a hl-b
 ./tjhelper write big 104857600 >/dev/null
 dd if=/dev/zero of=sparse bs=1 count=1 seek=16777215 2>/dev/null
+head -c 64 /dev/zero > bin.dat
 printf 'nl\n' > "$(printf 'nl\nname')"
 rm -r opq && mkdir opq && printf 'o\n' > opq/new
 mv mvd-src mvd-dst
@@ -248,6 +249,7 @@ exec ./tjhelper manifest .
 
 var changeWant = []struct{ path, kind, typ, link string }{
 	{"big", "created", "file", ""},
+	{"bin.dat", "created", "file", ""},
 	{"chmod.sh", "mode_changed", "file", ""},
 	{"d2f", "type_changed", "file", ""},
 	{"del.txt", "deleted", "file", ""},
@@ -477,9 +479,13 @@ func TestChangesReviewApply(t *testing.T) {
 		if d.code != 0 || !strings.Contains(d.stdout, "\n+new line\n") || !strings.Contains(d.stdout, "\n old\n") {
 			t.Errorf("changes diff %s mod.txt: want a unified diff adding \"new line\" after \"old\"\n%s", c.ID, d)
 		}
-		d = u.changesCmd(t, store, "diff", c.ID, "sparse")
-		if d.code != 0 || strings.Count(strings.TrimRight(d.stdout, "\n"), "\n") != 0 || !strings.Contains(strings.ToLower(d.stdout), "binary") {
-			t.Errorf("changes diff %s sparse: want one line saying it is binary\n%s", c.ID, d)
+		for _, p := range []string{"bin.dat", "sparse"} {
+			// Binary, and too large to compare by lines: one line each.
+			d = u.changesCmd(t, store, "diff", c.ID, p)
+			if d.code != 0 || strings.Count(strings.TrimRight(d.stdout, "\n"), "\n") != 0 || !strings.Contains(d.stdout, p+" differ") ||
+				p == "bin.dat" && !strings.HasPrefix(d.stdout, "Binary files") {
+				t.Errorf("changes diff %s %s: want one line saying it differs\n%s", c.ID, p, d)
+			}
 		}
 
 		a := u.changesCmd(t, store, "apply", c.ID)
@@ -946,5 +952,67 @@ exec ./tjhelper manifest .`, files)
 		if partial == 0 {
 			t.Errorf("no kill landed mid-way in 8 attempts: the recovery was not exercised")
 		}
+	})
+}
+
+// workdirOutsideTmp is a workdir of u below /var/tmp (or TJ_CHANGES_BASE):
+// in the jail, /tmp is a tmpfs of its own that Landlock lets the command
+// write, so a workdir below /tmp would hide an overlay that Landlock does
+// not let the command write.
+func (u *user) workdirOutsideTmp(t *testing.T) string {
+	t.Helper()
+	at := "/var/tmp"
+	if b := os.Getenv("TJ_CHANGES_BASE"); b != "" {
+		at = b
+	}
+	if strings.HasPrefix(at+"/", "/tmp/") {
+		t.Fatalf("%s is below /tmp", at)
+	}
+	w, err := os.MkdirTemp(at, "tjit-changes-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(w) })
+	if err := os.Chmod(w, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(helperBin, filepath.Join(w, "tjhelper")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{w, filepath.Join(w, "tjhelper")} {
+		if err := os.Chown(p, u.dirUID, u.dirGID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// The command writes its workdir through the overlay wherever the
+// workdir is (here outside /tmp, where only the workdir's own Landlock
+// rule lets it write): existing files, new files, below directories;
+// review keeps it all off the host and apply brings it.
+func TestChangesWorkdirOutsideTmp(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		skipWithoutOverlay(t)
+		w := u.workdirOutsideTmp(t)
+		makeTree(t, u, w, map[string]string{"top": "top\n", "d/f": "f\n", "gone": "g\n"})
+		store := u.changesStore(t)
+		before := hostManifest(t, w)
+		o, c, seen := reviewRun(t, u, w, store, "review", "set -e; printf 'x\\n' >> top; printf 'x\\n' >> d/f; printf 'n\\n' > d/new; printf 'n\\n' > new; rm gone; mkdir nd; exec ./tjhelper manifest .")
+		if o.code != 0 || seen == nil {
+			t.Fatalf("review in %s: want exit 0 (every write allowed) and the command's manifest\n%s", w, o)
+		}
+		var paths []string
+		for _, e := range c.Entries {
+			paths = append(paths, e.Path)
+		}
+		if want := []string{"d/f", "d/new", "gone", "nd", "new", "top"}; !slices.Equal(paths, want) {
+			t.Errorf("entries %q, want %q", paths, want)
+		}
+		sameTree(t, "review changed the host's workdir", before, hostManifest(t, w), manifestEntry.full)
+		if a := u.changesCmd(t, store, "apply", c.ID); a.code != 0 {
+			t.Fatalf("changes apply: want exit 0\n%s", a)
+		}
+		sameTree(t, "after apply, the host is not what the command saw", seen, hostManifest(t, w), manifestEntry.view)
 	})
 }

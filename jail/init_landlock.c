@@ -29,7 +29,9 @@ static int tj_ll_open(struct tj_builder *b, const struct tj_ll_path *r, int i) {
 	int fd;
 	if (r->mount >= 0) {
 		// A bind: the rule goes on the very object the supervisor opened
-		// on the host (Landlock rules belong to the inode).
+		// on the host (Landlock rules belong to the inode); under an
+		// overlay (--changes), the overlay's root (tj_overlay put it in
+		// the source's slot).
 		const struct tj_source *src = &b->p->late->sources[r->mount];
 		if (src->slot < 0 || src->type == S_IFLNK) {
 			return -1;

@@ -581,9 +581,19 @@ static int tj_overlay(struct tj_builder *b, const struct tj_mount *m, const stru
 	tj_fdpath(workp, sizeof workp, b->fds[s->work]);
 	const char *opts[] = {"lowerdir", lowerp, "upperdir", upperp, "workdir", workp, "userxattr", NULL, NULL};
 	if (op == 0) {
-		int r = tj_mount_fs(lower, "overlay", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-		if (r < 0) {
-			op = -r;
+		int mnt = tj_fsmount("overlay", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+		if (mnt < 0) {
+			op = -mnt;
+		} else if (tj_move(mnt, lower) < 0) {
+			op = TJ_OP_MOVE_MOUNT;
+			tj_close_keep(mnt);
+		} else {
+			// The bind's Landlock rule goes on the overlay's root, what
+			// the command sees (tj_ll_open): the lower layer's inode is on
+			// the path of nothing in the overlay, and a rule there would
+			// leave the workdir unreadable and unwritable.
+			tj_close_keep(b->fds[s->slot]);
+			b->fds[s->slot] = mnt;
 		}
 	}
 	tj_close_keep(lower);
