@@ -285,11 +285,18 @@ func spliceTargetRows(doc string, rows [][]string) (string, error) {
 	rowLine := func(cells []string) string {
 		return strings.TrimSuffix(strings.SplitN(bench.Table([]string{"", "", "", ""}, [][]string{cells}), "\n", 3)[2], "\n")
 	}
+	// A row is known by what it measures, not by how many runs it took
+	// ("..., medians of 200").
+	key := func(cell string) string { k, _, _ := strings.Cut(cell, ", median"); return k }
 	var add []string
 	for _, r := range rows {
 		line, done := rowLine(r), false
 		for i := first + 2; i <= last; i++ {
-			if strings.HasPrefix(lines[i], "| "+r[0]+" |") {
+			if cell, _, ok := strings.Cut(strings.TrimPrefix(lines[i], "| "), " |"); ok && key(cell) == key(r[0]) {
+				if done {
+					lines[i] = "" // an older duplicate: dropped below
+					continue
+				}
 				lines[i], done = line, true
 			}
 		}
@@ -298,5 +305,12 @@ func spliceTargetRows(doc string, rows [][]string) (string, error) {
 		}
 	}
 	out := append(append(append([]string{}, lines[:last]...), add...), lines[last:]...)
-	return strings.Join(out, "\n"), nil
+	kept := out[:0]
+	for i, l := range out {
+		if l == "" && i > first && i < last+len(add) {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return strings.Join(kept, "\n"), nil
 }

@@ -105,6 +105,13 @@ func TestSpliceTargetRows(t *testing.T) {
 	if err != nil || strings.Count(got2, "| new |") != 1 || !strings.Contains(got2, "| new | g | m2 | **not met** |\n| supervisor memory |") {
 		t.Fatalf("replace: %v\n%s", err, got2)
 	}
+	// A row measured with other counts is the same row; two left by an
+	// older version become one.
+	twice := strings.Replace(got2, "| new | g | m2 | **not met** |\n", "| x, medians of 200 | g | 1 | met |\n| x, medians of 100 | g | 2 | met |\n", 1)
+	got3, err := spliceTargetRows(twice, [][]string{{"x, medians of 150", "g", "3", "met"}})
+	if err != nil || strings.Count(got3, "| x, medians") != 1 || !strings.Contains(got3, "| a | 1 | 2 | met |\n| x, medians of 150 | g | 3 | met |\n| supervisor memory |") {
+		t.Fatalf("same row, other counts: %v\n%s", err, got3)
+	}
 	if _, err := spliceTargetRows("# B\n\n## Start-up\n", nil); err == nil {
 		t.Error("a report without the targets section: want an error")
 	}
