@@ -527,7 +527,6 @@ func (a *applier) run(steps []step) error {
 	return nil
 }
 
-
 // do is step k.
 func (a *applier) do(k int, st step, placed map[parentKey]bool) error {
 	pfd, name, err := a.parent(st.Bind, st.Path)
