@@ -862,15 +862,20 @@ func (a *applier) finish() error {
 			return err
 		}
 	}
-	// Nothing here is synced: until the journal is gone, a crash
-	// (power too: the commit is synced) has the next Open redo this.
+	// Until the journal is gone, a killed process has the next Open
+	// redo this.
 	a.set.State = StateApplied
 	a.set.Conflicts = nil
 	if err := writeSet(a.dir, a.set, false); err != nil {
 		return err
 	}
-	if err := removeAllAt(int(a.dir.Fd()), upperDir); err != nil {
-		return err
+	// The set's copies are of no more use. Removing them is half of an
+	// apply's system calls, so they are moved aside for the store's
+	// next collection (GC, which a run starts at most hourly) instead.
+	if err := unix.Renameat(int(a.dir.Fd()), upperDir, int(a.dir.Fd()), trashDir); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := removeAllAt(int(a.dir.Fd()), upperDir); err != nil {
+			return err
+		}
 	}
 	return a.dropJournal(false)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -109,6 +110,20 @@ func TestApply(t *testing.T) {
 	}
 	if _, err := f.s.Apply(id, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "already applied") {
 		t.Errorf("second Apply = %v", err)
+	}
+	// The copies were moved aside; the next collection removes them
+	// and keeps the applied set's record.
+	if _, err := os.Lstat(filepath.Join(f.s.Dir(), id, trashDir)); err != nil {
+		t.Errorf("the applied set's copies: %v", err)
+	}
+	if _, err := f.s.GC(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(f.s.Dir(), id, trashDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("GC left an applied set's copies: %v", err)
+	}
+	if _, err := f.s.Get(id); err != nil {
+		t.Errorf("GC removed an applied set's record: %v", err)
 	}
 }
 

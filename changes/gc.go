@@ -55,6 +55,10 @@ func (s *Store) GC(now time.Time) ([]string, error) {
 			continue // in use, or gone meanwhile
 		}
 		h := held{id: id, dir: dir}
+		// An applied set's copies (apply's finish moved them aside).
+		if err := removeAllAt(int(dir.Fd()), trashDir); err != nil {
+			errs = append(errs, fmt.Errorf("change set %s: %w", id, err))
+		}
 		if err := s.recoverSet(dir, id); err != nil {
 			// Its journal is the only record of an interrupted apply:
 			// keep it, and count it.

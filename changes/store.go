@@ -73,6 +73,7 @@ const (
 	setFile     = "set.json"
 	journalFile = "journal"
 	upperDir    = "upper"
+	trashDir    = "applied" // an applied set's copies, for GC to remove
 	workDir     = "work"
 	// orphanAge is how old a set directory without set.json must be
 	// before GC takes it for the remains of a supervisor that died.
