@@ -228,6 +228,12 @@ func (rc *runChanges) noteSources(mounts []Mount, srcs []source, idmapped []stri
 			return fmt.Errorf("--changes: keep %s open: %w", m.Source, err)
 		}
 		rc.lowers = append(rc.lowers, os.NewFile(uintptr(dup), s.obj.Path))
+		// The overlay's root takes the upper layer's mode: the workdir
+		// keeps its own in the jail.
+		k := len(rc.lowers) - 1
+		if err := unix.Fchmod(int(rc.pending.Upper[k].Fd()), s.obj.Stat.Mode&0o7777); err != nil {
+			return fmt.Errorf("--changes: the upper layer of %s: %w", m.Source, err)
+		}
 		bi := changes.BindInfo{Dest: m.Dest, Host: s.obj.Path, Dev: s.obj.ID().Dev, Ino: s.obj.ID().Ino, UID: -1, GID: -1}
 		if root {
 			// Root applies the set: what it writes gets the owner it
