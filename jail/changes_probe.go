@@ -18,12 +18,20 @@ import (
 // (which takes the user.overlay.opaque xattr).
 const argOverlayProbe = "tooljail-probe-overlay"
 
+// ChangesLayerName is check's name for the line of --changes.
+const ChangesLayerName = "changes overlay"
+
 // ChangesLayer is check's line for --changes: it tries an overlay in a
 // fresh user namespace with its layers in a temporary directory of dir
 // (the change store, or the directory it would be made in when it does
-// not exist yet), removed afterwards.
-func ChangesLayer(dir string) Layer {
-	l := Layer{Name: "changes (overlayfs)"}
+// not exist yet), removed afterwards. userns is check's line for user
+// namespaces, which the overlay needs.
+func ChangesLayer(dir string, userns Layer) Layer {
+	l := Layer{Name: ChangesLayerName}
+	if !userns.Enforced {
+		l.Reason, l.Fix = "it needs a user namespace: "+userns.Reason, userns.Fix
+		return l
+	}
 	if why := overlayWhy(kernelRelease()); why != "" {
 		l.Reason, l.Fix = why, "use Linux 5.11 or later, or run with --changes off"
 		return l

@@ -58,9 +58,9 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	check := jail.Check()
 	layers := check.Layers
 	if dir, err := changesDirOf(os.Environ()); err != nil {
-		layers = append(layers, jail.Layer{Name: "changes (overlayfs)", Reason: err.Error(), Fix: "set HOME or XDG_STATE_HOME, or TOOLJAIL_CHANGES_DIR"})
+		layers = append(layers, jail.Layer{Name: jail.ChangesLayerName, Reason: err.Error(), Fix: "set HOME or XDG_STATE_HOME, or TOOLJAIL_CHANGES_DIR"})
 	} else {
-		layers = append(layers, jail.ChangesLayer(dir))
+		layers = append(layers, jail.ChangesLayer(dir, layers[0]))
 	}
 	defaultOK, defaultErr := true, ""
 	if userns := layers[0]; !userns.Enforced {
