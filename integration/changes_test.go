@@ -979,8 +979,15 @@ func (u *user) workdirOutsideTmp(t *testing.T) string {
 	if err := copyFile(helperBin, filepath.Join(w, "tjhelper")); err != nil {
 		t.Fatal(err)
 	}
+	// The VM guests' scratch file system (ext2) cannot be idmapped: a
+	// root-owned workdir there would be refused, one of an unprivileged
+	// owner needs no idmap (the jail runs as its owner).
+	uid, gid := u.dirUID, u.dirGID
+	if uid == 0 {
+		uid, gid = 4242, 4242
+	}
 	for _, p := range []string{w, filepath.Join(w, "tjhelper")} {
-		if err := os.Chown(p, u.dirUID, u.dirGID); err != nil {
+		if err := os.Chown(p, uid, gid); err != nil {
 			t.Fatal(err)
 		}
 	}
