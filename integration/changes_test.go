@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1002,7 +1003,19 @@ func TestChangesWorkdirOutsideTmp(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		skipWithoutOverlay(t)
 		w := u.workdirOutsideTmp(t)
+		var st syscall.Stat_t
+		if err := syscall.Stat(w, &st); err != nil {
+			t.Fatal(err)
+		}
 		makeTree(t, u, w, map[string]string{"top": "top\n", "d/f": "f\n", "gone": "g\n"})
+		// makeTree gives the tree to u's directory owner: back to the
+		// workdir's (workdirOutsideTmp).
+		filepath.WalkDir(w, func(p string, _ fs.DirEntry, err error) error {
+			if err == nil {
+				os.Lchown(p, int(st.Uid), int(st.Gid))
+			}
+			return err
+		})
 		store := u.changesStore(t)
 		before := hostManifest(t, w)
 		o, c, seen := reviewRun(t, u, w, store, "review", "set -e; printf 'x\\n' >> top; printf 'x\\n' >> d/f; printf 'n\\n' > d/new; printf 'n\\n' > new; rm gone; mkdir nd; exec ./tjhelper manifest .")
