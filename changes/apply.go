@@ -1002,11 +1002,10 @@ func (a *applier) undo(k int, st step) error {
 // readJournal reads a set's journal; a torn last line (the process died
 // writing it) is ignored.
 func readJournal(dir *os.File) (*journal, error) {
-	fd, err := openBeneath(int(dir.Fd()), journalFile, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := openInSet(dir, journalFile)
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), journalFile)
 	defer f.Close()
 	j := &journal{started: map[int]bool{}, made: map[int]objID{}}
 	sc := bufio.NewScanner(f)

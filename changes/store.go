@@ -458,12 +458,20 @@ func writeFileAt(dir int, name string, b []byte, sync bool) error {
 	return nil
 }
 
-func readSet(dir *os.File) (*Set, error) {
-	fd, err := openBeneath(int(dir.Fd()), setFile, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+// openInSet opens a set's own file (set.json, the journal) for reading.
+func openInSet(dir *os.File, name string) (*os.File, error) {
+	fd, err := openBeneath(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), setFile)
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+func readSet(dir *os.File) (*Set, error) {
+	f, err := openInSet(dir, setFile)
+	if err != nil {
+		return nil, err
+	}
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {

@@ -138,6 +138,9 @@ type runChanges struct {
 // user.* xattrs overlayfs keeps its marks in makes record run unrecorded
 // and the other modes fail closed, as decideChanges.
 func createChanges(s *Spec, cp changesPlan, id HostID) (*runChanges, error) {
+	if !cp.mode.Overlay() {
+		return nil, nil // a run without changes has nothing of this
+	}
 	rc := &runChanges{plan: cp, started: time.Now(), uid: id.UID, gid: id.GID}
 	if !cp.record || len(cp.binds) == 0 {
 		return rc, nil

@@ -98,12 +98,15 @@ func (s *Spec) plan(h Host) (*plan, error) {
 	}
 	p.mounts = planMounts(s)
 	p.root = privileged()
-	cp, err := decideChanges(s.Changes, false, overlayWhy(kernelRelease()))
-	if err != nil {
-		return nil, err
+	if s.Changes.Overlay() {
+		// Only a run that records asks the kernel's version.
+		cp, err := decideChanges(s.Changes, false, overlayWhy(kernelRelease()))
+		if err != nil {
+			return nil, err
+		}
+		cp.binds = changeBinds(p.mounts)
+		p.changes = cp
 	}
-	cp.binds = changeBinds(p.mounts)
-	p.changes = cp
 	p.stage2 = stage2Config{
 		Args:    s.Args,
 		Env:     commandEnv(s),
