@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -1034,5 +1035,24 @@ func TestChangesWorkdirOutsideTmp(t *testing.T) {
 			t.Fatalf("changes apply: want exit 0\n%s", a)
 		}
 		sameTree(t, "after apply, the host is not what the command saw", seen, hostManifest(t, w), manifestEntry.view)
+	})
+}
+
+// A change store the run could write is refused before anything runs:
+// otherwise the command could rewrite a kept set that its user applies
+// later (here the store lies inside the workdir, a read-write bind).
+func TestChangesStoreInsideBind(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		skipWithoutOverlay(t)
+		w := seedChanges(t, u)
+		store := filepath.Join(w, ".tooljail-store", "changes")
+		o := u.jailRun(t, w, run{args: []string{"--changes", "review", "--changes-dir", store}, timeout: 5 * time.Minute},
+			"/bin/sh", "-c", "echo ran > ran.txt")
+		if o.code != 125 || !strings.Contains(o.stderr, "lies inside") {
+			t.Fatalf("a store inside the workdir: want exit 125 naming it\n%s", o)
+		}
+		if _, err := os.Lstat(filepath.Join(w, "ran.txt")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the command ran: %v", err)
+		}
 	})
 }
