@@ -8,7 +8,7 @@ import * as net from "node:net";
 import { findBinary } from "./binary";
 import { JailError } from "./errors";
 import { trustedSocket } from "./identity";
-import type { ChangeConflict, ChangeEntry, ChangeTotals, ChangesReport } from "./report";
+import type { ChangeConflict, ChangeEntry, ChangesReport } from "./report";
 
 /** The modes, in the order the docs give them. */
 export const MODES = ["off", "record", "review", "apply-on-success"] as const;
@@ -209,31 +209,15 @@ export interface ApplyResult {
 /** The report's changes block (docs/report.md), with apply() and discard()
  * for a kept set (id set), through the server that ran it or else the CLI
  * and the same store. */
-export class ChangeSet implements ChangesReport {
-  mode: string;
-  recorded: boolean;
-  reason?: string;
-  id?: string;
-  state: string;
-  entries: ChangeEntry[];
-  totals: ChangeTotals;
-  truncated?: boolean;
-  conflicts?: ChangeConflict[];
-  error?: string;
+// The block's fields come from ChangesReport (declaration merging), not
+// a second list of them.
+export interface ChangeSet extends ChangesReport {}
+export class ChangeSet {
   /** Where apply() and discard() go (not enumerable: JSON shows the block). */
   declare readonly where: Where;
 
   constructor(block: ChangesReport, where: Where) {
-    this.mode = block.mode;
-    this.recorded = block.recorded;
-    this.reason = block.reason;
-    this.id = block.id || undefined;
-    this.state = block.state;
-    this.entries = block.entries ?? [];
-    this.totals = block.totals;
-    this.truncated = block.truncated;
-    this.conflicts = block.conflicts;
-    this.error = block.error;
+    Object.assign(this, block, { id: block.id || undefined, entries: block.entries ?? [] });
     Object.defineProperty(this, "where", { value: where, enumerable: false });
   }
 
