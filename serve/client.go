@@ -58,21 +58,42 @@ func (c *Client) Run(ctx context.Context, req Request) (*jail.Result, error) {
 	return &r, nil
 }
 
-// RunRaw is Run that returns the report as the server sent it: one line
-// of JSON, exactly the fields `tooljail run --json` prints, without the
-// newline.
-func (c *Client) RunRaw(ctx context.Context, req Request) ([]byte, error) {
+// connect dials the server and checks it is the caller's or root's
+// (checkServer); the connection is closed when ctx ends, which ends a
+// read or write of the caller's.
+func (c *Client) connect(ctx context.Context) (*ctxConn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.Path)
 	if err != nil {
 		return nil, fmt.Errorf("tooljail server at %s: %w", c.Path, err)
 	}
-	defer conn.Close()
 	if err := checkServer(conn, os.Geteuid()); err != nil {
+		conn.Close()
 		return nil, fmt.Errorf("tooljail server at %s: %w", c.Path, err)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
+	return &ctxConn{Conn: conn, stop: context.AfterFunc(ctx, func() { conn.Close() })}, nil
+}
+
+// ctxConn is a connection closed by its context's end until Close.
+type ctxConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *ctxConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
+// RunRaw is Run that returns the report as the server sent it: one line
+// of JSON, exactly the fields `tooljail run --json` prints, without the
+// newline.
+func (c *Client) RunRaw(ctx context.Context, req Request) ([]byte, error) {
+	conn, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
 	req.Stream = c.OnStream != nil
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -149,17 +170,11 @@ func serverProblem(peer, uid int) error {
 // "changes" value. A refusal is an *Error; an apply that found conflicts
 // is an *Error with Code 1 and its Conflicts, nothing applied.
 func (c *Client) Changes(ctx context.Context, op ChangesOp) (json.RawMessage, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Path)
+	conn, err := c.connect(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("tooljail server at %s: %w", c.Path, err)
+		return nil, err
 	}
 	defer conn.Close()
-	if err := checkServer(conn, os.Geteuid()); err != nil {
-		return nil, fmt.Errorf("tooljail server at %s: %w", c.Path, err)
-	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
 	b, err := json.Marshal(Request{ChangesOp: &op})
 	if err != nil {
 		return nil, err
