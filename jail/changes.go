@@ -128,7 +128,6 @@ type runChanges struct {
 	started      time.Time
 	finished     bool
 	uid, gid     int // owner of the layers: the jail's host identity
-	idmapOwner   []*HostID
 	storeDirPath string
 }
 
