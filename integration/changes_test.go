@@ -1044,7 +1044,9 @@ func TestChangesWorkdirOutsideTmp(t *testing.T) {
 func TestChangesStoreInsideBind(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		skipWithoutOverlay(t)
-		w := seedChanges(t, u)
+		// Not below /tmp: the 6.1 guest's tmpfs has no user.* xattrs, which
+		// would refuse the store for that reason first.
+		w := u.workdirOutsideTmp(t)
 		store := filepath.Join(w, ".tooljail-store", "changes")
 		o := u.jailRun(t, w, run{args: []string{"--changes", "review", "--changes-dir", store}, timeout: 5 * time.Minute},
 			"/bin/sh", "-c", "echo ran > ran.txt")
