@@ -111,10 +111,19 @@ func TestApply(t *testing.T) {
 	if _, err := f.s.Apply(id, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "already applied") {
 		t.Errorf("second Apply = %v", err)
 	}
-	// The copies were moved aside; the next collection removes them
-	// and keeps the applied set's record.
+	// The copies were moved aside, with what the apply replaced in the
+	// project (one object per step that replaced one); the next
+	// collection removes them and keeps the applied set's record.
 	if _, err := os.Lstat(filepath.Join(f.s.Dir(), id, trashDir)); err != nil {
 		t.Errorf("the applied set's copies: %v", err)
+	}
+	if got := leftovers(t, f.host); len(got) != 0 {
+		t.Errorf("temporary names left in the project: %v", got)
+	}
+	replaced, err := os.ReadDir(filepath.Join(f.s.Dir(), id, trashDir, replacedDir))
+	must(t, err)
+	if len(replaced) == 0 {
+		t.Error("nothing replaced was moved aside")
 	}
 	if _, err := f.s.GC(time.Now()); err != nil {
 		t.Fatal(err)
@@ -518,5 +527,40 @@ func TestApplyNestedDeletes(t *testing.T) {
 	}
 	if l := leftovers(t, f.host); len(l) > 0 {
 		t.Errorf("left in the project: %v", l)
+	}
+}
+
+// Where the store and the project do not share a mount, what the apply
+// replaced cannot be moved into the store: it is removed at once, and
+// nothing is left in the project.
+func TestApplyReplacedAcrossMounts(t *testing.T) {
+	var a, b unix.Stat_t
+	must(t, unix.Stat(os.TempDir(), &a))
+	must(t, unix.Stat("/dev/shm", &b))
+	if a.Dev == b.Dev {
+		t.Skip("/dev/shm and the temporary directory share a file system here")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "tjstore-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s, err := Open(filepath.Join(dir, "store"), Options{})
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	host := filepath.Join(t.TempDir(), "project")
+	must(t, os.Mkdir(host, 0o755))
+	writeTree(t, host, map[string]string{"a.txt": "old\n"})
+	f := newFixtureIn(t, s, host)
+	f.file("a.txt", "new\n", 0o644)
+	id := f.finish()
+	_, err = s.Apply(id, ApplyOptions{})
+	must(t, err)
+	if got := readString(t, filepath.Join(host, "a.txt")); got != "new\n" {
+		t.Errorf("a.txt = %q", got)
+	}
+	if got := leftovers(t, host); len(got) != 0 {
+		t.Errorf("temporary names left in the project: %v", got)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "store", id, trashDir, replacedDir, "0")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the replaced file crossed mounts into the store: %v", err)
 	}
 }

@@ -74,6 +74,9 @@ const (
 	journalFile = "journal"
 	upperDir    = "upper"
 	trashDir    = "applied" // an applied set's copies, for GC to remove
+	// replacedDir, in upperDir, holds what an apply replaced in the
+	// project (objects named by their step) until GC removes trashDir.
+	replacedDir = "replaced"
 	workDir     = "work"
 	// orphanAge is how old a set directory without set.json must be
 	// before GC takes it for the remains of a supervisor that died.
