@@ -844,8 +844,9 @@ func chmodAt(dir int, name string, mode uint32) error {
 	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), mode)
 }
 
-// finish completes a committed apply: the old objects go, the set is
-// marked applied, its upper layer removed, the journal last.
+// finish completes a committed apply: the objects the steps replaced
+// leave the project (into the set's copies, or removed), the set is
+// marked applied, its copies set aside for GC, the journal last.
 func (a *applier) finish() error {
 	aside := a.replacedDir()
 	if aside >= 0 {
