@@ -710,6 +710,7 @@ type stream struct {
 	Text      *string `json:"text"`
 	Base64    *string `json:"base64"`
 	Merged    bool    `json:"merged"`
+	TTY       bool    `json:"tty"`
 }
 
 // hostProcs lists host pids whose command line contains s.

@@ -43,6 +43,10 @@ type Cmd struct {
 	MergeStderr bool
 	// CaptureOutput keeps the output in Result.Stdout.Text/Stderr.Text.
 	CaptureOutput bool
+	// TTY, when set, gives the command a terminal instead of pipes (see
+	// TTY): its output goes to Stdout as with MergeStderr, Stdin is typed
+	// into it, and Resize changes its size.
+	TTY *TTY
 	// Outputs are host files the caller writes after the run (see
 	// Output): Start opens them, or fails.
 	Outputs []*Output
@@ -85,6 +89,11 @@ type Cmd struct {
 	warm *warmState
 	// chg is the run's change set (Spec.Changes, changes.go), or nil.
 	chg *runChanges
+	// ttyIn is a copy of the terminal's master (tty.go), under mu: typed
+	// into and resized until the run is over. ttyResized: Resize was
+	// called, and its size is set when the terminal comes.
+	ttyIn      *os.File
+	ttyResized bool
 }
 
 // Command returns a Cmd that runs spec.
@@ -142,6 +151,10 @@ func (c *Cmd) Start() error {
 	c.plan = p
 	c.res.Enforcement = p.enf
 	start := c.start
+	if p.nons != nil && c.TTY != nil {
+		settleOutputs(c.Outputs)
+		return c.fail(&SetupError{Code: ExitSetup, Err: errors.New("a terminal (--tty) needs the jail's own devpts instance, which a run without namespaces does not have: run without --tty, or where user namespaces are allowed (tooljail check)")})
+	}
 	if p.nons != nil {
 		start = c.startNoNS
 		if c.warm != nil {
@@ -241,6 +254,12 @@ func (c *Cmd) readMessages() {
 			c.exitRec = &rr
 			if first {
 				close(c.exitSeen)
+			}
+		case C.TJ_REC_TTY:
+			// From stage 2, before its execve (stage2.c's tj_open_tty).
+			if len(files) > 0 && c.ready {
+				c.gotTTY(files[0])
+				files = files[1:]
 			}
 		case C.TJ_REC_NET:
 			// Once, from the init, before stage 2 starts.
@@ -393,7 +412,11 @@ func (c *Cmd) WaitResult() (*Result, error) {
 		c.res.Network = c.net.stop()
 		c.net = nil
 	}
+	// A terminal's master came before the exit record, or never will.
+	c.relays[0].attach(nil)
 	c.res.Stdout = c.relays[0].stream()
+	c.res.Stdout.TTY = c.TTY != nil
+	c.closeTTY()
 	if c.relays[1] != nil {
 		c.res.Stderr = c.relays[1].stream()
 	} else {

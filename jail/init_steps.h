@@ -114,6 +114,7 @@
 	X(READY, "stage 2: the supervisor is gone ({errno})") \
 	X(ACK, "stage 2: the supervisor is gone ({errno})") \
 	X(CALL, "warm jail: receive the command: {errno}") \
+	X(TTY, "terminal: {index:open /dev/pts/ptmx|unlock it|set its window size|open its peer|make the peer fds 0, 1 and 2|make it the controlling terminal|hand it to the supervisor}: {errno}") \
 	X(FDS, "stage 2: mark descriptors close-on-exec: {errno}") \
 	X(EXEC, "{command}: {errno}") \
 	X(EXEC_DENIED, "{command}: {is_dir:not executable: {errno}|is a directory}") \

@@ -59,6 +59,10 @@ type relay struct {
 	text *string // made by the first stream call
 	// base64 is the text's bytes when they are not valid UTF-8 (Stream.Base64).
 	base64 []byte
+	// late, for a relay made before its source exists (a terminal's
+	// master, which stage 2 sends), brings the source, or nil for none.
+	late       chan *os.File
+	attachOnce sync.Once
 }
 
 func newRelay(src *os.File, dst io.Writer, budget *outputBudget, capture bool) *relay {
@@ -67,8 +71,33 @@ func newRelay(src *os.File, dst io.Writer, budget *outputBudget, capture bool) *
 	return r
 }
 
+// newLateRelay is a relay whose source attach gives later.
+func newLateRelay(dst io.Writer, budget *outputBudget, capture bool) *relay {
+	r := &relay{dst: dst, budget: budget, capture: capture, done: make(chan struct{}), late: make(chan *os.File, 1)}
+	go r.run()
+	return r
+}
+
+// attach gives a late relay its source, once; nil says none will come.
+// It does nothing for a relay made with its source.
+func (r *relay) attach(f *os.File) {
+	if r.late == nil {
+		return
+	}
+	used := false
+	r.attachOnce.Do(func() { r.late <- f; used = true })
+	if !used && f != nil {
+		f.Close()
+	}
+}
+
 func (r *relay) run() {
 	defer close(r.done)
+	if r.late != nil {
+		if r.src = <-r.late; r.src == nil {
+			return
+		}
+	}
 	defer r.src.Close()
 	// A read takes what the pipe holds, outputPipeSize at most. A
 	// capture reads 64 KiB at a time: with larger reads its growing head

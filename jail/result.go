@@ -145,6 +145,10 @@ type Stream struct {
 	// stdout (Cmd.MergeStderr): everything is in the stdout entry, in the
 	// order it was written, and this one counts nothing.
 	Merged bool `json:"merged,omitempty"`
+	// TTY is set on the stdout entry of a run with a terminal (Cmd.TTY):
+	// it holds what the command wrote to the terminal, stderr included,
+	// as the terminal gave it ("\n" became "\r\n", input was echoed).
+	TTY bool `json:"tty,omitempty"`
 }
 
 // MarshalJSON writes text or base64, never both: a JSON text of bytes

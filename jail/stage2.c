@@ -19,11 +19,13 @@
 // the init restores its own then (init_reap.c).
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -377,6 +379,54 @@ static void tj_wait_for_call(const struct tj_stage2 *s) {
 	w->envp = envp;
 	w->paths = paths;
 	w->npaths = (int)h.npaths;
+	w->tty = h.tty != 0;
+	w->tty_rows = h.tty_rows;
+	w->tty_cols = h.tty_cols;
+}
+
+// tj_tty_step fails the terminal's step at sub-step index when r < 0.
+static void tj_tty_step(const struct tj_stage2 *s, int index, long r) {
+	if (r < 0) {
+		tj_fail(s, TJ_STEP_TTY, (int)-r, index, 125);
+	}
+}
+
+// tj_open_tty gives the command a terminal of the jail's own devpts
+// instance (never the caller's: a host terminal would let TIOCSTI-like
+// tricks and its other sessions near the jail): the peer becomes 0, 1
+// and 2 and the controlling terminal of this session (setsid made stage 2
+// its leader, so the command's group is the foreground one and ^C reaches
+// it as SIGINT); the master goes to the supervisor, which relays it. It
+// runs confined, as the command would: Landlock grants /dev/pts and
+// /dev/ptmx, the filter allows these calls (and denies TIOCSTI on the
+// terminal as everywhere). The window size is set before the command can
+// ask for it.
+static void tj_open_tty(const struct tj_stage2 *s) {
+	if (!s->tty) {
+		return;
+	}
+	long m = SYS4(SYS_openat, AT_FDCWD, "/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC, 0);
+	tj_tty_step(s, 0, m);
+	int unlock = 0;
+	tj_tty_step(s, 1, SYS3(SYS_ioctl, m, TIOCSPTLCK, &unlock));
+	struct winsize ws;
+	memset(&ws, 0, sizeof ws);
+	ws.ws_row = s->tty_rows;
+	ws.ws_col = s->tty_cols;
+	tj_tty_step(s, 2, SYS3(SYS_ioctl, m, TIOCSWINSZ, &ws));
+	// By the master, not by a path: no lookup in /dev/pts to race.
+	long p = SYS3(SYS_ioctl, m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	tj_tty_step(s, 3, p);
+	for (int fd = 0; fd < 3; fd++) {
+		tj_tty_step(s, 4, SYS3(SYS_dup3, p, fd, 0));
+	}
+	SYS1(SYS_close, p);
+	tj_tty_step(s, 5, SYS3(SYS_ioctl, 0, TIOCSCTTY, 0));
+	struct tj_record r;
+	memset(&r, 0, offsetof(struct tj_record, path) + 1);
+	r.type = TJ_REC_TTY;
+	tj_tty_step(s, 6, tj_send_record(s->sock, &r, tj_record_size(&r), (int)m));
+	SYS1(SYS_close, m);
 }
 
 // tj_exec execs the command like a shell: the first candidate that execs;
@@ -432,6 +482,7 @@ static int tj_child(void *arg) {
 	if (s->warm) {
 		tj_wait_for_call(s);
 	}
+	tj_open_tty(s);
 	// Only 0, 1 and 2 reach the command; status_fd closes at a successful
 	// execve, which tells the init.
 	tj_check(s, TJ_STEP_FDS, SYS3(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC));

@@ -44,6 +44,10 @@ type stage2Config struct {
 	// Warm leaves the command's strings out of the plan: stage 2 parks,
 	// confined, and gets them with the call (stage2.c, warm.go).
 	Warm bool
+	// TTY gives the command a terminal of Rows by Cols (Cmd.TTY); a warm
+	// jail learns it with the call.
+	TTY        bool
+	Rows, Cols uint16
 }
 
 // stage2 is what the supervisor needs to report stage 2's failures. It
@@ -91,6 +95,9 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 			return nil, err
 		}
 		c.npaths = C.int(len(s.paths))
+		if cfg.TTY {
+			c.tty, c.tty_rows, c.tty_cols = 1, C.uint16_t(cfg.Rows), C.uint16_t(cfg.Cols)
+		}
 	}
 
 	add := func(name string, res int, cur, max uint64) {

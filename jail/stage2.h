@@ -44,6 +44,10 @@ struct tj_stage2 {
 	char *const *envp;
 	char *const *paths; // where to look for argv[0], in order
 	int npaths;
+	// tty: the command gets a terminal of the jail's own devpts instead of
+	// the descriptors it inherits (stage2.c's tj_open_tty), of this size.
+	int tty;
+	uint16_t tty_rows, tty_cols;
 	// Without namespaces (nons.c): stage 2 has no capabilities of a user
 	// namespace of its own, so it drops the bounding set only as root
 	// (setid), before it becomes uid:gid without supplementary groups.
@@ -55,13 +59,16 @@ struct tj_stage2 {
 // The limits of a warm call's message (warm.go checks them first).
 #define TJ_CALL_MAX_BYTES (128 << 10)
 #define TJ_CALL_MAX_STRINGS 8192
-#define TJ_CALL_MAGIC 0x746a6331u // "tjc1"
+#define TJ_CALL_MAGIC 0x746a6332u // "tjc2"
 
 // tj_call_header starts a warm call's message; the strings follow, each
-// NUL-terminated: argc arguments, envc variables, npaths candidates.
+// NUL-terminated: argc arguments, envc variables, npaths candidates. tty
+// asks for a terminal of tty_rows by tty_cols (tj_stage2's tty).
 struct tj_call_header {
 	uint32_t magic;
 	uint32_t argc, envc, npaths;
+	uint32_t tty;
+	uint16_t tty_rows, tty_cols;
 };
 
 // A record is what the init and stage 2 send the supervisor, one per
@@ -74,6 +81,7 @@ enum {
 	TJ_REC_READY,         // stage 2 is about to execve
 	TJ_REC_EXIT,          // the command ended
 	TJ_REC_NET,           // the allow mode's listeners, as SCM_RIGHTS (init_net.c)
+	TJ_REC_TTY,           // stage 2's terminal: its master, as SCM_RIGHTS
 };
 
 // At most this many sized tmpfs mounts of a jail are watched for filling

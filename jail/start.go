@@ -123,14 +123,17 @@ func (c *Cmd) childStdio() (*childStdio, error) {
 	if c.MergeStderr && c.Stderr != nil && !sameWriter(c.Stderr, c.Stdout) {
 		return nil, errors.New("Cmd.MergeStderr sends the command's stderr to Stdout: leave Stderr nil")
 	}
+	budget := &outputBudget{remaining: -1}
+	if n := c.Spec.Limits.OutputLimit; n > 0 {
+		budget.remaining = n
+	}
+	if c.TTY != nil {
+		return c.ttyStdio(budget)
+	}
 	s := &childStdio{}
 	var err error
 	if s.stdin, err = c.stdinFile(); err != nil {
 		return nil, err
-	}
-	budget := &outputBudget{remaining: -1}
-	if n := c.Spec.Limits.OutputLimit; n > 0 {
-		budget.remaining = n
 	}
 	if c.MergeStderr {
 		// One pipe for both, as os/exec's Stdout == Stderr: the kernel
@@ -268,6 +271,10 @@ func (c *Cmd) stage2Config() stage2Config {
 	st2.WaitAck = c.watcher != nil
 	st2.Warm = c.warm != nil
 	st2.NoHugePages = thpDisabled()
+	if c.TTY != nil {
+		st2.TTY = true
+		st2.Rows, st2.Cols = ttySize(*c.TTY)
+	}
 	return st2
 }
 

@@ -5,7 +5,6 @@ import "C"
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -232,12 +231,15 @@ func callSize(s *Spec) (bytes, strings int) {
 // are sent: what a stage 2 receives is its only input once confined.
 var forgeCall func(msg []byte, fds []int) ([]byte, []int)
 
-// encodeCall is the call message stage2.c reads.
-func encodeCall(args, env, paths []string) []byte {
+// encodeCall is the call message stage2.c reads; tty nil: no terminal.
+func encodeCall(args, env, paths []string, tty *TTY) []byte {
 	var b bytes.Buffer
-	for _, v := range []uint32{C.TJ_CALL_MAGIC, uint32(len(args)), uint32(len(env)), uint32(len(paths))} {
-		binary.Write(&b, binary.NativeEndian, v)
+	h := C.struct_tj_call_header{magic: C.TJ_CALL_MAGIC, argc: C.uint32_t(len(args)), envc: C.uint32_t(len(env)), npaths: C.uint32_t(len(paths))}
+	if tty != nil {
+		rows, cols := ttySize(*tty)
+		h.tty, h.tty_rows, h.tty_cols = 1, C.uint16_t(rows), C.uint16_t(cols)
 	}
+	b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h)))
 	for _, l := range [][]string{args, env, paths} {
 		for _, s := range l {
 			b.WriteString(s)
@@ -282,7 +284,7 @@ func (c *Cmd) startCall() error {
 	c.mu.Unlock()
 	stdio, err := c.childStdio()
 	if err == nil {
-		msg := encodeCall(c.Spec.Args, c.Spec.Env, paths)
+		msg := encodeCall(c.Spec.Args, c.Spec.Env, paths, c.TTY)
 		fds := []int{int(stdio.stdin.Fd()), int(stdio.out[0].Fd()), int(stdio.out[1].Fd())}
 		if forgeCall != nil {
 			msg, fds = forgeCall(msg, fds)

@@ -328,3 +328,45 @@ func TestWarmRefusesMalformedCall(t *testing.T) {
 		t.Errorf("control: the command did not run: %v", err)
 	}
 }
+
+// A terminal (Cmd.TTY) in a warm jail: stage 2 opens it after the call,
+// confined, with the call's size; Resize before Start sets the size the
+// command sees, as with a cold run.
+func TestWarmTTY(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh here")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	spec := warmSpec(t, dir, nil, "/bin/sh", "-c", `tty; stty size; read x; echo "got $x"`)
+	for _, warm := range []bool{false, true} {
+		cmd := jail.Command(spec)
+		if warm {
+			var err error
+			if cmd, err = prepare(t, spec).Command(spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd.TTY = &jail.TTY{Rows: 30, Cols: 90}
+		if err := cmd.Resize(31, 91); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdin = strings.NewReader("typed\n")
+		cmd.CaptureOutput = true
+		res, err := cmd.Run()
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("warm %v: %v %+v", warm, err, res)
+		}
+		// The terminal echoes what is typed when it is typed: the
+		// echo's place among the lines is the scheduler's.
+		got := *res.Stdout.Text
+		for _, want := range []string{"typed\r\n", "/dev/pts/0\r\n", "31 91\r\n", "got typed\r\n"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("warm %v: output %q lacks %q", warm, got, want)
+			}
+		}
+		if !res.Stdout.TTY || !res.Stderr.Merged {
+			t.Errorf("warm %v: stdout %+v, stderr %+v", warm, res.Stdout, res.Stderr)
+		}
+	}
+}

@@ -52,6 +52,14 @@ type Request struct {
 	// (jail.Cmd.MergeStderr): its output, in the order it wrote it, is
 	// the stdout stream and the report's stdout.
 	MergeStderr bool `json:"merge_stderr,omitempty"`
+	// TTY gives the command a terminal of the jail's own (jail.Cmd.TTY) of
+	// TTYRows by TTYCols (0: 24 by 80): its output, stderr included, is
+	// the stdout stream and the report's stdout; Stdin is typed into it,
+	// then an end-of-file character. Not interactive: the request's stdin
+	// is all the input, and the size does not change.
+	TTY     bool   `json:"tty,omitempty"`
+	TTYRows uint16 `json:"tty_rows,omitempty"`
+	TTYCols uint16 `json:"tty_cols,omitempty"`
 	// Toolchains are the client's toolchains to show, as --toolchain:
 	// "auto" (argv[0]'s, found in Path, the workdir and the client's
 	// passwd home) or absolute prefixes. A client other than root gets
@@ -123,6 +131,9 @@ func spec(p *profiles.Profile, r *Request, peer *jail.Peer) (*jail.Spec, error) 
 	}
 	if r.Workdir != "" && !filepath.IsAbs(r.Workdir) {
 		return nil, refuse("workdir %q: must be an absolute host path", r.Workdir)
+	}
+	if !r.TTY && (r.TTYRows != 0 || r.TTYCols != 0) {
+		return nil, refuse("tty_rows, tty_cols: the size of a terminal, taken only with \"tty\": true")
 	}
 	c := *p
 	c.Limits = maps.Clone(p.Limits)

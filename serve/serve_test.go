@@ -913,3 +913,39 @@ func TestAppendStreamLineIsMarshal(t *testing.T) {
 		data = append(data, byte(n*7+n/3))
 	}
 }
+
+// tty: the command gets a terminal of the jail's own, of the asked size,
+// with the request's stdin typed into it and ended by ^D; stderr is the
+// terminal's too, and the report marks it. Streamed and captured.
+func TestTTYRequest(t *testing.T) {
+	ts := start(t)
+	for _, streamed := range []bool{false, true} {
+		c := ts.client()
+		var got bytes.Buffer
+		if streamed {
+			c.OnStream = func(name string, data []byte) {
+				if name == "stdout" {
+					got.Write(data)
+				}
+			}
+		}
+		r := run(t, c, Request{Argv: []string{"/bin/sh", "-c", `tty; stty size; echo err >&2; read x; echo "got $x"; cat; echo end`},
+			Stdin: []byte("line\npartial"), TTY: true, TTYRows: 30, TTYCols: 90})
+		if !streamed {
+			got.WriteString(text(r.Stdout))
+		}
+		out := strings.ReplaceAll(got.String(), "\r\n", "\n")
+		for _, want := range []string{"/dev/pts/0\n", "30 90\n", "err\n", "got line\n", "partial", "end\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("streamed %v: output lacks %q: %q", streamed, want, out)
+			}
+		}
+		if r.ExitCode != 0 || !r.Stdout.TTY || !r.Stderr.Merged || r.Stdout.Bytes != int64(got.Len()) {
+			t.Errorf("streamed %v: exit %d, stdout %+v, stderr %+v", streamed, r.ExitCode, r.Stdout, r.Stderr)
+		}
+	}
+	_, err := ts.client().Run(context.Background(), Request{Argv: []string{"true"}, TTYRows: 30})
+	if err == nil || !strings.Contains(err.Error(), "tty_rows") {
+		t.Errorf("a size without tty: %v, want refused", err)
+	}
+}

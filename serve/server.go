@@ -662,12 +662,15 @@ func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Requ
 	// it twice and hold it here meanwhile.
 	cmd.CaptureOutput = !req.Stream
 	cmd.MergeStderr = req.MergeStderr
+	if req.TTY {
+		cmd.TTY = &jail.TTY{Rows: req.TTYRows, Cols: req.TTYCols}
+	}
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
 	if req.Stream {
 		cmd.Stdout = &streamWriter{out: out, name: "stdout", cancel: cmd.Cancel}
-		if !req.MergeStderr {
+		if !req.MergeStderr && !req.TTY {
 			cmd.Stderr = &streamWriter{out: out, name: "stderr", cancel: cmd.Cancel}
 		}
 	}

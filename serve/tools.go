@@ -114,7 +114,7 @@ func checkToolRequest(r *Request) *Error {
 	}{
 		{"argv", r.Argv != nil}, {"profile", r.Profile != ""}, {"profile_toml", r.ProfileTOML != ""},
 		{"limits", r.Limits != nil}, {"network", r.Network != ""}, {"env", r.Env != nil}, {"stream", r.Stream},
-		{"merge_stderr", r.MergeStderr}, {"toolchains", r.Toolchains != nil}, {"path", r.Path != ""},
+		{"merge_stderr", r.MergeStderr}, {"tty", r.TTY || r.TTYRows != 0 || r.TTYCols != 0}, {"toolchains", r.Toolchains != nil}, {"path", r.Path != ""},
 		{"changes", r.Changes != ""},
 	} {
 		if f.set {

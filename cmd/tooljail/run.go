@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/changes"
+	"github.com/tooljail/tooljail/internal/term"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 	"github.com/tooljail/tooljail/serve"
@@ -69,6 +70,7 @@ type runFlags struct {
 	report        scalar
 	json          bool
 	mergeStderr   bool
+	tty, noTTY    bool
 	auditLog      scalar
 	quiet         bool
 	server        scalar
@@ -232,6 +234,8 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Var(&f.report, "report", "write the JSON report to `FILE` (- for stderr); opened before the run: a regular file, no symlink, outside the run's read-write binds")
 	fs.BoolVar(&f.json, "json", false, "capture stdout/stderr into the report and print only the report on stdout")
 	fs.BoolVar(&f.mergeStderr, "merge-stderr", false, "make the command's stderr its stdout (one pipe, as 2>&1): what it writes to either goes to stdout in the order written, and is the report's stdout")
+	fs.BoolVar(&f.tty, "tty", false, "give the command a terminal of the jail's own (its stdin, stdout and stderr; this terminal goes raw and is restored after): the default when stdin and stdout are terminals and --json is not given; its output, stderr included, is the report's stdout")
+	fs.BoolVar(&f.noTTY, "no-tty", false, "pipes, not a terminal, even when stdin and stdout are terminals")
 	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run to `FILE` (also TOOLJAIL_AUDIT_LOG); opened as --report is")
 	fs.Var(&f.server, "server", "send the run to the `SOCKET` of a tooljail serve (also TOOLJAIL_SERVER) instead of jailing it here; the server's profile decides what --ro, --rw, --tmpfs, --mask, --workdir-ro, --on-violation, --host-user, --root, --allow-degraded and --audit-log would, so they are refused")
 	fs.BoolVar(&f.quiet, "quiet", false, "no summary line on stderr")
@@ -279,14 +283,25 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	cmd := jail.Command(spec)
 	cmd.Stdin = os.Stdin
 	cmd.MergeStderr = f.mergeStderr
+	if wantTTY(f, term.IsTerminal(int(os.Stdin.Fd())), term.IsTerminal(int(os.Stdout.Fd()))) {
+		cmd.TTY = &jail.TTY{}
+		cmd.TTY.Rows, cmd.TTY.Cols = ttySize()
+	}
 	switch {
 	case f.json:
 		cmd.CaptureOutput = true
-	case f.mergeStderr:
+	case f.mergeStderr || cmd.TTY != nil:
 		cmd.Stdout = os.Stdout
 	default:
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	}
+	restore, err := rawTerminal(cmd.TTY != nil)
+	if err != nil {
+		return fail(stderr, "--tty: %v; run with --no-tty", err)
+	}
+	// On every way out; first of all before the report or the summary
+	// is printed, below.
+	defer restore()
 	outs := f.outputs(cwd, os.Getenv("TOOLJAIL_AUDIT_LOG"))
 	cmd.Outputs = outs.list()
 	defer outs.close()
@@ -296,10 +311,11 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		forwarding = make(chan struct{})
 		go func() {
 			defer close(forwarding)
-			forwardSignals(sigs, cmd.Signal)
+			forwardSignals(sigs, ttySignal(cmd))
 		}()
 	}
 	result, runErr := cmd.Wait()
+	restore()
 	// From here on a signal is tooljail's own again: one that comes while
 	// it writes the report or the audit log ends it by the default action
 	// instead of going to a command that is gone. Stop guarantees no more
@@ -334,6 +350,9 @@ func parseRun(args []string, getwd func() (string, error), environ []string) (*r
 		// them may run here.
 		return nil, nil, "", errors.New("a run for a server (--server, TOOLJAIL_SERVER) is not jailed here")
 	}
+	if f.tty && f.noTTY {
+		return nil, nil, "", errTTYTwice
+	}
 	command, err := commandOf(fs.Args())
 	if err != nil {
 		return nil, nil, "", err
@@ -365,6 +384,65 @@ func commandOf(command []string) ([]string, error) {
 func lineError(format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	return errors.New(strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(msg))
+}
+
+var errTTYTwice = errors.New("--tty and --no-tty contradict each other; give one")
+
+// wantTTY decides whether a run jailed here gets a terminal: --tty and
+// --no-tty say so; else it does when a person is at both ends (stdin and
+// stdout are terminals) and the output is not captured into the report.
+func wantTTY(f *runFlags, stdinTerm, stdoutTerm bool) bool {
+	switch {
+	case f.tty:
+		return true
+	case f.noTTY:
+		return false
+	}
+	return stdinTerm && stdoutTerm && !f.json
+}
+
+// ttySize is the caller's window size, from stdout or stdin; 0 when
+// neither is a terminal (jail.TTY's default then).
+func ttySize() (rows, cols uint16) {
+	for _, f := range []*os.File{os.Stdout, os.Stdin} {
+		if r, c, ok := term.Size(int(f.Fd())); ok {
+			return r, c
+		}
+	}
+	return 0, 0
+}
+
+// rawTerminal puts the caller's terminal (stdin) in raw mode for a run
+// with a terminal: the jail's does the echo, line editing and ^C. The
+// restore it returns is safe to call more than once.
+func rawTerminal(tty bool) (restore func(), err error) {
+	if !tty || !term.IsTerminal(int(os.Stdin.Fd())) {
+		return func() {}, nil
+	}
+	st, err := term.MakeRaw(int(os.Stdin.Fd()))
+	if err != nil {
+		return nil, err
+	}
+	return sync.OnceFunc(func() { st.Restore() }), nil
+}
+
+// ttySignal is how a forwarded signal reaches cmd: for a run with a
+// terminal, SIGWINCH becomes the new window size, which makes the
+// jail's terminal send SIGWINCH itself; any other signal, and every
+// signal without a terminal, is sent.
+func ttySignal(cmd *jail.Cmd) func(os.Signal) error {
+	if cmd.TTY == nil {
+		return cmd.Signal
+	}
+	return func(s os.Signal) error {
+		if s != syscall.SIGWINCH {
+			return cmd.Signal(s)
+		}
+		if rows, cols := ttySize(); rows != 0 {
+			return cmd.Resize(rows, cols)
+		}
+		return nil
+	}
 }
 
 // forwardedSignals are the signals a run jailed here passes to its command
@@ -745,6 +823,9 @@ var servedFix = map[string]string{
 // servedFlagError is the error for the first flag in f that a served run
 // cannot honour, or nil.
 func servedFlagError(f *runFlags) error {
+	if f.tty && f.noTTY {
+		return errTTYTwice
+	}
 	for _, n := range notServed {
 		if n.set(f) {
 			fix := servedFix[n.flag]
@@ -795,6 +876,9 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 	}
 	sr := &servedRun{flags: &f, socket: socket}
 	sr.req = serve.Request{Argv: command, Network: f.net.value, MergeStderr: f.mergeStderr, Changes: f.changes.value}
+	// Only when asked: a served terminal is not interactive (the request
+	// carries all of stdin), so a person at a terminal gets pipes.
+	sr.req.TTY = f.tty
 	switch {
 	case f.noWorkdir && f.workdir.set:
 		return nil, errors.New("--workdir and --no-workdir contradict each other")
@@ -893,6 +977,9 @@ func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
 		return fail(stderr, "read stdin to send it to the server: %v", err)
 	}
 	sr.req.Stdin = in
+	if sr.req.TTY {
+		sr.req.TTYRows, sr.req.TTYCols = ttySize()
+	}
 	var outs runOutputs
 	if sr.report != "" && sr.report != "-" {
 		f, err := openReport(sr.report)
