@@ -47,6 +47,9 @@ type Cmd struct {
 	// TTY): its output goes to Stdout as with MergeStderr, Stdin is typed
 	// into it, and Resize changes its size.
 	TTY *TTY
+	// KeepRunning, for a call of a Session, keeps what the command leaves
+	// running in the session after the call ends (else it is killed).
+	KeepRunning bool
 	// Outputs are host files the caller writes after the run (see
 	// Output): Start opens them, or fails.
 	Outputs []*Output
@@ -94,6 +97,13 @@ type Cmd struct {
 	// called, and its size is set when the terminal comes.
 	ttyIn      *os.File
 	ttyResized bool
+
+	// sess is the Session of its init, or of a call (session.go); a
+	// call's killPending asks for a kill once its stage 2 is ready, and
+	// groupStart is the session's cgroup figures at its start.
+	sess        *Session
+	killPending bool
+	groupStart  cgroup.Stats
 }
 
 // Command returns a Cmd that runs spec.
@@ -124,6 +134,9 @@ func (c *Cmd) Start() error {
 	if c.warm != nil && c.warm.taken {
 		return c.startCall()
 	}
+	if c.sessionCall() {
+		return c.startSessionCall()
+	}
 	if c.res != nil {
 		return errors.New("jail: Cmd already started")
 	}
@@ -151,6 +164,10 @@ func (c *Cmd) Start() error {
 	c.plan = p
 	c.res.Enforcement = p.enf
 	start := c.start
+	if p.nons != nil && c.sessionInit() {
+		settleOutputs(c.Outputs)
+		return c.fail(&SetupError{Code: ExitSetup, Err: errors.New("a session needs the jail's namespaces, which this host does not allow (the run would be without namespaces): run without a session, or where user namespaces are allowed (tooljail check)")})
+	}
 	if p.nons != nil && c.TTY != nil {
 		settleOutputs(c.Outputs)
 		return c.fail(&SetupError{Code: ExitSetup, Err: errors.New("a terminal (--tty) needs the jail's own devpts instance, which a run without namespaces does not have: run without --tty, or where user namespaces are allowed (tooljail check)")})
@@ -186,112 +203,153 @@ func (c *Cmd) fail(e *SetupError) error {
 }
 
 // readMessages handles what the init and stage 2 send until both are gone.
+// A session's init routes its calls' records to the running call.
 func (c *Cmd) readMessages() {
 	defer close(c.msgDone)
-	var monitorErr error
-	netErr := false
 	for {
 		pk, err := recvPacket(c.sock)
 		files := pk.files
 		if err != nil || len(pk.data) == 0 {
-			for _, f := range files {
-				f.Close()
-			}
+			closeFiles(files)
 			return
 		}
 		r, ok := parseRecord(pk.data)
-		if !ok {
-			for _, f := range files {
-				f.Close()
-			}
+		t := c.recordFor(r.typ)
+		if !ok || t == nil {
+			closeFiles(files)
 			continue
 		}
-		c.mu.Lock()
-		switch r.typ {
-		case C.TJ_REC_INIT_FAIL, C.TJ_REC_STAGE2_FAIL:
-			switch {
-			case c.setupErr != nil || c.initFail != nil:
-			case c.ready && r.typ == C.TJ_REC_INIT_FAIL:
-				// The command is running or ran: not a setup error.
-				c.initFail = c.initPlan.failure(r)
-			default:
-				c.setupErr = c.initPlan.failure(r)
-			}
-		case C.TJ_REC_READY:
-			c.ready = true
-			if len(files) > 0 && c.monitor == nil {
-				action := seccomp.ActionDeny
-				if c.Spec.OnViolation == ViolationKill {
-					action = seccomp.ActionKill
-				}
-				opts := seccomp.MonitorOptions{Action: action, OnKill: func() { c.kill(StatusViolation, "") },
-					OnFail: func(err error) { c.kill(StatusAborted, monitorFailed(err)) }}
-				if n := c.Spec.Limits.MaxViolations; n > 0 {
-					opts.MaxViolations = uint64(n)
-					opts.OnLimit = func() {
-						c.kill(StatusViolation, fmt.Sprintf("more than %d denied system calls (--max-violations %d): the run was killed", n, n))
-					}
-				}
-				c.monitor = seccomp.NewMonitor(files[0], opts)
-				files = files[1:]
-				if err := c.monitor.Err(); err != nil {
-					monitorErr = err // killed below, without c.mu
-				}
-			}
-			if c.watcher != nil {
-				c.watcher.Track(pk.pid)
-				unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
-			}
-			if c.warm != nil && !c.warm.isParked {
-				// A warm jail's stage 2 parks after its ready record;
-				// last here: Command may change c.Spec from now on.
-				c.warm.isParked = true
-				close(c.warm.parked)
-			}
-		case C.TJ_REC_EXIT:
-			rr := r
-			first := c.exitRec == nil
-			c.exitRec = &rr
-			if first {
-				close(c.exitSeen)
-			}
-		case C.TJ_REC_TTY:
-			// From stage 2, before its execve (stage2.c's tj_open_tty).
-			if len(files) > 0 && c.ready {
-				c.gotTTY(files[0])
-				files = files[1:]
-			}
-		case C.TJ_REC_NET:
-			// Once, from the init, before stage 2 starts.
-			if c.net == nil && !c.ready && c.Spec.Net == NetAllow && c.setupErr == nil {
-				list, _ := allow.ParseList(c.Spec.Allow) // checked by Validate
-				n, err := startNetwork(list, c.Spec.Limits, files)
-				files = nil // startNetwork closed them
-				if err != nil {
-					// The init waits for the byte below: the command
-					// never starts.
-					c.setupErr = &SetupError{Code: ExitSetup, Err: err}
-					netErr = true
-				} else {
-					c.net = n
-					unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
-				}
-			}
-		}
-		c.mu.Unlock()
-		for _, f := range files {
-			f.Close()
-		}
-		if monitorErr != nil {
-			c.kill(StatusAborted, monitorFailed(monitorErr))
-			monitorErr = nil
-		}
-		if netErr {
-			// Before the command started: the setup error decides.
-			c.kill(StatusAborted, "")
-			netErr = false
+		t.mu.Lock()
+		files, after := t.handleRecord(r, files, pk.pid)
+		t.mu.Unlock()
+		closeFiles(files)
+		if after != nil {
+			after()
 		}
 	}
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// recordFor is the Cmd a record of type typ is for: c, or for a
+// session's init the running call (nil: none runs) when the record is a
+// call's (stage 2's, or the end of its command).
+func (c *Cmd) recordFor(typ int) *Cmd {
+	if !c.sessionInit() {
+		return c
+	}
+	switch typ {
+	case C.TJ_REC_STAGE2_FAIL, C.TJ_REC_READY, C.TJ_REC_TTY, C.TJ_REC_EXIT:
+		return c.sess.current()
+	}
+	return c
+}
+
+// handleRecord takes one record, under c.mu; it returns the descriptors
+// it did not keep and what to do once c.mu is released (a kill).
+func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, func()) {
+	var after func()
+	switch r.typ {
+	case C.TJ_REC_INIT_FAIL, C.TJ_REC_STAGE2_FAIL:
+		switch {
+		case c.setupErr != nil || c.initFail != nil:
+		case c.ready && r.typ == C.TJ_REC_INIT_FAIL:
+			// The command is running or ran: not a setup error.
+			c.initFail = c.initPlan.failure(r)
+		default:
+			c.setupErr = c.initPlan.failure(r)
+		}
+	case C.TJ_REC_READY:
+		c.ready = true
+		if len(files) > 0 && c.monitor == nil {
+			var err error
+			if c.monitor, err = c.startMonitor(files[0]); err != nil {
+				after = func() { c.kill(StatusAborted, monitorFailed(err)) }
+			}
+			files = files[1:]
+		}
+		if w := c.ackWatcher(); w != nil {
+			w.Track(pid)
+			unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
+		}
+		if c.killPending {
+			// After the ack: a kill sent before it would have been it.
+			c.killPending = false
+			after = c.sendKill
+		}
+		if c.warm != nil && !c.warm.isParked {
+			// A warm jail's stage 2 parks after its ready record;
+			// last here: Command may change c.Spec from now on.
+			c.warm.isParked = true
+			close(c.warm.parked)
+		}
+	case C.TJ_REC_TTY:
+		// From stage 2, before its execve (stage2.c's tj_open_tty).
+		if len(files) > 0 {
+			c.gotTTY(files[0])
+			files = files[1:]
+		}
+	case C.TJ_REC_SESSION:
+		if c.sessionInit() {
+			close(c.sess.ready)
+		}
+	case C.TJ_REC_EXIT:
+		rr := r
+		first := c.exitRec == nil
+		c.exitRec = &rr
+		if first {
+			close(c.exitSeen)
+		}
+	case C.TJ_REC_NET:
+		// Once, from the init, before stage 2 starts.
+		if c.net == nil && !c.ready && c.Spec.Net == NetAllow && c.setupErr == nil {
+			list, _ := allow.ParseList(c.Spec.Allow) // checked by Validate
+			n, err := startNetwork(list, c.Spec.Limits, files)
+			files = nil // startNetwork closed them
+			if err != nil {
+				// The init waits for the byte below: the command
+				// never starts. Before the command started: the setup
+				// error decides.
+				c.setupErr = &SetupError{Code: ExitSetup, Err: err}
+				after = func() { c.kill(StatusAborted, "") }
+			} else {
+				c.net = n
+				unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
+			}
+		}
+	}
+	return files, after
+}
+
+// startMonitor answers the denied calls of stage 2's listener.
+func (c *Cmd) startMonitor(listener *os.File) (*seccomp.Monitor, error) {
+	action := seccomp.ActionDeny
+	if c.Spec.OnViolation == ViolationKill {
+		action = seccomp.ActionKill
+	}
+	opts := seccomp.MonitorOptions{Action: action, OnKill: func() { c.kill(StatusViolation, "") },
+		OnFail: func(err error) { c.kill(StatusAborted, monitorFailed(err)) }}
+	if n := c.Spec.Limits.MaxViolations; n > 0 {
+		opts.MaxViolations = uint64(n)
+		opts.OnLimit = func() {
+			c.kill(StatusViolation, fmt.Sprintf("more than %d denied system calls (--max-violations %d): the run was killed", n, n))
+		}
+	}
+	m := seccomp.NewMonitor(listener, opts)
+	return m, m.Err()
+}
+
+// ackWatcher is the Landlock denial watcher that waits for stage 2's pid
+// (the session's for a session's call), or nil.
+func (c *Cmd) ackWatcher() *landlock.Watcher {
+	if c.sessionCall() {
+		return c.sess.init.watcher
+	}
+	return c.watcher
 }
 
 // monitorFailed is the reason of a run killed because its seccomp monitor
@@ -313,6 +371,11 @@ func (c *Cmd) kill(why Status, note string) {
 		c.killedFor, c.killNote = why, note
 	}
 	c.mu.Unlock()
+	if c.sessionCall() {
+		// The call, not the session.
+		c.killCall()
+		return
+	}
 	if c.proc != nil {
 		c.proc.kill()
 	}
@@ -395,11 +458,21 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	}
 	// The exit record, or else the init's end (it failed, or was killed).
 	var end initEnd
-	select {
-	case <-c.exitSeen:
-		c.early = true
-	case end = <-c.waitCh:
-		<-c.msgDone
+	switch {
+	case c.sessionCall():
+		select {
+		case <-c.exitSeen:
+		case <-c.sess.ended:
+			end = c.sess.end
+			<-c.sess.init.msgDone
+		}
+	default:
+		select {
+		case <-c.exitSeen:
+			c.early = true
+		case end = <-c.waitCh:
+			<-c.msgDone
+		}
 	}
 	wall := time.Since(c.started)
 	if c.timer != nil {
@@ -414,6 +487,15 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	}
 	// A terminal's master came before the exit record, or never will.
 	c.relays[0].attach(nil)
+	if c.sessionCall() && c.KeepRunning {
+		// What the call kept may hold its output open: the call's
+		// output ends with its command.
+		for _, r := range c.relays {
+			if r != nil {
+				r.cut()
+			}
+		}
+	}
 	c.res.Stdout = c.relays[0].stream()
 	c.res.Stdout.TTY = c.TTY != nil
 	c.closeTTY()
@@ -423,7 +505,13 @@ func (c *Cmd) WaitResult() (*Result, error) {
 		c.res.Stderr = Stream{Merged: true}
 	}
 	var violations []seccomp.Violation
-	if c.monitor != nil {
+	switch {
+	case c.monitor != nil && c.sessionCall() && c.KeepRunning:
+		// What the call left may make denied calls: the session
+		// answers them from now on, and reports them at its end.
+		violations = c.monitor.Snapshot()
+		c.sess.keep(c.monitor)
+	case c.monitor != nil:
 		violations = c.monitor.Stop()
 	}
 	var denials []landlock.Denial
@@ -432,7 +520,10 @@ func (c *Cmd) WaitResult() (*Result, error) {
 		c.watcher = nil
 	}
 	var stats cgroup.Stats
-	if c.group != nil {
+	switch {
+	case c.sessionCall() && c.sess.init.group != nil:
+		stats = sessionCallStats(c.groupStart, c.sess.init.group.Stats())
+	case c.group != nil:
 		stats = c.group.Stats()
 	}
 	// Under c.mu: on the exit record, the messages are still read, and a
@@ -441,6 +532,9 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	c.finish(end, wall, violations, denials, stats)
 	c.mu.Unlock()
 	c.finishChanges()
+	if c.sessionCall() {
+		c.sess.callEnded(c)
+	}
 	if c.res.Status == StatusSetupError {
 		return c.res, c.setupErr
 	}
@@ -448,6 +542,11 @@ func (c *Cmd) WaitResult() (*Result, error) {
 }
 
 func (c *Cmd) cleanup() {
+	if c.sessionCall() {
+		// Everything but the call's own output is the session's.
+		c.sess.callEnded(c)
+		return
+	}
 	if c.staleDone != nil {
 		<-c.staleDone
 	}

@@ -98,7 +98,11 @@ void tj_init_main(const struct tj_init *p) {
 	tj_step(&b, tj_landlock(&b));
 	tj_close_sources(&b);
 
-	// The command (init_reap.c, stage2.c).
+	// The command (init_reap.c, stage2.c), or a session's calls
+	// (init_session.c).
+	if (p->session) {
+		tj_session(&b);
+	}
 	tj_step(&b, tj_start_stage2(&b));
 	tj_reap(&b);
 }

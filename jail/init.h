@@ -106,6 +106,9 @@ struct tj_init {
 	int fds[5];
 	int drop_groups;
 	int nons; // no namespaces: nons.c runs instead of the init (TJ_SIG_KILLALL)
+	// session: the init runs one call after another, each the supervisor
+	// sends it, until the supervisor closes its socket (init_session.c).
+	int session;
 	const char *base; // the host directory the temporary root goes on
 	struct tj_mount *mounts;
 	int nmounts;

@@ -5,6 +5,7 @@
 #define TOOLJAIL_INIT_INTERNAL_H
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -103,6 +104,19 @@ __attribute__((noreturn)) void tj_reap(struct tj_builder *b);
 // tj_report sends the command's end; leftover is how many processes were
 // still running when the command ended and were killed (-1: not counted).
 __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws, int leftover);
+// tj_exit_record sends a command's end (tj_report's record) and goes on:
+// ru is its usage, NULL for every child the init reaped.
+void tj_exit_record(struct tj_builder *b, int ws, int leftover, const struct rusage *ru);
+// tj_end_jail kills and reaps everything in the init's PID namespace and
+// returns how many were killed (-1: not PID 1).
+int tj_end_jail(void);
+
+// How often the init samples the watched tmpfs mounts while a command
+// runs, in milliseconds (init_reap.c).
+#define TJ_SAMPLE_MS 10
+
+// init_session.c: a session's init, which runs one call after another.
+__attribute__((noreturn)) void tj_session(struct tj_builder *b);
 // tj_watch_mount keeps fd, the root of a tmpfs of size bytes that the
 // init mounted (plan index mount, -1 for /dev/shm), for
 // tj_sample_mounts; it closes fd when there is no room or no size.

@@ -193,7 +193,8 @@ int tj_start_stage2(struct tj_builder *b) {
 	if (n > (ssize_t)offsetof(struct tj_record, path)) {
 		tj_pass_failure(b, &rec); // stage 2 failed, and exits
 	}
-	if (s->landlock_fd >= 0) {
+	// A session's next call restricts itself with the same ruleset.
+	if (s->landlock_fd >= 0 && !b->p->session) {
 		close(s->landlock_fd);
 	}
 	b->command = (pid_t)pid;
@@ -210,7 +211,6 @@ int tj_start_stage2(struct tj_builder *b) {
 // once after the end, and reports a mount that any sample found without
 // a free block or inode. Filling up and cleaning up within one interval
 // goes unseen; a fill that is left, or that lasts an interval, is seen.
-#define TJ_SAMPLE_MS 10
 
 void tj_watch_mount(struct tj_builder *b, int fd, int mount, int64_t size) {
 	if (b->nwatch == TJ_MAX_WATCH) {
@@ -258,6 +258,11 @@ __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws, int lefto
 	close(0);
 	close(1);
 	close(2);
+	tj_exit_record(b, ws, leftover, NULL);
+	_exit(0);
+}
+
+void tj_exit_record(struct tj_builder *b, int ws, int leftover, const struct rusage *usage) {
 	tj_sample_mounts(b);
 	struct tj_record r;
 	memset(&r, 0, offsetof(struct tj_record, path) + 1);
@@ -272,13 +277,15 @@ __attribute__((noreturn)) void tj_report(struct tj_builder *b, int ws, int lefto
 		r.exit_code = 128 + r.signal;
 	}
 	struct rusage ru;
-	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+	if (usage != NULL) {
+		ru = *usage;
+	}
+	if (usage != NULL || getrusage(RUSAGE_CHILDREN, &ru) == 0) {
 		r.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
 		r.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
 		r.maxrss_kib = ru.ru_maxrss;
 	}
 	tj_send_record(b->sock, &r, tj_record_size(&r), -1);
-	_exit(0);
 }
 
 // tj_reaper_signals is what a reaper waits for: the children's ends and
@@ -315,7 +322,7 @@ void tj_forward(pid_t command, int sig) {
 // process itself becomes a zombie, so the command's are all here), and
 // then every process that dies of the SIGKILL is one. A zombie whose
 // living parent is killed comes here with its own status: not counted.
-static int tj_end_jail(void) {
+int tj_end_jail(void) {
 	if (getpid() != 1) {
 		return -1;
 	}

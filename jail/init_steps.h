@@ -59,7 +59,8 @@
 	X(CHILDREN, "open /proc/thread-self/children: {errno} (without namespaces tooljail finds the processes a command leaves there: it needs a mounted /proc and a kernel built with CONFIG_PROC_CHILDREN)") \
 	X(STAGE2, "start stage 2: {cause}") \
 	X(STAGE2_MAP, "stage 2 {index:setgroups|uid_map|gid_map}: {errno}") \
-	X(WAIT, "wait for the command: {errno}")
+	X(WAIT, "wait for the command: {errno}") \
+	X(SESSION, "session: {errno}")
 
 // X(op, text): the system calls a step names when it makes several.
 #define TJ_CALLS(X) \

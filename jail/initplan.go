@@ -235,6 +235,9 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 	if p.root {
 		c.drop_groups = 1
 	}
+	if st2.Session {
+		c.session = 1
+	}
 	base, err := pickBaseDir()
 	if err != nil {
 		return err

@@ -1,11 +1,16 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // outputBudget is the byte budget shared by stdout and stderr.
@@ -63,17 +68,23 @@ type relay struct {
 	// master, which stage 2 sends), brings the source, or nil for none.
 	late       chan *os.File
 	attachOnce sync.Once
+	// cutting: the stream ends at the next deadline (cut); what comes
+	// after is drained and dropped, not reported.
+	cutting atomic.Bool
+	srcSet  chan struct{} // closed once src is known (a late relay's too)
 }
 
 func newRelay(src *os.File, dst io.Writer, budget *outputBudget, capture bool) *relay {
-	r := &relay{src: src, dst: dst, budget: budget, capture: capture, done: make(chan struct{})}
+	r := &relay{src: src, dst: dst, budget: budget, capture: capture, done: make(chan struct{}), srcSet: make(chan struct{})}
+	close(r.srcSet)
 	go r.run()
 	return r
 }
 
 // newLateRelay is a relay whose source attach gives later.
 func newLateRelay(dst io.Writer, budget *outputBudget, capture bool) *relay {
-	r := &relay{dst: dst, budget: budget, capture: capture, done: make(chan struct{}), late: make(chan *os.File, 1)}
+	r := &relay{dst: dst, budget: budget, capture: capture, done: make(chan struct{}), late: make(chan *os.File, 1),
+		srcSet: make(chan struct{})}
 	go r.run()
 	return r
 }
@@ -94,11 +105,18 @@ func (r *relay) attach(f *os.File) {
 func (r *relay) run() {
 	defer close(r.done)
 	if r.late != nil {
-		if r.src = <-r.late; r.src == nil {
+		r.src = <-r.late
+		close(r.srcSet)
+		if r.src == nil {
 			return
 		}
 	}
-	defer r.src.Close()
+	kept := false
+	defer func() {
+		if !kept {
+			r.src.Close()
+		}
+	}()
 	// A read takes what the pipe holds, outputPipeSize at most. A
 	// capture reads 64 KiB at a time: with larger reads its growing head
 	// left more garbage for the collector to catch up with, and the peak
@@ -138,9 +156,52 @@ func (r *relay) run() {
 			}
 		}
 		if err != nil {
+			if r.cutting.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+				// The processes a session's call kept may write on:
+				// drained, so that they never see a broken pipe.
+				kept = true
+				r.src.SetReadDeadline(time.Time{})
+				go func() {
+					io.Copy(io.Discard, r.src)
+					r.src.Close()
+				}()
+			}
 			return
 		}
 	}
+}
+
+// cutWait bounds how long cut waits for what the source already holds.
+const cutWait = time.Second
+
+// cut ends the stream here, for a session's call whose command ended but
+// whose kept processes hold its output open: what the source holds now is
+// read first (up to cutWait), then the relay stops at a deadline, and the
+// rest is drained (run). A source that cannot take a deadline ends with
+// its writers, as without cut.
+func (r *relay) cut() {
+	<-r.srcSet
+	if r.src == nil {
+		return
+	}
+	r.cutting.Store(true)
+	for deadline := time.Now().Add(cutWait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		n, err := unix.IoctlGetInt(int(r.fd()), unix.TIOCINQ)
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	r.src.SetReadDeadline(time.Now())
+}
+
+// fd is the source's descriptor without making it blocking (os.File.Fd
+// would).
+func (r *relay) fd() uintptr {
+	var fd uintptr
+	if sc, err := r.src.SyscallConn(); err == nil {
+		sc.Control(func(f uintptr) { fd = f })
+	}
+	return fd
 }
 
 // keep appends p, within the budget, to the captured head. The head grows

@@ -77,6 +77,9 @@ type Result struct {
 	PidsLimitHits   *int64 `json:"pids_limit_hits,omitempty"`
 	CPUThrottledMs  *int64 `json:"cpu_throttled_ms,omitempty"`
 
+	// Session is the call's place in its session (Session.Command).
+	Session *SessionCall `json:"session,omitempty"`
+
 	Stdout Stream `json:"stdout"`
 	Stderr Stream `json:"stderr"`
 

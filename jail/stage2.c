@@ -316,8 +316,8 @@ static int tj_split(char **at, char *end, char **out, uint32_t n) {
 
 // The warm call's message and its pointers. Static: stage 2 may not
 // allocate, and the memory is the init's copy, which nothing else uses.
-static char tj_call_buf[TJ_CALL_MAX_BYTES];
-static char *tj_call_ptrs[TJ_CALL_MAX_STRINGS + 3];
+char tj_call_buf[TJ_CALL_MAX_BYTES];
+static char *tj_call_ptrs[TJ_CALL_MAX_STRINGS + 4];
 
 // tj_wait_for_call is a warm jail's park: confined already, stage 2 waits
 // for the supervisor's one message with the command (warm.go's
@@ -358,30 +358,44 @@ static void tj_wait_for_call(const struct tj_stage2 *s) {
 	if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof fds)) {
 		memcpy(fds, CMSG_DATA(c), sizeof fds);
 	}
+	uint32_t flags;
+	if (fds[0] != 0 || fds[1] != 1 || fds[2] != 2 || tj_call_parse((struct tj_stage2 *)s, n, mh.msg_flags, &flags) < 0) {
+		tj_fail(s, TJ_STEP_CALL, EPROTO, -1, 125);
+	}
+}
+
+int tj_call_parse(struct tj_stage2 *w, long n, int msg_flags, uint32_t *flags) {
 	struct tj_call_header h;
+	if (n < (long)sizeof h) {
+		return -1;
+	}
 	char *at = tj_call_buf + sizeof h, *end = tj_call_buf + n;
 	memcpy(&h, tj_call_buf, sizeof h);
 	// The counts are checked one by one first: their sum cannot wrap.
-	int bad = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || fds[0] != 0 || fds[1] != 1 || fds[2] != 2 ||
-		  (size_t)n < sizeof h || h.magic != TJ_CALL_MAGIC || h.argc == 0 || h.argc > TJ_CALL_MAX_STRINGS ||
-		  h.envc > TJ_CALL_MAX_STRINGS || h.npaths > TJ_CALL_MAX_STRINGS ||
-		  (uint64_t)h.argc + h.envc + h.npaths > TJ_CALL_MAX_STRINGS;
+	int bad = (msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || h.magic != TJ_CALL_MAGIC || h.argc == 0 ||
+		  h.argc > TJ_CALL_MAX_STRINGS || h.envc > TJ_CALL_MAX_STRINGS || h.npaths > TJ_CALL_MAX_STRINGS ||
+		  (uint64_t)h.argc + h.envc + h.npaths > TJ_CALL_MAX_STRINGS - 1 || h.ndir > 1 ||
+		  (h.flags & ~(TJ_CALL_TTY | TJ_CALL_KEEP));
 	if (bad) {
-		tj_fail(s, TJ_STEP_CALL, EPROTO, -1, 125);
+		return -1;
 	}
-	char **argv = tj_call_ptrs, **envp = argv + h.argc + 1, **paths = envp + h.envc + 1;
+	char **argv = tj_call_ptrs, **envp = argv + h.argc + 1, **paths = envp + h.envc + 1, **dir = paths + h.npaths + 1;
 	if (tj_split(&at, end, argv, h.argc) < 0 || tj_split(&at, end, envp, h.envc) < 0 ||
-	    tj_split(&at, end, paths, h.npaths) < 0 || at != end) {
-		tj_fail(s, TJ_STEP_CALL, EPROTO, -1, 125);
+	    tj_split(&at, end, paths, h.npaths) < 0 || tj_split(&at, end, dir, h.ndir) < 0 || at != end) {
+		return -1;
 	}
-	struct tj_stage2 *w = (struct tj_stage2 *)s;
+	if (h.ndir == 1) {
+		w->dir = dir[0];
+	}
 	w->argv = argv;
 	w->envp = envp;
 	w->paths = paths;
 	w->npaths = (int)h.npaths;
-	w->tty = h.tty != 0;
+	w->tty = (h.flags & TJ_CALL_TTY) != 0;
 	w->tty_rows = h.tty_rows;
 	w->tty_cols = h.tty_cols;
+	*flags = h.flags;
+	return 0;
 }
 
 // tj_tty_step fails the terminal's step at sub-step index when r < 0.
@@ -472,6 +486,10 @@ static int tj_child(void *arg) {
 	tj_set_rlimits(s);
 	// Per memory: the init's too, until execve gives the command its own.
 	tj_check(s, TJ_STEP_THP, SYS2(SYS_prctl, PR_SET_THP_DISABLE, s->thp_disable));
+	// A warm jail learns whether it has a terminal with its call.
+	if (!s->warm) {
+		tj_open_tty(s);
+	}
 	tj_restrict_landlock(s);
 	int listener = tj_install_seccomp(s);
 	// Under the filter from here: sendmsg, recvmsg, close, close_range,
@@ -481,8 +499,8 @@ static int tj_child(void *arg) {
 	tj_wait_ack(s);
 	if (s->warm) {
 		tj_wait_for_call(s);
+		tj_open_tty(s);
 	}
-	tj_open_tty(s);
 	// Only 0, 1 and 2 reach the command; status_fd closes at a successful
 	// execve, which tells the init.
 	tj_check(s, TJ_STEP_FDS, SYS3(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC));

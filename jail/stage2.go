@@ -48,6 +48,9 @@ type stage2Config struct {
 	// jail learns it with the call.
 	TTY        bool
 	Rows, Cols uint16
+	// Session makes the init a session's (init_session.c): each call
+	// brings its strings, as a warm jail's does (Warm is set too).
+	Session bool
 }
 
 // stage2 is what the supervisor needs to report stage 2's failures. It

@@ -61,15 +61,31 @@ struct tj_stage2 {
 #define TJ_CALL_MAX_STRINGS 8192
 #define TJ_CALL_MAGIC 0x746a6332u // "tjc2"
 
-// tj_call_header starts a warm call's message; the strings follow, each
-// NUL-terminated: argc arguments, envc variables, npaths candidates. tty
-// asks for a terminal of tty_rows by tty_cols (tj_stage2's tty).
+// tj_call_header starts a call's message (a warm jail's, or a session's
+// to its init); the strings follow, each NUL-terminated: argc arguments,
+// envc variables, npaths candidates, and ndir (0 or 1) working
+// directories (none: the plan's). flags: TJ_CALL_TTY asks for a terminal
+// of tty_rows by tty_cols (tj_stage2's tty); TJ_CALL_KEEP keeps what a
+// session's call leaves running.
 struct tj_call_header {
 	uint32_t magic;
-	uint32_t argc, envc, npaths;
-	uint32_t tty;
+	uint32_t argc, envc, npaths, ndir;
+	uint32_t flags;
 	uint16_t tty_rows, tty_cols;
 };
+
+#define TJ_CALL_TTY 1u
+#define TJ_CALL_KEEP 2u
+
+// A session's other message to its init: kill the running call (its PID
+// namespace, or the process group of one that keeps its processes).
+#define TJ_KILL_MAGIC 0x746a6b31u // "tjk1"
+
+// The buffer a call's message is received into, and its parse: the
+// strings and the terminal into w, the flags into *flags; 0, or -1 when
+// the message is malformed.
+extern char tj_call_buf[TJ_CALL_MAX_BYTES];
+int tj_call_parse(struct tj_stage2 *w, long n, int msg_flags, uint32_t *flags);
 
 // A record is what the init and stage 2 send the supervisor, one per
 // packet: a failure (the supervisor turns it into the error text with
@@ -82,6 +98,7 @@ enum {
 	TJ_REC_EXIT,          // the command ended
 	TJ_REC_NET,           // the allow mode's listeners, as SCM_RIGHTS (init_net.c)
 	TJ_REC_TTY,           // stage 2's terminal: its master, as SCM_RIGHTS
+	TJ_REC_SESSION,       // a session's init is ready for calls (init_session.c)
 };
 
 // At most this many sized tmpfs mounts of a jail are watched for filling

@@ -39,8 +39,9 @@ func (c *Cmd) start() (retErr error) {
 	}
 	var stdio *childStdio
 	var err error
-	if c.warm != nil {
-		// A warm jail's command brings its stdio with its call.
+	if c.warm != nil || c.sessionInit() {
+		// A warm jail's command, or a session's call, brings its stdio
+		// with its call.
 		stdio, err = placeholderStdio()
 	} else {
 		stdio, err = c.childStdio()
@@ -269,7 +270,8 @@ func (l *launchFiles) close() {
 func (c *Cmd) stage2Config() stage2Config {
 	st2 := c.plan.stage2
 	st2.WaitAck = c.watcher != nil
-	st2.Warm = c.warm != nil
+	st2.Warm = c.warm != nil || c.sessionInit()
+	st2.Session = c.sessionInit()
 	st2.NoHugePages = thpDisabled()
 	if c.TTY != nil {
 		st2.TTY = true
@@ -339,7 +341,7 @@ func (c *Cmd) supervise() {
 	c.msgDone = make(chan struct{})
 	c.exitSeen = make(chan struct{})
 	go c.readMessages()
-	if c.warm == nil {
+	if c.warm == nil && !c.sessionInit() {
 		c.superviseCommand()
 	}
 }

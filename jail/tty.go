@@ -96,10 +96,22 @@ func (c *Cmd) ttyStdio(budget *outputBudget) (*childStdio, error) {
 
 // gotTTY takes the master stage 2 sent (TJ_REC_TTY), under c.mu: the
 // relay reads it, and a copy is typed into and resized.
-func (c *Cmd) gotTTY(master *os.File) {
+func (c *Cmd) gotTTY(received *os.File) {
 	if c.TTY == nil || c.ttyIn != nil || c.relays[0] == nil {
-		master.Close()
+		received.Close()
 		return
+	}
+	// Non-blocking, so that os.File polls it and a read can be given a
+	// deadline (relay.cut); received blocking, it would not be.
+	master := received
+	if fd, err := unix.Dup(int(received.Fd())); err == nil {
+		unix.CloseOnExec(fd)
+		if unix.SetNonblock(fd, true) == nil {
+			master = os.NewFile(uintptr(fd), "tty-master")
+			received.Close()
+		} else {
+			unix.Close(fd)
+		}
 	}
 	fd, err := unix.FcntlInt(master.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {

@@ -231,16 +231,33 @@ func callSize(s *Spec) (bytes, strings int) {
 // are sent: what a stage 2 receives is its only input once confined.
 var forgeCall func(msg []byte, fds []int) ([]byte, []int)
 
-// encodeCall is the call message stage2.c reads; tty nil: no terminal.
-func encodeCall(args, env, paths []string, tty *TTY) []byte {
+// callMsg is what a call's message (stage2.c's tj_call_parse) carries.
+type callMsg struct {
+	args, env, paths []string
+	dir              string // "": the plan's
+	tty              *TTY   // nil: no terminal
+	keep             bool   // a session's call that keeps what it leaves running
+}
+
+// encodeCall is the call message stage2.c reads.
+func encodeCall(m callMsg) []byte {
 	var b bytes.Buffer
-	h := C.struct_tj_call_header{magic: C.TJ_CALL_MAGIC, argc: C.uint32_t(len(args)), envc: C.uint32_t(len(env)), npaths: C.uint32_t(len(paths))}
-	if tty != nil {
-		rows, cols := ttySize(*tty)
-		h.tty, h.tty_rows, h.tty_cols = 1, C.uint16_t(rows), C.uint16_t(cols)
+	var dirs []string
+	if m.dir != "" {
+		dirs = []string{m.dir}
+	}
+	h := C.struct_tj_call_header{magic: C.TJ_CALL_MAGIC, argc: C.uint32_t(len(m.args)), envc: C.uint32_t(len(m.env)),
+		npaths: C.uint32_t(len(m.paths)), ndir: C.uint32_t(len(dirs))}
+	if m.tty != nil {
+		rows, cols := ttySize(*m.tty)
+		h.flags |= C.TJ_CALL_TTY
+		h.tty_rows, h.tty_cols = C.uint16_t(rows), C.uint16_t(cols)
+	}
+	if m.keep {
+		h.flags |= C.TJ_CALL_KEEP
 	}
 	b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h)))
-	for _, l := range [][]string{args, env, paths} {
+	for _, l := range [][]string{m.args, m.env, m.paths, dirs} {
 		for _, s := range l {
 			b.WriteString(s)
 			b.WriteByte(0)
@@ -284,7 +301,7 @@ func (c *Cmd) startCall() error {
 	c.mu.Unlock()
 	stdio, err := c.childStdio()
 	if err == nil {
-		msg := encodeCall(c.Spec.Args, c.Spec.Env, paths, c.TTY)
+		msg := encodeCall(callMsg{args: c.Spec.Args, env: c.Spec.Env, paths: paths, tty: c.TTY})
 		fds := []int{int(stdio.stdin.Fd()), int(stdio.out[0].Fd()), int(stdio.out[1].Fd())}
 		if forgeCall != nil {
 			msg, fds = forgeCall(msg, fds)

@@ -90,6 +90,8 @@ type Monitor struct {
 
 	// Owned by the loop goroutine; Stop reads them once it has ended.
 	order []string // keys in order of first occurrence
+	// vmu guards byKey and order: Snapshot reads them while the loop runs.
+	vmu   sync.Mutex
 	byKey map[string]*Violation
 	calls map[uint64]*callAnswer // by callKey
 	req   notifReq               // the receive buffer
@@ -197,6 +199,14 @@ func (m *Monitor) Stop() []Violation {
 		m.listener.Close()
 	})
 	<-m.done // the loop's records are final
+	return m.Snapshot()
+}
+
+// Snapshot returns what the monitor recorded so far, while it goes on
+// (a session's call whose processes stay and may make more).
+func (m *Monitor) Snapshot() []Violation {
+	m.vmu.Lock()
+	defer m.vmu.Unlock()
 	out := make([]Violation, 0, len(m.order))
 	for _, k := range m.order {
 		v := *m.byKey[k]
@@ -365,6 +375,9 @@ func (m *Monitor) firstCall(lfd int, req *notifReq) *callAnswer {
 // record. Only the first of a kind pays for formatting arguments and
 // reading /proc.
 func (m *Monitor) record(lfd int, req *notifReq, info nameInfo, how string) *Violation {
+	// Snapshot may read the records while the loop writes them.
+	m.vmu.Lock()
+	defer m.vmu.Unlock()
 	key := info.kind + "\x00" + info.name
 	v, ok := m.byKey[key]
 	if !ok && len(m.order) >= maxViolationKinds {
