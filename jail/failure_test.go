@@ -112,6 +112,7 @@ var initCases = []failureCase{
 	{step: "STAGE2", op: "WRITE", err: syscall.EPIPE, want: "start stage 2: write: broken pipe"},
 	{step: "STAGE2_MAP", op: "WRITE", err: syscall.EPERM, index: 1, want: "stage 2 uid_map: operation not permitted"},
 	{step: "WAIT", err: syscall.ECHILD, want: "wait for the command: no child processes"},
+	{step: "SESSION", err: syscall.EPROTO, want: "session: protocol error"},
 }
 
 var stage2Cases = []failureCase{
@@ -132,6 +133,8 @@ var stage2Cases = []failureCase{
 	{step: "READY", err: syscall.EPIPE, want: "stage 2: the supervisor is gone (broken pipe)"},
 	{step: "ACK", want: "stage 2: the supervisor is gone (end of file)"},
 	{step: "CALL", err: syscall.EPROTO, want: "warm jail: receive the command: protocol error"},
+	{step: "TTY", err: syscall.ENOSPC, index: 0, want: "terminal: open /dev/pts/ptmx: no space left on device"},
+	{step: "TTY", err: syscall.EPERM, index: 5, want: "terminal: make it the controlling terminal: operation not permitted"},
 	{step: "FDS", err: syscall.EINVAL, want: "stage 2: mark descriptors close-on-exec: invalid argument"},
 	{step: "EXEC", err: syscall.E2BIG, index: 0, want: "ls: argument list too long"},
 	{step: "EXEC_DENIED", err: syscall.EACCES, index: 1, want: "ls: not executable: permission denied"},

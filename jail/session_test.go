@@ -1,6 +1,7 @@
 package jail_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -81,5 +82,117 @@ func TestSessionCalls(t *testing.T) {
 	case <-s.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the session did not end")
+	}
+}
+
+// A fork bomb in one call is that call's end (its timeout, the pids cap
+// holding it), not the session's: the process an earlier call kept is
+// still there for the next call, and the bomb's processes are all gone.
+func TestSessionForkBombKillsTheCallOnly(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	spec := warmSpec(t, dir, nil, "true")
+	spec.Limits.Pids = 64
+	s, err := jail.StartSession(spec, jail.SessionLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	marker := fmt.Sprintf("1%d", time.Now().UnixNano()%1000000)
+	call(t, s, true, "sleep "+marker+"00 & echo kept")
+	sp := s.Spec()
+	sp.Args = []string{"/bin/sh", "-c", `b() { b | b & }; b; sleep 100`}
+	sp.Limits.Timeout = 2 * time.Second
+	cmd, err := s.Command(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cmd.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != jail.StatusTimeout || res.KilledLeftoverProcesses == nil || *res.KilledLeftoverProcesses == 0 {
+		t.Errorf("the bomb's call: %s (%s), killed after it %v; want timeout and the bomb killed", res.Status, res.Reason, res.KilledLeftoverProcesses)
+	}
+	r := call(t, s, false, `ps -e -o args= | grep -c '^sleep `+marker+`00'; ps -e -o comm= | grep -c '^sh$'`)
+	if got := *r.Stdout.Text; got != "1\n1\n" {
+		t.Errorf("after the bomb: kept sleeps and shells %q, want the kept sleep and this call's shell", got)
+	}
+	if res := s.Stop(); res.PidsLimitHits == nil && os.Geteuid() == 0 {
+		t.Errorf("the session's pids cap hits not reported: %+v", res)
+	}
+	if procs := hostProcsNamed(marker + "00"); len(procs) > 0 {
+		t.Errorf("after Stop, the kept process is still on the host: %v", procs)
+	}
+}
+
+// A session stops by itself when idle, killing what its calls kept.
+func TestSessionIdle(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	s := startSession(t, dir, jail.SessionLimits{Idle: 300 * time.Millisecond})
+	marker := fmt.Sprintf("2%d", time.Now().UnixNano()%1000000)
+	call(t, s, true, "sleep "+marker+"00 &")
+	select {
+	case <-s.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("an idle session did not stop")
+	}
+	res := s.Stop()
+	if res.StoppedFor != jail.StopIdle || res.Calls != 1 {
+		t.Errorf("stop: %+v, want idle after 1 call", res)
+	}
+	if procs := hostProcsNamed(marker + "00"); len(procs) > 0 {
+		t.Errorf("an idle stop left %v on the host", procs)
+	}
+	sp := s.Spec()
+	sp.Args = []string{"true"}
+	cmd, err := s.Command(sp)
+	if err == nil {
+		if _, err = cmd.Run(); err == nil {
+			t.Error("a stopped session ran a call")
+		}
+	}
+}
+
+// Stop kills a running call, which reports it; one call runs at a time; a
+// call gets a terminal when asked; a call's Spec may not change the jail.
+func TestSessionStopRunningCall(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	s := startSession(t, dir, jail.SessionLimits{})
+	sp := s.Spec()
+	sp.Args = []string{"/bin/sh", "-c", "tty"}
+	cmd, _ := s.Command(sp)
+	cmd.TTY = &jail.TTY{}
+	cmd.CaptureOutput = true
+	if res, err := cmd.Run(); err != nil || *res.Stdout.Text != "/dev/pts/0\r\n" {
+		t.Errorf("a terminal in a session: %v %q", err, *res.Stdout.Text)
+	}
+	other := s.Spec()
+	other.Hostname = "elsewhere"
+	other.Args = []string{"true"}
+	if _, err := s.Command(other); err == nil {
+		t.Error("a call with another host name was taken")
+	}
+	sp.Args = []string{"sleep", "1000"}
+	running, _ := s.Command(sp)
+	if err := running.Start(); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := s.Command(sp)
+	if err := second.Start(); err == nil {
+		t.Error("a second call started while one runs")
+	}
+	done := make(chan *jail.Result, 1)
+	go func() {
+		res, _ := running.Wait()
+		done <- res
+	}()
+	time.Sleep(200 * time.Millisecond)
+	stop := s.Stop()
+	res := <-done
+	if res.Status == jail.StatusExited || !stop.KilledRunning {
+		t.Errorf("the running call: %s (%s); session %+v", res.Status, res.Reason, stop)
 	}
 }

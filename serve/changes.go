@@ -52,7 +52,7 @@ func checkChangesOp(r *Request) *Error {
 		{"profile", r.Profile != ""}, {"profile_toml", r.ProfileTOML != ""}, {"limits", r.Limits != nil},
 		{"network", r.Network != ""}, {"stream", r.Stream}, {"merge_stderr", r.MergeStderr}, {"tty", r.TTY || r.TTYRows != 0 || r.TTYCols != 0},
 		{"toolchains", r.Toolchains != nil}, {"path", r.Path != ""}, {"tool", r.Tool != ""},
-		{"arguments", r.Arguments != nil}, {"changes", r.Changes != ""},
+		{"arguments", r.Arguments != nil}, {"changes", r.Changes != ""}, {"session", r.Session != ""}, {"session_op", r.SessionOp != nil}, {"keep_running", r.KeepRunning}, {"cwd", r.Cwd != ""},
 	} {
 		if f.set {
 			return refuse("%s: not taken with changes_op; a changes_op request is the action and its change set's id, nothing else", f.name)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 
@@ -201,4 +202,65 @@ func (c *Client) Changes(ctx context.Context, op ChangesOp) (json.RawMessage, er
 		return nil, fmt.Errorf("tooljail server at %s: an answer without a result", c.Path)
 	}
 	return answer.Changes, nil
+}
+
+// SessionOp sends a session_op request (docs/sessions.md) and returns its
+// answer as the server sent it: the JSON of the "session" value (start,
+// stop) or of "sessions" (list). A start without Detach is attached to
+// its connection: the returned closer holds it, and closing it stops the
+// session (ctx bounds only the start); otherwise the closer is nil. A
+// refusal is an *Error.
+func (c *Client) SessionOp(ctx context.Context, req Request) (json.RawMessage, io.Closer, error) {
+	if req.SessionOp == nil {
+		return nil, nil, errors.New("SessionOp: the request has no session_op")
+	}
+	conn, err := c.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			conn.Close()
+		}
+	}()
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, werr := conn.Write(append(b, '\n'))
+	line, err := bufio.NewReaderSize(conn, 64<<10).ReadBytes('\n')
+	if err != nil {
+		if werr != nil {
+			err = werr
+		}
+		return nil, nil, c.connErr(ctx, err)
+	}
+	var answer struct {
+		Error    *Error          `json:"error"`
+		Session  json.RawMessage `json:"session"`
+		Sessions json.RawMessage `json:"sessions"`
+	}
+	if err := json.Unmarshal(line, &answer); err != nil {
+		return nil, nil, fmt.Errorf("tooljail server at %s: bad line: %w", c.Path, err)
+	}
+	if answer.Error != nil {
+		return nil, nil, answer.Error
+	}
+	out := answer.Session
+	if req.SessionOp.Action == "list" {
+		out = answer.Sessions
+	}
+	if out == nil {
+		return nil, nil, fmt.Errorf("tooljail server at %s: an answer without a result", c.Path)
+	}
+	if req.SessionOp.Action == "start" && !req.SessionOp.Detach {
+		// ctx bounded the start; the session lives until Close.
+		if conn.stop() {
+			keep = true
+			return out, conn.Conn, nil
+		}
+		return nil, nil, c.connErr(ctx, ctx.Err())
+	}
+	return out, nil, nil
 }

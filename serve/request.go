@@ -80,6 +80,18 @@ type Request struct {
 	// ChangesOp, in place of a run, acts on one of the client's kept
 	// change sets (changesop.go); only ID may come with it.
 	ChangesOp *ChangesOp `json:"changes_op,omitempty"`
+	// SessionOp, in place of a run, starts, lists or stops sessions
+	// (session.go).
+	SessionOp *SessionOp `json:"session_op,omitempty"`
+	// Session runs the call in one of the client's sessions: the session's
+	// jail with this command, env, cwd, stdin, timeout and output limit.
+	Session string `json:"session,omitempty"`
+	// KeepRunning keeps what the session's call leaves running in the
+	// session (jail.Cmd.KeepRunning); else it is killed when the call ends.
+	KeepRunning bool `json:"keep_running,omitempty"`
+	// Cwd is a session's call's working directory in the jail; "": the
+	// session's workdir.
+	Cwd string `json:"cwd,omitempty"`
 }
 
 // Error is the protocol's error line: a request refused before any run.
@@ -131,6 +143,9 @@ func spec(p *profiles.Profile, r *Request, peer *jail.Peer) (*jail.Spec, error) 
 	}
 	if r.Workdir != "" && !filepath.IsAbs(r.Workdir) {
 		return nil, refuse("workdir %q: must be an absolute host path", r.Workdir)
+	}
+	if r.Session == "" && (r.KeepRunning || r.Cwd != "") {
+		return nil, refuse("keep_running, cwd: taken only by a call in a session (\"session\": ID)")
 	}
 	if !r.TTY && (r.TTYRows != 0 || r.TTYCols != 0) {
 		return nil, refuse("tty_rows, tty_cols: the size of a terminal, taken only with \"tty\": true")

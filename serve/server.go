@@ -126,6 +126,7 @@ type Server struct {
 	closing   bool
 	forced    bool           // Shutdown's grace period ended: runs are cancelled
 	calls     sync.WaitGroup // runs in progress
+	sessions  map[string]*session
 }
 
 // Load loads the profiles and opens the audit log; Serve does it when it
@@ -338,6 +339,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// No call takes a warm jail from now on: the parked ones go.
 		s.pool.close()
 	}
+
 	done := make(chan struct{})
 	go func() {
 		s.calls.Wait()
@@ -359,6 +361,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Unlock()
 		<-done
 	}
+	// Sessions end with the server, after their calls have drained, and
+	// are audited before the log closes.
+	s.stopSessions()
 	s.auditMu.Lock()
 	if s.audit != nil {
 		s.audit.Close()
@@ -548,6 +553,26 @@ func (s *Server) serveConn(pc *pendingConn) {
 		s.serveChangesOp(out, req, peer)
 		return
 	}
+	if rerr == nil && req.SessionOp != nil {
+		s.serveSessionOp(conn, br, out, req, peer)
+		return
+	}
+	if rerr == nil && req.Session != "" {
+		cmd, e := s.sessionCall(req, peer)
+		if e != nil {
+			s.refuseCall(out, peer, req, e)
+			return
+		}
+		release, e := s.waitSlot(peerKey{peer.UID, peer.PID})
+		if e != nil {
+			s.refuseCall(out, peer, req, e)
+			return
+		}
+		defer release()
+		peer.RequestID = req.ID
+		s.runCmd(conn, br, out, req, peer, func() *jail.Cmd { return cmd })
+		return
+	}
 	if rerr == nil && req.Tool != "" {
 		release, e := s.waitSlot(peerKey{peer.UID, peer.PID})
 		if e != nil {
@@ -650,12 +675,17 @@ func (s *Server) servedNames() string {
 // run runs the call and writes its report. While it runs, the connection
 // is read: its end means the client went away, and the run is cancelled.
 func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, spec *jail.Spec, peer *jail.Peer) {
+	// Only an admitted call takes a warm jail: one it took runs.
+	s.runCmd(conn, br, out, req, peer, func() *jail.Cmd { return s.command(req, spec) })
+}
+
+// runCmd is run with the Cmd newCmd makes once the call is admitted.
+func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer, newCmd func() *jail.Cmd) {
 	if e := s.track(); e != nil {
 		s.refuseCall(out, peer, req, e)
 		return
 	}
-	// Only an admitted call takes a warm jail: one it took runs.
-	cmd := s.command(req, spec)
+	cmd := newCmd()
 	defer s.untrack(cmd)
 	// A streamed run's output went to the client as it came: the report
 	// counts it, as `tooljail run` without --json does, rather than send

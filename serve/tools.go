@@ -115,7 +115,7 @@ func checkToolRequest(r *Request) *Error {
 		{"argv", r.Argv != nil}, {"profile", r.Profile != ""}, {"profile_toml", r.ProfileTOML != ""},
 		{"limits", r.Limits != nil}, {"network", r.Network != ""}, {"env", r.Env != nil}, {"stream", r.Stream},
 		{"merge_stderr", r.MergeStderr}, {"tty", r.TTY || r.TTYRows != 0 || r.TTYCols != 0}, {"toolchains", r.Toolchains != nil}, {"path", r.Path != ""},
-		{"changes", r.Changes != ""},
+		{"changes", r.Changes != ""}, {"session", r.Session != ""}, {"session_op", r.SessionOp != nil}, {"keep_running", r.KeepRunning}, {"cwd", r.Cwd != ""},
 	} {
 		if f.set {
 			return refuse("%s: not taken with tool; a tool call is the tool's name, its arguments, a workdir and stdin: the tool file decides the rest", f.name)

@@ -1,0 +1,416 @@
+package serve
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/tooljail/tooljail/internal/units"
+	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/profiles"
+)
+
+// Sessions (docs/sessions.md): a jail the server keeps across one
+// client's calls (jail.Session). A session_op request starts, lists or
+// stops them; a run request with "session" runs a call in one. A session
+// belongs to the uid that started it (SO_PEERCRED): no other client but
+// root sees or uses it. Its id is 128 random bits.
+
+// SessionOp is a session_op request's action.
+type SessionOp struct {
+	// Action is "start", "list" or "stop".
+	Action string `json:"action"`
+	// ID names the session to stop.
+	ID string `json:"id,omitempty"`
+	// Idle and MaxLife bound a started session ("10m", "8h"); absent:
+	// DefaultSessionIdle and DefaultSessionMaxLife.
+	Idle    string `json:"idle,omitempty"`
+	MaxLife string `json:"max_life,omitempty"`
+	// Detach keeps a started session after its connection ends; without
+	// it the session stops when the client closes the connection the
+	// start was answered on (as a `with` block's end or a crash does).
+	Detach bool `json:"detach,omitempty"`
+}
+
+// A session's bounds when the start names none.
+const (
+	DefaultSessionIdle    = 10 * time.Minute
+	DefaultSessionMaxLife = 8 * time.Hour
+	// MaxSessionsPerUser bounds the sessions one uid keeps at once.
+	MaxSessionsPerUser = 16
+)
+
+// SessionInfo is a session as session_op answers show it.
+type SessionInfo struct {
+	ID        string    `json:"id"`
+	UID       int       `json:"uid"`
+	Profile   string    `json:"profile"`
+	Workdir   string    `json:"workdir,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	Detached  bool      `json:"detached"`
+	Idle      string    `json:"idle"`
+	MaxLife   string    `json:"max_life"`
+}
+
+// session is a session the server keeps.
+type session struct {
+	s       *jail.Session
+	info    SessionInfo
+	profile *profiles.Profile
+	start   Request // the start request: what each call's Spec is built from
+}
+
+// checkSessionOp refuses what a session_op request may not carry.
+func checkSessionOp(r *Request) *Error {
+	op := r.SessionOp
+	switch op.Action {
+	case "start":
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"argv", r.Argv != nil}, {"stdin", r.Stdin != nil}, {"env", r.Env != nil}, {"stream", r.Stream},
+			{"merge_stderr", r.MergeStderr}, {"tty", r.TTY || r.TTYRows != 0 || r.TTYCols != 0}, {"tool", r.Tool != ""},
+			{"arguments", r.Arguments != nil}, {"changes", r.Changes != ""}, {"session", r.Session != ""},
+			{"keep_running", r.KeepRunning}, {"cwd", r.Cwd != ""}, {"session_op.id", op.ID != ""},
+		} {
+			if f.set {
+				return refuse("%s: not taken with a session start; a start is the jail (workdir, profile, limits, network, toolchains), each call brings its command", f.name)
+			}
+		}
+		for _, t := range r.Toolchains {
+			if t == "auto" {
+				return refuse(`toolchains: "auto" finds the toolchain of a command, and a session start has none; name the prefixes`)
+			}
+		}
+		for _, d := range []struct{ name, v string }{{"idle", op.Idle}, {"max_life", op.MaxLife}} {
+			if d.v != "" {
+				if _, err := sessionDuration(d.v); err != nil {
+					return refuse("session_op.%s: %v", d.name, err)
+				}
+			}
+		}
+	case "list", "stop":
+		if r.Argv != nil || r.Workdir != "" || r.Profile != "" || r.ProfileTOML != "" || r.Limits != nil || r.Session != "" ||
+			op.Idle != "" || op.MaxLife != "" || op.Detach {
+			return refuse("session_op %s: takes only %s", op.Action, map[string]string{"list": "the action", "stop": "the action and the session's id"}[op.Action])
+		}
+		if op.Action == "stop" && !jail.ValidSessionID(op.ID) {
+			return refuse("session_op.id %q: not a session id (32 hex digits, as session_op start answered)", op.ID)
+		}
+	default:
+		return refuse("session_op.action %q: want start, list or stop", op.Action)
+	}
+	return nil
+}
+
+// sessionDuration is a positive duration as profiles spell them.
+func sessionDuration(v string) (time.Duration, error) {
+	d, err := units.ParseDuration(v)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q: must be more than 0", v)
+	}
+	return d, nil
+}
+
+// serveSessionOp answers a session_op request.
+func (s *Server) serveSessionOp(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer) {
+	if e := checkSessionOp(req); e != nil {
+		s.refuseCall(out, peer, req, e)
+		return
+	}
+	switch req.SessionOp.Action {
+	case "start":
+		s.startSession(conn, br, out, req, peer)
+	case "list":
+		out.writeLine(struct {
+			Sessions []SessionInfo `json:"sessions"`
+		}{s.listSessions(peer.UID)})
+	case "stop":
+		res, e := s.stopSession(req.SessionOp.ID, peer.UID)
+		if e != nil {
+			out.writeError(e)
+			return
+		}
+		out.writeLine(struct {
+			Session *jail.SessionResult `json:"session"`
+		}{res})
+	}
+}
+
+// startSession builds the session's jail, answers with its id, and for
+// an attached session keeps the connection until the client ends it.
+func (s *Server) startSession(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer) {
+	op := req.SessionOp
+	base := *req
+	base.SessionOp = nil
+	base.Argv = []string{"(session)"}
+	spec, err := s.spec(&base, peer)
+	if err == nil {
+		s.mu.Lock()
+		err = s.hidden.check(spec)
+		s.mu.Unlock()
+	}
+	if err != nil {
+		s.refuseCall(out, peer, req, asError(err))
+		return
+	}
+	p := s.profileOf(&base)
+	limits := jail.SessionLimits{Idle: DefaultSessionIdle, MaxLife: DefaultSessionMaxLife}
+	if op.Idle != "" {
+		limits.Idle, _ = sessionDuration(op.Idle)
+	}
+	if op.MaxLife != "" {
+		limits.MaxLife, _ = sessionDuration(op.MaxLife)
+	}
+	s.mu.Lock()
+	switch {
+	case s.closing:
+		s.mu.Unlock()
+		out.writeError(refuse("the server is shutting down; retry with a new server"))
+		return
+	case s.sessionsOf(peer.UID) >= MaxSessionsPerUser:
+		s.mu.Unlock()
+		out.writeError(refuse("uid %d keeps %d sessions already, the most one user may; stop one (session_op stop)", peer.UID, MaxSessionsPerUser))
+		return
+	}
+	s.mu.Unlock()
+	js, err := jail.StartSession(spec, limits)
+	if err != nil {
+		out.writeError(&Error{Code: jail.ExitSetup, Message: err.Error()})
+		return
+	}
+	name := base.Profile
+	if name == "" {
+		name = s.first
+	}
+	if base.ProfileTOML != "" {
+		name = ClientProfileName
+	}
+	e := &session{s: js, profile: p, start: base, info: SessionInfo{ID: js.ID(), UID: peer.UID, Profile: name, Workdir: spec.Dir,
+		StartedAt: time.Now().UTC(), Detached: op.Detach, Idle: limits.Idle.String(), MaxLife: limits.MaxLife.String()}}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		s.endSession(e, nil)
+		out.writeError(refuse("the server is shutting down; retry with a new server"))
+		return
+	}
+	if s.sessions == nil {
+		s.sessions = map[string]*session{}
+	}
+	s.sessions[js.ID()] = e
+	s.mu.Unlock()
+	// However it stops (idle, max life, its init's end), it goes and is
+	// audited.
+	go func() {
+		<-js.Done()
+		s.endSession(e, nil)
+	}()
+	out.writeLine(struct {
+		Session SessionInfo `json:"session"`
+	}{e.info})
+	if op.Detach {
+		conn.Close()
+		return
+	}
+	// Attached: the client's end of this connection is the session's.
+	io.Copy(io.Discard, br)
+	s.stopSession(js.ID(), peer.UID)
+	conn.Close()
+}
+
+// asError is err as the protocol's error.
+func asError(err error) *Error {
+	if e, ok := err.(*Error); ok {
+		return e
+	}
+	return refuse("%v", err)
+}
+
+// profileOf is the profile a request names (s.spec checked it).
+func (s *Server) profileOf(r *Request) *profiles.Profile {
+	if r.ProfileTOML != "" {
+		p, _ := clientProfile(r, s.AllowClientProfiles, s.profiles)
+		return p
+	}
+	name := r.Profile
+	if name == "" {
+		name = s.first
+	}
+	return s.profiles[name]
+}
+
+// sessionsOf counts uid's sessions, under s.mu.
+func (s *Server) sessionsOf(uid int) int {
+	n := 0
+	for _, e := range s.sessions {
+		if e.info.UID == uid {
+			n++
+		}
+	}
+	return n
+}
+
+// mayUse: a session is its starter's, and root's.
+func mayUse(e *session, uid int) bool { return uid == 0 || e.info.UID == uid }
+
+// lookupSession finds a session uid may use; one it may not is not found,
+// in the same words, so that ids cannot be probed.
+func (s *Server) lookupSession(id string, uid int) (*session, *Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.sessions[id]
+	if !ok || !mayUse(e, uid) {
+		return nil, refuse("session %s: no such session of uid %d here (it stopped, or was never started on this server); start one with session_op start", id, uid)
+	}
+	return e, nil
+}
+
+func (s *Server) listSessions(uid int) []SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []SessionInfo{}
+	for _, e := range s.sessions {
+		if mayUse(e, uid) {
+			out = append(out, e.info)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
+	return out
+}
+
+func (s *Server) stopSession(id string, uid int) (*jail.SessionResult, *Error) {
+	e, err := s.lookupSession(id, uid)
+	if err != nil {
+		return nil, err
+	}
+	res := e.s.Stop()
+	s.endSession(e, res)
+	return res, nil
+}
+
+// endSession forgets a stopped session and writes its audit line, once.
+func (s *Server) endSession(e *session, res *jail.SessionResult) {
+	if res == nil {
+		res = e.s.Stop()
+	}
+	s.mu.Lock()
+	cur, ok := s.sessions[e.info.ID]
+	if ok && cur == e {
+		delete(s.sessions, e.info.ID)
+	}
+	s.mu.Unlock()
+	if ok && cur == e {
+		s.writeSessionAudit(e, res)
+	}
+}
+
+// SessionAuditLine is a stopped session's line in the audit log.
+type SessionAuditLine struct {
+	Time    time.Time           `json:"time"`
+	UID     int                 `json:"uid"`
+	Profile string              `json:"profile"`
+	Workdir string              `json:"workdir,omitempty"`
+	Session *jail.SessionResult `json:"session"`
+}
+
+func (s *Server) writeSessionAudit(e *session, res *jail.SessionResult) {
+	s.auditMu.Lock()
+	defer s.auditMu.Unlock()
+	if s.audit == nil {
+		return
+	}
+	line := SessionAuditLine{Time: time.Now().UTC(), UID: e.info.UID, Profile: e.info.Profile, Workdir: e.info.Workdir, Session: res}
+	if err := jail.AppendAuditLine(s.audit, line); err != nil && s.ErrorLog != nil {
+		s.ErrorLog.Printf("audit log: %v", err)
+	}
+}
+
+// stopSessions stops every session (Shutdown, after the calls drained).
+func (s *Server) stopSessions() {
+	s.mu.Lock()
+	list := make([]*session, 0, len(s.sessions))
+	for _, e := range s.sessions {
+		list = append(list, e)
+	}
+	s.mu.Unlock()
+	for _, e := range list {
+		s.endSession(e, nil)
+	}
+}
+
+// sessionCall builds the Cmd of a run request in a session: the session's
+// jail with the request's command, environment (the profile's rules, as
+// for a run), working directory, timeout and output limit.
+func (s *Server) sessionCall(req *Request, peer *jail.Peer) (*jail.Cmd, *Error) {
+	if e := checkSessionCall(req); e != nil {
+		return nil, e
+	}
+	e, err := s.lookupSession(req.Session, peer.UID)
+	if err != nil {
+		return nil, err
+	}
+	// The call's Spec from the start's request with the call's part: the
+	// same profile rules, so the environment is built as a run's is.
+	r := e.start
+	r.Argv, r.Env = req.Argv, req.Env
+	r.Limits = map[string]string{}
+	for k, v := range e.start.Limits {
+		r.Limits[k] = v
+	}
+	for k, v := range req.Limits {
+		r.Limits[k] = v
+	}
+	full, ferr := spec(e.profile, &r, peer)
+	if ferr != nil {
+		return nil, asError(ferr)
+	}
+	call := e.s.Spec()
+	call.Args, call.Env, call.EnvDropped = full.Args, full.Env, full.EnvDropped
+	call.Limits.Timeout, call.Limits.OutputLimit = full.Limits.Timeout, full.Limits.OutputLimit
+	if req.Cwd != "" {
+		call.Dir = req.Cwd
+	}
+	cmd, cerr := e.s.Command(call)
+	if cerr != nil {
+		return nil, refuse("%v", cerr)
+	}
+	cmd.KeepRunning = req.KeepRunning
+	return cmd, nil
+}
+
+// checkSessionCall refuses what a call in a session may not carry: the
+// jail is the session's.
+func checkSessionCall(r *Request) *Error {
+	if !jail.ValidSessionID(r.Session) {
+		return refuse("session %q: not a session id (32 hex digits, as session_op start answered)", r.Session)
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"workdir", r.Workdir != ""}, {"profile", r.Profile != ""}, {"profile_toml", r.ProfileTOML != ""},
+		{"network", r.Network != ""}, {"toolchains", r.Toolchains != nil}, {"changes", r.Changes != ""},
+	} {
+		if f.set {
+			return refuse("%s: not taken with session; the session's start decided it (use cwd for a working directory)", f.name)
+		}
+	}
+	for k := range r.Limits {
+		if k != "timeout" && k != "output_limit" {
+			return refuse("limits.%s: a session's call may set only timeout and output_limit; the others are the session's", k)
+		}
+	}
+	if r.Cwd != "" && !filepath.IsAbs(r.Cwd) {
+		return refuse("cwd %q: must be an absolute path in the session's jail", r.Cwd)
+	}
+	return nil
+}
