@@ -23,6 +23,7 @@ Usage:
   tooljail mcp --tools FILE [flags]      serve the tools of FILE to an agent over MCP (stdio, or HTTP with --listen)
   tooljail audit show [flags] FILE       read an audit log back as a table
   tooljail changes list|show|diff|apply|discard|gc   the change sets of --changes runs
+  tooljail session start|list|stop       a jail a server keeps across calls (run --session ID)
   tooljail check [--json]                what this host can enforce, and how to fix what it cannot
   tooljail profile list                  shipped profiles
   tooljail profile show NAME|FILE        a profile, resolved, as TOML
@@ -56,6 +57,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return auditCommand(args[1:], stdout, stderr)
 	case "changes":
 		return changesCommand(args[1:], stdout, stderr)
+	case "session":
+		return sessionCommand(args[1:], stdout, stderr)
 	case "check":
 		return checkCommand(args[1:], stdout, stderr)
 	case "profile":

@@ -71,6 +71,8 @@ type runFlags struct {
 	json          bool
 	mergeStderr   bool
 	tty, noTTY    bool
+	session       scalar // --session ID: a call in a server's session
+	keepRunning   bool
 	auditLog      scalar
 	quiet         bool
 	server        scalar
@@ -235,6 +237,14 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.BoolVar(&f.json, "json", false, "capture stdout/stderr into the report and print only the report on stdout")
 	fs.BoolVar(&f.mergeStderr, "merge-stderr", false, "make the command's stderr its stdout (one pipe, as 2>&1): what it writes to either goes to stdout in the order written, and is the report's stdout")
 	fs.BoolVar(&f.tty, "tty", false, "give the command a terminal of the jail's own (its stdin, stdout and stderr; this terminal goes raw and is restored after): the default when stdin and stdout are terminals and --json is not given; its output, stderr included, is the report's stdout")
+	f.session.check = func(v string) error {
+		if !jail.ValidSessionID(v) {
+			return errors.New("not a session id (32 hex digits, as 'tooljail session start' printed)")
+		}
+		return nil
+	}
+	fs.Var(&f.session, "session", "run the command in the server's session `ID` ('tooljail session start'): the session's jail, with this command, env, stdin and --timeout/--output-limit; --workdir is then its working directory in the jail (default the session's workdir). Uses the server of --server, TOOLJAIL_SERVER, else the default socket (docs/sessions.md)")
+	fs.BoolVar(&f.keepRunning, "keep-running", false, "with --session: what the command leaves running (a server started with &) stays in the session after it ends, until the session stops; without it, it is killed when the command ends")
 	fs.BoolVar(&f.noTTY, "no-tty", false, "pipes, not a terminal, even when stdin and stdout are terminals")
 	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run to `FILE` (also TOOLJAIL_AUDIT_LOG); opened as --report is")
 	fs.Var(&f.server, "server", "send the run to the `SOCKET` of a tooljail serve (also TOOLJAIL_SERVER) instead of jailing it here; the server's profile decides what --ro, --rw, --tmpfs, --mask, --workdir-ro, --on-violation, --host-user, --root, --allow-degraded and --audit-log would, so they are refused")
@@ -384,6 +394,26 @@ func commandOf(command []string) ([]string, error) {
 func lineError(format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	return errors.New(strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(msg))
+}
+
+// sessionCallFlags refuses the flags a call in a session cannot take: the
+// session's start decided them.
+func sessionCallFlags(f *runFlags) error {
+	for _, c := range []struct {
+		flag string
+		set  bool
+	}{{"--profile", f.profile.set}, {"--no-workdir", f.noWorkdir}, {"--net", f.net.set}, {"--changes", f.changes.set},
+		{"--toolchain", len(f.toolchains) > 0}} {
+		if c.set {
+			return fmt.Errorf("%s cannot be used with --session: the session's start decided it ('tooljail session start %s ...')", c.flag, c.flag)
+		}
+	}
+	for _, l := range f.limits {
+		if l[0] != "timeout" && l[0] != "output_limit" {
+			return fmt.Errorf("--%s cannot be used with --session: a session's limits are its start's; a call sets only --timeout and --output-limit", strings.ReplaceAll(l[0], "_", "-"))
+		}
+	}
+	return nil
 }
 
 var errTTYTwice = errors.New("--tty and --no-tty contradict each other; give one")
@@ -860,7 +890,14 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 		return nil, nil
 	}
 	socket := serverOf(&f, environ)
+	if socket == "" && f.session.set {
+		// A session lives in a server: the default one unless named.
+		socket = serve.DefaultPath()
+	}
 	if socket == "" {
+		if f.keepRunning {
+			return nil, errors.New("--keep-running is for a call in a session; give --session ID")
+		}
 		return nil, nil
 	}
 	if err := servedFlagError(&f); err != nil {
@@ -882,6 +919,16 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 	switch {
 	case f.noWorkdir && f.workdir.set:
 		return nil, errors.New("--workdir and --no-workdir contradict each other")
+	case f.session.set:
+		if err := sessionCallFlags(&f); err != nil {
+			return nil, err
+		}
+		sr.req.Session, sr.req.KeepRunning = f.session.value, f.keepRunning
+		if f.workdir.set {
+			sr.req.Cwd = absFrom(cwd, f.workdir.value)
+		}
+	case f.keepRunning:
+		return nil, errors.New("--keep-running is for a call in a session; give --session ID")
 	case f.noWorkdir:
 	case f.workdir.set:
 		sr.req.Workdir = absFrom(cwd, f.workdir.value)

@@ -16,10 +16,11 @@ from ._errors import (CalledProcessError, CommandNotExecutable, CommandNotFound,
 from ._patch import JailedPopen, patch_subprocess, unjailed
 from ._report import Report
 from ._run import DEVNULL, PIPE, STDOUT, call, check_call, check_output, run
+from ._session import Session
 
 __all__ = [
     "run", "call", "check_call", "check_output", "patch_subprocess", "unjailed", "JailedPopen",
     "CompletedProcess", "CalledProcessError", "TimeoutExpired", "JailError", "Report",
     "ExecError", "CommandNotFound", "CommandNotExecutable",
-    "PIPE", "STDOUT", "DEVNULL", "ChangeSet", "ChangesConflict", "change_set",
+    "PIPE", "STDOUT", "DEVNULL", "ChangeSet", "ChangesConflict", "change_set", "Session",
 ]

@@ -39,7 +39,8 @@ class Call:
     CLI starts in a session of its own (start_new_session)."""
 
     __slots__ = ("argv", "workdir", "env", "stdin", "profile", "limits", "network", "timeout",
-                 "merge_stderr", "new_session", "toolchains", "path", "changes", "changes_dir")
+                 "merge_stderr", "new_session", "toolchains", "path", "changes", "changes_dir",
+                 "session", "keep_running")
 
     def __init__(self, argv, workdir, env, stdin, profile, limits, network, timeout,
                  merge_stderr=False, new_session=False, toolchains=(), path=None, changes=None,
@@ -64,6 +65,11 @@ class Call:
         # CLI's store of change sets (None: the user's default).
         self.changes = changes
         self.changes_dir = changes_dir
+        # session: the id of the server's session the call runs in (its
+        # workdir is then the call's working directory in the jail, or None
+        # for the session's); keep_running keeps what it leaves running.
+        self.session = None
+        self.keep_running = False
 
 
 def make_call(args, *, shell=False, executable=None, cwd=None, env=None, stdin=None,
@@ -277,6 +283,23 @@ def server_request(call, profile_text=None, stdin=None):
             raise TypeError("server_request: call.stdin is a descriptor; pass the bytes read from it")
         stdin = call.stdin
     req = {"argv": call.argv, "workdir": call.workdir, "stream": True}
+    if call.session is not None:
+        # The session's jail: its start decided the workdir, the profile
+        # and the limits but the timeout.
+        req = {"argv": call.argv, "stream": True, "session": call.session}
+        if call.workdir:
+            req["cwd"] = call.workdir
+        if call.keep_running:
+            req["keep_running"] = True
+        if call.env:
+            req["env"] = call.env
+        if stdin is not None:
+            req["stdin"] = base64.b64encode(stdin).decode("ascii")
+        if call.merge_stderr:
+            req["merge_stderr"] = True
+        if "timeout" in call.limits:
+            req["limits"] = {"timeout": call.limits["timeout"]}
+        return req
     if call.env:
         req["env"] = call.env
     if stdin is not None:

@@ -56,14 +56,17 @@ if hasattr(os, "register_at_fork"):
 
 
 class _Config:
-    __slots__ = ("flags", "socket", "allow", "thread", "changes_dir")
+    __slots__ = ("flags", "socket", "allow", "thread", "changes_dir", "session_server")
 
-    def __init__(self, flags, socket, allow, thread, changes_dir=None):
+    def __init__(self, flags, socket, allow, thread, changes_dir=None, session_server=None):
         self.flags = flags
         self.socket = socket
         self.allow = allow
         self.thread = thread
         self.changes_dir = changes_dir
+        # session_server: a Session's calls go to its server, named in
+        # flags (--server), whatever stdin is.
+        self.session_server = session_server
 
 
 def _active():
@@ -203,8 +206,13 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
             raise JailError(
                 "tooljail.patch_subprocess(): no tooljail binary (%s); nothing was started: "
                 "install the tooljail wheel or set TOOLJAIL_BIN" % _call.LOOKED_AT, cmd=caller_args)
-        server = _server(cfg, a["stdin"])
-        self._tj_where = Where(socket=server) if server is not None else Where(binary=binary, changes_dir=cfg.changes_dir)
+        server = _server(cfg, a["stdin"]) if cfg.session_server is None else None
+        if cfg.session_server is not None:
+            self._tj_where = Where(socket=cfg.session_server)
+        elif server is not None:
+            self._tj_where = Where(socket=server)
+        else:
+            self._tj_where = Where(binary=binary, changes_dir=cfg.changes_dir)
         workdir = os.path.realpath(os.fsdecode(a["cwd"]) if a["cwd"] is not None else os.getcwd())
         tmp = _transport.report_dir(workdir)
         report = os.path.join(tmp, "report.json")
@@ -288,6 +296,14 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
             return code  # 124: the jail's timeout killed the tree (report.status "timeout")
         self.jail_error = JailError(value, cmd=self.args, code=code, report=self.report)
         return code
+
+
+def popen_with(cfg, *args, **kwargs):
+    """A JailedPopen under cfg whatever patch is active (Session.popen)."""
+    self = object.__new__(JailedPopen)
+    self._tj_cfg = cfg
+    self.__init__(*args, **kwargs)
+    return self
 
 
 def _server(cfg, stdin):

@@ -21,7 +21,8 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
         shell=False, executable=None, text=None, universal_newlines=None, encoding=None,
         errors=None, timeout=None, check=False, cwd=None, env=None, start_new_session=False,
         pass_fds=(), preexec_fn=None, profile=None, memory=None, cpus=None, pids=None,
-        network=None, socket=None, toolchain=None, changes=None, changes_dir=None):
+        network=None, socket=None, toolchain=None, changes=None, changes_dir=None,
+        _session=None):
     """Runs args in a jail and waits for it, like subprocess.run.
 
     Differences from subprocess.run, all because the jail builds the process
@@ -80,6 +81,10 @@ def run(args, *, stdin=None, input=None, capture_output=False, stdout=None, stde
                            profile=profile, memory=memory, cpus=cpus, pids=pids, network=network,
                            timeout=timeout, toolchain=toolchain, changes=changes,
                            changes_dir=changes_dir)
+    if _session is not None:
+        # Session.run: the call goes to the session's server (socket).
+        call.session, call.keep_running = _session
+        call.workdir = cwd if cwd is None else os.fspath(cwd)
     out = _sink(stdout, "stdout")
     err = out if merge else _sink(stderr, "stderr")
     sinks = {"stdout": out, "stderr": err}
