@@ -76,15 +76,15 @@ func parseSessionDuration(v string) (time.Duration, error) {
 // sessionStartRequest turns `session start`'s arguments into the start
 // request and the socket: the jail flags as a served run takes them (the
 // same checks), without a command.
-func sessionStartRequest(args []string, getwd func() (string, error), environ []string) (serve.Request, string, *runFlags, error) {
+func sessionStartRequest(args []string, getwd func() (string, error), environ []string) (serve.Request, *servedRun, *runFlags, error) {
 	var f runFlags
 	var sf sessionFlags
 	fs := sessionStartFlagSet(&f, &sf)
 	if err := fs.Parse(args); err != nil {
-		return serve.Request{}, "", nil, lineError("%v; see 'tooljail session --help'", err)
+		return serve.Request{}, nil, nil, lineError("%v; see 'tooljail session --help'", err)
 	}
 	if fs.NArg() > 0 {
-		return serve.Request{}, "", nil, fmt.Errorf("session start takes no command (%q): run one with 'tooljail run --session ID -- CMD'", fs.Arg(0))
+		return serve.Request{}, nil, nil, fmt.Errorf("session start takes no command (%q): run one with 'tooljail run --session ID -- CMD'", fs.Arg(0))
 	}
 	for _, c := range []struct {
 		flag string
@@ -92,7 +92,7 @@ func sessionStartRequest(args []string, getwd func() (string, error), environ []
 	}{{"--session", f.session.set}, {"--keep-running", f.keepRunning}, {"--env", len(f.env) > 0}, {"--pass-env", len(f.passEnv) > 0},
 		{"--tty", f.tty}, {"--merge-stderr", f.mergeStderr}, {"--report", f.report.set}, {"--changes", f.changes.set}} {
 		if c.set {
-			return serve.Request{}, "", nil, fmt.Errorf("%s is a call's, not a session's: give it to 'tooljail run --session ID'", c.flag)
+			return serve.Request{}, nil, nil, fmt.Errorf("%s is a call's, not a session's: give it to 'tooljail run --session ID'", c.flag)
 		}
 	}
 	// Parsed as the served run of a placeholder command: the same checks
@@ -104,22 +104,17 @@ func sessionStartRequest(args []string, getwd func() (string, error), environ []
 	withServer = removeSessionFlags(withServer)
 	sr, err := parseServed(append(withServer, "--", "(session)"), getwd, environ)
 	if err != nil {
-		return serve.Request{}, "", nil, err
+		return serve.Request{}, nil, nil, err
 	}
 	req := sr.req
 	req.Argv, req.Path, req.Env = nil, "", nil
 	for _, t := range req.Toolchains {
 		if t == "auto" {
-			return serve.Request{}, "", nil, errors.New(`--toolchain auto finds a command's toolchain, and a session start has no command; name the prefixes`)
+			return serve.Request{}, nil, nil, errors.New(`--toolchain auto finds a command's toolchain, and a session start has no command; name the prefixes`)
 		}
 	}
 	req.SessionOp = &serve.SessionOp{Action: "start", Detach: true, Idle: sf.idle.value, MaxLife: sf.maxLife.value}
-	if sr.profileText != "" {
-		// A profile file: sent as the client's own, as a served run's
-		// would be when the server does not serve it by that name.
-		req.Profile, req.ProfileTOML = "", sr.profileText
-	}
-	return req, sr.socket, &f, nil
+	return req, sr, &f, nil
 }
 
 // removeSessionFlags drops --idle and --max-life (and their values),
@@ -154,16 +149,25 @@ func hasFlagPrefix(a, name string) bool {
 }
 
 func sessionStart(args []string, stdout, stderr io.Writer) int {
-	req, socket, f, err := sessionStartRequest(args, unix.Getwd, os.Environ())
+	req, sr, f, err := sessionStartRequest(args, unix.Getwd, os.Environ())
 	if errors.Is(err, flag.ErrHelp) {
 		return sessionCommand(nil, stdout, stderr)
 	}
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
+	socket := sr.socket
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	raw, _, err := (&serve.Client{Path: socket}).SessionOp(ctx, req)
+	c := &serve.Client{Path: socket}
+	raw, _, err := c.SessionOp(ctx, req)
+	var refused *serve.Error
+	if errors.As(err, &refused) && sr.profileText != "" && profileNotServed(refused.Message, req.Profile) {
+		// A profile file the server does not serve by that name: sent as
+		// the client's own, as a served run's is.
+		req.Profile, req.ProfileTOML = "", sr.profileText
+		raw, _, err = c.SessionOp(ctx, req)
+	}
 	if code, ok := sessionErr(err, socket, stderr); !ok {
 		return code
 	}
@@ -266,7 +270,7 @@ func sessionSummary(r *jail.SessionResult) string {
 		s += ", a running call killed"
 	}
 	if n := len(r.Violations); n > 0 {
-		s += fmt.Sprintf(", %d kinds of denied calls by kept processes", n)
+		s += fmt.Sprintf("; the processes calls kept made denied calls (%d kinds: see --json)", n)
 	}
 	return s
 }

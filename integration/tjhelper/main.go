@@ -356,6 +356,33 @@ func do(a []string) {
 			c.Close()
 		}
 		result(err)
+	case "serve-tcp": // serve-tcp ADDR: answer each connection with a line, until killed
+		l, err := net.Listen("tcp", arg(a, 1))
+		if err != nil {
+			result(err)
+			return
+		}
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(c, "hello from %d\n", os.Getpid())
+			c.Close()
+		}
+	case "fetch": // fetch ADDR: connect and read the line served
+		c, err := net.DialTimeout("tcp", arg(a, 1), 3*time.Second)
+		if err != nil {
+			result(err)
+			return
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if err != nil {
+			result(err)
+			return
+		}
+		value(strings.TrimSpace(line))
 	case "loopback": // listen on 127.0.0.1, connect to it, exchange a byte
 		result(loopback())
 	case "netifs":

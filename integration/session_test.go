@@ -1,0 +1,95 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Sessions through the CLI and a real `tooljail serve`, as root and as
+// uid 65534: a server on the session's loopback, started and kept by call
+// 1, answers call 2; /tmp persists; cwd and env do not leak from one call
+// to the next; what a call does not keep is gone when it ends; stop and
+// the idle limit leave no process on the host, and the session's final
+// report is in the audit log.
+func TestSessionCLI(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		helper := filepath.Join(w, "tjhelper")
+		tj := func(args ...string) *outcome {
+			t.Helper()
+			return u.exec(t, run{args: args, dir: w, env: []string{"TOOLJAIL_SERVER=" + s.sock}})
+		}
+		start := func(extra ...string) string {
+			t.Helper()
+			args := append([]string{"session", "start", "--workdir", w}, extra...)
+			if s.profile != "" {
+				args = append(args, "--profile", s.profile)
+			}
+			o := tj(args...)
+			id := strings.TrimSpace(o.stdout)
+			if o.code != 0 || len(id) != 32 {
+				t.Fatalf("session start: %s", o)
+			}
+			return id
+		}
+		id := start()
+		marker := fmt.Sprintf("3%d", time.Now().UnixNano()%1000000)
+		port := fmt.Sprintf("127.0.0.1:%d", 20000+time.Now().Nanosecond()%20000)
+		o := tj("run", "-q", "--session", id, "--keep-running", "--env", "ONE=1", "--",
+			"/bin/sh", "-c", "echo kept > /tmp/f; cd /tmp; "+helper+" serve-tcp "+port+" "+marker+" >/dev/null 2>&1 & sleep 1000"+marker+" >/dev/null 2>&1 & echo started")
+		if o.code != 0 || strings.TrimSpace(o.stdout) != "started" {
+			t.Fatalf("call 1: %s", o)
+		}
+		o = tj("run", "-q", "--session", id, "--", "/bin/sh", "-c",
+			`cat /tmp/f; pwd; echo "one=$ONE"; sleep 2000`+marker+` & for i in $(seq 50); do `+helper+` fetch `+port+` && break; sleep 0.1; done`)
+		lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+		if o.code != 0 || len(lines) < 4 || lines[0] != "kept" || lines[1] != w || lines[2] != "one=" ||
+			!strings.HasPrefix(lines[len(lines)-1], `value "hello from `) {
+			t.Errorf("call 2: /tmp, cwd, env or call 1's server: %s", o)
+		}
+		// Call 2's sleep was not kept: gone with it. Call 1's are there.
+		if procs := hostProcs("2000" + marker); len(procs) > 0 {
+			t.Errorf("call 2 left %v running after it ended", procs)
+		}
+		if procs := hostProcs("1000" + marker); len(procs) != 1 {
+			t.Errorf("call 1's kept sleep: %v, want one", procs)
+		}
+		o = tj("run", "-q", "--session", id, "--workdir", "/tmp", "--", "pwd")
+		if strings.TrimSpace(o.stdout) != "/tmp" {
+			t.Errorf("a call's --workdir: %s", o)
+		}
+		if o = tj("run", "-q", "--session", id, "--memory", "2G", "--", "true"); o.code != 125 || !strings.Contains(o.stderr, "--memory cannot be used with --session") {
+			t.Errorf("a call's own memory limit: %s", o)
+		}
+		if o = tj("session", "list"); !strings.Contains(o.stdout, id) {
+			t.Errorf("session list: %s", o)
+		}
+		if o = tj("session", "stop", id); o.code != 0 || !strings.Contains(o.stdout, "3 calls") {
+			t.Errorf("session stop: %s", o)
+		}
+		requireGone(t, "1000"+marker, marker)
+		if o = tj("run", "-q", "--session", id, "--", "true"); o.code != 125 || !strings.Contains(o.stderr, "no such session") {
+			t.Errorf("a call after stop: %s", o)
+		}
+		// The idle limit.
+		idle := start("--idle", "1s")
+		tj("run", "-q", "--session", idle, "--keep-running", "--", "/bin/sh", "-c", "sleep 3000"+marker+" >/dev/null 2>&1 &")
+		deadline := time.Now().Add(30 * time.Second * slow)
+		for strings.Contains(tj("session", "list").stdout, idle) && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if strings.Contains(tj("session", "list").stdout, idle) {
+			t.Errorf("an idle session did not stop")
+		}
+		requireGone(t, "3000"+marker)
+		audit, _ := os.ReadFile(s.audit)
+		if n := strings.Count(string(audit), `"session":{"id":"`); n != 2 {
+			t.Errorf("%d session lines in the audit log, want 2:\n%s", n, audit)
+		}
+	})
+}
