@@ -243,7 +243,13 @@ func Parse(b []byte) (Hello, error) {
 		if want >= 0 && len(msg)+n > want {
 			return Hello{}, malformed("%d bytes follow the ClientHello in its last record; it must be alone there", len(msg)+n-want)
 		}
-		msg = append(msg, frag...)
+		if msg == nil {
+			// A hello in one record, the usual case, is read in place;
+			// the capacity is cut so a later record's append copies.
+			msg = frag[:len(frag):len(frag)]
+		} else {
+			msg = append(msg, frag...)
+		}
 		off = end
 		if want >= 0 && len(msg) == want {
 			h, err := parseClientHello(msg[handshakeHeaderLen:])
