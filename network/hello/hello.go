@@ -11,18 +11,19 @@
 // whole ClientHello is capped at MaxLen bytes. Malformed input is an
 // error, never a panic.
 //
-// Two layers, for two reasons. The records are framed here: the proxy
-// must judge the first bytes of a stream before it has all of them, bound
-// what it buffers, and refuse a stream whose first record is not the
-// handshake, while crypto/tls's server drops a warning alert before the
-// ClientHello and reads the hello behind it, which a proxy that checked
-// no name would then forward. The message is read with
-// golang.org/x/crypto/cryptobyte, the reader crypto/tls unmarshals
-// handshake messages with. crypto/tls's ClientHelloInfo is not used for
-// it: it skips server_name entries of other types than host_name, which
-// another server may read as the name, and refuses a trailing dot; the
-// rules below are the proxy's. The tests check that where both accept a
-// hello, crypto/tls reads the same server name, ALPN list and ECH.
+// Two layers. The records are framed here, for the proxy's needs: it
+// judges a stream before the stream is whole, bounds what it buffers, and
+// refuses a stream whose first record is not a handshake record.
+// crypto/tls cannot do this part: its server drops a warning alert that
+// comes before the ClientHello and reads the hello behind it, so the
+// bytes it would judge are not the bytes another server reads first. The
+// message inside is read with golang.org/x/crypto/cryptobyte, the reader
+// crypto/tls unmarshals handshake messages with. crypto/tls's
+// ClientHelloInfo is not used: it skips server_name entries of types
+// other than host_name (a server that does not could take one for the
+// name) and refuses a trailing dot, where the rules below are the
+// proxy's. The tests check that where a crypto/tls server accepts the
+// same bytes, it reads the same server name, ALPN list and ECH.
 //
 // Decisions about the server name (RFC 6066 section 3), each an error
 // naming the problem:
