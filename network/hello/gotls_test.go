@@ -85,12 +85,13 @@ func TestDifferencesWithGo(t *testing.T) {
 		{"trailing dot", withSNI(sni("example.com.")), "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			info := goServerView(c.b)
-			if got := ""; info != nil && info.ServerName != c.goName || info == nil && c.goName != "" {
-				if info != nil {
-					got = info.ServerName
-				}
-				t.Errorf("crypto/tls read %q (refused: %v), want %q", got, info == nil, c.goName)
+			switch info := goServerView(c.b); {
+			case c.goName == "" && info != nil:
+				t.Errorf("crypto/tls accepted the hello, name %q; want it refused", info.ServerName)
+			case c.goName != "" && info == nil:
+				t.Errorf("crypto/tls refused the hello; want it to read %q", c.goName)
+			case c.goName != "" && info.ServerName != c.goName:
+				t.Errorf("crypto/tls read %q, want %q", info.ServerName, c.goName)
 			}
 			if _, err := Parse(c.b); !errors.Is(err, c.parse) {
 				t.Errorf("Parse: %v, want %v", err, c.parse)
