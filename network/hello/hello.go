@@ -8,9 +8,22 @@
 //
 // It does no I/O. Parse is called with what has arrived; it says how many
 // bytes more it needs at least until the ClientHello is complete, and the
-// whole ClientHello is capped at MaxLen bytes. Every length field is
-// checked against the bytes that remain before it is used; malformed input
-// is an error, never a panic.
+// whole ClientHello is capped at MaxLen bytes. Malformed input is an
+// error, never a panic.
+//
+// Two layers. The records are framed here, for the proxy's needs: it
+// judges a stream before the stream is whole, bounds what it buffers, and
+// refuses a stream whose first record is not a handshake record.
+// crypto/tls cannot do this part: its server drops a warning alert that
+// comes before the ClientHello and reads the hello behind it, so the
+// bytes it would judge are not the bytes another server reads first. The
+// message inside is read with golang.org/x/crypto/cryptobyte, the reader
+// crypto/tls unmarshals handshake messages with. crypto/tls's
+// ClientHelloInfo is not used: it skips server_name entries of types
+// other than host_name (a server that does not could take one for the
+// name) and refuses a trailing dot, where the rules below are the
+// proxy's. The tests check that where a crypto/tls server accepts the
+// same bytes, it reads the same server name, ALPN list and ECH.
 //
 // Decisions about the server name (RFC 6066 section 3), each an error
 // naming the problem:
@@ -36,6 +49,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"golang.org/x/crypto/cryptobyte"
 )
 
 // MaxLen caps the bytes of the records that carry one ClientHello,
@@ -229,7 +244,13 @@ func Parse(b []byte) (Hello, error) {
 		if want >= 0 && len(msg)+n > want {
 			return Hello{}, malformed("%d bytes follow the ClientHello in its last record; it must be alone there", len(msg)+n-want)
 		}
-		msg = append(msg, frag...)
+		if msg == nil {
+			// A hello in one record, the usual case, is read in place;
+			// the capacity is cut so a later record's append copies.
+			msg = frag[:len(frag):len(frag)]
+		} else {
+			msg = append(msg, frag...)
+		}
 		off = end
 		if want >= 0 && len(msg) == want {
 			h, err := parseClientHello(msg[handshakeHeaderLen:])
@@ -303,163 +324,108 @@ func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
 }
 
-// reader walks a byte string; every read checks the bytes left first.
-type reader struct{ b []byte }
-
-func (r *reader) empty() bool { return len(r.b) == 0 }
-
-func (r *reader) u8() (int, bool) {
-	if len(r.b) < 1 {
-		return 0, false
-	}
-	v := int(r.b[0])
-	r.b = r.b[1:]
-	return v, true
-}
-
-func (r *reader) u16() (int, bool) {
-	if len(r.b) < 2 {
-		return 0, false
-	}
-	v := int(r.b[0])<<8 | int(r.b[1])
-	r.b = r.b[2:]
-	return v, true
-}
-
-func (r *reader) take(n int) ([]byte, bool) {
-	if n < 0 || n > len(r.b) {
-		return nil, false
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v, true
-}
-
-// vec reads a vector with a lenBytes-byte (1 or 2) length prefix.
-func (r *reader) vec(lenBytes int, field string) ([]byte, error) {
-	var n int
-	var ok bool
-	if lenBytes == 1 {
-		n, ok = r.u8()
-	} else {
-		n, ok = r.u16()
-	}
-	if !ok {
-		return nil, malformed("%s: length cut off", field)
-	}
-	v, ok := r.take(n)
-	if !ok {
-		return nil, malformed("%s: length %d exceeds the %d bytes left", field, n, len(r.b))
-	}
-	return v, nil
+// cutOff is the error for a field whose length prefix or contents run
+// past the bytes left.
+func cutOff(field string) error {
+	return malformed("%s: length or contents cut off", field)
 }
 
 // parseClientHello reads the body of a ClientHello message (RFC 8446
 // section 4.1.2; RFC 5246 section 7.4.1.2 for the optional extensions).
 func parseClientHello(body []byte) (Hello, error) {
-	var h Hello
-	r := reader{body}
-	v, ok := r.u16()
-	if !ok {
-		return h, malformed("legacy_version cut off")
+	s := cryptobyte.String(body)
+	var vers uint16
+	var sid, suites, comp, exts cryptobyte.String
+	switch {
+	case !s.ReadUint16(&vers):
+		return Hello{}, malformed("legacy_version cut off")
+	case vers>>8 != 3:
+		return Hello{}, malformed("legacy_version 0x%04x; TLS has 3.x", vers)
+	case !s.Skip(32):
+		return Hello{}, malformed("random cut off")
+	case !s.ReadUint8LengthPrefixed(&sid):
+		return Hello{}, cutOff("legacy_session_id")
+	case len(sid) > 32:
+		return Hello{}, malformed("legacy_session_id of %d bytes; at most 32", len(sid))
+	case !s.ReadUint16LengthPrefixed(&suites):
+		return Hello{}, cutOff("cipher_suites")
+	case len(suites) < 2 || len(suites)%2 != 0:
+		return Hello{}, malformed("cipher_suites of %d bytes; a non-empty list of 2-byte values", len(suites))
+	case !s.ReadUint8LengthPrefixed(&comp):
+		return Hello{}, cutOff("legacy_compression_methods")
+	case len(comp) == 0:
+		return Hello{}, malformed("no legacy_compression_methods; at least one is sent")
+	case s.Empty():
+		return Hello{}, nil // TLS 1.0-1.2 allow a hello without extensions
+	case !s.ReadUint16LengthPrefixed(&exts):
+		return Hello{}, cutOff("extensions")
+	case !s.Empty():
+		return Hello{}, malformed("%d bytes after the extensions", len(s))
 	}
-	if v>>8 != 3 {
-		return h, malformed("legacy_version 0x%04x; TLS has 3.x", v)
-	}
-	if _, ok := r.take(32); !ok {
-		return h, malformed("random cut off")
-	}
-	sid, err := r.vec(1, "legacy_session_id")
-	if err != nil {
-		return h, err
-	}
-	if len(sid) > 32 {
-		return h, malformed("legacy_session_id of %d bytes; at most 32", len(sid))
-	}
-	suites, err := r.vec(2, "cipher_suites")
-	if err != nil {
-		return h, err
-	}
-	if len(suites) < 2 || len(suites)%2 != 0 {
-		return h, malformed("cipher_suites of %d bytes; a non-empty list of 2-byte values", len(suites))
-	}
-	comp, err := r.vec(1, "legacy_compression_methods")
-	if err != nil {
-		return h, err
-	}
-	if len(comp) == 0 {
-		return h, malformed("no legacy_compression_methods; at least one is sent")
-	}
-	if r.empty() {
-		return h, nil // TLS 1.0-1.2 allow a hello without extensions
-	}
-	exts, err := r.vec(2, "extensions")
-	if err != nil {
-		return h, err
-	}
-	if !r.empty() {
-		return h, malformed("%d bytes after the extensions", len(r.b))
-	}
+	return parseExtensions(exts)
+}
 
+// parseExtensions reads the extensions block of a ClientHello: each type
+// at most once, server_name and ALPN checked, ECH noticed.
+func parseExtensions(exts cryptobyte.String) (Hello, error) {
+	var h Hello
 	var seen [1 << 16 / 64]uint64
-	for er := (reader{exts}); !er.empty(); {
-		typ, ok := er.u16()
-		if !ok {
-			return h, malformed("extension type cut off")
+	for !exts.Empty() {
+		var typ uint16
+		var data cryptobyte.String
+		if !exts.ReadUint16(&typ) {
+			return Hello{}, malformed("extension type cut off")
 		}
-		data, err := er.vec(2, fmt.Sprintf("extension 0x%04x", typ))
-		if err != nil {
-			return h, err
+		if !exts.ReadUint16LengthPrefixed(&data) {
+			return Hello{}, cutOff(fmt.Sprintf("extension 0x%04x", typ))
 		}
 		if seen[typ/64]&(1<<(typ%64)) != 0 {
-			return h, malformed("extension 0x%04x twice; an extension type may appear once", typ)
+			return Hello{}, malformed("extension 0x%04x twice; an extension type may appear once", typ)
 		}
 		seen[typ/64] |= 1 << (typ % 64)
+		var err error
 		switch {
 		case typ == extServerName:
-			name, err := parseServerName(data)
-			if err != nil {
-				return h, err
-			}
-			h.SNI, h.ServerName = true, name
+			h.ServerName, err = parseServerName(data)
+			h.SNI = err == nil
 		case typ == extALPN:
-			if h.ALPN, err = parseALPN(data); err != nil {
-				return h, err
-			}
-		case typ == extECH, typ == extESNI, extECHDraftFirst <= typ && typ <= extECHDraftLast:
+			h.ALPN, err = parseALPN(data)
+		case isECH(typ):
 			h.ECH = true
+		}
+		if err != nil {
+			return Hello{}, err
 		}
 	}
 	return h, nil
 }
 
+// isECH is true for the code points of Encrypted Client Hello, its drafts
+// and ESNI.
+func isECH(typ uint16) bool {
+	return typ == extECH || typ == extESNI || extECHDraftFirst <= typ && typ <= extECHDraftLast
+}
+
 // parseServerName reads a server_name extension: a ServerNameList with
 // exactly one host_name entry (the package comment says why).
-func parseServerName(data []byte) (string, error) {
-	r := reader{data}
-	list, err := r.vec(2, "server_name list")
-	if err != nil {
-		return "", err
-	}
-	if !r.empty() {
-		return "", malformed("%d bytes after the server_name list", len(r.b))
-	}
-	lr := reader{list}
-	typ, ok := lr.u8()
-	if !ok {
+func parseServerName(data cryptobyte.String) (string, error) {
+	var list, name cryptobyte.String
+	var typ uint8
+	switch {
+	case !data.ReadUint16LengthPrefixed(&list):
+		return "", cutOff("server_name list")
+	case !data.Empty():
+		return "", malformed("%d bytes after the server_name list", len(data))
+	case !list.ReadUint8(&typ):
 		return "", malformed("empty server_name list")
-	}
-	if typ != 0 {
+	case typ != 0:
 		return "", malformed("server_name entry of type %d; only host_name (0) exists", typ)
-	}
-	raw, err := lr.vec(2, "server_name host_name")
-	if err != nil {
-		return "", err
-	}
-	if !lr.empty() {
+	case !list.ReadUint16LengthPrefixed(&name):
+		return "", cutOff("server_name host_name")
+	case !list.Empty():
 		return "", malformed("more than one entry in the server_name list; one host_name is allowed")
 	}
-	return hostName(raw)
+	return hostName(name)
 }
 
 // hostName checks and normalises a server name (see the package comment).
@@ -541,25 +507,23 @@ func quote(raw []byte) string {
 
 // parseALPN reads application_layer_protocol_negotiation (RFC 7301): a
 // non-empty list of non-empty names.
-func parseALPN(data []byte) ([]string, error) {
-	r := reader{data}
-	list, err := r.vec(2, "ALPN list")
-	if err != nil {
-		return nil, err
-	}
-	if !r.empty() {
-		return nil, malformed("%d bytes after the ALPN list", len(r.b))
-	}
-	if len(list) == 0 {
+func parseALPN(data cryptobyte.String) ([]string, error) {
+	var list cryptobyte.String
+	switch {
+	case !data.ReadUint16LengthPrefixed(&list):
+		return nil, cutOff("ALPN list")
+	case !data.Empty():
+		return nil, malformed("%d bytes after the ALPN list", len(data))
+	case list.Empty():
 		return nil, malformed("empty ALPN list")
 	}
 	var names []string
-	for lr := (reader{list}); !lr.empty(); {
-		name, err := lr.vec(1, "ALPN protocol name")
-		if err != nil {
-			return nil, err
+	for !list.Empty() {
+		var name cryptobyte.String
+		if !list.ReadUint8LengthPrefixed(&name) {
+			return nil, cutOff("ALPN protocol name")
 		}
-		if len(name) == 0 {
+		if name.Empty() {
 			return nil, malformed("empty ALPN protocol name")
 		}
 		names = append(names, string(name))

@@ -175,6 +175,9 @@ func TestGoClientHellos(t *testing.T) {
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Fatalf("records of %v: got %+v, %v; want %+v", sizes, got, err, want)
 				}
+				if err := agreeWithGo(got, full); err != nil {
+					t.Fatalf("records of %v: %v", sizes, err)
+				}
 				// What follows (here a ChangeCipherSpec record) is not read.
 				got, err = Parse(append(full[:len(full):len(full)], 20, 3, 3, 0, 1, 1))
 				if err != nil || !reflect.DeepEqual(got, want) {
@@ -246,6 +249,9 @@ func TestHandBuiltECH(t *testing.T) {
 			if err != nil || !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("got %+v, %v; want %+v", got, err, c.want)
 			}
+			if err := agreeWithGo(got, b); err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }
@@ -282,6 +288,9 @@ func TestValid(t *testing.T) {
 			got, err := Parse(c.b[:len(c.b):len(c.b)])
 			if err != nil || !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("got %+v, %v; want %+v", got, err, c.want)
+			}
+			if err := agreeWithGo(got, c.b); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
@@ -321,23 +330,23 @@ func TestMalformed(t *testing.T) {
 		{"legacy_version 2.0", rec(ch{version: []byte{2, 0}}.msg()), ErrMalformed, "legacy_version"},
 		{"random cut off", rec([]byte{1, 0, 0, 10, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0}), ErrMalformed, "random cut off"},
 		{"session id of 33", rec(ch{sid: make([]byte, 33)}.msg()), ErrMalformed, "legacy_session_id of 33"},
-		{"cipher suites past the end", rec(ch{suites: []byte{0xff, 0xff, 0x13, 0x01}, noExts: true}.msg()), ErrMalformed, "cipher_suites: length 65535 exceeds"},
+		{"cipher suites past the end", rec(ch{suites: []byte{0xff, 0xff, 0x13, 0x01}, noExts: true}.msg()), ErrMalformed, "cipher_suites: length or contents cut off"},
 		{"odd cipher suites", rec(ch{suites: vec16([]byte{0x13}), noExts: true}.msg()), ErrMalformed, "cipher_suites of 1"},
 		{"empty cipher suites", rec(ch{suites: vec16(), noExts: true}.msg()), ErrMalformed, "cipher_suites of 0"},
 		{"no compression methods", rec(ch{comp: vec8(), noExts: true}.msg()), ErrMalformed, "no legacy_compression"},
-		{"extensions length too long", rec(ch{rawExts: append(u16b(50), ext(0, sni("a.example"))...)}.msg()), ErrMalformed, "extensions: length 50 exceeds"},
-		{"extensions length cut off", rec(ch{rawExts: []byte{0}}.msg()), ErrMalformed, "extensions: length cut off"},
+		{"extensions length too long", rec(ch{rawExts: append(u16b(50), ext(0, sni("a.example"))...)}.msg()), ErrMalformed, "extensions: length or contents cut off"},
+		{"extensions length cut off", rec(ch{rawExts: []byte{0}}.msg()), ErrMalformed, "extensions: length or contents cut off"},
 		{"bytes after extensions", rec(ch{tail: []byte{0}}.msg()), ErrMalformed, "1 bytes after the extensions"},
-		{"extension header cut off", rec(ch{rawExts: vec16([]byte{0, 0, 0})}.msg()), ErrMalformed, "extension 0x0000: length cut off"},
-		{"extension data truncated", rec(ch{rawExts: vec16([]byte{0, 0, 0, 9, 0, 7})}.msg()), ErrMalformed, "extension 0x0000: length 9 exceeds the 2 bytes left"},
+		{"extension header cut off", rec(ch{rawExts: vec16([]byte{0, 0, 0})}.msg()), ErrMalformed, "extension 0x0000: length or contents cut off"},
+		{"extension data truncated", rec(ch{rawExts: vec16([]byte{0, 0, 0, 9, 0, 7})}.msg()), ErrMalformed, "extension 0x0000: length or contents cut off"},
 		{"duplicate server_name extension", withExts(ext(0, sni("a.example")), ext(0, sni("b.example"))), ErrMalformed, "twice"},
 		{"duplicate other extension", withExts(ext(16, vec16(vec8([]byte("h2")))), ext(16, vec16(vec8([]byte("h2"))))), ErrMalformed, "twice"},
 		{"two host names", sniExt("a.example", "b.example"), ErrMalformed, "more than one entry"},
 		{"same host name twice", sniExt("a.example", "a.example"), ErrMalformed, "more than one entry"},
-		{"empty server_name data", withExts(ext(0, nil)), ErrMalformed, "server_name list: length cut off"},
+		{"empty server_name data", withExts(ext(0, nil)), ErrMalformed, "server_name list: length or contents cut off"},
 		{"empty server_name list", withExts(ext(0, vec16())), ErrMalformed, "empty server_name list"},
-		{"server_name list too long", withExts(ext(0, append(u16b(40), 0, 0, 1, 'a'))), ErrMalformed, "server_name list: length 40 exceeds"},
-		{"host name too long", withExts(ext(0, vec16([]byte{0, 0, 30, 'a'}))), ErrMalformed, "host_name: length 30 exceeds"},
+		{"server_name list too long", withExts(ext(0, append(u16b(40), 0, 0, 1, 'a'))), ErrMalformed, "server_name list: length or contents cut off"},
+		{"host name too long", withExts(ext(0, vec16([]byte{0, 0, 30, 'a'}))), ErrMalformed, "host_name: length or contents cut off"},
 		{"bytes after the list", withExts(ext(0, append(sni("a.example"), 0))), ErrMalformed, "after the server_name list"},
 		{"other name type", withExts(ext(0, vec16(append([]byte{1}, vec16([]byte("a.example"))...)))), ErrMalformed, "type 1"},
 		{"empty name", sniExt(""), ErrMalformed, "empty server name"},
@@ -359,8 +368,8 @@ func TestMalformed(t *testing.T) {
 		{"name of 254", sniExt(strings.Repeat("abc.", 63) + "ab"), ErrMalformed, "254 bytes"},
 		{"empty ALPN list", withExts(ext(16, vec16())), ErrMalformed, "empty ALPN list"},
 		{"empty ALPN name", withExts(ext(16, vec16(vec8()))), ErrMalformed, "empty ALPN protocol name"},
-		{"ALPN name too long", withExts(ext(16, vec16([]byte{5, 'h'}))), ErrMalformed, "ALPN protocol name: length 5 exceeds"},
-		{"ALPN list too long", withExts(ext(16, []byte{0, 9, 2, 'h', '2'})), ErrMalformed, "ALPN list: length 9"},
+		{"ALPN name too long", withExts(ext(16, vec16([]byte{5, 'h'}))), ErrMalformed, "ALPN protocol name: length or contents cut off"},
+		{"ALPN list too long", withExts(ext(16, []byte{0, 9, 2, 'h', '2'})), ErrMalformed, "ALPN list: length or contents cut off"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h, err := Parse(c.b[:len(c.b):len(c.b)])
