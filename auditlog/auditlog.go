@@ -140,8 +140,9 @@ func (f Filter) Match(e *Entry) bool {
 	return true
 }
 
-// Statuses are the statuses a line can have: a run's, and refused.
+// Statuses are the statuses a line can have: a run's, refused, and a
+// stopped session's.
 var Statuses = []jail.Status{
 	jail.StatusExited, jail.StatusSignaled, jail.StatusTimeout, jail.StatusMemoryLimit, jail.StatusViolation,
-	jail.StatusSetupError, jail.StatusAborted, jail.StatusCancelled, jail.StatusRefused,
+	jail.StatusSetupError, jail.StatusAborted, jail.StatusCancelled, jail.StatusRefused, jail.StatusSession,
 }

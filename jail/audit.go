@@ -32,6 +32,11 @@ type AuditLine struct {
 	// Of a served run: who asked for it, and the id the request gave.
 	Peer      *Peer  `json:"peer,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	// SessionID names the session a call ran in.
+	SessionID string `json:"session_id,omitempty"`
+	// Session is a stopped session's final report, on its own line
+	// (status "session").
+	Session *SessionResult `json:"session,omitempty"`
 }
 
 // Peer is the client of a served run, as the kernel identified its
@@ -110,6 +115,27 @@ func NewAuditLine(r *Result, uid int, peer *Peer) AuditLine {
 	}
 	if peer != nil {
 		l.Peer, l.RequestID = peer, peer.RequestID
+	}
+	for _, v := range r.Violations {
+		l.Violations += v.Count
+	}
+	if r.Session != nil {
+		l.SessionID = r.Session.ID
+	}
+	return l
+}
+
+// NewSessionAuditLine is a stopped session's line: a row of its own
+// (status "session", the session's id, its life as the duration, the
+// denied calls of what its calls kept), with its final report.
+func NewSessionAuditLine(r *SessionResult, uid int, profile, workdir string) AuditLine {
+	l := AuditLine{
+		Time: r.StartedAt, ID: r.ID, UID: uid, Command: []string{"(session)"}, Workdir: workdir, Profile: profile,
+		Status: StatusSession, DurationMs: r.WallTimeMs, SessionID: r.ID, Session: r,
+		Reason: fmt.Sprintf("session stopped (%s) after %d calls", r.StoppedFor, r.Calls),
+	}
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		l.User = u.Username
 	}
 	for _, v := range r.Violations {
 		l.Violations += v.Count

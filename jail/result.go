@@ -39,6 +39,8 @@ const (
 	// Never a run's: the status of a served request the server refused
 	// before any run, in the server's audit log only.
 	StatusRefused Status = "refused"
+	// StatusSession is a stopped session's audit line (never a report's).
+	StatusSession Status = "session"
 )
 
 // Exit codes of tooljail itself.

@@ -313,22 +313,13 @@ func (s *Server) endSession(e *session, res *jail.SessionResult) {
 	}
 }
 
-// SessionAuditLine is a stopped session's line in the audit log.
-type SessionAuditLine struct {
-	Time    time.Time           `json:"time"`
-	UID     int                 `json:"uid"`
-	Profile string              `json:"profile"`
-	Workdir string              `json:"workdir,omitempty"`
-	Session *jail.SessionResult `json:"session"`
-}
-
 func (s *Server) writeSessionAudit(e *session, res *jail.SessionResult) {
 	s.auditMu.Lock()
 	defer s.auditMu.Unlock()
 	if s.audit == nil {
 		return
 	}
-	line := SessionAuditLine{Time: time.Now().UTC(), UID: e.info.UID, Profile: e.info.Profile, Workdir: e.info.Workdir, Session: res}
+	line := jail.NewSessionAuditLine(res, e.info.UID, e.info.Profile, e.info.Workdir)
 	if err := jail.AppendAuditLine(s.audit, line); err != nil && s.ErrorLog != nil {
 		s.ErrorLog.Printf("audit log: %v", err)
 	}

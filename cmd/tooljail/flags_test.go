@@ -26,7 +26,7 @@ func TestEveryScalarFlagOnce(t *testing.T) {
 		"net": "none", "on-violation": "deny", "memory": "1G", "cpus": "1", "pids": "10", "timeout": "1s",
 		"cpu-time": "1s", "nofile": "10", "fsize": "1M", "output-limit": "1M", "max-violations": "10", "server": "/s",
 		"net-connections": "16", "net-bytes": "1G", "root": "/srv/rootfs",
-		"changes": "review", "changes-dir": "/var/tmp/changes",
+		"changes": "review", "changes-dir": "/var/tmp/changes", "session": "0123456789abcdef0123456789abcdef",
 	}
 	fs := newRunFlagSet(&runFlags{})
 	fs.VisitAll(func(fl *flag.Flag) {

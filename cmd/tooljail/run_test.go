@@ -30,6 +30,7 @@ func TestScalarFlagsOnce(t *testing.T) {
 		"cpu-time": {"1s", "2s"}, "nofile": {"1000", "2000"}, "fsize": {"1000", "2000"},
 		"output-limit": {"1000", "2000"}, "max-violations": {"1000", "2000"},
 		"server": {"/a", "/b"}, "net-connections": {"1", "2"}, "net-bytes": {"1M", "2M"},
+		"session": {"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"},
 	} {
 		var f runFlags
 		fs := newRunFlagSet(&f)

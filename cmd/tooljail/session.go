@@ -199,12 +199,9 @@ func sessionErr(err error, socket string, stderr io.Writer) (int, bool) {
 }
 
 func sessionListStop(action string, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("session "+action, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var server scalar
 	var asJSON bool
-	fs.Var(&server, "server", "the server's `SOCKET` (also TOOLJAIL_SERVER; default the default socket)")
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	fs := newSessionFlagSet(action, &server, &asJSON)
 	// The id may come before or after the flags.
 	var pos []string
 	for rest := args; ; {
@@ -261,6 +258,15 @@ func sessionListStop(action string, args []string, stdout, stderr io.Writer) int
 	}
 	tw.Flush()
 	return 0
+}
+
+// newSessionFlagSet is the flags of `session list` and `session stop`.
+func newSessionFlagSet(action string, server *scalar, asJSON *bool) *flag.FlagSet {
+	fs := flag.NewFlagSet("session "+action, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(server, "server", "the server's `SOCKET` (also TOOLJAIL_SERVER; default the default socket)")
+	fs.BoolVar(asJSON, "json", false, "print JSON")
+	return fs
 }
 
 // sessionSummary is a stopped session's one line.
