@@ -6,6 +6,8 @@ ways, timed here.
   cli     tooljail.run through the CLI (TOOLJAIL_BIN, no server)
   bwrap   subprocess.run of bwrap --unshare-all with the default profile's mounts
   bare    subprocess.run(["/bin/true"])
+  session tooljail.Session(...).run(["/bin/true"]): a call in a live session
+          (latency only: a session runs one call at a time)
 
 Latency at concurrency 1, the four alternated call by call; then throughput at
 concurrency 4 in alternating blocks, with the CPU each side spent: this
@@ -222,13 +224,22 @@ def main():
     check_cli_transport(a.tooljail)
     calls = make_calls(a.socket, json.loads(a.bwrap_argv), a.workdir)
     names = list(VARIANTS)
+    session = tooljail.Session(socket=a.socket, cwd=a.workdir)
+
+    def in_session():
+        r = session.run(["/bin/true"], capture_output=True)
+        if r.returncode != 0 or r.report.status != "exited":
+            raise RuntimeError("session /bin/true: exit %d, status %s" % (r.returncode, r.report.status))
+
+    calls["session"] = in_session
 
     def say(msg):
         print("bench: serve: " + msg, file=sys.stderr, flush=True)
 
-    alternate(calls, names, a.warm)
-    say("latency: %d calls each of %s, alternated" % (a.runs, ", ".join(names)))
-    latency = alternate(calls, names, a.runs)
+    alternate(calls, names + ["session"], a.warm)
+    say("latency: %d calls each of %s, alternated" % (a.runs, ", ".join(names + ["session"])))
+    latency = alternate(calls, names + ["session"], a.runs)
+    session.stop()
     say("throughput at concurrency %d: %d calls each, %d alternating blocks" % (a.conc, a.runs, a.blocks))
     blocks = throughput(calls, names, a.runs, a.conc, a.blocks, a.server_pid)
     big, big_bytes = {}, 0

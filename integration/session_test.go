@@ -37,6 +37,14 @@ func TestSessionCLI(t *testing.T) {
 			}
 			return id
 		}
+		fds := func() int {
+			ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.cmd.Process.Pid))
+			return len(ents)
+		}
+		// What the server opens once and keeps (its own executable, an id
+		// mapping's user namespace) comes with its first session.
+		tj("session", "stop", start())
+		fdsBefore := fds()
 		id := start()
 		marker := fmt.Sprintf("3%d", time.Now().UnixNano()%1000000)
 		port := fmt.Sprintf("127.0.0.1:%d", 20000+time.Now().Nanosecond()%20000)
@@ -73,13 +81,22 @@ func TestSessionCLI(t *testing.T) {
 			t.Errorf("session stop: %s", o)
 		}
 		requireGone(t, "1000"+marker, marker)
+		// The server holds nothing of the session: its socket to the
+		// jail, the cgroup's descriptors, the relays' pipes are closed.
+		deadline := time.Now().Add(10 * time.Second * slow)
+		for fds() > fdsBefore && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if n := fds(); n > fdsBefore {
+			t.Errorf("the server holds %d descriptors after the session stopped, %d before it started", n, fdsBefore)
+		}
 		if o = tj("run", "-q", "--session", id, "--", "true"); o.code != 125 || !strings.Contains(o.stderr, "no such session") {
 			t.Errorf("a call after stop: %s", o)
 		}
 		// The idle limit.
 		idle := start("--idle", "1s")
 		tj("run", "-q", "--session", idle, "--keep-running", "--", "/bin/sh", "-c", "sleep 3000"+marker+" >/dev/null 2>&1 &")
-		deadline := time.Now().Add(30 * time.Second * slow)
+		deadline = time.Now().Add(30 * time.Second * slow)
 		for strings.Contains(tj("session", "list").stdout, idle) && time.Now().Before(deadline) {
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -88,8 +105,8 @@ func TestSessionCLI(t *testing.T) {
 		}
 		requireGone(t, "3000"+marker)
 		audit, _ := os.ReadFile(s.audit)
-		if n := strings.Count(string(audit), `"session":{"id":"`); n != 2 {
-			t.Errorf("%d session lines in the audit log, want 2:\n%s", n, audit)
+		if n := strings.Count(string(audit), `"session":{"id":"`); n != 3 {
+			t.Errorf("%d session lines in the audit log, want 3:\n%s", n, audit)
 		}
 	})
 }

@@ -49,18 +49,22 @@ var serveVariants = []struct{ key, label string }{
 
 // serveResult is everything the section reports.
 type serveResult struct {
-	Date       string            `json:"date"`
-	Seconds    float64           `json:"seconds"`
-	Load       [2]string         `json:"load_before_after"` // /proc/loadavg, this section only
-	Python     string            `json:"python"`
-	Runs       int               `json:"runs_each"`
-	Conc       int               `json:"concurrency"`
-	Socket     string            `json:"socket"`
-	ServerPid  int               `json:"server_pid"`
-	Calls      map[string]string `json:"calls"` // variant -> the Python call
-	Latency    []serveLatency    `json:"latency"`
-	Throughput []serveTput       `json:"throughput"`
-	Memory     []serverMem       `json:"server_memory"`
+	Date      string            `json:"date"`
+	Seconds   float64           `json:"seconds"`
+	Load      [2]string         `json:"load_before_after"` // /proc/loadavg, this section only
+	Python    string            `json:"python"`
+	Runs      int               `json:"runs_each"`
+	Conc      int               `json:"concurrency"`
+	Socket    string            `json:"socket"`
+	ServerPid int               `json:"server_pid"`
+	Calls     map[string]string `json:"calls"` // variant -> the Python call
+	Latency   []serveLatency    `json:"latency"`
+	// Session is a call in a live session (tooljail.Session.run), timed
+	// in the latency pass beside the others (not in the throughput pass:
+	// a session runs one call at a time).
+	Session    *serveLatency `json:"session,omitempty"`
+	Throughput []serveTput   `json:"throughput"`
+	Memory     []serverMem   `json:"server_memory"`
 	// Big is the large-output pass: BigBytes of output per call, each way.
 	BigBytes  int64          `json:"big_bytes,omitempty"`
 	Big       []serveLatency `json:"big_output,omitempty"`
@@ -535,10 +539,11 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 		return nil, err
 	}
 	res.Calls = map[string]string{
-		"served": fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True, socket=%q)", wd, sock),
-		"cli":    fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True)  # TOOLJAIL_BIN=%s, no server", wd, c.tooljail),
-		"bwrap":  fmt.Sprintf("subprocess.run(%s, cwd=%q, capture_output=True)", bwJSON, wd),
-		"bare":   fmt.Sprintf("subprocess.run([\"/bin/true\"], cwd=%q, capture_output=True)", wd),
+		"served":  fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True, socket=%q)", wd, sock),
+		"cli":     fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True)  # TOOLJAIL_BIN=%s, no server", wd, c.tooljail),
+		"bwrap":   fmt.Sprintf("subprocess.run(%s, cwd=%q, capture_output=True)", bwJSON, wd),
+		"bare":    fmt.Sprintf("subprocess.run([\"/bin/true\"], cwd=%q, capture_output=True)", wd),
+		"session": fmt.Sprintf("s.run([\"/bin/true\"], capture_output=True)  # s = tooljail.Session(socket=%q, cwd=%q), started once", sock, wd),
 	}
 
 	step("served from Python: %d calls each of served, CLI, bwrap, bare; server pid %d on %s", c.serveRuns, srv.pid(), sock)
@@ -574,6 +579,9 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 	res.Python = py.Python
 	if res.Latency, res.Throughput, err = summarizeServe(py); err != nil {
 		return nil, err
+	}
+	if ms := py.Latency["session"]; len(ms) > 0 {
+		res.Session = &serveLatency{Variant: "session", Summary: bench.Summarize(ms), P99: bench.Percentile(ms, 99), Samples: ms}
 	}
 	if res.Big, err = summarizeBig(py); err != nil {
 		return nil, err
@@ -834,6 +842,15 @@ func serveTargets(s *serveResult) [][]string {
 			bench.FormatRatio(sv.P90, bw.P90), bench.FormatRatio(sv.P99, bw.P99), aim),
 		verdict(lr <= 0.5, !math.IsNaN(lr)),
 	}}
+	if se := s.Session; se != nil {
+		r := bench.Ratio(se.Median, bw.Median)
+		rows = append(rows, []string{
+			"a call in a live session from Python (Session.run) ÷ bwrap, median", "≤ 0.25×",
+			fmt.Sprintf("%s (%s vs %s; p90 %s, p99 %s)", bench.FormatRatio(se.Median, bw.Median), fms(se.Median), fms(bw.Median),
+				bench.FormatRatio(se.P90, bw.P90), bench.FormatRatio(se.P99, bw.P99)),
+			verdict(r <= 0.25, !math.IsNaN(r)),
+		})
+	}
 	st, bt := s.tput("served"), s.tput("bwrap")
 	tr := bench.Ratio(st.PerSec, bt.PerSec)
 	aim = ""
