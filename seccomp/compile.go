@@ -258,15 +258,15 @@ var tablesID = sync.OnceValue(func() string {
 	num(uint64(mic))
 	list(defaultAllow)
 	list(required)
-	names := make([]string, 0, len(groups))
-	for n := range groups {
+	names := make([]string, 0, len(groups()))
+	for n := range groups() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	num(uint64(len(names)))
 	for _, n := range names {
 		str(n)
-		list(groups[n])
+		list(groups()[n])
 	}
 	names = names[:0]
 	for n := range restricted {
