@@ -89,7 +89,7 @@ func resolve(p Policy) (*resolved, error) {
 		switch {
 		case entry == "@namespaces":
 			lifted["clone"], lifted["unshare"] = true, true
-		case restricted[entry] != nil:
+		case restricted()[entry] != nil:
 			lifted[entry] = true
 		}
 	}

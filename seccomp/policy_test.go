@@ -96,7 +96,7 @@ func TestRequiredAreAllowedByDefault(t *testing.T) {
 			t.Errorf("required syscall %s is not in the default allowlist", n)
 		}
 	}
-	for n := range restricted {
+	for n := range restricted() {
 		if !contains(r.allow, n) {
 			t.Errorf("restricted syscall %s is not in the default allowlist", n)
 		}
