@@ -61,7 +61,8 @@ CGO_ENABLED=1 "$GO" build -tags osusergo,netgo -trimpath \
   -ldflags "-X github.com/tooljail/tooljail/jail.Version=$version -linkmode external -extldflags -static" \
   -o "$work/tjbench" ./bench/tjbench
 CGO_ENABLED=0 "$GO" build -trimpath -o "$work/tjloop" ./bench/tjloop
+CGO_ENABLED=0 "$GO" build -trimpath -o "$work/hello" ./bench/hello
 
-"$work/tjbench" -tooljail bin/tooljail -loop "$work/tjloop" -work "$work" \
+"$work/tjbench" -tooljail bin/tooljail -loop "$work/tjloop" -hello "$work/hello" -work "$work" \
   -out BENCHMARKS.md -svg bench/startup-layers.svg "$@"
 echo "bench: done in $((SECONDS - start)) s (builds included)"

@@ -26,6 +26,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -114,11 +115,12 @@ func phrases(rows *C.struct_tj_phrase, n int) []phrase {
 	return out
 }
 
-// The rows of init_steps.h, by step or op number.
+// The rows of init_steps.h, by step or op number, read when a failure is
+// first explained rather than in init (three cgo calls and every string).
 var (
-	initSteps   = phrases(C.tj_init_rows(), C.TJ_I_COUNT)
-	initOps     = phrases(C.tj_op_rows(), C.TJ_OP_COUNT)
-	stage2Steps = phrases(C.tj_stage2_rows(), C.TJ_STEP_COUNT)
+	initSteps   = sync.OnceValue(func() []phrase { return phrases(C.tj_init_rows(), C.TJ_I_COUNT) })
+	initOps     = sync.OnceValue(func() []phrase { return phrases(C.tj_op_rows(), C.TJ_OP_COUNT) })
+	stage2Steps = sync.OnceValue(func() []phrase { return phrases(C.tj_stage2_rows(), C.TJ_STEP_COUNT) })
 )
 
 // stepText is the text of step, or unknown for a step init_steps.h does
@@ -146,9 +148,9 @@ func (ip *initPlan) failure(r record) *SetupError {
 
 // initError says what failed in the init, in the words of the plan.
 func (ip *initPlan) initError(r record) error {
-	text := stepText(initSteps, r.step, "the jail's init failed at step {step}: {cause}")
-	if r.op > 0 && r.op < len(initOps) && initOps[r.op].reason {
-		text = initOps[r.op].text
+	text := stepText(initSteps(), r.step, "the jail's init failed at step {step}: {cause}")
+	if ops := initOps(); r.op > 0 && r.op < len(ops) && ops[r.op].reason {
+		text = ops[r.op].text
 	}
 	err := describe(r, text, ip.word)
 	if hint := failureHint(r); hint != "" {
@@ -230,8 +232,8 @@ func describe(r record, text string, words func(r record, name string) (string, 
 		case "errno":
 			return errnoText(errno), true
 		case "cause":
-			if r.op > 0 && r.op < len(initOps) && !initOps[r.op].reason {
-				return initOps[r.op].text + ": " + errnoText(errno), true
+			if ops := initOps(); r.op > 0 && r.op < len(ops) && !ops[r.op].reason {
+				return ops[r.op].text + ": " + errnoText(errno), true
 			}
 			return errnoText(errno), true
 		}

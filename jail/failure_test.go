@@ -145,7 +145,7 @@ var stage2Cases = []failureCase{
 func (c failureCase) record(t *testing.T, typ int, steps []phrase) record {
 	r := record{typ: typ, step: number(t, steps, c.step), err: int(c.err), index: c.index, path: c.path, isDir: c.isDir}
 	if c.op != "" {
-		r.op = number(t, initOps, c.op)
+		r.op = number(t, initOps(), c.op)
 	}
 	return r
 }
@@ -153,7 +153,7 @@ func (c failureCase) record(t *testing.T, typ int, steps []phrase) record {
 func TestInitFailures(t *testing.T) {
 	ip := testPlan()
 	for _, c := range initCases {
-		r := c.record(t, recInitFail, initSteps)
+		r := c.record(t, recInitFail, initSteps())
 		e := ip.failure(r)
 		if e.Code != ExitSetup || e.Error() != c.want {
 			t.Errorf("%s/%s: %d %q\nwant %d %q", c.step, c.op, e.Code, e.Error(), ExitSetup, c.want)
@@ -170,7 +170,7 @@ func TestInitFailures(t *testing.T) {
 func TestStage2Failures(t *testing.T) {
 	ip := testPlan()
 	for _, c := range stage2Cases {
-		r := c.record(t, recStage2Fail, stage2Steps)
+		r := c.record(t, recStage2Fail, stage2Steps())
 		r.code = 126
 		e := ip.failure(r)
 		if e.Code != 126 || e.Error() != c.want {
@@ -180,7 +180,7 @@ func TestStage2Failures(t *testing.T) {
 	// A command given as a path is not looked up; a record without an
 	// exit code is a setup error.
 	ip.stage2.cfg.Args = []string{"./tool"}
-	r := record{typ: recStage2Fail, step: number(t, stage2Steps, "EXEC_NOT_FOUND"), err: int(syscall.ENOENT), index: -1}
+	r := record{typ: recStage2Fail, step: number(t, stage2Steps(), "EXEC_NOT_FOUND"), err: int(syscall.ENOENT), index: -1}
 	if e := ip.failure(r); e.Code != ExitSetup || e.Error() != "./tool: no such file in the jail" {
 		t.Errorf("a path not found: %d %q", e.Code, e.Error())
 	}
@@ -195,14 +195,14 @@ func TestFailureCasesCoverEveryRow(t *testing.T) {
 	covered := map[string]bool{}
 	for _, c := range initCases {
 		covered["init "+c.step] = true
-		if c.op != "" && initOps[number(t, initOps, c.op)].reason {
+		if c.op != "" && initOps()[number(t, initOps(), c.op)].reason {
 			covered["reason "+c.op] = true
 		}
 	}
 	for _, c := range stage2Cases {
 		covered["stage2 "+c.step] = true
 	}
-	for kind, rows := range map[string][]phrase{"init": initSteps, "stage2": stage2Steps, "reason": initOps} {
+	for kind, rows := range map[string][]phrase{"init": initSteps(), "stage2": stage2Steps(), "reason": initOps()} {
 		for _, r := range rows[1:] {
 			if (kind != "reason" || r.reason) && !covered[kind+" "+r.name] {
 				t.Errorf("no test case for %s %s of init_steps.h", kind, r.name)
@@ -218,13 +218,13 @@ func TestFailureCasesCoverEveryRow(t *testing.T) {
 func TestFailureTextsDoNotStutter(t *testing.T) {
 	ip := testPlan()
 	var texts []string
-	for step := 1; step < len(initSteps); step++ {
-		for op := 0; op < len(initOps); op++ {
+	for step := 1; step < len(initSteps()); step++ {
+		for op := 0; op < len(initOps()); op++ {
 			r := record{typ: recInitFail, step: step, op: op, err: int(syscall.EPERM), path: "/x/y"}
 			texts = append(texts, ip.failure(r).Error())
 		}
 	}
-	for step := 1; step < len(stage2Steps); step++ {
+	for step := 1; step < len(stage2Steps()); step++ {
 		for _, isDir := range []bool{false, true} {
 			r := record{typ: recStage2Fail, step: step, err: int(syscall.EPERM), isDir: isDir, path: "/x/y"}
 			texts = append(texts, ip.failure(r).Error())

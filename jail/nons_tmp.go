@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -30,7 +31,9 @@ type tmpDir struct {
 }
 
 // tmpName is the name of a run's private directory.
-var tmpName = regexp.MustCompile(`^tooljail-[0-9a-f]{16}(-[0-9])?$`)
+var tmpName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^tooljail-[0-9a-f]{16}(-[0-9])?$`)
+})
 
 // makePrivateTmp makes the private directory of run id for owner (chown
 // when the supervisor is root), after removing those of dead runs of
@@ -124,7 +127,7 @@ func removeStaleTmps(parent *hostpath.Object, owner HostID) {
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	for _, name := range names {
-		if !tmpName.MatchString(name) {
+		if !tmpName().MatchString(name) {
 			continue
 		}
 		fd, err := unix.Openat(int(parent.File.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

@@ -144,7 +144,7 @@ func (s *stage2) failure(r record) *SetupError {
 	if code == 0 {
 		code = ExitSetup
 	}
-	text := stepText(stage2Steps, r.step, "stage 2 failed at step {step}: {errno}")
+	text := stepText(stage2Steps(), r.step, "stage 2 failed at step {step}: {errno}")
 	return &SetupError{Code: code, Err: describe(r, text, s.word)}
 }
 

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -104,8 +105,12 @@ type document struct {
 // rawLimitsType there.
 type rawLimits struct{}
 
-var rawLimitsType = limitsStruct(rawLimitTag, reflect.StructField{
-	Name: "Max", Type: limitsStruct(rawLimitTag), Tag: `toml:"max"`,
+// The reflect types below are built on first use, not in init: every
+// tooljail command links this package, and StructOf is not cheap.
+var rawLimitsType = sync.OnceValue(func() reflect.Type {
+	return limitsStruct(rawLimitTag, reflect.StructField{
+		Name: "Max", Type: limitsStruct(rawLimitTag), Tag: `toml:"max"`,
+	})
 })
 
 func rawLimitTag(k limitKey) string { return `toml:"` + k.key + `"` }
@@ -114,23 +119,23 @@ func rawLimitTag(k limitKey) string { return `toml:"` + k.key + `"` }
 // field per limitKeys entry: decoded strictly, go-toml takes a string or
 // a number for each key and refuses any other key, with its position, as
 // it does in every table.
-var documentType = func() reflect.Type {
+var documentType = sync.OnceValue(func() reflect.Type {
 	t := reflect.TypeOf(document{})
 	fields := make([]reflect.StructField, t.NumField())
 	for i := range fields {
 		fields[i] = t.Field(i)
 		if fields[i].Type == reflect.TypeOf(rawLimits{}) {
-			fields[i].Type = rawLimitsType
+			fields[i].Type = rawLimitsType()
 		}
 	}
 	return reflect.StructOf(fields)
-}()
+})
 
 // decodeDocument decodes data strictly into a document, the [limits]
 // values and the [limits.max] values, indexed like limitKeys (nil where
 // unset).
 func decodeDocument(data []byte) (doc document, limits, max []any, err error) {
-	raw := reflect.New(documentType).Elem()
+	raw := reflect.New(documentType()).Elem()
 	err = toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(raw.Addr().Interface())
 	var missing *toml.StrictMissingError
 	if err != nil && !errors.As(err, &missing) {
@@ -148,7 +153,7 @@ func decodeDocument(data []byte) (doc document, limits, max []any, err error) {
 	dv := reflect.ValueOf(&doc).Elem()
 	for i := 0; i < dv.NumField(); i++ {
 		f := raw.Field(i)
-		if f.Type() != rawLimitsType {
+		if f.Type() != rawLimitsType() {
 			dv.Field(i).Set(f)
 			continue
 		}
@@ -275,7 +280,7 @@ func suggest(key string) string {
 	if i := strings.LastIndex(key, "."); i >= 0 {
 		parent, name = key[:i], key[i+1:]
 	}
-	known := keysOf(documentType, parent)
+	known := keysOf(documentType(), parent)
 	best, bestDist := "", 3 // more than two edits away is not a typo
 	for _, k := range known {
 		if d := editdist.Distance(name, k); d < bestDist {

@@ -7,13 +7,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tooljail/tooljail/jail"
 )
 
 // userNamePattern is what useradd accepts as a name (and what can be
 // told apart from a number).
-var userNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*\$?$`)
+var userNamePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*\$?$`)
+})
 
 // hostUserHelp ends every host_user error: what the value may be.
 var hostUserHelp = fmt.Sprintf(`want a user name, UID or UID:GID other than root, or "" to let the jail choose (the workdir's owner unless that is root, else %d:%d)`,
@@ -45,7 +48,7 @@ func checkHostUser(v string) error {
 	if v == "root" {
 		return fmt.Errorf("%q: the jail never runs as the host's root; %s", v, hostUserHelp)
 	}
-	if !userNamePattern.MatchString(v) || len(v) > 256 {
+	if !userNamePattern().MatchString(v) || len(v) > 256 {
 		return fmt.Errorf("%q: not a user name; %s", v, hostUserHelp)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 
 	toml "github.com/pelletier/go-toml/v2"
 )
@@ -130,10 +131,10 @@ func nonNil[T any](s []T) []T {
 // [limits.max] when max sets a key. A count that is a plain whole number
 // is a TOML integer, every other value a string.
 func (l Limits) shown(max LimitsMax) any {
-	v := reflect.New(shownLimitsType).Elem()
+	v := reflect.New(shownLimitsType()).Elem()
 	fillShown(v, l)
 	if len(max) > 0 {
-		m := reflect.New(shownMaxType).Elem()
+		m := reflect.New(shownMaxType()).Elem()
 		fillShown(m, max)
 		v.Field(len(limitKeys)).Set(m)
 	}
@@ -154,15 +155,19 @@ func fillShown(v reflect.Value, l map[string]string) {
 	}
 }
 
-var shownMaxType = limitsStruct(func(k limitKey) string { return `toml:"` + k.key + `,omitempty"` })
+var shownMaxType = sync.OnceValue(func() reflect.Type {
+	return limitsStruct(func(k limitKey) string { return `toml:"` + k.key + `,omitempty"` })
+})
 
-var shownLimitsType = limitsStruct(func(k limitKey) string {
-	tag := `toml:"` + k.key + `,omitempty"`
-	if k.comment != "" {
-		tag += ` comment:` + strconv.Quote(k.comment)
-	}
-	return tag
-}, reflect.StructField{
-	Name: "Max", Type: reflect.TypeOf((*any)(nil)).Elem(),
-	Tag: `toml:"max,omitempty" comment:"ceilings: the loosest value of each limit a flag of tooljail run or a served request may ask for"`,
+var shownLimitsType = sync.OnceValue(func() reflect.Type {
+	return limitsStruct(func(k limitKey) string {
+		tag := `toml:"` + k.key + `,omitempty"`
+		if k.comment != "" {
+			tag += ` comment:` + strconv.Quote(k.comment)
+		}
+		return tag
+	}, reflect.StructField{
+		Name: "Max", Type: reflect.TypeOf((*any)(nil)).Elem(),
+		Tag: `toml:"max,omitempty" comment:"ceilings: the loosest value of each limit a flag of tooljail run or a served request may ask for"`,
+	})
 })

@@ -41,29 +41,32 @@ const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.
 
 // restricted lists the allowed calls that carry argument checks, as ORed
 // alternatives. A policy that allows the call by name lifts the check.
-var restricted = map[string][][]cond{
-	"clone":   {{{0, libseccomp.CompareMaskedEqual, []uint64{nsFlags, 0}}}},
-	"unshare": {{{0, libseccomp.CompareMaskedEqual, []uint64{nsFlags | unix.CLONE_NEWTIME, 0}}}},
-	// Whole-register equality: a family with high bits set is denied,
-	// which is stricter than the kernel's int truncation.
-	"socket": {
-		{{0, libseccomp.CompareEqual, []uint64{unix.AF_UNIX}}},
-		{{0, libseccomp.CompareEqual, []uint64{unix.AF_INET}}},
-		{{0, libseccomp.CompareEqual, []uint64{unix.AF_INET6}}},
-		{{0, libseccomp.CompareEqual, []uint64{unix.AF_NETLINK}}, {2, libseccomp.CompareEqual, []uint64{unix.NETLINK_ROUTE}}},
-	},
-	// The default persona, the query (0xffffffff), and the uname-only
-	// variants Docker allows (PER_LINUX32 changes what uname reports, not
-	// the syscall ABI, which stays native). personality takes an unsigned
-	// int, so only the low 32 bits count.
-	"personality": {
-		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0}}},
-		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0x0008}}},
-		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0x20000}}},
-		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0x20008}}},
-		{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0xffffffff}}},
-	},
-}
+// Built on first use, not in init (see groups).
+var restricted = sync.OnceValue(func() map[string][][]cond {
+	return map[string][][]cond{
+		"clone":   {{{0, libseccomp.CompareMaskedEqual, []uint64{nsFlags, 0}}}},
+		"unshare": {{{0, libseccomp.CompareMaskedEqual, []uint64{nsFlags | unix.CLONE_NEWTIME, 0}}}},
+		// Whole-register equality: a family with high bits set is denied,
+		// which is stricter than the kernel's int truncation.
+		"socket": {
+			{{0, libseccomp.CompareEqual, []uint64{unix.AF_UNIX}}},
+			{{0, libseccomp.CompareEqual, []uint64{unix.AF_INET}}},
+			{{0, libseccomp.CompareEqual, []uint64{unix.AF_INET6}}},
+			{{0, libseccomp.CompareEqual, []uint64{unix.AF_NETLINK}}, {2, libseccomp.CompareEqual, []uint64{unix.NETLINK_ROUTE}}},
+		},
+		// The default persona, the query (0xffffffff), and the uname-only
+		// variants Docker allows (PER_LINUX32 changes what uname reports, not
+		// the syscall ABI, which stays native). personality takes an unsigned
+		// int, so only the low 32 bits count.
+		"personality": {
+			{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0}}},
+			{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0x0008}}},
+			{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0x20000}}},
+			{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0x20008}}},
+			{{0, libseccomp.CompareMaskedEqual, []uint64{0xffffffff, 0xffffffff}}},
+		},
+	}
+})
 
 // Compiler compiles policies to Programs. It looks in turn in its memory
 // cache, in the filters built into the binary for the shipped profiles
@@ -258,26 +261,26 @@ var tablesID = sync.OnceValue(func() string {
 	num(uint64(mic))
 	list(defaultAllow)
 	list(required)
-	names := make([]string, 0, len(groups))
-	for n := range groups {
+	names := make([]string, 0, len(groups()))
+	for n := range groups() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	num(uint64(len(names)))
 	for _, n := range names {
 		str(n)
-		list(groups[n])
+		list(groups()[n])
 	}
 	names = names[:0]
-	for n := range restricted {
+	for n := range restricted() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	num(uint64(len(names)))
 	for _, n := range names {
 		str(n)
-		num(uint64(len(restricted[n])))
-		for _, alt := range restricted[n] {
+		num(uint64(len(restricted()[n])))
+		for _, alt := range restricted()[n] {
 			num(uint64(len(alt)))
 			for _, c := range alt {
 				num(uint64(c.arg))
@@ -343,7 +346,7 @@ func build(r *resolved, notify bool, na nativeArch) (*Program, error) {
 			// ceiling, so ENOSYS) or not on this architecture.
 			continue
 		}
-		alts, lifted := restricted[name], r.lifted[name]
+		alts, lifted := restricted()[name], r.lifted[name]
 		if name == "socket" && len(r.noFamilies) > 0 {
 			// Checked whatever the policy allows; no alternative left
 			// means no rule: every socket is refused.

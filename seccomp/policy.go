@@ -73,7 +73,7 @@ func Validate(p Policy) error {
 func resolve(p Policy) (*resolved, error) {
 	allow := make(map[string]bool)
 	for _, g := range defaultAllow {
-		for _, n := range groups[g] {
+		for _, n := range groups()[g] {
 			allow[n] = true
 		}
 	}
@@ -89,7 +89,7 @@ func resolve(p Policy) (*resolved, error) {
 		switch {
 		case entry == "@namespaces":
 			lifted["clone"], lifted["unshare"] = true, true
-		case restricted[entry] != nil:
+		case restricted()[entry] != nil:
 			lifted[entry] = true
 		}
 	}
@@ -134,15 +134,15 @@ func expand(entry, field string) ([]string, error) {
 		if entry == "@default" {
 			var out []string
 			for _, g := range defaultAllow {
-				out = append(out, groups[g]...)
+				out = append(out, groups()[g]...)
 			}
 			return out, nil
 		}
-		if names, ok := groups[entry]; ok {
+		if names, ok := groups()[entry]; ok {
 			return names, nil
 		}
-		known := make([]string, 0, len(groups)+1)
-		for g := range groups {
+		known := make([]string, 0, len(groups())+1)
+		for g := range groups() {
 			known = append(known, g)
 		}
 		known = append(known, "@default")

@@ -76,7 +76,7 @@ func TestGroupsCoverLibseccompTable(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("syscalls in no group: %v", missing)
 	}
-	for g, names := range groups {
+	for g, names := range groups() {
 		if !strings.HasPrefix(g, "@") {
 			t.Errorf("group %q lacks the @", g)
 		}
@@ -96,7 +96,7 @@ func TestRequiredAreAllowedByDefault(t *testing.T) {
 			t.Errorf("required syscall %s is not in the default allowlist", n)
 		}
 	}
-	for n := range restricted {
+	for n := range restricted() {
 		if !contains(r.allow, n) {
 			t.Errorf("restricted syscall %s is not in the default allowlist", n)
 		}

@@ -39,6 +39,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -273,11 +274,17 @@ func (l ErrorList) Unwrap() []error {
 }
 
 // namePattern is what tool and parameter names may be: what MCP allows
-// in a tool name, and what a placeholder can hold unambiguously.
-var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+// in a tool name, and what a placeholder can hold unambiguously. Compiled
+// on first use, not in init: every tooljail command links this package,
+// few read a tools file.
+var namePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+})
 
 // placeholder finds "{name}" anywhere in a command element.
-var placeholder = regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_-]*\}`)
+var placeholder = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_-]*\}`)
+})
 
 // keyName shows a key part as TOML would need it written.
 func keyName(s string) string {

@@ -20,7 +20,7 @@ import (
 // problem that leaves nothing to build.
 func (c *checker) tool(name string, rt rawTool) *Tool {
 	at := func(k ...string) []string { return append([]string{"tools", name}, k...) }
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		c.add(at(), "invalid tool name: want a letter or _ then letters, digits, _ or -, at most 64")
 		return nil
 	}
@@ -48,7 +48,7 @@ func (c *checker) tool(name string, rt rawTool) *Tool {
 		switch {
 		case msg != "":
 			c.add(at("command"), "element %d %s: %s", i+1, strconv.Quote(el), msg)
-			for _, m := range placeholder.FindAllString(el, -1) {
+			for _, m := range placeholder().FindAllString(el, -1) {
 				used[m[1:len(m)-1]] = true // reported above, not again as unused
 			}
 			continue
@@ -199,7 +199,7 @@ func templateArg(el string) (Arg, string) {
 	if hasNUL(el) {
 		return Arg{}, "holds a NUL byte, which no argument can"
 	}
-	if m := placeholder.FindString(el); m != "" {
+	if m := placeholder().FindString(el); m != "" {
 		if m != el {
 			return Arg{}, fmt.Sprintf("a placeholder must be a whole element, not part of one (no partial substitution); split it, e.g. \"--x\", \"%s\"", m)
 		}
@@ -212,7 +212,7 @@ func templateArg(el string) (Arg, string) {
 func (c *checker) param(tool, name string, rp rawParam) *Param {
 	at := func(k ...string) []string { return append([]string{"tools", tool, "params", name}, k...) }
 	before := len(c.errs)
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		c.add(at(), "invalid parameter name: want a letter or _ then letters, digits, _ or -, at most 64")
 		return nil
 	}

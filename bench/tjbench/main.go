@@ -27,6 +27,7 @@ import (
 // config is what one bench run measures and how much.
 type config struct {
 	tooljail, bwrap, loop string
+	hello                 string // a static Go hello world (bench/hello), the floor for `tooljail version`
 	work                  string // scratch directory (workdirs, profiles, raw.json)
 	out, svg, svgRef      string
 	startupRuns           int
@@ -65,6 +66,7 @@ func main() {
 	flag.StringVar(&c.tooljail, "tooljail", "bin/tooljail", "the tooljail binary to measure")
 	flag.StringVar(&c.bwrap, "bwrap", "bwrap", "the bubblewrap binary")
 	flag.StringVar(&c.loop, "loop", "bench/.work/tjloop", "the syscall-loop payload (bench/tjloop)")
+	flag.StringVar(&c.hello, "hello", "bench/.work/hello", "a static Go hello world (bench/hello), timed beside `tooljail version`")
 	flag.StringVar(&c.work, "work", "bench/.work", "scratch directory")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "the report to (re)write; its notes section is kept")
 	flag.StringVar(&c.svg, "svg", "bench/startup-layers.svg", "the start-up chart to write")
@@ -107,7 +109,7 @@ type results struct {
 	Machine    machine           `json:"machine"`
 	Config     map[string]int    `json:"config"`
 	Commands   map[string]string `json:"commands"`
-	Startup    []timing          `json:"startup"` // tooljail, bwrap, bare, tooljail version
+	Startup    []timing          `json:"startup"` // tooljail, bwrap, bare, tooljail version, Go hello world
 	Layers     []layerResult     `json:"layers"`
 	Throughput []tput            `json:"throughput"`
 	Filter     filterInfo        `json:"seccomp_filter"`
@@ -147,7 +149,7 @@ func run(c *config) error {
 		return fmt.Errorf("run as root (the uid 65534 pass and the cgroup caps of the default profile need it): sudo make bench")
 	}
 	var err error
-	for _, p := range []*string{&c.tooljail, &c.loop, &c.work, &c.out, &c.svg, &c.servePy} {
+	for _, p := range []*string{&c.tooljail, &c.loop, &c.hello, &c.work, &c.out, &c.svg, &c.servePy} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
 		}
@@ -155,7 +157,7 @@ func run(c *config) error {
 	if c.bwrap, err = exec.LookPath(c.bwrap); err != nil {
 		return fmt.Errorf("bubblewrap: %w (install it: apt-get install bubblewrap)", err)
 	}
-	for _, f := range []string{c.tooljail, c.loop} {
+	for _, f := range []string{c.tooljail, c.loop, c.hello} {
 		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("%w (build it first: make bench)", err)
 		}
@@ -233,6 +235,9 @@ func run(c *config) error {
 	// The Go process alone (start, print a line, exit): what the CLI pays
 	// before and after any jail work, as bwrap pays a C process's.
 	goproc := execRunner("tooljail version", goArgv, wd, nil, nil)
+	// The floor for that: a Go process with nothing but fmt.
+	r.Commands["hello"] = c.hello
+	hello := execRunner("Go hello world", []string{c.hello}, wd, nil, nil)
 
 	if c.only != "" {
 		switch c.only {
@@ -252,14 +257,14 @@ func run(c *config) error {
 	}
 
 	step("warm-up")
-	if err := warm([]runner{tj, bwr, bare, goproc}, 5); err != nil {
+	if err := warm([]runner{tj, bwr, bare, goproc, hello}, 5); err != nil {
 		return err
 	}
 	// After the warm-up: Go's poller has made its descriptors by now.
 	r.FDsStart = countDir("/proc/self/fd")
 
-	step("start-up: %d x tooljail, bwrap, bare, tooljail version, alternating", c.startupRuns)
-	if r.Startup, err = measureAlternating([]runner{tj, bwr, bare, goproc}, c.startupRuns); err != nil {
+	step("start-up: %d x tooljail, bwrap, bare, tooljail version, Go hello world, alternating", c.startupRuns)
+	if r.Startup, err = measureAlternating([]runner{tj, bwr, bare, goproc, hello}, c.startupRuns); err != nil {
 		return err
 	}
 

@@ -111,7 +111,7 @@ func TestRenderWithMissingFigures(t *testing.T) {
 	r := &results{
 		Machine:    machine{CPU: "test CPU", Cores: 2},
 		Commands:   map[string]string{"workdir": "/w"},
-		Startup:    []timing{empty, empty, empty},
+		Startup:    []timing{empty, empty, empty, empty, empty},
 		Layers:     []layerResult{{Label: "bare fork+exec"}, {Label: "bwrap (reference)"}},
 		Throughput: []tput{{Conc: 4}},
 		Loops:      []loopResult{{Call: "getppid", Calls: 10}},
@@ -121,7 +121,7 @@ func TestRenderWithMissingFigures(t *testing.T) {
 	doc := render(&config{}, r, "bench/startup-layers.svg")
 	for _, want := range []string{"## Machine", "## Design targets", "## Start-up\n", "## Start-up by layer", "## Throughput",
 		"## Seccomp cost", "## Supervisor memory", "## Leaks after 10 runs", "## Unprivileged", "Skipped: no uid 65534 here",
-		"![start-up by layer](bench/startup-layers.svg)", "not measured"} {
+		"![start-up by layer](bench/startup-layers.svg)", "not measured", "static Go hello world"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -378,5 +378,26 @@ func TestRoundOrder(t *testing.T) {
 	}
 	if o := roundOrder(1, 3); fmt.Sprint(o) != "[0 2 1]" {
 		t.Errorf("round 1 = %v, want [0 2 1]", o)
+	}
+}
+
+// The version row compares medians: met at or under 1.5× the hello world,
+// not met above, not measured when either side has no samples.
+func TestVersionTarget(t *testing.T) {
+	ms := func(xs ...float64) timing { return timing{Summary: bench.Summarize(xs), Samples: xs} }
+	for _, c := range []struct {
+		version, hello timing
+		want, shown    string
+	}{
+		{ms(9, 10, 30), ms(6, 7, 8), "met", "1.43×"},
+		{ms(10.5, 10.5), ms(7), "met", "1.50×"},
+		{ms(20, 21, 22), ms(6, 7, 8), "**not met**", "3.00×"},
+		{ms(20), timing{}, "not measured", "n/a"},
+		{timing{}, ms(7), "not measured", "n/a"},
+	} {
+		row := versionTarget(c.version, c.hello)
+		if row[3] != c.want || !strings.HasPrefix(row[2], c.shown) {
+			t.Errorf("version %v, hello %v: %q, want %q starting %q", c.version.Samples, c.hello.Samples, row, c.want, c.shown)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package allow
 
-import "net/netip"
+import (
+	"net/netip"
+	"sync"
+)
 
 // The reasons Check gives for a refusal. They are stable: the report
 // carries them and users and tests match on them.
@@ -57,7 +60,9 @@ type special struct {
 	embedsIPv4 bool
 }
 
-var specials = func() []special {
+// specials is built on first use, not in init: parsing the prefixes cost
+// every tooljail command, most of which never check an address.
+var specials = sync.OnceValue(func() []special {
 	s := []special{}
 	add := func(reason string, prefixes ...string) {
 		for _, p := range prefixes {
@@ -82,21 +87,22 @@ var specials = func() []special {
 		s = append(s, special{prefix: netip.MustParsePrefix(p), embedsIPv4: true})
 	}
 	return s
-}()
+})
 
 // classify returns why ip (unmapped, no zone) is refused and the refused
 // range it falls in, or "" for an ordinary public address.
 func classify(ip netip.Addr) (string, netip.Prefix) {
 	best := -1
-	for i, s := range specials {
-		if s.prefix.Contains(ip) && (best < 0 || s.prefix.Bits() > specials[best].prefix.Bits()) {
+	all := specials()
+	for i, s := range all {
+		if s.prefix.Contains(ip) && (best < 0 || s.prefix.Bits() > all[best].prefix.Bits()) {
 			best = i
 		}
 	}
 	if best < 0 {
 		return "", netip.Prefix{}
 	}
-	s := specials[best]
+	s := all[best]
 	if !s.embedsIPv4 {
 		return s.reason, s.prefix
 	}

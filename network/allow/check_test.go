@@ -191,7 +191,7 @@ func TestCheckCasesCoverEveryRange(t *testing.T) {
 	for _, tc := range checkCases {
 		have[netip.MustParseAddr(tc.ip)] = true
 	}
-	for _, s := range specials {
+	for _, s := range specials() {
 		first := s.prefix.Addr()
 		b := first.AsSlice()
 		for i := range b {
