@@ -9,8 +9,9 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/seccomp/libseccomp-golang v0.11.1
+	golang.org/x/net v0.63.0
 	golang.org/x/sync v0.20.0
-	golang.org/x/sys v0.49.0
+	golang.org/x/sys v0.50.0
 )
 
 require (

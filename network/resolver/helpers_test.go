@@ -12,13 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tooljail/tooljail/network/dnsmsg"
-)
-
-// Types dnsmsg does not name.
-const (
-	typeMX  dnsmsg.Type = 15
-	typeTXT dnsmsg.Type = 16
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // fakeUpstream answers from a table and counts the lookups it gets.
@@ -155,8 +149,8 @@ func named(name, reason string, allowed bool) func(Event) bool {
 	return func(ev Event) bool { return ev.Name == name && ev.Reason == reason && ev.Allowed == allowed }
 }
 
-// rawQuery builds a query, test-side, independent of dnsmsg.
-func rawQuery(id uint16, name string, t dnsmsg.Type, edns bool) []byte {
+// rawQuery builds a query, test-side, independent of dnsmessage.
+func rawQuery(id uint16, name string, t dnsmessage.Type, edns bool) []byte {
 	b := []byte{byte(id >> 8), byte(id), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0}
 	if edns {
 		b[11] = 1
@@ -180,7 +174,7 @@ type reply struct {
 	rcode  int
 	tc     bool
 	qname  string
-	qtype  dnsmsg.Type
+	qtype  dnsmessage.Type
 	addrs  []netip.Addr
 	ttls   []uint32
 	edns   bool
@@ -222,7 +216,7 @@ func parseReply(t *testing.T, b []byte) reply {
 			off += n
 		}
 		short(off + 4)
-		r.qname, r.qtype = strings.Join(labels, "."), dnsmsg.Type(be(b[off:]))
+		r.qname, r.qtype = strings.Join(labels, "."), dnsmessage.Type(be(b[off:]))
 		off += 4
 	}
 	for range an {
@@ -230,10 +224,10 @@ func parseReply(t *testing.T, b []byte) reply {
 		if b[off] != 0xc0 || b[off+1] != 12 {
 			t.Fatalf("answer owner is not a pointer to the question: % x", b)
 		}
-		typ, n := dnsmsg.Type(be(b[off+2:])), int(be(b[off+10:]))
+		typ, n := dnsmessage.Type(be(b[off+2:])), int(be(b[off+10:]))
 		short(off + 12 + n)
 		ip, ok := netip.AddrFromSlice(b[off+12 : off+12+n])
-		if !ok || (typ == dnsmsg.TypeA) != (n == 4) {
+		if !ok || (typ == dnsmessage.TypeA) != (n == 4) {
 			t.Fatalf("answer of type %v with %d bytes", typ, n)
 		}
 		r.addrs = append(r.addrs, ip)
