@@ -186,11 +186,16 @@ var errCompressed = &queryError{rcode: dnsmessage.RCodeFormatError,
 func questionEnd(msg []byte, n dnsmessage.Name) (int, error) {
 	off := headerLen
 	if n.Length > 1 { // not the root, "."
-		for label := range bytes.SplitSeq(n.Data[:n.Length-1], []byte{'.'}) {
+		start := 0
+		for i, ch := range n.Data[:n.Length] {
+			if ch != '.' {
+				continue
+			}
+			label := n.Data[start:i]
 			if len(msg)-off < 1+len(label) || int(msg[off]) != len(label) || !bytes.Equal(msg[off+1:off+1+len(label)], label) {
 				return 0, errCompressed
 			}
-			off += 1 + len(label)
+			off, start = off+1+len(label), i+1
 		}
 	}
 	if len(msg)-off < 1+4 || msg[off] != 0 {
