@@ -129,7 +129,7 @@ func (l *eventLog) String() string {
 			b.WriteString("\n\t...")
 			break
 		}
-		fmt.Fprintf(&b, "\n\t%s %v allowed=%v %q answered=%v dropped=%v count=%d", ev.Name, ev.Type, ev.Allowed, ev.Reason, ev.Answered, ev.Dropped, ev.Count)
+		fmt.Fprintf(&b, "\n\t%s %s allowed=%v %q answered=%v dropped=%v count=%d", ev.Name, TypeName(ev.Type), ev.Allowed, ev.Reason, ev.Answered, ev.Dropped, ev.Count)
 	}
 	return b.String()
 }

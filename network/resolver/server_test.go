@@ -29,10 +29,20 @@ var upstreamNames = map[string][]netip.Addr{
 	"v4only.example":  addrs("1.2.3.6"),
 	"a.wild.example":  addrs("1.2.3.7"),
 	"denied.example":  addrs("1.2.3.8"),
+	"many.example":    manyAddrs(40),
+}
+
+// manyAddrs are n made-up public addresses, more than a UDP reply holds.
+func manyAddrs(n int) []netip.Addr {
+	var out []netip.Addr
+	for i := range n {
+		out = append(out, netip.AddrFrom4([4]byte{1, 2, 4, byte(i + 1)}))
+	}
+	return out
 }
 
 var testAllow = []string{"allowed.example", "mixed.example", "private.example", "meta.example",
-	"v4only.example", "*.wild.example", "missing.example", "1.2.3.8"}
+	"v4only.example", "*.wild.example", "missing.example", "1.2.3.8", "many.example"}
 
 type testServer struct {
 	s        *Server
@@ -297,6 +307,35 @@ func TestRawAnswers(t *testing.T) {
 	ts.clock.advance(20 * time.Second)
 	if r := ask(t, c, 7, "allowed.example", dnsmessage.TypeA); r.ttls[0] != 30 || ts.up.callsFor("allowed.example") != 2 {
 		t.Errorf("30 s later: TTL %d, %d lookups; want 30 and a new lookup", r.ttls[0], ts.up.callsFor("allowed.example"))
+	}
+}
+
+// TestTruncated: an answer that does not fit 512 bytes is cut and
+// flagged TC over UDP, and whole over TCP; Go's resolver, given both,
+// goes on to TCP and gets every address.
+func TestTruncated(t *testing.T) {
+	ts := start(t, Limits{})
+	r := ask(t, ts.udpConn(t), 1, "many.example", dnsmessage.TypeA)
+	if r.rcode != 0 || !r.tc || !reflect.DeepEqual(r.addrs, manyAddrs(29)) {
+		t.Errorf("over UDP: %+v, want the first 29 addresses and TC", r)
+	}
+	c := ts.tcpConn(t)
+	send(t, c, framed(rawQuery(2, "many.example", dnsmessage.TypeA, true)))
+	if r := recvTCP(t, c); r.rcode != 0 || r.tc || !reflect.DeepEqual(r.addrs, manyAddrs(40)) {
+		t.Errorf("over TCP: %+v, want all 40 addresses; %v", r, ts.log)
+	}
+	res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		addr := ts.udp
+		if network == "tcp" {
+			addr = ts.tcp
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if got, err := res.LookupNetIP(ctx, "ip4", "many.example."); err != nil || !reflect.DeepEqual(sorted(got), manyAddrs(40)) {
+		t.Errorf("Go's resolver: %d addresses, %v; want 40", len(got), err)
 	}
 }
 
