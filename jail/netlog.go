@@ -108,7 +108,7 @@ func proxyEntry(ev proxy.Event) NetworkEntry {
 func dnsEntry(ev resolver.Event) NetworkEntry {
 	e := NetworkEntry{Proto: "dns", Host: ev.Name, Count: max(ev.Count, 1), Decision: "allowed"}
 	if ev.Type != 0 {
-		e.DNSType = ev.Type.String()
+		e.DNSType = resolver.TypeName(ev.Type)
 	}
 	switch {
 	case !ev.Allowed:

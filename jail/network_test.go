@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/tooljail/tooljail/landlock"
-	"github.com/tooljail/tooljail/network/dnsmsg"
 	"github.com/tooljail/tooljail/network/proxy"
 	"github.com/tooljail/tooljail/network/resolver"
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // The allow mode's Spec: every pattern is checked (all bad ones named at
@@ -118,13 +118,13 @@ func TestDNSEntry(t *testing.T) {
 		ev   resolver.Event
 		want NetworkEntry
 	}{
-		{resolver.Event{Name: "evil.example", Type: dnsmsg.TypeA, Reason: resolver.ReasonDNSRefused, Count: 3},
+		{resolver.Event{Name: "evil.example", Type: dnsmessage.TypeA, Reason: resolver.ReasonDNSRefused, Count: 3},
 			NetworkEntry{Proto: "dns", Host: "evil.example", DNSType: "A", Decision: "dns refused", Count: 3}},
-		{resolver.Event{Name: "pypi.org", Type: dnsmsg.TypeA, Allowed: true, Answered: []netip.Addr{pub}, Count: 1},
+		{resolver.Event{Name: "pypi.org", Type: dnsmessage.TypeA, Allowed: true, Answered: []netip.Addr{pub}, Count: 1},
 			NetworkEntry{Proto: "dns", Host: "pypi.org", DNSType: "A", Address: "151.101.0.223", Decision: "allowed", Count: 1}},
-		{resolver.Event{Name: "internal.example", Type: dnsmsg.TypeA, Dropped: []netip.Addr{priv}, Reason: "private address", Count: 1},
+		{resolver.Event{Name: "internal.example", Type: dnsmessage.TypeA, Dropped: []netip.Addr{priv}, Reason: "private address", Count: 1},
 			NetworkEntry{Proto: "dns", Host: "internal.example", DNSType: "A", Address: "10.1.2.3", Decision: "private address", Count: 1}},
-		{resolver.Event{Name: "pypi.org", Type: dnsmsg.TypeAAAA, Allowed: true, Reason: resolver.ReasonLookupFailed, Count: 1},
+		{resolver.Event{Name: "pypi.org", Type: dnsmessage.TypeAAAA, Allowed: true, Reason: resolver.ReasonLookupFailed, Count: 1},
 			NetworkEntry{Proto: "dns", Host: "pypi.org", DNSType: "AAAA", Decision: "lookup failed", Count: 1}},
 		{resolver.Event{Reason: resolver.ReasonBusy},
 			NetworkEntry{Proto: "dns", Decision: "resolver busy", Count: 1}},
@@ -145,7 +145,7 @@ func TestNetLogBounded(t *testing.T) {
 	}
 	for i := 0; i < 10*maxNetEntries; i++ {
 		l.proxyEvent(proxy.Event{Proto: "http", Host: fmt.Sprintf("h%d.example", i), Port: 80, Reason: proxy.ReasonNotAllowed})
-		l.dnsEvent(resolver.Event{Name: fmt.Sprintf("d%d.example", i), Type: dnsmsg.TypeA, Reason: resolver.ReasonDNSRefused, Count: 1})
+		l.dnsEvent(resolver.Event{Name: fmt.Sprintf("d%d.example", i), Type: dnsmessage.TypeA, Reason: resolver.ReasonDNSRefused, Count: 1})
 	}
 	got := l.entries()
 	if len(got) > maxNetEntries+2 {

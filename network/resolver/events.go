@@ -3,10 +3,11 @@ package resolver
 import (
 	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
-	"github.com/tooljail/tooljail/network/dnsmsg"
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // The reasons an Event gives besides allow.Check's (private address,
@@ -30,13 +31,16 @@ const (
 type Event struct {
 	// Time is when the first query the event counts arrived.
 	Time time.Time
-	// Name is the question name as dnsmsg.Query writes it. An event that
+	// Name is the question name written out: lower case, no trailing
+	// dot, "" for the root, a byte other than a letter, digit, '-' or '_'
+	// as \DDD (such a name is refused). An event that
 	// counts many names has "*." and their last two labels
 	// ("*.example.com", the names under example.com and example.com
 	// itself), or "*" for any name; its Type is then 0. A TCP connection
 	// closed for Limits.TCPConns is an event with no Name.
 	Name string
-	Type dnsmsg.Type
+	// Type is the question type; TypeName writes it as the report does.
+	Type dnsmessage.Type
 	// Answered are the addresses the reply carried; Dropped those the
 	// upstream gave that allow.Check refused. Each holds at most
 	// MaxEventAddrs.
@@ -65,7 +69,7 @@ const DefaultEventNames = 256
 // not sent again.
 type eventKey struct {
 	name    string
-	typ     dnsmsg.Type
+	typ     dnsmessage.Type
 	allowed bool
 	reason  string
 }
@@ -176,4 +180,22 @@ func capAddrs(a []netip.Addr) []netip.Addr {
 	}
 	// A copy: an event must not hold on to a longer upstream slice.
 	return slices.Clone(a[:min(len(a), MaxEventAddrs)])
+}
+
+// typeNames are the mnemonics the report writes. dnsmessage's String
+// gives "TypeA" and knows fewer types, so the report keeps its own.
+var typeNames = map[dnsmessage.Type]string{
+	1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT",
+	28: "AAAA", 33: "SRV", 35: "NAPTR", 41: "OPT", 43: "DS", 46: "RRSIG",
+	48: "DNSKEY", 64: "SVCB", 65: "HTTPS", 99: "SPF", 251: "IXFR",
+	252: "AXFR", 255: "ANY", 257: "CAA",
+}
+
+// TypeName is t's mnemonic ("A", "AAAA", "HTTPS"), or TYPEn for others
+// (RFC 3597).
+func TypeName(t dnsmessage.Type) string {
+	if s, ok := typeNames[t]; ok {
+		return s
+	}
+	return "TYPE" + strconv.Itoa(int(t))
 }

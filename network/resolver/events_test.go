@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tooljail/tooljail/network/dnsmsg"
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 func TestCoalesceRepeats(t *testing.T) {
@@ -14,16 +14,16 @@ func TestCoalesceRepeats(t *testing.T) {
 	c := newCoalescer(8, log.add)
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 5 {
-		c.record(Event{Time: t0.Add(time.Duration(i) * time.Second), Name: "evil.example", Type: typeTXT, Reason: ReasonDNSRefused})
+		c.record(Event{Time: t0.Add(time.Duration(i) * time.Second), Name: "evil.example", Type: dnsmessage.TypeTXT, Reason: ReasonDNSRefused})
 	}
-	c.record(Event{Time: t0, Name: "evil.example", Type: dnsmsg.TypeA, Reason: ReasonDNSRefused})
+	c.record(Event{Time: t0, Name: "evil.example", Type: dnsmessage.TypeA, Reason: ReasonDNSRefused})
 	evs := log.all()
-	if len(evs) != 2 || evs[0].Count != 1 || !evs[0].Time.Equal(t0) || evs[1].Type != dnsmsg.TypeA {
+	if len(evs) != 2 || evs[0].Count != 1 || !evs[0].Time.Equal(t0) || evs[1].Type != dnsmessage.TypeA {
 		t.Fatalf("before flush: %+v; want the first of each kind", evs)
 	}
 	c.flush()
 	evs = log.all()
-	if len(evs) != 3 || evs[2].Count != 4 || evs[2].Type != typeTXT || !evs[2].Time.Equal(t0.Add(time.Second)) {
+	if len(evs) != 3 || evs[2].Count != 4 || evs[2].Type != dnsmessage.TypeTXT || !evs[2].Time.Equal(t0.Add(time.Second)) {
 		t.Fatalf("after flush: %+v; want one event counting the 4 repeats, at the first repeat's time", evs)
 	}
 	c.flush()
@@ -40,11 +40,11 @@ func TestCoalesceBounded(t *testing.T) {
 	total := 0
 	// Distinct names under one domain, then under many domains.
 	for i := range 10000 {
-		c.record(Event{Time: t0, Name: fmt.Sprintf("x%d.evil.example", i), Type: dnsmsg.TypeA, Reason: ReasonDNSRefused})
+		c.record(Event{Time: t0, Name: fmt.Sprintf("x%d.evil.example", i), Type: dnsmessage.TypeA, Reason: ReasonDNSRefused})
 		total++
 	}
 	for i := range 1000 {
-		c.record(Event{Time: t0, Name: fmt.Sprintf("x.d%d.example", i), Type: dnsmsg.TypeAAAA, Reason: ReasonDNSRefused})
+		c.record(Event{Time: t0, Name: fmt.Sprintf("x.d%d.example", i), Type: dnsmessage.TypeAAAA, Reason: ReasonDNSRefused})
 		total++
 	}
 	if k := c.kinds(); k > 2*names+1 {

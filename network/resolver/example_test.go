@@ -47,7 +47,7 @@ func Example() {
 		Allow: list,
 		Cache: cache,
 		Events: func(ev resolver.Event) {
-			line := fmt.Sprintln("event:", ev.Name, ev.Type, ev.Allowed, ev.Reason, ev.Answered, ev.Dropped)
+			line := fmt.Sprintln("event:", ev.Name, resolver.TypeName(ev.Type), ev.Allowed, ev.Reason, ev.Answered, ev.Dropped)
 			if !slices.Contains(events, line) {
 				events = append(events, line)
 			}

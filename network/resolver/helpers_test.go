@@ -12,13 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tooljail/tooljail/network/dnsmsg"
-)
-
-// Types dnsmsg does not name.
-const (
-	typeMX  dnsmsg.Type = 15
-	typeTXT dnsmsg.Type = 16
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // fakeUpstream answers from a table and counts the lookups it gets.
@@ -135,7 +129,7 @@ func (l *eventLog) String() string {
 			b.WriteString("\n\t...")
 			break
 		}
-		fmt.Fprintf(&b, "\n\t%s %v allowed=%v %q answered=%v dropped=%v count=%d", ev.Name, ev.Type, ev.Allowed, ev.Reason, ev.Answered, ev.Dropped, ev.Count)
+		fmt.Fprintf(&b, "\n\t%s %s allowed=%v %q answered=%v dropped=%v count=%d", ev.Name, TypeName(ev.Type), ev.Allowed, ev.Reason, ev.Answered, ev.Dropped, ev.Count)
 	}
 	return b.String()
 }
@@ -155,8 +149,8 @@ func named(name, reason string, allowed bool) func(Event) bool {
 	return func(ev Event) bool { return ev.Name == name && ev.Reason == reason && ev.Allowed == allowed }
 }
 
-// rawQuery builds a query, test-side, independent of dnsmsg.
-func rawQuery(id uint16, name string, t dnsmsg.Type, edns bool) []byte {
+// rawQuery builds a query, test-side, independent of dnsmessage.
+func rawQuery(id uint16, name string, t dnsmessage.Type, edns bool) []byte {
 	b := []byte{byte(id >> 8), byte(id), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0}
 	if edns {
 		b[11] = 1
@@ -177,11 +171,16 @@ func rawQuery(id uint16, name string, t dnsmsg.Type, edns bool) []byte {
 // reply is a decoded response.
 type reply struct {
 	id     uint16
-	rcode  int
+	rcode  int // with the OPT record's upper bits
 	tc     bool
+	rd, ra bool
+	opcode int
+	qd     int
 	qname  string
-	qtype  dnsmsg.Type
+	qtype  dnsmessage.Type
+	qclass uint16
 	addrs  []netip.Addr
+	types  []dnsmessage.Type
 	ttls   []uint32
 	edns   bool
 	header bool // the reply is a header alone (FORMERR)
@@ -205,7 +204,12 @@ func parseReply(t *testing.T, b []byte) reply {
 		t.Fatalf("not a response: % x", b)
 	}
 	r.rcode, r.tc = int(flags&0xf), flags&0x200 != 0
-	qd, an, ar := be(b[4:]), be(b[6:]), be(b[10:])
+	r.rd, r.ra, r.opcode = flags&0x100 != 0, flags&0x80 != 0, int(flags>>11&0xf)
+	qd, an, ns, ar := be(b[4:]), be(b[6:]), be(b[8:]), be(b[10:])
+	if qd > 1 || ns != 0 || ar > 1 {
+		t.Fatalf("counts %d/%d/%d/%d: % x", qd, an, ns, ar, b)
+	}
+	r.qd = int(qd)
 	off := 12
 	r.header = len(b) == 12
 	if qd == 1 {
@@ -222,27 +226,40 @@ func parseReply(t *testing.T, b []byte) reply {
 			off += n
 		}
 		short(off + 4)
-		r.qname, r.qtype = strings.Join(labels, "."), dnsmsg.Type(be(b[off:]))
+		r.qclass = be(b[off+2:])
+		r.qname, r.qtype = strings.Join(labels, "."), dnsmessage.Type(be(b[off:]))
 		off += 4
 	}
 	for range an {
-		short(off + 12)
-		if b[off] != 0xc0 || b[off+1] != 12 {
+		// The owner is a pointer to the question name, or the root
+		// itself, one byte, when the question is for the root.
+		if qd == 1 && r.qname == "" {
+			short(off + 1)
+			if b[off] != 0 {
+				t.Fatalf("answer owner is not the root: % x", b)
+			}
+			off--
+		} else if short(off + 2); b[off] != 0xc0 || b[off+1] != 12 {
 			t.Fatalf("answer owner is not a pointer to the question: % x", b)
 		}
-		typ, n := dnsmsg.Type(be(b[off+2:])), int(be(b[off+10:]))
+		short(off + 12)
+		typ, n := dnsmessage.Type(be(b[off+2:])), int(be(b[off+10:]))
 		short(off + 12 + n)
 		ip, ok := netip.AddrFromSlice(b[off+12 : off+12+n])
-		if !ok || (typ == dnsmsg.TypeA) != (n == 4) {
-			t.Fatalf("answer of type %v with %d bytes", typ, n)
+		if !ok || (typ == dnsmessage.TypeA) != (n == 4) || (typ == dnsmessage.TypeAAAA) != (n == 16) || be(b[off+4:]) != 1 {
+			t.Fatalf("answer of type %v, class %d with %d bytes", typ, be(b[off+4:]), n)
 		}
-		r.addrs = append(r.addrs, ip)
+		r.addrs, r.types = append(r.addrs, ip), append(r.types, typ)
 		r.ttls = append(r.ttls, binary.BigEndian.Uint32(b[off+6:]))
 		off += 12 + n
 	}
 	if ar == 1 {
 		short(off + 11)
-		r.edns = b[off] == 0 && be(b[off+1:]) == 41
+		if b[off] != 0 || be(b[off+1:]) != 41 || be(b[off+9:]) != 0 {
+			t.Fatalf("additional record is not an OPT without options: % x", b[off:])
+		}
+		r.edns = true
+		r.rcode |= int(b[off+5]) << 4
 		off += 11
 	}
 	if off != len(b) {

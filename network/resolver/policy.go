@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/tooljail/tooljail/network/allow"
-	"github.com/tooljail/tooljail/network/dnsmsg"
 )
 
 // policy decides which names the resolver answers for. It does no I/O.
@@ -83,29 +82,11 @@ func screen(addrs []netip.Addr, ports []int, l allow.List) (pass, dropped []neti
 	return pass, dropped, reason
 }
 
-// The response codes dnsmsg has no constructor for.
-const (
-	rcodeServFail dnsmsg.RCode = 2
-)
-
-// servFail is the SERVFAIL reply to q: an upstream lookup failed or the
-// resolver is busy, and the client may ask again. dnsmsg builds REFUSED;
-// the response code is the low four bits of the header's fourth byte, and
-// both codes are below 16, so the OPT record's upper bits stay 0.
-func servFail(q dnsmsg.Query) []byte {
-	return withRCode(dnsmsg.Refused(q), rcodeServFail)
-}
-
-func withRCode(b []byte, rc dnsmsg.RCode) []byte {
-	b[3] = b[3]&0xf0 | byte(rc&0xf)
-	return b
-}
-
 // foldName is the name an event is counted under once the events table
 // has no room for names one by one: "*." and the name's last two labels,
 // so that a flood of distinct names under one domain (the way data is
-// sent out over DNS) still shows which domain it went to. Names in Query
-// form write a dot inside a label as \046, so every '.' here separates
+// sent out over DNS) still shows which domain it went to. A label never
+// holds a dot (dnsmessage refuses one), so every '.' here separates
 // labels.
 func foldName(name string) string {
 	if name == "" {

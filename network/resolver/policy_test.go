@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tooljail/tooljail/network/allow"
-	"github.com/tooljail/tooljail/network/dnsmsg"
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 func mustList(t *testing.T, patterns ...string) allow.List {
@@ -112,13 +112,13 @@ func TestScreen(t *testing.T) {
 
 func TestServFail(t *testing.T) {
 	for _, edns := range []bool{false, true} {
-		msg := rawQuery(0x1234, "a.example", dnsmsg.TypeA, edns)
-		q, err := dnsmsg.ParseQuery(msg)
+		msg := rawQuery(0x1234, "a.example", dnsmessage.TypeA, edns)
+		q, err := parseQuery(msg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := parseReply(t, servFail(q))
-		if r.id != 0x1234 || r.rcode != 2 || r.qname != "a.example" || r.qtype != dnsmsg.TypeA || len(r.addrs) != 0 || r.edns != edns {
+		if r.id != 0x1234 || r.rcode != 2 || r.qname != "a.example" || r.qtype != dnsmessage.TypeA || len(r.addrs) != 0 || r.edns != edns {
 			t.Errorf("edns=%v: %+v, want SERVFAIL echoing the question", edns, r)
 		}
 	}

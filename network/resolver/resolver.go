@@ -27,10 +27,12 @@
 //     and an NXDOMAIN for AAAA would make a caching client forget the
 //     name's A records too.
 //   - Any other type (TXT, MX, HTTPS, SRV...) for an allowed name gets
-//     NODATA, as dnsmsg.Answer does, without an upstream lookup.
-//   - A name not on the list, anything dnsmsg refuses, and an IPv4
-//     literal written as a name get REFUSED; malformed messages FORMERR
-//     or nothing (dnsmsg.ReplyTo). None of these reaches the upstream.
+//     NODATA, without an upstream lookup.
+//   - A name not on the list, a query outside what the resolver serves
+//     (message.go: another class or opcode, a byte other than a letter,
+//     digit, '-' or '_' in the name), and an IPv4 literal written as a
+//     name get REFUSED; malformed messages FORMERR or nothing (replyTo).
+//     None of these reaches the upstream.
 //   - An upstream failure or timeout, or the limit of queries waiting for
 //     upstream, gives SERVFAIL: the client may ask again.
 //
@@ -55,7 +57,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/network/allow"
-	"github.com/tooljail/tooljail/network/dnsmsg"
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // Limits bound what a Server spends. A zero field takes its default.
@@ -209,9 +211,9 @@ func (s *Server) ServeUDP(pc net.PacketConn) error {
 			return fmt.Errorf("DNS resolver: reading UDP on %v: %w", pc.LocalAddr(), err)
 		}
 		t0 := time.Now()
-		st := s.decide(buf[:n], dnsmsg.MaxUDP, t0)
+		st := s.decide(buf[:n], maxUDP, t0)
 		if st.lookup {
-			if out := s.fromCache(st, dnsmsg.MaxUDP, t0); out != nil {
+			if out := s.fromCache(st, maxUDP, t0); out != nil {
 				st.reply, st.lookup = out, false
 			} else if !s.acquire() {
 				st.reply, st.lookup = s.busy(st, t0), false
@@ -228,7 +230,7 @@ func (s *Server) ServeUDP(pc net.PacketConn) error {
 		s.wg.Add(1) // ServeUDP's own count keeps wg above zero here
 		go func() {
 			defer s.wg.Done()
-			out := s.lookup(st, dnsmsg.MaxUDP, t0)
+			out := s.lookup(st, maxUDP, t0)
 			// The slot is for waiting on upstream, as in serveConn: free
 			// before the reply, so that a client that asks again as soon
 			// as it has it finds the slot free, not busy.
@@ -322,14 +324,14 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		t0 := time.Now()
-		st := s.decide(msg, dnsmsg.MaxTCP, t0)
+		st := s.decide(msg, maxTCP, t0)
 		reply := st.reply
 		if st.lookup {
-			reply = s.fromCache(st, dnsmsg.MaxTCP, t0)
+			reply = s.fromCache(st, maxTCP, t0)
 			switch {
 			case reply != nil:
 			case s.acquire():
-				reply = s.lookup(st, dnsmsg.MaxTCP, t0)
+				reply = s.lookup(st, maxTCP, t0)
 				s.release()
 			default:
 				reply = s.busy(st, t0)
@@ -342,7 +344,7 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		var err error
-		if out, err = dnsmsg.AppendTCP(out[:0], reply); err != nil {
+		if out, err = appendTCP(out[:0], reply); err != nil {
 			return
 		}
 		c.SetWriteDeadline(time.Now().Add(s.lim.IdleTimeout))
@@ -387,37 +389,37 @@ func (s *Server) Close() error {
 type step struct {
 	reply  []byte
 	lookup bool
-	q      dnsmsg.Query
+	q      query
 	ports  []int
 }
 
 // decide answers everything that needs no upstream lookup and records
 // the outcome; see the package comment for the answers.
 func (s *Server) decide(msg []byte, limit int, t0 time.Time) step {
-	q, err := dnsmsg.ParseQuery(msg)
+	q, err := parseQuery(msg)
 	if err != nil {
 		reason := ReasonMalformed
-		var e *dnsmsg.Error
-		if errors.As(err, &e) && e.RCode == dnsmsg.RCodeRefused {
+		var e *queryError
+		if errors.As(err, &e) && e.rcode == dnsmessage.RCodeRefused {
 			reason = ReasonDNSRefused
 		}
-		s.events.record(Event{Time: t0, Name: q.Name, Type: q.Type, Reason: reason})
-		return step{reply: dnsmsg.ReplyTo(q, err)}
+		s.events.record(Event{Time: t0, Name: q.name, Type: q.typ, Reason: reason})
+		return step{reply: replyTo(q, err)}
 	}
-	ports := s.policy.namePorts(q.Name)
+	ports := s.policy.namePorts(q.name)
 	if len(ports) == 0 {
-		s.events.record(Event{Time: t0, Name: q.Name, Type: q.Type, Reason: ReasonDNSRefused})
-		return step{reply: dnsmsg.Refused(q)}
+		s.events.record(Event{Time: t0, Name: q.name, Type: q.typ, Reason: ReasonDNSRefused})
+		return step{reply: refusedReply(q)}
 	}
-	if q.Type != dnsmsg.TypeA && q.Type != dnsmsg.TypeAAAA {
-		s.events.record(Event{Time: t0, Name: q.Name, Type: q.Type, Allowed: true})
-		return step{reply: dnsmsg.Answer(q, nil, 0, limit)}
+	if q.typ != dnsmessage.TypeA && q.typ != dnsmessage.TypeAAAA {
+		s.events.record(Event{Time: t0, Name: q.name, Type: q.typ, Allowed: true})
+		return step{reply: answer(q, nil, 0, limit)}
 	}
 	return step{lookup: true, q: q, ports: ports}
 }
 
-func family(t dnsmsg.Type) string {
-	if t == dnsmsg.TypeA {
+func family(t dnsmessage.Type) string {
+	if t == dnsmessage.TypeA {
 		return "ip4"
 	}
 	return "ip6"
@@ -425,7 +427,7 @@ func family(t dnsmsg.Type) string {
 
 // fromCache is the reply from a fresh cache entry, or nil without one.
 func (s *Server) fromCache(st step, limit int, t0 time.Time) []byte {
-	addrs, expires, err, ok := s.cache.cached(cacheKey{family(st.q.Type), st.q.Name})
+	addrs, expires, err, ok := s.cache.cached(cacheKey{family(st.q.typ), st.q.name})
 	if !ok {
 		return nil
 	}
@@ -437,7 +439,7 @@ func (s *Server) fromCache(st step, limit int, t0 time.Time) []byte {
 func (s *Server) lookup(st step, limit int, t0 time.Time) []byte {
 	ctx, cancel := context.WithTimeout(s.ctx, s.lim.QueryTimeout)
 	defer cancel()
-	addrs, expires, err := s.cache.Resolve(ctx, family(st.q.Type), st.q.Name)
+	addrs, expires, err := s.cache.Resolve(ctx, family(st.q.typ), st.q.name)
 	if s.closing() {
 		return nil
 	}
@@ -445,14 +447,14 @@ func (s *Server) lookup(st step, limit int, t0 time.Time) []byte {
 }
 
 func (s *Server) busy(st step, t0 time.Time) []byte {
-	s.events.record(Event{Time: t0, Name: st.q.Name, Type: st.q.Type, Allowed: true, Reason: ReasonBusy})
+	s.events.record(Event{Time: t0, Name: st.q.name, Type: st.q.typ, Allowed: true, Reason: ReasonBusy})
 	return servFail(st.q)
 }
 
 // finish turns a lookup's outcome into the reply and its event.
 func (s *Server) finish(st step, addrs []netip.Addr, expires time.Time, err error, limit int, t0 time.Time) []byte {
 	q := st.q
-	ev := Event{Time: t0, Name: q.Name, Type: q.Type, Allowed: true}
+	ev := Event{Time: t0, Name: q.name, Type: q.typ, Allowed: true}
 	var out []byte
 	if err != nil && !isNotFound(err) {
 		ev.Reason = ReasonLookupFailed
@@ -462,9 +464,9 @@ func (s *Server) finish(st step, addrs []netip.Addr, expires time.Time, err erro
 		ev.Answered, ev.Dropped, ev.Reason = pass, dropped, why
 		if len(pass) == 0 && len(dropped) > 0 {
 			ev.Allowed = false
-			out = dnsmsg.Refused(q)
+			out = refusedReply(q)
 		} else {
-			out = dnsmsg.Answer(q, pass, expires.Sub(s.cache.now()), limit)
+			out = answer(q, pass, expires.Sub(s.cache.now()), limit)
 		}
 	}
 	s.events.record(ev)

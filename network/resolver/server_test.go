@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/network/allow"
-	"github.com/tooljail/tooljail/network/dnsmsg"
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // The names the tests' upstream knows. Public addresses are made up and
@@ -29,10 +29,20 @@ var upstreamNames = map[string][]netip.Addr{
 	"v4only.example":  addrs("1.2.3.6"),
 	"a.wild.example":  addrs("1.2.3.7"),
 	"denied.example":  addrs("1.2.3.8"),
+	"many.example":    manyAddrs(40),
+}
+
+// manyAddrs are n made-up public addresses, more than a UDP reply holds.
+func manyAddrs(n int) []netip.Addr {
+	var out []netip.Addr
+	for i := range n {
+		out = append(out, netip.AddrFrom4([4]byte{1, 2, 4, byte(i + 1)}))
+	}
+	return out
 }
 
 var testAllow = []string{"allowed.example", "mixed.example", "private.example", "meta.example",
-	"v4only.example", "*.wild.example", "missing.example", "1.2.3.8"}
+	"v4only.example", "*.wild.example", "missing.example", "1.2.3.8", "many.example"}
 
 type testServer struct {
 	s        *Server
@@ -146,7 +156,7 @@ func recvUDP(t *testing.T, c net.Conn) reply {
 	return parseReply(t, buf[:n])
 }
 
-func ask(t *testing.T, c net.Conn, id uint16, name string, typ dnsmsg.Type) reply {
+func ask(t *testing.T, c net.Conn, id uint16, name string, typ dnsmessage.Type) reply {
 	t.Helper()
 	send(t, c, rawQuery(id, name, typ, true))
 	r := recvUDP(t, c)
@@ -172,7 +182,7 @@ func recvTCP(t *testing.T, c net.Conn) reply {
 func framed(msgs ...[]byte) []byte {
 	var out []byte
 	for _, m := range msgs {
-		out, _ = dnsmsg.AppendTCP(out, m)
+		out, _ = appendTCP(out, m)
 	}
 	return out
 }
@@ -258,29 +268,29 @@ func TestRawAnswers(t *testing.T) {
 	ts := start(t, Limits{})
 	c := ts.udpConn(t)
 
-	r := ask(t, c, 1, "allowed.example", dnsmsg.TypeA)
+	r := ask(t, c, 1, "allowed.example", dnsmessage.TypeA)
 	if r.rcode != 0 || !reflect.DeepEqual(r.addrs, addrs("1.2.3.4")) || r.ttls[0] != 30 || !r.edns {
 		t.Errorf("A allowed.example: %+v", r)
 	}
-	r = ask(t, c, 2, "mixed.example", dnsmsg.TypeAAAA)
+	r = ask(t, c, 2, "mixed.example", dnsmessage.TypeAAAA)
 	if r.rcode != 0 || !reflect.DeepEqual(r.addrs, addrs("2606:4700::2")) {
 		t.Errorf("AAAA mixed.example: %+v, want only the public address", r)
 	}
 	for _, q := range []struct {
 		name string
-		typ  dnsmsg.Type
-	}{{"private.example", dnsmsg.TypeA}, {"private.example", dnsmsg.TypeAAAA}, {"meta.example", dnsmsg.TypeA},
-		{"denied.example", dnsmsg.TypeA}, {"denied.example", typeTXT}, {"1.2.3.8", dnsmsg.TypeA}, {"", dnsmsg.TypeA}} {
+		typ  dnsmessage.Type
+	}{{"private.example", dnsmessage.TypeA}, {"private.example", dnsmessage.TypeAAAA}, {"meta.example", dnsmessage.TypeA},
+		{"denied.example", dnsmessage.TypeA}, {"denied.example", dnsmessage.TypeTXT}, {"1.2.3.8", dnsmessage.TypeA}, {"", dnsmessage.TypeA}} {
 		if r := ask(t, c, 3, q.name, q.typ); r.rcode != 5 || len(r.addrs) != 0 || r.qname != q.name {
 			t.Errorf("%v %q: %+v, want REFUSED", q.typ, q.name, r)
 		}
 	}
 	// meta.example has no IPv6 address: NODATA, not a refusal.
-	if r := ask(t, c, 4, "meta.example", dnsmsg.TypeAAAA); r.rcode != 0 || len(r.addrs) != 0 {
+	if r := ask(t, c, 4, "meta.example", dnsmessage.TypeAAAA); r.rcode != 0 || len(r.addrs) != 0 {
 		t.Errorf("AAAA meta.example: %+v, want NODATA", r)
 	}
 	before := ts.up.totalCalls()
-	for _, typ := range []dnsmsg.Type{typeTXT, typeMX, 65, 255} {
+	for _, typ := range []dnsmessage.Type{dnsmessage.TypeTXT, dnsmessage.TypeMX, 65, 255} {
 		if r := ask(t, c, 5, "allowed.example", typ); r.rcode != 0 || len(r.addrs) != 0 || r.qtype != typ {
 			t.Errorf("%v allowed.example: %+v, want NODATA", typ, r)
 		}
@@ -291,12 +301,41 @@ func TestRawAnswers(t *testing.T) {
 
 	// The TTL is what is left of the cached answer.
 	ts.clock.advance(10 * time.Second)
-	if r := ask(t, c, 6, "allowed.example", dnsmsg.TypeA); r.ttls[0] != 20 || ts.up.callsFor("allowed.example") != 1 {
+	if r := ask(t, c, 6, "allowed.example", dnsmessage.TypeA); r.ttls[0] != 20 || ts.up.callsFor("allowed.example") != 1 {
 		t.Errorf("10 s later: TTL %d, %d lookups; want 20 and the cached answer", r.ttls[0], ts.up.callsFor("allowed.example"))
 	}
 	ts.clock.advance(20 * time.Second)
-	if r := ask(t, c, 7, "allowed.example", dnsmsg.TypeA); r.ttls[0] != 30 || ts.up.callsFor("allowed.example") != 2 {
+	if r := ask(t, c, 7, "allowed.example", dnsmessage.TypeA); r.ttls[0] != 30 || ts.up.callsFor("allowed.example") != 2 {
 		t.Errorf("30 s later: TTL %d, %d lookups; want 30 and a new lookup", r.ttls[0], ts.up.callsFor("allowed.example"))
+	}
+}
+
+// TestTruncated: an answer that does not fit 512 bytes is cut and
+// flagged TC over UDP, and whole over TCP; Go's resolver, given both,
+// goes on to TCP and gets every address.
+func TestTruncated(t *testing.T) {
+	ts := start(t, Limits{})
+	r := ask(t, ts.udpConn(t), 1, "many.example", dnsmessage.TypeA)
+	if r.rcode != 0 || !r.tc || !reflect.DeepEqual(r.addrs, manyAddrs(29)) {
+		t.Errorf("over UDP: %+v, want the first 29 addresses and TC", r)
+	}
+	c := ts.tcpConn(t)
+	send(t, c, framed(rawQuery(2, "many.example", dnsmessage.TypeA, true)))
+	if r := recvTCP(t, c); r.rcode != 0 || r.tc || !reflect.DeepEqual(r.addrs, manyAddrs(40)) {
+		t.Errorf("over TCP: %+v, want all 40 addresses; %v", r, ts.log)
+	}
+	res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		addr := ts.udp
+		if network == "tcp" {
+			addr = ts.tcp
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if got, err := res.LookupNetIP(ctx, "ip4", "many.example."); err != nil || !reflect.DeepEqual(sorted(got), manyAddrs(40)) {
+		t.Errorf("Go's resolver: %d addresses, %v; want 40", len(got), err)
 	}
 }
 
@@ -307,24 +346,26 @@ func TestMalformed(t *testing.T) {
 	ts := start(t, Limits{})
 	c := ts.udpConn(t)
 	send(t, c, []byte{1, 2, 3, 4, 5}) // no header: nothing
-	resp := rawQuery(10, "allowed.example", dnsmsg.TypeA, false)
+	resp := rawQuery(10, "allowed.example", dnsmessage.TypeA, false)
 	resp[2] |= 0x80
 	send(t, c, resp) // a response: nothing
-	two := rawQuery(11, "allowed.example", dnsmsg.TypeA, false)
+	two := rawQuery(11, "allowed.example", dnsmessage.TypeA, false)
 	two[5] = 2
 	send(t, c, two) // two questions: FORMERR
-	trailing := append(rawQuery(12, "allowed.example", dnsmsg.TypeA, false), 0)
+	trailing := append(rawQuery(12, "allowed.example", dnsmessage.TypeA, false), 0)
 	send(t, c, trailing) // a byte after the question: FORMERR
-	odd := rawQuery(13, "axb", dnsmsg.TypeA, false)
-	odd[14] = '.' // "a.b" as one label: REFUSED
+	odd := rawQuery(13, "axb", dnsmessage.TypeA, false)
+	// "a.b" as one label: REFUSED. dnsmessage does not read a name with
+	// a dot in a label, so the reply is the header alone, like FORMERR's.
+	odd[14] = '.'
 	send(t, c, odd)
-	send(t, c, rawQuery(14, "denied.example", dnsmsg.TypeA, false))
+	send(t, c, rawQuery(14, "denied.example", dnsmessage.TypeA, false))
 
 	for _, want := range []struct {
 		id     uint16
 		rcode  int
 		header bool
-	}{{11, 1, true}, {12, 1, true}, {13, 5, false}, {14, 5, false}} {
+	}{{11, 1, true}, {12, 1, true}, {13, 5, true}, {14, 5, false}} {
 		if r := recvUDP(t, c); r.id != want.id || r.rcode != want.rcode || r.header != want.header {
 			t.Errorf("reply %+v, want ID %d rcode %d", r, want.id, want.rcode)
 		}
@@ -349,7 +390,7 @@ func TestExfiltration(t *testing.T) {
 	for i := range queries {
 		rand.Read(label)
 		name := hex.EncodeToString(label) + ".exfil.example"
-		typ := []dnsmsg.Type{dnsmsg.TypeA, dnsmsg.TypeAAAA, typeTXT}[i%3]
+		typ := []dnsmessage.Type{dnsmessage.TypeA, dnsmessage.TypeAAAA, dnsmessage.TypeTXT}[i%3]
 		if r := ask(t, c, uint16(i), name, typ); r.rcode != 5 || r.qname != name {
 			t.Fatalf("query %d: %+v, want REFUSED", i, r)
 		}
@@ -382,12 +423,12 @@ func TestExfiltration(t *testing.T) {
 func TestTCP(t *testing.T) {
 	ts := start(t, Limits{})
 	c := ts.tcpConn(t)
-	two := rawQuery(4, "allowed.example", dnsmsg.TypeA, false)
+	two := rawQuery(4, "allowed.example", dnsmessage.TypeA, false)
 	two[5] = 2
 	send(t, c, framed(
-		rawQuery(1, "allowed.example", dnsmsg.TypeA, false),
-		rawQuery(2, "allowed.example", dnsmsg.TypeAAAA, true),
-		rawQuery(3, "denied.example", dnsmsg.TypeA, false),
+		rawQuery(1, "allowed.example", dnsmessage.TypeA, false),
+		rawQuery(2, "allowed.example", dnsmessage.TypeAAAA, true),
+		rawQuery(3, "denied.example", dnsmessage.TypeA, false),
 		two,
 	))
 	for _, want := range []struct {
@@ -399,7 +440,7 @@ func TestTCP(t *testing.T) {
 			t.Errorf("reply %+v, want ID %d rcode %d %v", r, want.id, want.rcode, want.addrs)
 		}
 	}
-	send(t, c, framed(rawQuery(5, "mixed.example", dnsmsg.TypeA, false)))
+	send(t, c, framed(rawQuery(5, "mixed.example", dnsmessage.TypeA, false)))
 	if r := recvTCP(t, c); r.id != 5 || !reflect.DeepEqual(r.addrs, addrs("1.2.3.5")) {
 		t.Errorf("a later query: %+v", r)
 	}
@@ -413,10 +454,10 @@ func TestTCP(t *testing.T) {
 func TestTCPLimit(t *testing.T) {
 	ts := start(t, Limits{TCPConns: 1})
 	first := ts.tcpConn(t)
-	send(t, first, framed(rawQuery(1, "denied.example", dnsmsg.TypeA, false)))
+	send(t, first, framed(rawQuery(1, "denied.example", dnsmessage.TypeA, false)))
 	recvTCP(t, first) // served: it holds the one slot until the end
 	second := ts.tcpConn(t)
-	second.Write(framed(rawQuery(2, "denied.example", dnsmsg.TypeA, false)))
+	second.Write(framed(rawQuery(2, "denied.example", dnsmessage.TypeA, false)))
 	if n, err := second.Read(make([]byte, 1)); err == nil {
 		t.Errorf("a second connection over a limit of 1 got %d bytes", n)
 	}
@@ -431,7 +472,7 @@ func TestTCPLimit(t *testing.T) {
 func TestTCPIdle(t *testing.T) {
 	ts := start(t, Limits{IdleTimeout: 100 * time.Millisecond})
 	idle := ts.tcpConn(t)
-	send(t, idle, framed(rawQuery(1, "denied.example", dnsmsg.TypeA, false)))
+	send(t, idle, framed(rawQuery(1, "denied.example", dnsmessage.TypeA, false)))
 	recvTCP(t, idle)
 	partial := ts.tcpConn(t)
 	send(t, partial, []byte{0, 40, 1})
@@ -447,20 +488,20 @@ func TestTCPIdle(t *testing.T) {
 func TestInFlight(t *testing.T) {
 	ts := start(t, Limits{InFlight: 1})
 	c := ts.udpConn(t)
-	ask(t, c, 1, "allowed.example", dnsmsg.TypeA) // cached from now on
+	ask(t, c, 1, "allowed.example", dnsmessage.TypeA) // cached from now on
 
 	ts.up.mu.Lock()
 	ts.up.started, ts.up.hold = make(chan string), make(chan struct{})
 	ts.up.mu.Unlock()
-	send(t, c, rawQuery(2, "mixed.example", dnsmsg.TypeA, false))
+	send(t, c, rawQuery(2, "mixed.example", dnsmessage.TypeA, false))
 	<-ts.up.started
-	if r := ask(t, c, 3, "a.wild.example", dnsmsg.TypeA); r.rcode != 2 {
+	if r := ask(t, c, 3, "a.wild.example", dnsmessage.TypeA); r.rcode != 2 {
 		t.Errorf("over the limit: %+v, want SERVFAIL", r)
 	}
-	if r := ask(t, c, 4, "allowed.example", dnsmsg.TypeA); r.rcode != 0 || len(r.addrs) != 1 {
+	if r := ask(t, c, 4, "allowed.example", dnsmessage.TypeA); r.rcode != 0 || len(r.addrs) != 1 {
 		t.Errorf("cached while busy: %+v", r)
 	}
-	if r := ask(t, c, 5, "denied.example", dnsmsg.TypeA); r.rcode != 5 {
+	if r := ask(t, c, 5, "denied.example", dnsmessage.TypeA); r.rcode != 5 {
 		t.Errorf("refused while busy: %+v", r)
 	}
 	close(ts.up.hold)
@@ -482,7 +523,7 @@ func TestUpstreamFailure(t *testing.T) {
 	ts.up.mu.Unlock()
 	c := ts.udpConn(t)
 	for i := range 2 {
-		if r := ask(t, c, uint16(i), "allowed.example", dnsmsg.TypeA); r.rcode != 2 {
+		if r := ask(t, c, uint16(i), "allowed.example", dnsmessage.TypeA); r.rcode != 2 {
 			t.Errorf("failing upstream: %+v, want SERVFAIL", r)
 		}
 	}
@@ -492,7 +533,7 @@ func TestUpstreamFailure(t *testing.T) {
 	ts.up.mu.Lock()
 	ts.up.hold = make(chan struct{}) // never released: the timeout ends it
 	ts.up.mu.Unlock()
-	if r := ask(t, c, 3, "mixed.example", dnsmsg.TypeA); r.rcode != 2 {
+	if r := ask(t, c, 3, "mixed.example", dnsmessage.TypeA); r.rcode != 2 {
 		t.Errorf("slow upstream: %+v, want SERVFAIL", r)
 	}
 	ts.close(t)
@@ -510,13 +551,13 @@ func TestClose(t *testing.T) {
 	ts.up.mu.Unlock()
 
 	u := ts.udpConn(t)
-	send(t, u, rawQuery(1, "allowed.example", dnsmsg.TypeA, false))
+	send(t, u, rawQuery(1, "allowed.example", dnsmessage.TypeA, false))
 	busyTCP := ts.tcpConn(t)
-	send(t, busyTCP, framed(rawQuery(2, "mixed.example", dnsmsg.TypeA, false)))
+	send(t, busyTCP, framed(rawQuery(2, "mixed.example", dnsmessage.TypeA, false)))
 	<-ts.up.started
 	<-ts.up.started
 	idle := ts.tcpConn(t)
-	send(t, idle, framed(rawQuery(3, "denied.example", dnsmsg.TypeA, false)))
+	send(t, idle, framed(rawQuery(3, "denied.example", dnsmessage.TypeA, false)))
 	recvTCP(t, idle)
 	partial := ts.tcpConn(t)
 	send(t, partial, []byte{0, 40, 1, 2}) // a message that never finishes
