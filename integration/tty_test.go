@@ -65,22 +65,30 @@ func openPty(t *testing.T, rows, cols uint16) (master, peer *os.File) {
 // terminal of rows by cols.
 func (u *user) startTTY(t *testing.T, w string, rows, cols uint16, flags []string, command ...string) *ttyRun {
 	t.Helper()
-	r := &ttyRun{rep: filepath.Join(u.dir(t), "report.json"), read: make(chan struct{})}
+	rep := filepath.Join(u.dir(t), "report.json")
+	args := []string{"run", "--workdir", w, "--report", rep, "-q"}
+	for _, d := range u.degraded {
+		args = append(args, "--allow-degraded", d)
+	}
+	args = append(append(append(args, flags...), "--"), command...)
+	return u.startTTYArgs(t, w, rows, cols, rep, nil, args)
+}
+
+// startTTYArgs starts `tooljail ARGS` as u in w on a new terminal of rows
+// by cols, with env added; rep is the --report file ARGS name.
+func (u *user) startTTYArgs(t *testing.T, w string, rows, cols uint16, rep string, env []string, args []string) *ttyRun {
+	t.Helper()
+	r := &ttyRun{rep: rep, read: make(chan struct{})}
 	r.master, r.peer = openPty(t, rows, cols)
 	before, err := unix.IoctlGetTermios(int(r.peer.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.before = *before
-	args := []string{"run", "--workdir", w, "--report", r.rep, "-q"}
-	for _, d := range u.degraded {
-		args = append(args, "--allow-degraded", d)
-	}
-	args = append(append(append(args, flags...), "--"), command...)
 	r.ctx, r.cancel = context.WithTimeout(context.Background(), time.Minute*slow)
 	r.cmd = exec.CommandContext(r.ctx, tooljailBin, args...)
 	r.cmd.Dir = w
-	r.cmd.Env = u.environ(nil)
+	r.cmd.Env = u.environ(env)
 	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = r.peer, r.peer, r.peer
 	if r.rc, err = u.newRunCgroup(); err != nil {
 		t.Fatal(err)
@@ -278,5 +286,54 @@ func TestNoNamespacesRefusesTTY(t *testing.T) {
 		if o.code != 125 || rep.Status != "setup_error" || !strings.Contains(o.stderr, "devpts") || strings.Contains(o.stdout, "ran") {
 			t.Errorf("--tty without namespaces: %s", o)
 		}
+	})
+}
+
+// A call in a session at a terminal, through the server: the same
+// terminal of the jail's own, interactive (keys and sizes go to the
+// server as they come): isatty, the size and a resize, what is typed, ^C
+// as SIGINT; the caller's terminal restored after.
+func TestTTYSessionCall(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		env := []string{"TOOLJAIL_SERVER=" + s.sock}
+		args := []string{"session", "start", "--workdir", w}
+		if s.profile != "" {
+			args = append(args, "--profile", s.profile)
+		}
+		o := u.exec(t, run{args: args, dir: w, env: env})
+		id := strings.TrimSpace(o.stdout)
+		if o.code != 0 || len(id) != 32 {
+			t.Fatalf("session start: %s", o)
+		}
+		rep := filepath.Join(u.dir(t), "report.json")
+		r := u.startTTYArgs(t, w, 33, 101, rep, env, []string{"run", "-q", "--session", id, "--report", rep, "--", "/bin/sh", "-c",
+			`test -t 0 && test -t 1 && echo isatty; stty size; trap 'echo "winch $(stty size)"' WINCH; trap 'echo got-int; exit 3' INT; ` +
+				`read line; echo "read $line"; while :; do sleep 0.1; done`})
+		r.waitFor(t, "isatty\n33 101\n")
+		if _, err := r.master.Write([]byte("typed\r")); err != nil {
+			t.Fatal(err)
+		}
+		r.waitFor(t, "read typed\n")
+		if err := unix.IoctlSetWinsize(int(r.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 132}); err != nil {
+			t.Fatal(err)
+		}
+		r.waitFor(t, "winch 40 132\n")
+		if _, err := r.master.Write([]byte{0x03}); err != nil {
+			t.Fatal(err)
+		}
+		code, rep2 := r.end(t)
+		after, err := unix.IoctlGetTermios(int(r.peer.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := r.output(); code != 3 || !strings.Contains(out, "got-int\n") || !rep2.Stdout.TTY {
+			t.Errorf("after ^C: exit %d, terminal %q, report stdout %+v", code, out, rep2.Stdout)
+		}
+		if *after != r.before {
+			t.Errorf("the caller's terminal was not restored:\nbefore %+v\nafter  %+v", r.before, after)
+		}
+		u.exec(t, run{args: []string{"session", "stop", id}, dir: w, env: env})
 	})
 }

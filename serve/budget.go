@@ -37,8 +37,10 @@ func budgetRefusal() *Error {
 // readLine reads one request line of at most MaxRequest bytes (the
 // newline included; a longer one is errTooLong) from
 // r, counting what it holds against b: held is what the caller must
-// release. ctx bounds the wait for the first chunk of the budget.
-func readLine(ctx context.Context, r io.Reader, b *semaphore.Weighted) (line []byte, held int64, err error) {
+// release. ctx bounds the wait for the first chunk of the budget. What
+// the read brought after the line (an interactive call's first input
+// lines) goes to *after.
+func readLine(ctx context.Context, r io.Reader, b *semaphore.Weighted, after *[]byte) (line []byte, held int64, err error) {
 	if err := b.Acquire(ctx, chunkSize); err != nil {
 		return nil, 0, errBudget
 	}
@@ -58,7 +60,9 @@ func readLine(ctx context.Context, r io.Reader, b *semaphore.Weighted) (line []b
 		}
 		n, rerr := r.Read(cur[len(cur):min(cap(cur), len(cur)+MaxRequest+1-total)])
 		if i := bytes.IndexByte(cur[len(cur):len(cur)+n], '\n'); i >= 0 {
-			// Anything after the line is not read: a client sends one.
+			if after != nil {
+				*after = append((*after)[:0], cur[len(cur)+i+1:len(cur)+n]...)
+			}
 			cur = cur[:len(cur)+i+1]
 			total += i + 1
 			break

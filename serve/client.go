@@ -90,6 +90,79 @@ func (c *ctxConn) Close() error {
 // of JSON, exactly the fields `tooljail run --json` prints, without the
 // newline.
 func (c *Client) RunRaw(ctx context.Context, req Request) ([]byte, error) {
+	return c.runRaw(ctx, req, nil)
+}
+
+// RunInteractive is Run of an interactive call (Request.StdinStream): what
+// is read from stdin goes to the command as it comes, its end as
+// stdin's end; each size from resize (nil: none) is the terminal's new
+// size (a tty run). The reads of stdin stop when the run ends, but a
+// read already waiting finishes first (a terminal's next key).
+func (c *Client) RunInteractive(ctx context.Context, req Request, stdin io.Reader, resize <-chan InputResize) (*jail.Result, error) {
+	req.StdinStream, req.Stdin = true, nil
+	raw, err := c.runRaw(ctx, req, func(w io.Writer, done <-chan struct{}) { feedInput(w, stdin, resize, done) })
+	if err != nil {
+		return nil, err
+	}
+	var r jail.Result
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("tooljail server at %s: bad report: %w", c.Path, err)
+	}
+	r.Stdout.Exact()
+	r.Stderr.Exact()
+	return &r, nil
+}
+
+// feedInput writes input lines to w: stdin's chunks, then its end, and
+// the sizes from resize, until done.
+func feedInput(w io.Writer, stdin io.Reader, resize <-chan InputResize, done <-chan struct{}) {
+	lines := make(chan InputLine)
+	go func() {
+		if stdin != nil {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := stdin.Read(buf)
+				if n > 0 {
+					select {
+					case lines <- InputLine{Stdin: append([]byte(nil), buf[:n]...)}:
+					case <-done:
+						return
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+		}
+		select {
+		case lines <- InputLine{StdinEnd: true}:
+		case <-done:
+		}
+	}()
+	for {
+		var l InputLine
+		select {
+		case <-done:
+			return
+		case l = <-lines:
+		case sz, ok := <-resize:
+			if !ok {
+				resize = nil
+				continue
+			}
+			l = InputLine{Resize: &sz}
+		}
+		b, err := json.Marshal(l)
+		if err != nil {
+			return
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
+			return
+		}
+	}
+}
+
+func (c *Client) runRaw(ctx context.Context, req Request, feed func(w io.Writer, done <-chan struct{})) ([]byte, error) {
 	conn, err := c.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -104,6 +177,11 @@ func (c *Client) RunRaw(ctx context.Context, req Request) ([]byte, error) {
 	// connections) has sent its error line and closed: the write then
 	// fails, and the line is still there to read.
 	_, werr := conn.Write(append(b, '\n'))
+	if feed != nil && werr == nil {
+		done := make(chan struct{})
+		defer close(done)
+		go feed(conn, done)
+	}
 	br := bufio.NewReaderSize(conn, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')

@@ -55,11 +55,15 @@ type Request struct {
 	// TTY gives the command a terminal of the jail's own (jail.Cmd.TTY) of
 	// TTYRows by TTYCols (0: 24 by 80): its output, stderr included, is
 	// the stdout stream and the report's stdout; Stdin is typed into it,
-	// then an end-of-file character. Not interactive: the request's stdin
-	// is all the input, and the size does not change.
+	// then an end-of-file character; with StdinStream, the input lines
+	// (keys and resizes) as they come.
 	TTY     bool   `json:"tty,omitempty"`
 	TTYRows uint16 `json:"tty_rows,omitempty"`
 	TTYCols uint16 `json:"tty_cols,omitempty"`
+	// StdinStream: the command's stdin comes after the request line, as
+	// InputLines (chunks, its end, and with TTY the terminal's new
+	// sizes), while the run goes on: an interactive call. Not with Stdin.
+	StdinStream bool `json:"stdin_stream,omitempty"`
 	// Toolchains are the client's toolchains to show, as --toolchain:
 	// "auto" (argv[0]'s, found in Path, the workdir and the client's
 	// passwd home) or absolute prefixes. A client other than root gets
@@ -146,6 +150,9 @@ func spec(p *profiles.Profile, r *Request, peer *jail.Peer) (*jail.Spec, error) 
 	}
 	if r.Session == "" && (r.KeepRunning || r.Cwd != "") {
 		return nil, refuse("keep_running, cwd: taken only by a call in a session (\"session\": ID)")
+	}
+	if r.StdinStream && r.Stdin != nil {
+		return nil, refuse("stdin and stdin_stream: give the input in the request or after it, not both")
 	}
 	if !r.TTY && (r.TTYRows != 0 || r.TTYCols != 0) {
 		return nil, refuse("tty_rows, tty_cols: the size of a terminal, taken only with \"tty\": true")

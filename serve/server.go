@@ -506,7 +506,8 @@ func (s *Server) serveConn(pc *pendingConn) {
 	deadline := time.Now().Add(timeout)
 	conn.SetReadDeadline(deadline)
 	ctx, cancel := context.WithDeadline(pc.ctx, deadline)
-	line, held, err := readLine(ctx, conn, s.budget)
+	var after []byte
+	line, held, err := readLine(ctx, conn, s.budget, &after)
 	cancel()
 	defer func() { s.budget.Release(held) }()
 	unpend()
@@ -528,8 +529,9 @@ func (s *Server) serveConn(pc *pendingConn) {
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
-	// What is left of the connection is watched for the client's end.
-	br := bufio.NewReaderSize(conn, 512)
+	// What is left of the connection is watched for the client's end (or
+	// read as an interactive call's input), from what came after the line.
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(after), conn), 512)
 	d, rerr := decodeLine(line)
 	line = nil
 	var req *Request
@@ -698,6 +700,14 @@ func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *R
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
+	// An interactive call's stdin comes on the connection as it is typed.
+	var stdinR *io.PipeReader
+	var stdinW *io.PipeWriter
+	if req.StdinStream {
+		stdinR, stdinW = io.Pipe()
+		cmd.Stdin = stdinR
+		defer stdinR.Close() // a writer still waiting is let go
+	}
 	if req.Stream {
 		cmd.Stdout = &streamWriter{out: out, name: "stdout", cancel: cmd.Cancel}
 		if !req.MergeStderr && !req.TTY {
@@ -711,6 +721,13 @@ func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *R
 		watch.Add(1)
 		go func() {
 			defer watch.Done()
+			if stdinW != nil {
+				// Input lines until the client's end; a line that is not
+				// one cancels the run.
+				if err := readInput(br, input{stdin: stdinW, resize: cmd.Resize, tty: req.TTY}); err != nil {
+					cmd.Cancel("cancelled: the client sent " + err.Error())
+				}
+			}
 			// Nothing more is expected from the client: any end of its
 			// side, EOF or error, is the client gone.
 			io.Copy(io.Discard, br)

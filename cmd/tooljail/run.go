@@ -456,6 +456,35 @@ func rawTerminal(tty bool) (restore func(), err error) {
 	return sync.OnceFunc(func() { st.Restore() }), nil
 }
 
+// terminalSizes sends the caller's window size at each SIGWINCH, for an
+// interactive served call, until stop.
+func terminalSizes() (<-chan serve.InputResize, func()) {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	out := make(chan serve.InputResize, 1)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-winch:
+				if rows, cols := ttySize(); rows != 0 {
+					select {
+					case out <- serve.InputResize{Rows: rows, Cols: cols}:
+					case <-done:
+						return
+					}
+				}
+			}
+		}
+	}()
+	return out, sync.OnceFunc(func() {
+		signal.Stop(winch)
+		close(done)
+	})
+}
+
 // ttySignal is how a forwarded signal reaches cmd: for a run with a
 // terminal, SIGWINCH becomes the new window size, which makes the
 // jail's terminal send SIGWINCH itself; any other signal, and every
@@ -913,8 +942,7 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 	}
 	sr := &servedRun{flags: &f, socket: socket}
 	sr.req = serve.Request{Argv: command, Network: f.net.value, MergeStderr: f.mergeStderr, Changes: f.changes.value}
-	// Only when asked: a served terminal is not interactive (the request
-	// carries all of stdin), so a person at a terminal gets pipes.
+	// Asked for; or at a terminal (sr.run decides: it sees the terminals).
 	sr.req.TTY = f.tty
 	switch {
 	case f.noWorkdir && f.workdir.set:
@@ -1019,14 +1047,29 @@ func servedEnv(set, pass, environ []string) map[string]string {
 // returns the exit code. A signal cancels the run on the server (the
 // protocol has no way to forward it) and exits 128+N.
 func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
-	in, err := readStdin(stdin)
-	if err != nil {
-		return fail(stderr, "read stdin to send it to the server: %v", err)
+	stdinTerm := term.IsTerminal(int(stdin.Fd()))
+	if !sr.req.TTY && wantTTY(sr.flags, stdinTerm, term.IsTerminal(int(os.Stdout.Fd()))) {
+		sr.req.TTY = true
 	}
-	sr.req.Stdin = in
+	// A terminal at stdin with a terminal in the jail: an interactive
+	// call, its keys and sizes sent as they come (stdin_stream).
+	interactive := sr.req.TTY && stdinTerm
+	if !interactive {
+		in, err := readStdin(stdin)
+		if err != nil {
+			return fail(stderr, "read stdin to send it to the server: %v", err)
+		}
+		sr.req.Stdin = in
+	}
 	if sr.req.TTY {
 		sr.req.TTYRows, sr.req.TTYCols = ttySize()
 	}
+	restore, err := rawTerminal(interactive)
+	if err != nil {
+		return fail(stderr, "--tty: %v; run with --no-tty", err)
+	}
+	// On every way out; first of all before the report or the summary.
+	defer restore()
 	var outs runOutputs
 	if sr.report != "" && sr.report != "-" {
 		f, err := openReport(sr.report)
@@ -1063,12 +1106,19 @@ func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
 		case <-done:
 		}
 	}()
-	r, err := c.Run(ctx, sr.req)
+	send := func() (*jail.Result, error) { return c.Run(ctx, sr.req) }
+	if interactive {
+		resizes, stopResizes := terminalSizes()
+		defer stopResizes()
+		send = func() (*jail.Result, error) { return c.RunInteractive(ctx, sr.req, stdin, resizes) }
+	}
+	r, err := send()
 	var refused *serve.Error
 	if errors.As(err, &refused) && sr.profileText != "" && profileNotServed(refused.Message, sr.req.Profile) {
 		sr.req.Profile, sr.req.ProfileTOML = "", sr.profileText
-		r, err = c.Run(ctx, sr.req)
+		r, err = send()
 	}
+	restore()
 	if ctx.Err() != nil && got != nil {
 		sig := got.(syscall.Signal)
 		fmt.Fprintf(stderr, "tooljail: %s: the run was cancelled on the server\n", unix.SignalName(sig))

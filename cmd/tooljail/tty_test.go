@@ -41,6 +41,6 @@ func TestTTYFlagsContradict(t *testing.T) {
 	}
 	sr, err = parseServed([]string{"--server", "/run/tj.sock", "--", "true"}, getwd, nil)
 	if err != nil || sr.req.TTY {
-		t.Errorf("parseServed without --tty: %v; a served run is never a terminal unasked", err)
+		t.Errorf("parseServed without --tty: %v; the terminals decide (servedRun.run), not the parse", err)
 	}
 }
