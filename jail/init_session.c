@@ -213,6 +213,9 @@ static int tj_kill_unkept(void) {
 		sched_yield();
 	}
 	// The kept that are gone are forgotten: their pids may come again.
+	if (tj_nkept == 0) {
+		return nkilled;
+	}
 	int n = tj_scan(), k = 0;
 	for (int i = 0; i < tj_nkept; i++) {
 		for (int j = 0; j < n; j++) {
