@@ -6,6 +6,7 @@
 const { describe, it, before, after } = require("node:test");
 const assert = require("node:assert/strict");
 const child = require("node:child_process");
+const fs = require("node:fs");
 const path = require("node:path");
 const support = require("./support");
 const tooljail = require("..");
@@ -118,6 +119,7 @@ describe("real sessions", { skip }, () => {
 
   it("calls share /tmp and kept processes, not env; stop reports the calls", async () => {
     const s = await tooljail.Session.start({ socket: srv.socket, cwd: scratch.dir, idle: 120 });
+    let last;
     assert.match(s.id, /^[0-9a-f]{32}$/);
     assert.equal(s.info.workdir, scratch.dir);
     assert.equal(s.info.detached, false);
@@ -139,7 +141,7 @@ describe("real sessions", { skip }, () => {
       assert.equal(r.stdout, "[]\n");
 
       // A kept process is there for the next call; one not kept is killed.
-      r = await s.run(["sh", "-c", "sleep 3071 &"], { keepRunning: true });
+      r = last = await s.run(["sh", "-c", "sleep 3071 &"], { keepRunning: true });
       assert.equal(r.report.session.keep_running, true);
       // sh may end before its child has exec'd sleep.
       await until("sleep 3071 runs", () => sleeping(3071).length === 1, 5000);
@@ -171,6 +173,12 @@ describe("real sessions", { skip }, () => {
       throw e;
     }
     const report = await s.stop();
+    // Every field of the real answers is declared in src/report.ts.
+    const src = fs.readFileSync(path.join(__dirname, "..", "src", "report.ts"), "utf8");
+    const declared = (name) => new Set([...src.match(new RegExp(`export interface ${name} \\{([\\s\\S]*?)\\n\\}`))[1].matchAll(/^  (\w+)\??:/gm)].map((m) => m[1]));
+    for (const [value, type] of [[report, "SessionReport"], [s.info, "SessionInfo"], [last.report.session, "SessionCall"]]) {
+      assert.deepEqual(Object.keys(value).filter((k) => !declared(type).has(k)), [], type);
+    }
     assert.equal(report.id, s.id);
     assert.equal(report.stopped_for, "stop");
     assert.equal(report.calls, 12);
