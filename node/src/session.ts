@@ -12,6 +12,8 @@ import type { Output } from "./errors";
 import type { SessionInfo, SessionReport } from "./report";
 import { Result, RunOptions, runCall } from "./run";
 import { readProfile, requestLine } from "./transport";
+import { findBinary } from "./binary";
+import { JailedChildProcess, SpawnOptions, spawnCli } from "./spawn";
 
 /** What a session's start is given: the jail (kept for the session's life)
  * and how long it lives. */
@@ -46,6 +48,23 @@ export interface SessionRunOptions extends Omit<RunOptions, keyof JailOptions> {
   keepRunning?: boolean;
   /** Variables added over the profile's environment, for this call only. */
   env?: Record<string, string | undefined>;
+}
+
+/** spawn's options for a call in a session, but the jail's (the session's). */
+export interface SessionSpawnOptions extends Omit<SpawnOptions, keyof JailOptions> {
+  /** As SessionRunOptions's. */
+  cwd?: string;
+  keepRunning?: boolean;
+  env?: Record<string, string | undefined>;
+}
+
+/** The CLI's flags for a call in a session (`tooljail run --session`). */
+export function sessionFlags(id: string, socket: string, keepRunning: boolean, cwd: string | undefined, timeout: string | undefined): string[] {
+  const out = ["--session", id, "--server", socket];
+  if (keepRunning) out.push("--keep-running");
+  if (cwd !== undefined) out.push("--workdir", cwd);
+  if (timeout !== undefined) out.push("--timeout", timeout);
+  return out;
 }
 
 /** The options a session's start decides, refused on a call (JS callers may pass them). */
@@ -216,6 +235,21 @@ export class Session {
     const call = makeCall(argv, { env: options.env, input: options.input, timeout: options.timeout }, () => "/", process.env);
     call.session = { id: this.id, keepRunning: !!options.keepRunning, cwd: options.cwd };
     return runCall(call, { kind: "server", where: this.socket }, options);
+  }
+
+  /** spawn(argv, options) in the session's jail, through `tooljail run
+   * --session`: spawn's options (but the jail's own) and ChildProcess; cwd
+   * and keepRunning as run's. The server reads all of stdin before the call
+   * starts: with stdio[0] "pipe", end it (child.stdin.end()). */
+  spawn(argv: string[], options: SessionSpawnOptions = {}): JailedChildProcess {
+    checkCallOptions(options as Record<string, unknown>);
+    const cmd = Array.isArray(argv) ? argv.join(" ") : "";
+    if (this.stopping !== null) throw new JailError(`session ${this.id} has stopped; start a new one`, cmd);
+    const call = makeCall(argv, { env: options.env, timeout: options.timeout }, () => "/", process.env);
+    const binary = findBinary();
+    if (!binary) throw new JailError("Session.spawn: no tooljail binary (none in this package for this platform, TOOLJAIL_BIN unset, none on PATH); nothing was started", cmd);
+    const flags = sessionFlags(this.id, this.socket, !!options.keepRunning, options.cwd, call.limits.timeout);
+    return spawnCli(binary, call, flags, this.info.workdir ?? process.cwd(), this.socket, options);
   }
 
   /** Stops the session, killing what is left in it; resolves with its final

@@ -55,6 +55,12 @@ describe("decisions", () => {
     assert.deepEqual(call.serverRequest(bare), { argv: ["true"], stream: true, session: ID });
   });
 
+  it("spells a spawned call's CLI flags", () => {
+    assert.deepEqual(session.sessionFlags(ID, "/s", false, undefined, undefined), ["--session", ID, "--server", "/s"]);
+    assert.deepEqual(session.sessionFlags(ID, "/s", true, "/tmp", "1500ms"),
+      ["--session", ID, "--server", "/s", "--keep-running", "--workdir", "/tmp", "--timeout", "1500ms"]);
+  });
+
   it("refuses a call's jail options and a relative cwd", () => {
     for (const key of session.JAIL_ONLY) {
       assert.throws(() => session.checkCallOptions({ [key]: "x" }), (e) => e instanceof TypeError && e.message.includes(`${key} is the session's`), key);
@@ -186,6 +192,29 @@ describe("real sessions", { skip }, () => {
     assert.deepEqual(sleeping(3071), [], "stop kills the kept processes");
     assert.ok(!(await tooljail.listSessions(srv.socket)).some((x) => x.id === s.id));
     await assert.rejects(s.run(["true"]), /has stopped/);
+  });
+
+  it("spawn: a call through `tooljail run --session`, stdin read to its end, kept processes kept", async () => {
+    const s = await tooljail.Session.start({ socket: srv.socket, cwd: scratch.dir });
+    try {
+      const out = (p) => new Promise((resolve) => {
+        const chunks = [];
+        p.stdout.on("data", (b) => chunks.push(b));
+        p.on("close", (code, signal) => resolve({ code, signal, stdout: Buffer.concat(chunks).toString() }));
+      });
+      let p = s.spawn(["sh", "-c", "cat > /tmp/in; sleep 3075 & pwd"], { stdio: ["pipe", "pipe", "inherit"], keepRunning: true, cwd: "/tmp" });
+      p.stdin.end("from stdin\n");
+      assert.deepEqual(await out(p), { code: 0, signal: null, stdout: "/tmp\n" });
+      const report = await p.report;
+      assert.deepEqual([report.session.id, report.session.call, report.session.keep_running], [s.id, 1, true]);
+      await until("sleep 3075 runs", () => sleeping(3075).length === 1, 5000);
+      p = s.spawn(["sh", "-c", "cat /tmp/in; exit 4"], { stdio: ["ignore", "pipe", "inherit"], env: { A: "1" } });
+      assert.deepEqual(await out(p), { code: 4, signal: null, stdout: "from stdin\n" });
+      assert.throws(() => s.spawn(["true"], { memory: "1G" }), /memory is the session's/);
+    } finally {
+      await s.stop();
+    }
+    assert.deepEqual(sleeping(3075), []);
   });
 
   it("refuses toolchain auto and a bad start with JailError", async () => {
