@@ -98,8 +98,7 @@ function hasSessions() {
   return (r.stdout + r.stderr).includes("session start");
 }
 const skip = !support.BINARY ? "no tooljail binary: set TOOLJAIL_BIN (make node does)"
-  : !hasSessions() ? "this tooljail binary has no sessions"
-  : !support.ROOT ? "sessions need namespaces; these tests run as root" : false;
+  : !hasSessions() ? "this tooljail binary has no sessions" : false;
 
 /** Host pids running `sleep N` (a kept process, seen from the host's /proc). */
 const sleeping = (n) => support.pidsWith(`sleep\0${n}\0`);
@@ -116,7 +115,8 @@ describe("real sessions", { skip }, () => {
   let scratch, srv;
   before(async () => {
     scratch = support.scratch();
-    srv = await support.server(scratch.config);
+    // A user's server gets the profile that lets it run without cgroup caps.
+    srv = await support.server(scratch.config, ...(scratch.profile ? ["--profile", scratch.profile] : []));
   });
   after(async () => {
     if (srv) await srv.stop();
@@ -215,6 +215,21 @@ describe("real sessions", { skip }, () => {
       await s.stop();
     }
     assert.deepEqual(sleeping(3075), []);
+  });
+
+  it("a profile file goes by name, then as its text to a server that takes client profiles", async () => {
+    const file = path.join(scratch.config, "session.toml");
+    fs.writeFileSync(file, `extends = "default"\n${support.ROOT ? "" : 'allow_degraded = ["cgroup"]\n'}`);
+    await assert.rejects(tooljail.Session.start({ socket: srv.socket, cwd: scratch.dir, profile: file }), /allow-client-profiles/);
+    const open = await support.server(scratch.config, "--allow-client-profiles");
+    try {
+      const s = await tooljail.Session.start({ socket: open.socket, cwd: scratch.dir, profile: file });
+      assert.equal(s.info.profile, "profile_toml");
+      assert.equal((await s.run(["echo", "ok"])).stdout, "ok\n");
+      assert.equal((await s.stop()).calls, 1);
+    } finally {
+      await open.stop();
+    }
   });
 
   it("refuses toolchain auto and a bad start with JailError", async () => {
