@@ -58,7 +58,7 @@ function decoder(encoding: RunOptions["encoding"]): (b: Buffer) => Output {
 
 /** Runs argv in a jail and resolves when it is gone, as execFile's promise
  * form does (node/README.md, "Differences from execFile"). */
-export function run(argv: string[], options?: RunOptions & { encoding: "buffer" | null }): Promise<Result<Buffer>>;
+export function run(argv: string[], options: RunOptions & { encoding: "buffer" | null }): Promise<Result<Buffer>>;
 export function run(argv: string[], options?: RunOptions): Promise<Result<string>>;
 export async function run(argv: string[], options: RunOptions = {}): Promise<Result<Output>> {
   const call = makeCall(argv, options, () => process.cwd(), process.env);

@@ -227,7 +227,7 @@ export class Session {
    * own, refused with a TypeError) and results; cwd is a path in the jail
    * (default the session's workdir); keepRunning keeps what the command
    * leaves running until the session stops. */
-  run(argv: string[], options?: SessionRunOptions & { encoding: "buffer" | null }): Promise<Result<Buffer>>;
+  run(argv: string[], options: SessionRunOptions & { encoding: "buffer" | null }): Promise<Result<Buffer>>;
   run(argv: string[], options?: SessionRunOptions): Promise<Result<string>>;
   async run(argv: string[], options: SessionRunOptions = {}): Promise<Result<Output>> {
     checkCallOptions(options as Record<string, unknown>);
