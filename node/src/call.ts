@@ -58,6 +58,16 @@ export interface Call {
   path?: string;
   changes?: ChangesMode;
   changesDir?: string;
+  /** A call in a server's session: the jail is the session's (workdir,
+   * profile, limits but the timeout); cwd is a path in it. */
+  session?: SessionCallSpec;
+}
+
+export interface SessionCallSpec {
+  id: string;
+  keepRunning: boolean;
+  /** Absolute, in the jail; undefined: the session's workdir. */
+  cwd?: string;
 }
 
 function text(what: string, value: unknown): string {
@@ -210,6 +220,7 @@ export function cliEnviron(env: Record<string, string>, environ: NodeJS.ProcessE
 
 /** The request object of the wire protocol (docs/serve.md); output always streamed. */
 export function serverRequest(call: Call, profileText?: string): Record<string, unknown> {
+  if (call.session !== undefined) return sessionRequest(call, call.session);
   const req: Record<string, unknown> = { argv: call.argv, workdir: call.workdir, stream: true };
   if (Object.keys(call.env).length) req.env = call.env;
   if (call.stdin !== undefined) req.stdin = call.stdin.toString("base64");
@@ -219,6 +230,18 @@ export function serverRequest(call: Call, profileText?: string): Record<string, 
   if (call.network !== undefined) req.network = call.network;
   if (call.changes !== undefined) req.changes = call.changes;
   if (call.path) req.path = call.path;
+  return req;
+}
+
+/** A session call's request: the session's start decided the jail, so only
+ * the call's own fields go (the server refuses the others). */
+function sessionRequest(call: Call, session: SessionCallSpec): Record<string, unknown> {
+  const req: Record<string, unknown> = { argv: call.argv, stream: true, session: session.id };
+  if (session.cwd !== undefined) req.cwd = session.cwd;
+  if (session.keepRunning) req.keep_running = true;
+  if (Object.keys(call.env).length) req.env = call.env;
+  if (call.stdin !== undefined) req.stdin = call.stdin.toString("base64");
+  if (call.limits.timeout !== undefined) req.limits = { timeout: call.limits.timeout };
   return req;
 }
 

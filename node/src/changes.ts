@@ -4,10 +4,9 @@
 // decisions as the Python client's _changes.py.
 
 import * as child from "node:child_process";
-import * as net from "node:net";
 import { findBinary } from "./binary";
 import { JailError } from "./errors";
-import { trustedSocket } from "./identity";
+import { requestLine } from "./transport";
 import type { ChangeConflict, ChangeEntry, ChangesReport } from "./report";
 
 /** The modes, in the order the docs give them. */
@@ -19,9 +18,6 @@ export const ACTIONS = ["list", "show", "diff", "apply", "discard"] as const;
 export type ChangesAction = (typeof ACTIONS)[number];
 
 const ID = /^[0-9a-f]{32}$/;
-const CONNECT_MS = 5000;
-/** A server that says nothing for this long about an action is taken as stuck. */
-const ANSWER_MS = 600_000;
 
 /** The changes option as the jail spells it; undefined stays undefined (the profile's mode). */
 export function checkMode(value: unknown): ChangesMode | undefined {
@@ -134,49 +130,6 @@ export function cliResult(action: ChangesAction, id: string | undefined, code: n
   }
 }
 
-function serverOp(socket: string, request: Record<string, unknown>): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    let real: string;
-    try {
-      real = trustedSocket(socket, process.geteuid!());
-    } catch (e) {
-      return reject(new JailError((e as Error).message, ""));
-    }
-    const sock = net.createConnection({ path: real });
-    let settled = false;
-    let buf = Buffer.alloc(0);
-    const finish = (err: Error | null, value?: unknown) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      sock.destroy();
-      if (err) reject(err);
-      else resolve(value);
-    };
-    let timer = setTimeout(() => finish(new JailError(`cannot reach the tooljail server at ${socket}: no answer to connect within ${CONNECT_MS / 1000} s`, "")), CONNECT_MS);
-    sock.on("connect", () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => finish(new JailError(`the tooljail server at ${socket} did not answer within ${ANSWER_MS / 1000} s`, "")), ANSWER_MS);
-      sock.write(JSON.stringify(request) + "\n");
-    });
-    sock.on("error", (e: NodeJS.ErrnoException) => {
-      if (e.code === "EPIPE" || e.code === "ECONNRESET") return;
-      finish(new JailError(`cannot reach the tooljail server at ${socket}: ${e.message}; the change set is kept by the server that ran it`, ""));
-    });
-    sock.on("data", (b: Buffer) => {
-      buf = Buffer.concat([buf, b]);
-      const i = buf.indexOf(10);
-      if (i === -1) return;
-      try {
-        finish(null, JSON.parse(buf.subarray(0, i).toString("utf8")));
-      } catch {
-        finish(new JailError(`the tooljail server at ${socket} sent a line that is not JSON: ${buf.subarray(0, 200).toString()}`, ""));
-      }
-    });
-    sock.on("close", () => finish(new JailError(`the tooljail server at ${socket} closed the connection before its answer`, "")));
-  });
-}
-
 function cliOp(binary: string, args: string[]): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve, reject) => {
     const proc = child.spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
@@ -192,7 +145,10 @@ function cliOp(binary: string, args: string[]): Promise<{ code: number | null; o
 /** Does a changes action where the set lives. */
 export async function runOp(where: Where, action: ChangesAction, id?: string, force = false, p?: string): Promise<unknown> {
   if (id !== undefined) checkId(id);
-  if ("socket" in where) return answer(id, await serverOp(where.socket, opRequest(action, id, force, p)));
+  if ("socket" in where) {
+    const { msg } = await requestLine(where.socket, opRequest(action, id, force, p), "the change set is kept by the server that ran it");
+    return answer(id, msg);
+  }
   if (!where.binary) throw new JailError(`no tooljail binary to act on change set ${id}: set TOOLJAIL_BIN`, "");
   const r = await cliOp(where.binary, cliArgs(action, id, where.changesDir, force, p));
   return cliResult(action, id, r.code, r.out, r.err);

@@ -10,3 +10,5 @@ export { findBinary } from "./binary";
 export type * from "./report";
 export { ChangeSet, ChangesConflict, changeSet } from "./changes";
 export type { ApplyResult, ChangesMode, Where } from "./changes";
+export { Session, listSessions } from "./session";
+export type { SessionOptions, SessionRunOptions, SessionSpawnOptions } from "./session";

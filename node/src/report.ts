@@ -191,6 +191,50 @@ export interface ChangesReport {
   error?: string;
 }
 
+/** A session call's place in its session (jail.SessionCall). */
+export interface SessionCall {
+  id: string;
+  /** 1 for the session's first call. */
+  call: number;
+  keep_running?: boolean;
+}
+
+/** A session as a start or a list answers it (serve.SessionInfo, docs/serve.md). */
+export interface SessionInfo {
+  id: string;
+  uid: number;
+  profile: string;
+  workdir?: string;
+  started_at: string;
+  detached: boolean;
+  /** As Go prints durations: "10m0s". */
+  idle: string;
+  max_life: string;
+}
+
+/** A stopped session's final report (jail.SessionResult), the audit line's
+ * session: its life, calls, why it stopped, its cgroup's figures, and the
+ * denied calls its kept processes made after their calls. A session that
+ * had already ended when stop() asked (idle, max life, its server's end)
+ * has only id, started_at and stopped_for "ended": the server no longer
+ * knows it (its audit log has its report). */
+export interface SessionReport {
+  id: string;
+  started_at: string;
+  wall_time_ms?: number;
+  calls?: number;
+  /** "stop", "idle", "max_life" or "ended". */
+  stopped_for: string;
+  killed_running_call?: boolean;
+  memory_peak_bytes?: number;
+  oom_kills?: number;
+  pids_peak?: number;
+  pids_limit_hits?: number;
+  cpu_user_ms?: number;
+  cpu_system_ms?: number;
+  violations?: Violation[];
+}
+
 export interface Report {
   schema: string;
   version: string;
@@ -212,6 +256,8 @@ export interface Report {
   pids_peak?: number;
   pids_limit_hits?: number;
   cpu_throttled_ms?: number;
+  /** A call's place in its session (a Session's run), absent for a one-off run. */
+  session?: SessionCall;
   stdout: Stream;
   stderr: Stream;
   violations: Violation[];

@@ -1,7 +1,7 @@
 // run(): child_process.execFile's promise form with the command in a jail.
 
 import * as fs from "node:fs";
-import { CallOptions, chooseTransport, makeCall, outcome } from "./call";
+import { Call, CallOptions, Transport, chooseTransport, makeCall, outcome } from "./call";
 import { findBinary } from "./binary";
 import { AbortError, CalledProcessError, ExecError, JailError, MaxBufferError, Output, TimeoutExpired } from "./errors";
 import type { Report } from "./report";
@@ -58,23 +58,29 @@ function decoder(encoding: RunOptions["encoding"]): (b: Buffer) => Output {
 
 /** Runs argv in a jail and resolves when it is gone, as execFile's promise
  * form does (node/README.md, "Differences from execFile"). */
-export function run(argv: string[], options?: RunOptions & { encoding: "buffer" | null }): Promise<Result<Buffer>>;
+export function run(argv: string[], options: RunOptions & { encoding: "buffer" | null }): Promise<Result<Buffer>>;
 export function run(argv: string[], options?: RunOptions): Promise<Result<string>>;
 export async function run(argv: string[], options: RunOptions = {}): Promise<Result<Output>> {
-  const decode = decoder(options.encoding);
   const call = makeCall(argv, options, () => process.cwd(), process.env);
-  const cmd = call.argv.join(" ");
-  const maxBuffer = options.maxBuffer ?? DEFAULT_MAX_BUFFER;
-  if (typeof maxBuffer !== "number" || !(maxBuffer >= 0)) throw new RangeError(`maxBuffer must be a number >= 0, not ${String(maxBuffer)}`);
-  let transport;
+  let transport: Transport;
   try {
     transport = chooseTransport(options.socket, process.env, process.geteuid!(), fs.existsSync, () => findBinary());
   } catch (e) {
-    throw new JailError((e as Error).message, cmd);
+    throw new JailError((e as Error).message, call.argv.join(" "));
   }
   if (transport.kind === "server" && call.changesDir !== undefined) {
-    throw new JailError(`changesDir ${call.changesDir}: only the CLI takes it; the server at ${transport.where} keeps its clients' change sets in its own store: drop changesDir, or pass no socket`, cmd);
+    throw new JailError(`changesDir ${call.changesDir}: only the CLI takes it; the server at ${transport.where} keeps its clients' change sets in its own store: drop changesDir, or pass no socket`, call.argv.join(" "));
   }
+  return runCall(call, transport, options);
+}
+
+/** Runs a checked call through transport and gives run's result: run's, and
+ * a Session's calls (call.session set, transport its server). */
+export async function runCall(call: Call, transport: Transport, options: RunOptions): Promise<Result<Output>> {
+  const decode = decoder(options.encoding);
+  const cmd = call.argv.join(" ");
+  const maxBuffer = options.maxBuffer ?? DEFAULT_MAX_BUFFER;
+  if (typeof maxBuffer !== "number" || !(maxBuffer >= 0)) throw new RangeError(`maxBuffer must be a number >= 0, not ${String(maxBuffer)}`);
   if (options.signal?.aborted) throw new AbortError(cmd, decode(Buffer.alloc(0)), decode(Buffer.alloc(0)), options.signal.reason);
 
   const chunks = { stdout: [] as Buffer[], stderr: [] as Buffer[] };

@@ -5,7 +5,7 @@ import * as child from "node:child_process";
 import * as fs from "node:fs";
 import { constants as osConstants } from "node:os";
 import * as path from "node:path";
-import { JailOptions, SETUP_FAILED, chooseTransport, cliEnviron, envFlags, jailFlags, makeCall, outcome } from "./call";
+import { Call, JailOptions, SETUP_FAILED, chooseTransport, cliEnviron, envFlags, jailFlags, makeCall, outcome } from "./call";
 import { findBinary } from "./binary";
 import { JailError } from "./errors";
 import type { Report } from "./report";
@@ -62,11 +62,19 @@ export function spawn(argv: string[], options: SpawnOptions = {}): JailedChildPr
   } else if (options.socket !== undefined) {
     throw new JailError(`tooljail.spawn(socket: ${options.socket}): a server needs stdio[0] "ignore" (it reads stdin to its end before the run starts); nothing was started`, call.argv.join(" "));
   }
-  const tmp = reportDir(call.workdir);
+  const flags = [...jailFlags(call), "--workdir", call.workdir];
+  if (server !== undefined) flags.push("--server", server);
+  return spawnCli(binary, call, flags, call.workdir, server, options);
+}
+
+/** `tooljail run --quiet --report FILE FLAGS ENV -- ARGV` as a
+ * JailedChildProcess: spawn's, and a Session's spawn (flags naming the
+ * session). workdir: what the report's directory must be outside of. */
+export function spawnCli(binary: string, call: Call, flags: string[], workdir: string, server: string | undefined,
+  options: { stdio?: child.StdioOptions; detached?: boolean }): JailedChildProcess {
+  const tmp = reportDir(workdir);
   const reportPath = path.join(tmp, "report.json");
-  const args = ["run", "--quiet", "--report", reportPath, ...jailFlags(call), "--workdir", call.workdir];
-  if (server !== undefined) args.push("--server", server);
-  args.push(...envFlags(call.env), "--", ...call.argv);
+  const args = ["run", "--quiet", "--report", reportPath, ...flags, ...envFlags(call.env), "--", ...call.argv];
   let proc: child.ChildProcess;
   try {
     proc = child.spawn(binary, args, {

@@ -256,3 +256,56 @@ function serverOnce(socket: string, call: Call, onOutput: OnOutput, stop: AbortS
     sock.on("close", () => finish(new JailError(`the tooljail server at ${socket} closed the connection before its report (did it stop or crash? see its log)`, cmdOf(call))));
   });
 }
+
+/** A server that says nothing for this long about a request line is taken as stuck. */
+export const ANSWER_MS = 600_000;
+
+/** Sends one request line (a changes_op or session_op) to the server at
+ * socket and resolves with its one answer line, parsed. unreachable ends the
+ * message when the server cannot be reached (what to do about it). keep: the
+ * connection stays open after the answer and is resolved with it (an
+ * attached session's, which the server ends the session with). */
+export function requestLine(socket: string, request: Record<string, unknown>, unreachable: string, keep = false): Promise<{ msg: unknown; sock: net.Socket | null }> {
+  return new Promise((resolve, reject) => {
+    let real: string;
+    try {
+      real = trustedSocket(socket, process.geteuid!());
+    } catch (e) {
+      return reject(new JailError((e as Error).message, ""));
+    }
+    const sock = net.createConnection({ path: real });
+    let settled = false;
+    let buf = Buffer.alloc(0);
+    const finish = (err: Error | null, msg?: unknown) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (err || !keep) sock.destroy();
+      if (err) return reject(err);
+      if (keep) sock.removeListener("data", onData);
+      resolve({ msg, sock: keep ? sock : null });
+    };
+    let timer = setTimeout(() => finish(new JailError(`cannot reach the tooljail server at ${socket}: no answer to connect within ${CONNECT_MS / 1000} s`, "")), CONNECT_MS);
+    sock.on("connect", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(new JailError(`the tooljail server at ${socket} did not answer within ${ANSWER_MS / 1000} s`, "")), ANSWER_MS);
+      sock.write(JSON.stringify(request) + "\n");
+    });
+    sock.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "EPIPE" || e.code === "ECONNRESET") return;
+      finish(new JailError(`cannot reach the tooljail server at ${socket}: ${e.message}; ${unreachable}`, ""));
+    });
+    const onData = (b: Buffer) => {
+      buf = Buffer.concat([buf, b]);
+      const i = buf.indexOf(10);
+      if (i === -1) return;
+      try {
+        finish(null, JSON.parse(buf.subarray(0, i).toString("utf8")));
+      } catch {
+        finish(new JailError(`the tooljail server at ${socket} sent a line that is not JSON: ${buf.subarray(0, 200).toString()}`, ""));
+      }
+    };
+    sock.on("data", onData);
+    sock.on("close", () => finish(new JailError(`the tooljail server at ${socket} closed the connection before its answer`, "")));
+  });
+}

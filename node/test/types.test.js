@@ -50,6 +50,14 @@ it("declares every field of a real report", { skip: support.BINARY ? false : "se
   }
 });
 
+const TSC = path.join(__dirname, "..", "node_modules", "typescript", "bin", "tsc");
+it("types what the calls resolve with (test/typecheck.ts compiles)", { skip: fs.existsSync(TSC) ? false : "no typescript: npm ci (make node does)" }, () => {
+  const tsc = TSC;
+  const r = require("node:child_process").spawnSync(process.execPath, [tsc, "--noEmit", "--strict", "--types", "node",
+    "--module", "commonjs", "--moduleResolution", "node", "--target", "ES2022", path.join(__dirname, "typecheck.ts")], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});
+
 it("has the repository's version", () => {
   const version = fs.readFileSync(path.join(__dirname, "..", "..", "VERSION"), "utf8").trim();
   assert.equal(require("../package.json").version, version);
