@@ -49,6 +49,11 @@ func (c *Client) Run(ctx context.Context, req Request) (*jail.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.result(raw)
+}
+
+// result decodes a report line.
+func (c *Client) result(raw []byte) (*jail.Result, error) {
 	var r jail.Result
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, fmt.Errorf("tooljail server at %s: bad report: %w", c.Path, err)
@@ -104,13 +109,7 @@ func (c *Client) RunInteractive(ctx context.Context, req Request, stdin io.Reade
 	if err != nil {
 		return nil, err
 	}
-	var r jail.Result
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("tooljail server at %s: bad report: %w", c.Path, err)
-	}
-	r.Stdout.Exact()
-	r.Stderr.Exact()
-	return &r, nil
+	return c.result(raw)
 }
 
 // feedInput writes input lines to w: stdin's chunks, then its end, and

@@ -565,24 +565,14 @@ func (s *Server) serveConn(pc *pendingConn) {
 			s.refuseCall(out, peer, req, e)
 			return
 		}
-		release, e := s.waitSlot(peerKey{peer.UID, peer.PID})
-		if e != nil {
-			s.refuseCall(out, peer, req, e)
-			return
-		}
-		defer release()
-		peer.RequestID = req.ID
-		s.runCmd(conn, br, out, req, peer, func() *jail.Cmd { return cmd })
+		s.inSlot(out, req, peer, func() {
+			peer.RequestID = req.ID
+			s.runCmd(conn, br, out, req, peer, func() *jail.Cmd { return cmd })
+		})
 		return
 	}
 	if rerr == nil && req.Tool != "" {
-		release, e := s.waitSlot(peerKey{peer.UID, peer.PID})
-		if e != nil {
-			s.refuseCall(out, peer, req, e)
-			return
-		}
-		defer release()
-		s.serveTool(conn, br, out, req, peer)
+		s.inSlot(out, req, peer, func() { s.serveTool(conn, br, out, req, peer) })
 		return
 	}
 	var spec *jail.Spec
@@ -602,14 +592,22 @@ func (s *Server) serveConn(pc *pendingConn) {
 		s.refuseCall(out, peer, req, e)
 		return
 	}
+	s.inSlot(out, req, peer, func() {
+		peer.RequestID = req.ID
+		s.run(conn, br, out, req, spec, peer)
+	})
+}
+
+// inSlot runs call once the client has one of the run slots (waitSlot),
+// and refuses the request when it gets none.
+func (s *Server) inSlot(out *connWriter, req *Request, peer *jail.Peer, call func()) {
 	release, e := s.waitSlot(peerKey{peer.UID, peer.PID})
 	if e != nil {
 		s.refuseCall(out, peer, req, e)
 		return
 	}
 	defer release()
-	peer.RequestID = req.ID
-	s.run(conn, br, out, req, spec, peer)
+	call()
 }
 
 // spec picks the request's profile, served or its own (profile_toml),
