@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/profiles"
 )
 
 func startSession(t *testing.T, dir string, limits jail.SessionLimits) *jail.Session {
@@ -194,5 +195,38 @@ func TestSessionStopRunningCall(t *testing.T) {
 	res := <-done
 	if res.Status == jail.StatusExited || !stop.KilledRunning {
 		t.Errorf("the running call: %s (%s); session %+v", res.Status, res.Reason, stop)
+	}
+}
+
+// BenchmarkSessionCall is one call of /bin/true in a live session, from Go
+// (the embedded path: no client, no server).
+func BenchmarkSessionCall(b *testing.B) {
+	dir := b.TempDir()
+	os.Chmod(dir, 0o777)
+	p, err := profiles.Load("default")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		p.AddAllowDegraded("cgroup")
+	}
+	spec, err := p.Spec(profiles.Request{Args: []string{"/bin/true"}, Cwd: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := jail.StartSession(spec, jail.SessionLimits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Stop()
+	b.ResetTimer()
+	for range b.N {
+		cmd, err := s.Command(s.Spec())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err := cmd.Run(); err != nil || res.ExitCode != 0 {
+			b.Fatalf("%v %+v", err, res)
+		}
 	}
 }
