@@ -83,7 +83,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzCheck -fuzztime=300000x ./tools
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzReader -fuzztime=300000x ./auditlog
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParse -fuzztime=300000x ./network/hello
-	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParseQuery -fuzztime=300000x ./network/dnsmsg
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzQuery -fuzztime=300000x ./network/resolver
 
 integration: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN)
 	$(GO) test -count=1 -timeout 15m ./integration/
