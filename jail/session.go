@@ -223,9 +223,7 @@ func sessionCallFits(base, call *Spec) string {
 	b.Dir, c.Dir = "", ""
 	b.Limits.Timeout, c.Limits.Timeout = 0, 0
 	b.Limits.OutputLimit, c.Limits.OutputLimit = 0, 0
-	if reflect.DeepEqual(b.Limits, c.Limits) {
-		b.Limits = c.Limits
-	} else {
+	if !reflect.DeepEqual(b.Limits, c.Limits) {
 		return "limits other than the timeout and the output limit are the session's"
 	}
 	if !reflect.DeepEqual(b, c) {
@@ -296,30 +294,7 @@ func (c *Cmd) startSessionCall() error {
 	if init.group != nil {
 		c.groupStart = init.group.Stats()
 	}
-	paths := execCandidates(c.Spec.Args[0], c.Spec.Env, c.Spec.Dir)
-	// Under the init's lock: its reader names the command in a failure.
-	init.mu.Lock()
-	cfg := c.plan.stage2
-	cfg.Args, cfg.Env = c.Spec.Args, c.Spec.Env
-	if c.Spec.Dir != "" {
-		cfg.Dir = c.Spec.Dir
-	}
-	c.initPlan.stage2.cfg = &cfg
-	c.initPlan.stage2.paths = paths
-	init.mu.Unlock()
-	stdio, err := c.childStdio()
-	if err == nil {
-		msg := encodeCall(callMsg{args: c.Spec.Args, env: c.Spec.Env, paths: paths, dir: c.Spec.Dir, tty: c.TTY, keep: c.KeepRunning})
-		if len(msg) > maxCallBytes {
-			err = fmt.Errorf("the call's arguments and environment are %d bytes, more than a session's call takes (%d)", len(msg), maxCallBytes)
-		} else {
-			rights := unix.UnixRights(int(stdio.stdin.Fd()), int(stdio.out[0].Fd()), int(stdio.out[1].Fd()))
-			if err = unix.Sendmsg(c.sock, msg, rights, nil, unix.MSG_NOSIGNAL); err != nil {
-				err = fmt.Errorf("give the session its call: %w", err)
-			}
-		}
-		stdio.close()
-	}
+	err := c.giveCall(&init.mu, callMsg{dir: c.Spec.Dir, tty: c.TTY, keep: c.KeepRunning}, "the session")
 	if err != nil {
 		if c.relays[0] != nil {
 			c.relays[0].attach(nil)

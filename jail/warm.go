@@ -288,34 +288,12 @@ func (c *Cmd) startCall() error {
 	if c.warm.taken && c.relays[0] != nil {
 		return errors.New("jail: Cmd already started")
 	}
-	paths := execCandidates(c.Spec.Args[0], c.Spec.Env, c.Spec.Dir)
-	// Under c.mu: the messages' reader names the command in a failure.
 	c.mu.Lock()
 	c.started = time.Now()
 	c.res.StartedAt = c.started.UTC()
 	c.res.Command = c.Spec.Args
-	cfg := c.plan.stage2
-	cfg.Args, cfg.Env = c.Spec.Args, c.Spec.Env
-	c.initPlan.stage2.cfg = &cfg
-	c.initPlan.stage2.paths = paths
 	c.mu.Unlock()
-	stdio, err := c.childStdio()
-	if err == nil {
-		msg := encodeCall(callMsg{args: c.Spec.Args, env: c.Spec.Env, paths: paths, tty: c.TTY})
-		fds := []int{int(stdio.stdin.Fd()), int(stdio.out[0].Fd()), int(stdio.out[1].Fd())}
-		if forgeCall != nil {
-			msg, fds = forgeCall(msg, fds)
-		}
-		var rights []byte
-		if len(fds) > 0 {
-			rights = unix.UnixRights(fds...)
-		}
-		err = unix.Sendmsg(c.sock, msg, rights, nil, unix.MSG_NOSIGNAL)
-		stdio.close()
-		if err != nil {
-			err = fmt.Errorf("give the warm jail its command: %w", err)
-		}
-	}
+	err := c.giveCall(&c.mu, callMsg{tty: c.TTY}, "the warm jail")
 	if err != nil {
 		c.proc.kill()
 		<-c.waitCh
@@ -325,6 +303,45 @@ func (c *Cmd) startCall() error {
 		return c.fail(&SetupError{Code: ExitSetup, Err: err})
 	}
 	c.superviseCommand()
+	return nil
+}
+
+// giveCall sends the jail that runs the call (a warm jail's parked stage
+// 2, a session's init) its message, m with the Cmd's strings and the
+// paths found for them, and the stdio the Cmd's fields ask for. mu is the
+// lock under which the messages' reader names the command in a failure.
+func (c *Cmd) giveCall(mu *sync.Mutex, m callMsg, to string) error {
+	m.args, m.env = c.Spec.Args, c.Spec.Env
+	m.paths = execCandidates(c.Spec.Args[0], c.Spec.Env, c.Spec.Dir)
+	mu.Lock()
+	cfg := c.plan.stage2
+	cfg.Args, cfg.Env = m.args, m.env
+	if m.dir != "" {
+		cfg.Dir = m.dir
+	}
+	c.initPlan.stage2.cfg = &cfg
+	c.initPlan.stage2.paths = m.paths
+	mu.Unlock()
+	stdio, err := c.childStdio()
+	if err != nil {
+		return err
+	}
+	defer stdio.close()
+	msg := encodeCall(m)
+	if len(msg) > maxCallBytes {
+		return fmt.Errorf("the call's arguments and environment are %d bytes, more than %s takes (%d)", len(msg), to, maxCallBytes)
+	}
+	fds := []int{int(stdio.stdin.Fd()), int(stdio.out[0].Fd()), int(stdio.out[1].Fd())}
+	if forgeCall != nil {
+		msg, fds = forgeCall(msg, fds)
+	}
+	var rights []byte
+	if len(fds) > 0 {
+		rights = unix.UnixRights(fds...)
+	}
+	if err := unix.Sendmsg(c.sock, msg, rights, nil, unix.MSG_NOSIGNAL); err != nil {
+		return fmt.Errorf("give %s its command: %w", to, err)
+	}
 	return nil
 }
 
