@@ -25,6 +25,11 @@ func TestSocketAndAuditLogHidden(t *testing.T) {
 		if !errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, "would show the server's") {
 			t.Errorf("workdir %s: %v, want a refusal naming the socket or the audit log", dir, err)
 		}
+		// A session's jail is one too: its start is refused the same way.
+		_, _, err = c.SessionOp(context.Background(), Request{Workdir: dir, SessionOp: &SessionOp{Action: "start", Detach: true}})
+		if !errors.As(err, &e) || e.Code != 125 || !strings.Contains(e.Message, "would show the server's") {
+			t.Errorf("a session with workdir %s: %v, want a refusal naming the socket or the audit log", dir, err)
+		}
 	}
 	other := t.TempDir()
 	os.Chmod(other, 0o777)
