@@ -918,7 +918,13 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 	if fs.Parse(args) != nil {
 		return nil, nil
 	}
-	socket := serverOf(&f, environ)
+	return servedRunOf(&f, fs.Args(), getwd, environ)
+}
+
+// servedRunOf is parseServed once the flags are parsed: f and the
+// arguments after them.
+func servedRunOf(f *runFlags, rest []string, getwd func() (string, error), environ []string) (*servedRun, error) {
+	socket := serverOf(f, environ)
 	if socket == "" && f.session.set {
 		// A session lives in a server: the default one unless named.
 		socket = serve.DefaultPath()
@@ -929,10 +935,10 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 		}
 		return nil, nil
 	}
-	if err := servedFlagError(&f); err != nil {
+	if err := servedFlagError(f); err != nil {
 		return nil, err
 	}
-	command, err := commandOf(fs.Args())
+	command, err := commandOf(rest)
 	if err != nil {
 		return nil, err
 	}
@@ -940,7 +946,7 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 	if err != nil {
 		return nil, lineError("current directory: %v; run tooljail from a directory that exists", err)
 	}
-	sr := &servedRun{flags: &f, socket: socket}
+	sr := &servedRun{flags: f, socket: socket}
 	sr.req = serve.Request{Argv: command, Network: f.net.value, MergeStderr: f.mergeStderr, Changes: f.changes.value}
 	// Asked for; or at a terminal (sr.run decides: it sees the terminals).
 	sr.req.TTY = f.tty
@@ -948,7 +954,7 @@ func parseServed(args []string, getwd func() (string, error), environ []string) 
 	case f.noWorkdir && f.workdir.set:
 		return nil, errors.New("--workdir and --no-workdir contradict each other")
 	case f.session.set:
-		if err := sessionCallFlags(&f); err != nil {
+		if err := sessionCallFlags(f); err != nil {
 			return nil, err
 		}
 		sr.req.Session, sr.req.KeepRunning = f.session.value, f.keepRunning

@@ -95,14 +95,12 @@ func sessionStartRequest(args []string, getwd func() (string, error), environ []
 			return serve.Request{}, nil, nil, fmt.Errorf("%s is a call's, not a session's: give it to 'tooljail run --session ID'", c.flag)
 		}
 	}
-	// Parsed as the served run of a placeholder command: the same checks
-	// and profile handling.
-	withServer := args
+	// As the served run of a placeholder command: the same checks and
+	// profile handling.
 	if serverOf(&f, environ) == "" {
-		withServer = append([]string{"--server", serve.DefaultPath()}, args...)
+		f.server = scalar{value: serve.DefaultPath(), set: true}
 	}
-	withServer = removeSessionFlags(withServer)
-	sr, err := parseServed(append(withServer, "--", "(session)"), getwd, environ)
+	sr, err := servedRunOf(&f, []string{"(session)"}, getwd, environ)
 	if err != nil {
 		return serve.Request{}, nil, nil, err
 	}
@@ -115,37 +113,6 @@ func sessionStartRequest(args []string, getwd func() (string, error), environ []
 	}
 	req.SessionOp = &serve.SessionOp{Action: "start", Detach: true, Idle: sf.idle.value, MaxLife: sf.maxLife.value}
 	return req, sr, &f, nil
-}
-
-// removeSessionFlags drops --idle and --max-life (and their values),
-// which a served run does not know.
-func removeSessionFlags(args []string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		switch a {
-		case "--idle", "-idle", "--max-life", "-max-life":
-			i++
-			continue
-		}
-		if len(a) > 2 && (hasFlagPrefix(a, "idle=") || hasFlagPrefix(a, "max-life=")) {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-func hasFlagPrefix(a, name string) bool {
-	for _, p := range []string{"--", "-"} {
-		if len(a) > len(p)+len(name) && a[:len(p)+len(name)] == p+name {
-			return true
-		}
-	}
-	return false
 }
 
 func sessionStart(args []string, stdout, stderr io.Writer) int {
