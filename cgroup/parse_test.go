@@ -180,7 +180,8 @@ func TestStatsV1Fake(t *testing.T) {
 	acct := fakeDir(t, map[string]string{"cpuacct.stat": "user 150\nsystem 50\n"})
 	cpu := fakeDir(t, map[string]string{"cpu.stat": "nr_periods 3\nnr_throttled 2\nthrottled_time 5000000\n"})
 	pids := fakeDir(t, map[string]string{"pids.events": "max 4\n"})
-	st := statsV1(map[string]string{Memory: mem, "cpuacct": acct, CPU: cpu, Pids: pids}, Resources{Memory: 4096})
+	dirs := v1Dirs{Memory: mem, "cpuacct": acct, CPU: cpu, Pids: pids}
+	st := statsV1(dirs, Resources{Memory: 4096}, false)
 	chk := func(name string, p *int64, want int64) {
 		if p == nil || *p != want {
 			t.Errorf("%s = %s, want %d", name, fmtp(p), want)
@@ -195,6 +196,35 @@ func TestStatsV1Fake(t *testing.T) {
 	chk("throttled", st.CPUThrottledUs, 5000)
 	if st.PidsPeak != nil {
 		t.Errorf("pids.peak absent but PidsPeak = %d", *st.PidsPeak)
+	}
+	// The counters alone: the same counts, and nothing else read.
+	c := statsV1(dirs, Resources{Memory: 4096}, true)
+	chk("counters: oom", c.OOMKills, 2)
+	chk("counters: hits", c.PidsLimitHits, 4)
+	chk("counters: throttled", c.CPUThrottledUs, 5000)
+	if c.MemoryPeak != nil || c.MemoryLimit != nil || c.CPUUserUsec != nil || c.CPUSystemUsec != nil {
+		t.Errorf("counters read more than the counters: %+v", c)
+	}
+}
+
+func TestCountersV2Fake(t *testing.T) {
+	d := fakeDir(t, map[string]string{
+		"memory.peak":   "104857600\n",
+		"memory.events": "low 0\nhigh 0\nmax 9\noom 4\noom_kill 3\n",
+		"pids.events":   "max 7\n",
+		"cpu.stat":      "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nthrottled_usec 4242\n",
+	})
+	c := (&v2Group{dir: d}).counters()
+	for name, v := range map[string]struct {
+		p    *int64
+		want int64
+	}{"oom": {c.OOMKills, 3}, "hits": {c.PidsLimitHits, 7}, "throttled": {c.CPUThrottledUs, 4242}} {
+		if v.p == nil || *v.p != v.want {
+			t.Errorf("%s = %s, want %d", name, fmtp(v.p), v.want)
+		}
+	}
+	if c.MemoryPeak != nil || c.CPUUserUsec != nil {
+		t.Errorf("counters read more than the counters: %+v", c)
 	}
 }
 

@@ -270,12 +270,20 @@ func (g *v1Group) joinThread() (leave func() error, err error) {
 }
 
 // stats adds the processes the OOM watcher killed to the kernel's count.
-func (g *v1Group) stats() Stats {
+func (g *v1Group) stats() Stats { return g.read(false) }
+
+// counters reads only the event counters (Group.Counters).
+func (g *v1Group) counters() Stats { return g.read(true) }
+
+// read settles the OOM watcher first, so that figures read right after
+// the command died include the rest of the group, and adds what it
+// killed to the kernel's count.
+func (g *v1Group) read(counters bool) Stats {
 	var extra int64
 	if g.oom != nil {
 		extra = g.oom.settle()
 	}
-	st := statsV1(g.dirs, g.res)
+	st := statsV1(g.dirs, g.res, counters)
 	if st.OOMKills != nil {
 		v := *st.OOMKills + extra
 		st.OOMKills = &v
@@ -300,21 +308,26 @@ func (g *v1Group) remove() error {
 	return errors.Join(errs...)
 }
 
-// statsV1 reads the figures of v1 group directories.
-func statsV1(dirs v1Dirs, r Resources) Stats {
+// statsV1 reads the figures of v1 group directories; only the event
+// counters when counters is set.
+func statsV1(dirs v1Dirs, r Resources, counters bool) Stats {
 	var st Stats
 	if d, ok := dirs[Memory]; ok {
-		st.MemoryPeak = intFile(d, "memory.max_usage_in_bytes")
-		if r.Memory > 0 {
-			st.MemoryLimit = intFile(d, "memory.limit_in_bytes")
+		if !counters {
+			st.MemoryPeak = intFile(d, "memory.max_usage_in_bytes")
+			if r.Memory > 0 {
+				st.MemoryLimit = intFile(d, "memory.limit_in_bytes")
+			}
 		}
 		st.OOMKills = keyed(d, "memory.oom_control", "oom_kill")
 	}
 	if d, ok := dirs[Pids]; ok {
-		st.PidsPeak = intFile(d, "pids.peak")
+		if !counters {
+			st.PidsPeak = intFile(d, "pids.peak")
+		}
 		st.PidsLimitHits = keyed(d, "pids.events", "max")
 	}
-	if d, ok := dirs["cpuacct"]; ok {
+	if d, ok := dirs["cpuacct"]; ok && !counters {
 		// usage_user/usage_sys are nanoseconds (4.7+); cpuacct.stat is
 		// in USER_HZ ticks, the fallback.
 		u, uerr := readInt(d, "cpuacct.usage_user")

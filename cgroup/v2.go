@@ -173,6 +173,15 @@ func (g *v2Group) joinThread() (func() error, error) {
 
 func (g *v2Group) stats() Stats { return statsV2(g.dir, g.res) }
 
+// counters reads only the event counters (Group.Counters).
+func (g *v2Group) counters() Stats {
+	st := Stats{OOMKills: keyed(g.dir, "memory.events", "oom_kill"), PidsLimitHits: keyed(g.dir, "pids.events", "max")}
+	if cpu, err := readKeyed(g.dir, "cpu.stat"); err == nil {
+		st.CPUThrottledUs = ptr(cpu, "throttled_usec")
+	}
+	return st
+}
+
 func (g *v2Group) kill() error { return killV2(g.dir) }
 
 // remove removes the directory, then closes the fd and drops the group's

@@ -100,6 +100,14 @@ int tj_landlock(struct tj_builder *b);
 // init_reap.c: stage 2, then the init's life as PID 1.
 void tj_default_handlers(void);
 int tj_start_stage2(struct tj_builder *b);
+// tj_start_stage2 in two halves, for a session's call started ahead
+// (init_session.c): the fork, which fails with what tj_failed would say,
+// and the wait for the command's execve.
+struct tj_fork_fail {
+	int step, op, err, index;
+};
+long tj_fork_stage2(struct tj_builder *b, int *status_fd, struct tj_fork_fail *f);
+void tj_await_stage2(struct tj_builder *b, long pid, int status_fd, int own_thp);
 __attribute__((noreturn)) void tj_reap(struct tj_builder *b);
 // tj_report sends the command's end; leftover is how many processes were
 // still running when the command ended and were killed (-1: not counted).

@@ -123,20 +123,26 @@ static void tj_pass_failure(struct tj_builder *b, struct tj_record *r) {
 	tj_send_record(b->sock, r, tj_record_size(r), -1);
 }
 
-// tj_start_stage2 forks stage 2, writes its id maps and waits until it has
-// exec'd the command or failed; a failure goes on to the supervisor, and
-// the reaper reports stage 2's end after it.
-int tj_start_stage2(struct tj_builder *b) {
+// tj_fork_stage2 forks stage 2 and writes its id maps: stage 2 goes on
+// to its confinement, and the read end of its status pipe (a failure
+// record, or the end of file at its execve) is in *status. It returns the
+// pid, or -1 with what failed in *f.
+long tj_fork_stage2(struct tj_builder *b, int *status_fd, struct tj_fork_fail *f) {
 	struct tj_stage2 *s = tj_stage2_copy(b);
 	int sync[2], status[2];
+	memset(f, 0, sizeof *f);
+	f->step = TJ_I_STAGE2;
+	f->op = TJ_OP_NONE;
+	f->index = -1;
 	if (pipe2(sync, O_CLOEXEC) < 0) {
-		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, errno, -1, NULL);
+		f->err = errno;
+		return -1;
 	}
 	if (pipe2(status, O_CLOEXEC) < 0) {
-		int e = errno;
+		f->err = errno;
 		close(sync[0]);
 		close(sync[1]);
-		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, e, -1, NULL);
+		return -1;
 	}
 	s->sync_fd = sync[0];
 	s->status_fd = status[1];
@@ -148,45 +154,57 @@ int tj_start_stage2(struct tj_builder *b) {
 	// So the memory is dumpable until they are written: nothing in the
 	// jail runs yet, and stage 2's execve decides again for the command.
 	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	// Stage 2 sets the command's huge page setting on the shared memory
-	// before its execve; the init's comes back once it has exec'd or failed.
-	int own_thp = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
 	long pid = tj_stage2_start(s);
 	close(sync[0]);
 	close(status[1]);
 	if (pid < 0) {
 		close(sync[1]);
 		close(status[0]);
-		return tj_failed(b, TJ_I_STAGE2, TJ_OP_NONE, (int)-pid, -1, NULL);
+		f->err = (int)-pid;
+		return -1;
 	}
 	// Without namespaces stage 2 has no id maps: only the sync byte.
-	int failed = b->p->nons ? 0 : tj_stage2_maps(pid), e = errno, r = 0;
+	int failed = b->p->nons ? 0 : tj_stage2_maps(pid), e = errno;
 	// Not dumpable again before stage 2 may go on to the command.
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (failed != 0) {
-		r = tj_failed(b, TJ_I_STAGE2_MAP, TJ_OP_WRITE, e, failed - 1, NULL);
+		f->step = TJ_I_STAGE2_MAP;
+		f->op = TJ_OP_WRITE;
+		f->err = e;
+		f->index = failed - 1;
 	} else {
 		ssize_t w;
 		do {
 			w = write(sync[1], "", 1);
 		} while (w < 0 && errno == EINTR);
 		if (w != 1) {
-			r = tj_failed(b, TJ_I_STAGE2, TJ_OP_WRITE, w < 0 ? errno : EIO, -1, NULL);
+			f->op = TJ_OP_WRITE;
+			f->err = w < 0 ? errno : EIO;
 		}
 	}
 	close(sync[1]);
-	if (r < 0) {
+	if (f->err != 0) {
 		close(status[0]);
 		kill((pid_t)pid, SIGKILL);
 		waitpid((pid_t)pid, NULL, __WALL);
 		return -1;
 	}
+	*status_fd = status[0];
+	return pid;
+}
+
+// tj_await_stage2 waits until stage 2 (pid) has exec'd the command or
+// failed: a failure goes on to the supervisor, and the reaper reports
+// stage 2's end after it. Stage 2 sets the command's huge page setting on
+// the memory it shares with the init; own_thp, the init's, comes back.
+void tj_await_stage2(struct tj_builder *b, long pid, int status_fd, int own_thp) {
+	struct tj_stage2 *s = b->stage2;
 	struct tj_record rec;
 	ssize_t n;
 	do {
-		n = read(status[0], &rec, sizeof rec);
+		n = read(status_fd, &rec, sizeof rec);
 	} while (n < 0 && errno == EINTR);
-	close(status[0]);
+	close(status_fd);
 	if (own_thp >= 0 && prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != own_thp) {
 		prctl(PR_SET_THP_DISABLE, own_thp, 0, 0, 0);
 	}
@@ -198,6 +216,18 @@ int tj_start_stage2(struct tj_builder *b) {
 		close(s->landlock_fd);
 	}
 	b->command = (pid_t)pid;
+}
+
+// tj_start_stage2 forks stage 2, writes its id maps and waits until it has
+// exec'd the command or failed (tj_await_stage2).
+int tj_start_stage2(struct tj_builder *b) {
+	int own_thp = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0), status;
+	struct tj_fork_fail f;
+	long pid = tj_fork_stage2(b, &status, &f);
+	if (pid < 0) {
+		return tj_failed(b, f.step, f.op, f.err, f.index, NULL);
+	}
+	tj_await_stage2(b, pid, status, own_thp);
 	return 0;
 }
 

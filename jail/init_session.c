@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -34,6 +35,23 @@
 
 // The plan's working directory, each call's unless it names its own.
 static const char *tj_base_dir;
+// The plan's clone flags for stage 2.
+static unsigned long tj_base_flags;
+
+// The next call's stage 2, started ahead (tj_start_ahead) while the
+// session waits: it confines itself and parks before its ready record
+// until the call comes, so that a call costs the supervisor's message,
+// the go and the command's execve, not stage 2's namespaces and
+// confinement. pid 0: none.
+static struct {
+	pid_t pid;
+	int go_fd;     // the init's end of the socket the call's stdio goes on
+	int status_fd; // stage 2's status pipe (tj_fork_stage2)
+} tj_ahead = {0, -1, -1};
+
+// The init's own huge page setting: stage 2 sets the command's on the
+// memory they share before it parks.
+static int tj_init_thp = -1;
 
 // tj_session_fail ends the session with a failure record of its own step.
 static __attribute__((noreturn)) void tj_session_fail(struct tj_builder *b, int err) {
@@ -182,7 +200,7 @@ static void tj_keep_all(void) {
 	int n = tj_scan();
 	int k = 0;
 	for (int i = 0; i < n; i++) {
-		if (!tj_procs[i].zombie && k < TJ_MAX_KEPT) {
+		if (!tj_procs[i].zombie && tj_procs[i].pid != tj_ahead.pid && k < TJ_MAX_KEPT) {
 			tj_kept[k++] = tj_procs[i];
 		}
 	}
@@ -198,7 +216,7 @@ static int tj_kill_unkept(void) {
 		int n = tj_scan(), alive = 0;
 		for (int i = 0; i < n; i++) {
 			const struct tj_proc *p = &tj_procs[i];
-			if (p->zombie || tj_is_kept(p, n)) {
+			if (p->zombie || p->pid == tj_ahead.pid || tj_is_kept(p, n)) {
 				continue;
 			}
 			alive++;
@@ -242,27 +260,145 @@ static void tj_kill_call(pid_t call, int keep) {
 	kill(call, SIGKILL);
 }
 
+// tj_ahead_forget closes what the init holds of the stage 2 started ahead.
+static void tj_ahead_forget(void) {
+	if (tj_ahead.go_fd >= 0) {
+		close(tj_ahead.go_fd);
+	}
+	if (tj_ahead.status_fd >= 0) {
+		close(tj_ahead.status_fd);
+	}
+	tj_ahead.pid = 0;
+	tj_ahead.go_fd = tj_ahead.status_fd = -1;
+}
+
+// tj_drop_ahead kills the stage 2 started ahead, before the init starts
+// another (they would share the plan's memory).
+static void tj_drop_ahead(void) {
+	if (tj_ahead.pid > 0) {
+		kill(tj_ahead.pid, SIGKILL);
+		waitpid(tj_ahead.pid, NULL, __WALL);
+	}
+	tj_ahead_forget();
+	if (tj_init_thp >= 0) {
+		prctl(PR_SET_THP_DISABLE, tj_init_thp, 0, 0, 0);
+	}
+}
+
+// tj_start_ahead starts the next call's stage 2, to park. A failure is
+// not the session's: the call then starts its own, which reports it.
+static void tj_start_ahead(struct tj_builder *b, unsigned long base) {
+	if (tj_ahead.pid > 0) {
+		return;
+	}
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		return;
+	}
+	struct tj_stage2 *s = b->stage2;
+	s->clone_flags = base;
+	s->warm = 0;
+	s->ahead = 1;
+	s->ahead_fd = sv[1];
+	s->dir = tj_base_dir;
+	s->tty = 0;
+	struct tj_fork_fail f;
+	int status;
+	long pid = tj_fork_stage2(b, &status, &f);
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		s->ahead = 0;
+		return;
+	}
+	tj_ahead.pid = (pid_t)pid;
+	tj_ahead.go_fd = sv[0];
+	tj_ahead.status_fd = status;
+}
+
+// tj_go_ahead gives the call parsed into the plan to the stage 2 started
+// ahead, with its stdio, and waits for its execve as tj_start_stage2
+// does; 0, or -1 when there is none that can take it. One that parked in
+// another working directory than the call's is dropped.
+static int tj_go_ahead(struct tj_builder *b, const int fds[3]) {
+	if (tj_ahead.pid <= 0) {
+		return -1;
+	}
+	if (strcmp(b->stage2->dir, tj_base_dir) != 0) {
+		tj_drop_ahead();
+		return -1;
+	}
+	char go = 'g';
+	struct iovec iov = {&go, 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 3)];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr mh;
+	memset(&mh, 0, sizeof mh);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof u.buf;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * 3);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * 3);
+	ssize_t n;
+	do {
+		n = sendmsg(tj_ahead.go_fd, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	char took = 0;
+	if (n == 1) {
+		do {
+			n = read(tj_ahead.go_fd, &took, 1);
+		} while (n < 0 && errno == EINTR);
+	}
+	if (n != 1) {
+		// It died waiting (killed from the host, or by a kept process
+		// where Landlock does not scope signals), not yet reaped.
+		tj_drop_ahead();
+		return -1;
+	}
+	long pid = tj_ahead.pid;
+	int status = tj_ahead.status_fd;
+	tj_ahead.status_fd = -1;
+	tj_ahead_forget();
+	tj_await_stage2(b, pid, status, tj_init_thp);
+	return 0;
+}
+
 // tj_start_call starts the call of a message already parsed into s, with
-// the received descriptors as its stdin, stdout and stderr.
+// the received descriptors as its stdin, stdout and stderr: by the stage
+// 2 started ahead, or else by one of its own.
 // The running call keeps its processes (TJ_CALL_KEEP).
 static int tj_call_keeps;
 
 static void tj_start_call(struct tj_builder *b, const int fds[3], int null_fd, unsigned long base, uint32_t flags) {
 	struct tj_stage2 *s = b->stage2;
+	tj_call_keeps = (flags & TJ_CALL_KEEP) != 0;
+	// The watched mounts' findings are the call's.
+	for (int i = 0; i < b->nwatch; i++) {
+		b->watch[i].full = 0;
+		b->watch[i].peak_used_bytes = 0;
+	}
+	if (tj_go_ahead(b, fds) == 0) {
+		for (int i = 0; i < 3; i++) {
+			close(fds[i]);
+		}
+		return;
+	}
 	for (int i = 0; i < 3; i++) {
 		if (dup2(fds[i], i) < 0) {
 			tj_session_fail(b, errno);
 		}
 		close(fds[i]);
 	}
-	tj_call_keeps = (flags & TJ_CALL_KEEP) != 0;
 	s->clone_flags = base;
 	s->warm = 0;
-	// The watched mounts' findings are the call's.
-	for (int i = 0; i < b->nwatch; i++) {
-		b->watch[i].full = 0;
-		b->watch[i].peak_used_bytes = 0;
-	}
+	s->ahead = 0;
 	tj_step(b, tj_start_stage2(b));
 	// Stage 2 has its copies: the call's outputs end with it.
 	for (int i = 0; i < 3; i++) {
@@ -329,6 +465,10 @@ static void tj_session_reap(struct tj_builder *b, pid_t *call) {
 		if (got <= 0) {
 			return;
 		}
+		if (got == tj_ahead.pid) {
+			tj_ahead_forget(); // it died parked: the next call starts its own
+			continue;
+		}
 		if (got != *call) {
 			continue; // left by a call that kept its processes
 		}
@@ -340,6 +480,8 @@ static void tj_session_reap(struct tj_builder *b, pid_t *call) {
 		}
 		tj_exit_record(b, ws, leftover, &ru);
 		*call = 0;
+		// While the supervisor answers and its client asks again.
+		tj_start_ahead(b, tj_base_flags);
 	}
 }
 
@@ -354,12 +496,15 @@ void tj_session(struct tj_builder *b) {
 	}
 	unsigned long base = b->stage2->clone_flags;
 	tj_base_dir = b->stage2->dir;
+	tj_base_flags = base;
+	tj_init_thp = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
 	struct tj_record ready;
 	memset(&ready, 0, offsetof(struct tj_record, path) + 1);
 	ready.type = TJ_REC_SESSION;
 	if (tj_send_record(b->sock, &ready, tj_record_size(&ready), -1) < 0) {
 		_exit(0);
 	}
+	tj_start_ahead(b, base);
 	pid_t call = 0;
 	for (;;) {
 		struct pollfd p[2] = {{.fd = b->sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};

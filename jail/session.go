@@ -292,7 +292,7 @@ func (c *Cmd) startSessionCall() error {
 	c.res.Session = &SessionCall{ID: s.id, Call: s.calls, KeepRunning: c.KeepRunning}
 	s.mu.Unlock()
 	if init.group != nil {
-		c.groupStart = init.group.Stats()
+		c.groupStart = init.group.Counters()
 	}
 	err := c.giveCall(&init.mu, callMsg{dir: c.Spec.Dir, tty: c.TTY, keep: c.KeepRunning}, "the session")
 	if err != nil {

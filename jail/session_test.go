@@ -3,7 +3,9 @@ package jail_test
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,6 +86,95 @@ func TestSessionCalls(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the session did not end")
 	}
+}
+
+// The next call's stage 2 waits, started ahead, between calls. A process
+// an earlier call kept cannot signal it where Landlock scopes signals (each
+// call is a domain of its own), and may kill it elsewhere, as it may kill
+// the next call's command there. One that died waiting (here: killed from
+// the host) is replaced by the call's own, as is one started in another
+// working directory than the call's.
+func TestSessionCallStartedAhead(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	s := startSession(t, dir, jail.SessionLimits{})
+	r1 := call(t, s, true, `(sleep 0.3; for p in /proc/[0-9]*; do
+	    n=${p#/proc/}
+	    if [ "$n" != 1 ] && [ "$(cat $p/comm)" = "$(cat /proc/1/comm)" ]; then
+	      kill -9 $n 2>/dev/null && echo killed || echo denied
+	    fi
+	  done > /tmp/kills) & echo kept`)
+	if r1.ExitCode != 0 {
+		t.Fatalf("call 1: %+v", r1)
+	}
+	time.Sleep(time.Second)
+	r2 := call(t, s, false, `cat /tmp/kills`)
+	// Each call is a Landlock domain of its own: with signal scoping
+	// (ABI 6+) one cannot signal another's processes.
+	scoped := r1.Enforcement.LandlockABI >= 6
+	switch got := *r2.Stdout.Text; {
+	case r2.ExitCode != 0:
+		t.Fatalf("call 2: %s %d %s", r2.Status, r2.ExitCode, r2.Reason)
+	case got == "":
+		t.Error("the kept process saw no stage 2 waiting for the next call")
+	case scoped && got != "denied\n":
+		t.Errorf("with Landlock's signal scoping, the kept process could signal the next call's stage 2: %q", got)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := killInitChildren(t); n != 1 {
+		t.Errorf("killed %d stage 2s waiting from the host, want 1", n)
+	}
+	for i, d := range []string{"", "/tmp", "", "/tmp", ""} {
+		sp := s.Spec()
+		sp.Args = []string{"/bin/pwd"}
+		want := dir
+		if d != "" {
+			sp.Dir, want = d, d
+		}
+		cmd, err := s.Command(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.CaptureOutput = true
+		res, err := cmd.Run()
+		if err != nil || res.ExitCode != 0 || *res.Stdout.Text != want+"\n" {
+			t.Errorf("call %d in %q: %v %+v, want pwd %s", i, d, err, res, want)
+		}
+	}
+}
+
+// killInitChildren kills the children named tooljail-init of this
+// process's children named tooljail-init (a session's init's stage 2s,
+// before their execve), and returns how many.
+func killInitChildren(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, init := range childrenNamed(os.Getpid(), "tooljail-init") {
+		for _, st2 := range childrenNamed(init, "tooljail-init") {
+			if err := syscall.Kill(st2, syscall.SIGKILL); err != nil {
+				t.Errorf("kill %d: %v", st2, err)
+			}
+			n++
+		}
+	}
+	return n
+}
+
+// childrenNamed lists pid's children (of any of its threads) whose name
+// is comm.
+func childrenNamed(pid int, comm string) []int {
+	var found []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			c, _ := strconv.Atoi(f)
+			if name, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c)); strings.TrimSpace(string(name)) == comm {
+				found = append(found, c)
+			}
+		}
+	}
+	return found
 }
 
 // A fork bomb in one call is that call's end (its timeout, the pids cap

@@ -319,18 +319,17 @@ static int tj_split(char **at, char *end, char **out, uint32_t n) {
 char tj_call_buf[TJ_CALL_MAX_BYTES];
 static char *tj_call_ptrs[TJ_CALL_MAX_STRINGS + 4];
 
-// tj_wait_for_call is a warm jail's park: confined already, stage 2 waits
-// for the supervisor's one message with the command (warm.go's
-// encodeCall) and its stdin, stdout and stderr. It closes its own 0, 1
-// and 2 first, so that the kernel puts the three received descriptors
-// there (the lowest free numbers, in order), and checks that it did:
-// recvmsg is all the filter needs to allow. The strings go into s, whose
-// memory the init shares: it reads the paths when the execve fails.
-static void tj_wait_for_call(const struct tj_stage2 *s) {
-	for (int fd = 0; fd < 3; fd++) {
-		SYS1(SYS_close, fd);
+// tj_receive_stdio receives a message of at most size bytes on fd with
+// three descriptors, which become 0, 1 and 2: it closes its own first, so
+// that the kernel puts them there (the lowest free numbers, in order), and
+// checks that it did; recvmsg is all the filter needs to allow. It returns
+// the message's length; the end of the socket means the jail was closed
+// unused: nothing ran, and stage 2 exits.
+static long tj_receive_stdio(const struct tj_stage2 *s, int fd, char *buf, size_t size) {
+	for (int i = 0; i < 3; i++) {
+		SYS1(SYS_close, i);
 	}
-	struct iovec iov = {tj_call_buf, sizeof tj_call_buf};
+	struct iovec iov = {buf, size};
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * 3)];
 		struct cmsghdr align;
@@ -342,10 +341,9 @@ static void tj_wait_for_call(const struct tj_stage2 *s) {
 	mh.msg_control = u.buf;
 	mh.msg_controllen = sizeof u.buf;
 	long n;
-	while ((n = SYS3(SYS_recvmsg, s->sock, &mh, 0)) == -EINTR) {
+	while ((n = SYS3(SYS_recvmsg, fd, &mh, 0)) == -EINTR) {
 	}
 	if (n == 0) {
-		// The supervisor closed the warm jail unused: nothing ran.
 		for (;;) {
 			SYS1(SYS_exit_group, 0);
 		}
@@ -358,10 +356,35 @@ static void tj_wait_for_call(const struct tj_stage2 *s) {
 	if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof fds)) {
 		memcpy(fds, CMSG_DATA(c), sizeof fds);
 	}
-	uint32_t flags;
-	if (fds[0] != 0 || fds[1] != 1 || fds[2] != 2 || tj_call_parse((struct tj_stage2 *)s, n, mh.msg_flags, &flags) < 0) {
+	if (fds[0] != 0 || fds[1] != 1 || fds[2] != 2 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		tj_fail(s, TJ_STEP_CALL, EPROTO, -1, 125);
 	}
+	return n;
+}
+
+// tj_wait_for_call is a warm jail's park: confined already, stage 2 waits
+// for the supervisor's one message with the command (warm.go's
+// encodeCall) and its stdin, stdout and stderr. The strings go into s,
+// whose memory the init shares: it reads the paths when the execve fails.
+static void tj_wait_for_call(const struct tj_stage2 *s) {
+	long n = tj_receive_stdio(s, s->sock, tj_call_buf, sizeof tj_call_buf);
+	uint32_t flags;
+	if (tj_call_parse((struct tj_stage2 *)s, n, 0, &flags) < 0) {
+		tj_fail(s, TJ_STEP_CALL, EPROTO, -1, 125);
+	}
+}
+
+// tj_wait_for_go is the park of a session's call started ahead: the init
+// has parsed the call into s already and sends only its stdio. The byte
+// back tells the init that this stage 2 took the call: one that dies
+// before it is replaced, one that dies after it is the call's end.
+static void tj_wait_for_go(const struct tj_stage2 *s) {
+	char go;
+	if (tj_receive_stdio(s, s->ahead_fd, &go, 1) != 1) {
+		tj_fail(s, TJ_STEP_CALL, EPROTO, -1, 125);
+	}
+	tj_check(s, TJ_STEP_CALL, SYS3(SYS_write, s->ahead_fd, &go, 1));
+	SYS1(SYS_close, s->ahead_fd);
 }
 
 int tj_call_parse(struct tj_stage2 *w, long n, int msg_flags, uint32_t *flags) {
@@ -486,8 +509,9 @@ static int tj_child(void *arg) {
 	tj_set_rlimits(s);
 	// Per memory: the init's too, until execve gives the command its own.
 	tj_check(s, TJ_STEP_THP, SYS2(SYS_prctl, PR_SET_THP_DISABLE, s->thp_disable));
-	// A warm jail learns whether it has a terminal with its call.
-	if (!s->warm) {
+	// A warm jail, or a call started ahead, learns whether it has a
+	// terminal with its call.
+	if (!s->warm && !s->ahead) {
 		tj_open_tty(s);
 	}
 	tj_restrict_landlock(s);
@@ -495,10 +519,16 @@ static int tj_child(void *arg) {
 	// Under the filter from here: sendmsg, recvmsg, close, close_range,
 	// rt_sigprocmask, write, exit_group and execve are in every allowlist
 	// (seccomp's required calls).
+	if (s->ahead) {
+		// The ready record is the call's: it waits for the call.
+		tj_wait_for_go(s);
+	}
 	tj_send_ready(s, listener);
 	tj_wait_ack(s);
 	if (s->warm) {
 		tj_wait_for_call(s);
+	}
+	if (s->warm || s->ahead) {
 		tj_open_tty(s);
 	}
 	// Only 0, 1 and 2 reach the command; status_fd closes at a successful

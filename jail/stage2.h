@@ -44,6 +44,12 @@ struct tj_stage2 {
 	char *const *envp;
 	char *const *paths; // where to look for argv[0], in order
 	int npaths;
+	// ahead: a session's next call, started before it comes (init_session.c):
+	// stage 2 parks, confined, before its ready record, until the init
+	// sends the call's stdin, stdout and stderr on ahead_fd; the init has
+	// put the call's strings and terminal in this memory by then.
+	int ahead;
+	int ahead_fd;
 	// tty: the command gets a terminal of the jail's own devpts instead of
 	// the descriptors it inherits (stage2.c's tj_open_tty), of this size.
 	int tty;
