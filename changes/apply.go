@@ -559,7 +559,7 @@ func (a *applier) do(k int, st step, placed map[parentKey]bool) error {
 		}
 		old = &ost
 	}
-	if _, err := a.make(k, st, c, pfd, name, old, placed); err != nil {
+	if _, err := a.make(k, st, c, pfd, old, placed); err != nil {
 		return err
 	}
 	if testHookMade != nil {
@@ -580,102 +580,148 @@ func (a *applier) do(k int, st step, placed map[parentKey]bool) error {
 
 // make makes step k's new object under its temporary name and journals
 // its identity before it is renamed anywhere.
-func (a *applier) make(k int, st step, c Change, pfd int, name string, old *unix.Stat_t, placed map[parentKey]bool) (objID, error) {
-	b := a.set.Binds[st.Bind]
-	up := a.upper[st.Bind]
-	made := func(fd int, nofollowName string) (objID, error) {
-		var s unix.Stat_t
-		var err error
-		if nofollowName != "" {
-			err = unix.Fstatat(fd, nofollowName, &s, unix.AT_SYMLINK_NOFOLLOW)
-		} else {
-			err = unix.Fstat(fd, &s)
-		}
-		if err != nil {
-			return objID{}, err
-		}
-		id := objID{s.Dev, s.Ino}
-		a.jr.made[k] = id
-		return id, a.jwrite(journalLine{Made: &k, Dev: id.Dev, Ino: id.Ino}, false)
-	}
+func (a *applier) make(k int, st step, c Change, pfd int, old *unix.Stat_t, placed map[parentKey]bool) (objID, error) {
+	m := making{a: a, k: k, st: st, c: c, pfd: pfd, old: old}
 	switch c.Type {
 	case TypeSymlink:
-		if err := unix.Symlinkat(c.Target, pfd, st.Tmp); err != nil {
-			return objID{}, err
-		}
-		id, err := made(pfd, st.Tmp)
-		if err != nil {
-			return id, err
-		}
-		if uid, gid, ok := ownerFor(b, a.euid, nil, old); ok {
-			if err := unix.Fchownat(pfd, st.Tmp, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return id, err
-			}
-		}
-		return id, nil
+		return m.symlink()
 	case TypeDir:
-		if up < 0 {
-			return objID{}, errors.New("the set's upper layer is gone")
-		}
-		src, err := openBeneath(up, c.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return objID{}, fmt.Errorf("the set's copy: %w", err)
-		}
-		defer unix.Close(src)
-		if err := unix.Mkdirat(pfd, st.Tmp, 0o700); err != nil {
-			return objID{}, err
-		}
-		dst, err := openBeneath(pfd, st.Tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return objID{}, err
-		}
-		defer unix.Close(dst)
-		id, err := made(dst, "")
-		if err != nil {
-			return id, err
-		}
-		return id, a.attrs(src, dst, b, old, c)
+		return m.dir()
 	case TypeFile:
+		// A hard link to a path this apply placed already links to it;
+		// one to a path left as it was gets its own copy.
 		if c.Link != "" && placed[parentKey{st.Bind, c.Link}] {
-			lfd, lname, err := a.parent(st.Bind, c.Link)
-			if err != nil {
-				return objID{}, err
-			}
-			if err := unix.Linkat(lfd, lname, pfd, st.Tmp, 0); err != nil {
-				return objID{}, err
-			}
-			return made(pfd, st.Tmp)
+			return m.link()
 		}
-		if up < 0 {
-			return objID{}, errors.New("the set's upper layer is gone")
-		}
-		src, err := openBeneath(up, c.Path, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return objID{}, fmt.Errorf("the set's copy: %w", err)
-		}
-		defer unix.Close(src)
-		var sst unix.Stat_t
-		if err := unix.Fstat(src, &sst); err != nil {
-			return objID{}, err
-		}
-		if sst.Mode&unix.S_IFMT != unix.S_IFREG {
-			return objID{}, fmt.Errorf("the set's copy is not a regular file (mode %#o)", sst.Mode)
-		}
-		dst, err := openBeneath(pfd, st.Tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, 0o600)
-		if err != nil {
-			return objID{}, err
-		}
-		defer unix.Close(dst)
-		id, err := made(dst, "")
-		if err != nil {
-			return id, err
-		}
-		if err := copySparse(dst, src, sst.Size); err != nil {
-			return id, err
-		}
-		return id, a.attrs(src, dst, b, old, c)
+		return m.file()
 	}
 	return objID{}, fmt.Errorf("cannot apply a %s", c.Type)
+}
+
+// making is one step's new object, made in the directory pfd under the
+// step's temporary name.
+type making struct {
+	a   *applier
+	k   int
+	st  step
+	c   Change
+	pfd int
+	old *unix.Stat_t // what the path held, nil if nothing
+}
+
+// made journals the identity of what was made (fd itself, or its entry
+// name when name is not ""), so that recovery removes only that object.
+func (m making) made(fd int, name string) (objID, error) {
+	var s unix.Stat_t
+	var err error
+	if name != "" {
+		err = unix.Fstatat(fd, name, &s, unix.AT_SYMLINK_NOFOLLOW)
+	} else {
+		err = unix.Fstat(fd, &s)
+	}
+	if err != nil {
+		return objID{}, err
+	}
+	id := objID{s.Dev, s.Ino}
+	m.a.jr.made[m.k] = id
+	return id, m.a.jwrite(journalLine{Made: &m.k, Dev: id.Dev, Ino: id.Ino}, false)
+}
+
+// bind is the bind the step writes to.
+func (m making) bind() BindInfo { return m.a.set.Binds[m.st.Bind] }
+
+// symlink makes a symbolic link, owned as the path's old entry was.
+func (m making) symlink() (objID, error) {
+	if err := unix.Symlinkat(m.c.Target, m.pfd, m.st.Tmp); err != nil {
+		return objID{}, err
+	}
+	id, err := m.made(m.pfd, m.st.Tmp)
+	if err != nil {
+		return id, err
+	}
+	if uid, gid, ok := ownerFor(m.bind(), m.a.euid, nil, m.old); ok {
+		if err := unix.Fchownat(m.pfd, m.st.Tmp, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return id, err
+		}
+	}
+	return id, nil
+}
+
+// openCopy opens the set's copy of the changed path in its upper layer.
+func (m making) openCopy(flags int) (int, error) {
+	up := m.a.upper[m.st.Bind]
+	if up < 0 {
+		return -1, errors.New("the set's upper layer is gone")
+	}
+	fd, err := openBeneath(up, m.c.Path, flags|unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return -1, fmt.Errorf("the set's copy: %w", err)
+	}
+	return fd, nil
+}
+
+// dir makes an empty directory with the copy's attributes; its entries
+// are steps of their own.
+func (m making) dir() (objID, error) {
+	src, err := m.openCopy(unix.O_DIRECTORY)
+	if err != nil {
+		return objID{}, err
+	}
+	defer unix.Close(src)
+	if err := unix.Mkdirat(m.pfd, m.st.Tmp, 0o700); err != nil {
+		return objID{}, err
+	}
+	dst, err := openBeneath(m.pfd, m.st.Tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return objID{}, err
+	}
+	defer unix.Close(dst)
+	id, err := m.made(dst, "")
+	if err != nil {
+		return id, err
+	}
+	return id, m.a.attrs(src, dst, m.bind(), m.old, m.c)
+}
+
+// link makes a hard link to the path c.Link, placed by this apply.
+func (m making) link() (objID, error) {
+	lfd, lname, err := m.a.parent(m.st.Bind, m.c.Link)
+	if err != nil {
+		return objID{}, err
+	}
+	if err := unix.Linkat(lfd, lname, m.pfd, m.st.Tmp, 0); err != nil {
+		return objID{}, err
+	}
+	return m.made(m.pfd, m.st.Tmp)
+}
+
+// file copies the set's regular file, holes kept, with its attributes.
+func (m making) file() (objID, error) {
+	src, err := m.openCopy(0)
+	if err != nil {
+		return objID{}, err
+	}
+	defer unix.Close(src)
+	var sst unix.Stat_t
+	if err := unix.Fstat(src, &sst); err != nil {
+		return objID{}, err
+	}
+	if sst.Mode&unix.S_IFMT != unix.S_IFREG {
+		return objID{}, fmt.Errorf("the set's copy is not a regular file (mode %#o)", sst.Mode)
+	}
+	dst, err := openBeneath(m.pfd, m.st.Tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return objID{}, err
+	}
+	defer unix.Close(dst)
+	id, err := m.made(dst, "")
+	if err != nil {
+		return id, err
+	}
+	if err := copySparse(dst, src, sst.Size); err != nil {
+		return id, err
+	}
+	return id, m.a.attrs(src, dst, m.bind(), m.old, m.c)
 }
 
 // attrs gives dst (new) src's user.* extended attributes (not
