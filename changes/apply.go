@@ -627,6 +627,20 @@ func (m making) made(fd int, name string) (objID, error) {
 	return id, m.a.jwrite(journalLine{Made: &m.k, Dev: id.Dev, Ino: id.Ino}, false)
 }
 
+// openMade opens the object at the temporary name (flags and mode as for
+// openat2) and journals it; the caller closes fd.
+func (m making) openMade(flags int, mode uint32) (fd int, id objID, err error) {
+	fd, err = openBeneath(m.pfd, m.st.Tmp, flags, mode)
+	if err != nil {
+		return -1, objID{}, err
+	}
+	if id, err = m.made(fd, ""); err != nil {
+		unix.Close(fd)
+		return -1, id, err
+	}
+	return fd, id, nil
+}
+
 // bind is the bind the step writes to.
 func (m making) bind() BindInfo { return m.a.set.Binds[m.st.Bind] }
 
@@ -671,15 +685,11 @@ func (m making) dir() (objID, error) {
 	if err := unix.Mkdirat(m.pfd, m.st.Tmp, 0o700); err != nil {
 		return objID{}, err
 	}
-	dst, err := openBeneath(m.pfd, m.st.Tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return objID{}, err
-	}
-	defer unix.Close(dst)
-	id, err := m.made(dst, "")
+	dst, id, err := m.openMade(unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return id, err
 	}
+	defer unix.Close(dst)
 	return id, m.a.attrs(src, dst, m.bind(), m.old, m.c)
 }
 
@@ -709,15 +719,11 @@ func (m making) file() (objID, error) {
 	if sst.Mode&unix.S_IFMT != unix.S_IFREG {
 		return objID{}, fmt.Errorf("the set's copy is not a regular file (mode %#o)", sst.Mode)
 	}
-	dst, err := openBeneath(m.pfd, m.st.Tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return objID{}, err
-	}
-	defer unix.Close(dst)
-	id, err := m.made(dst, "")
+	dst, id, err := m.openMade(unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return id, err
 	}
+	defer unix.Close(dst)
 	if err := copySparse(dst, src, sst.Size); err != nil {
 		return id, err
 	}

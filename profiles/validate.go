@@ -63,44 +63,44 @@ func (p *Profile) validateTop() error {
 // validate checks [filesystem] but its changes key, which validateModes
 // checks with network.mode.
 func (fs *Filesystem) validate() error {
-	if fs.Root != nil {
-		if err := checkRoot(*fs.Root); err != nil {
-			return &KeyError{Key: "filesystem.root", Err: err}
+	for _, l := range []struct {
+		key     string
+		entries []string
+		check   func(string) error
+	}{
+		{"filesystem.root", optional(fs.Root), checkRoot},
+		{"filesystem.system", fs.System, checkSystemDir},
+		{"filesystem.etc", fs.Etc, checkEtcEntry},
+		{"filesystem.ro", fs.Ro, checkBind},
+		{"filesystem.rw", fs.Rw, checkBind},
+		{"filesystem.tmpfs", fs.Tmpfs, checkTmpfs},
+		{"filesystem.caches", fs.Caches, checkCache},
+		{"filesystem.mask", fs.Mask, checkMask},
+		{"filesystem.toolchains", fs.Toolchains, checkToolchain},
+		{"filesystem.home_size", optional(fs.HomeSize), checkHomeSize},
+		{"filesystem.protect", orNone(fs.Protect), checkProtectEntry},
+	} {
+		if err := checkEach(l.key, l.entries, l.check); err != nil {
+			return err
 		}
-	}
-	if err := checkEach("filesystem.system", fs.System, checkSystemDir); err != nil {
-		return err
-	}
-	if err := checkEach("filesystem.etc", fs.Etc, checkEtcEntry); err != nil {
-		return err
-	}
-	if err := checkEach("filesystem.ro", fs.Ro, checkBind); err != nil {
-		return err
-	}
-	if err := checkEach("filesystem.rw", fs.Rw, checkBind); err != nil {
-		return err
-	}
-	if err := checkEach("filesystem.tmpfs", fs.Tmpfs, checkTmpfs); err != nil {
-		return err
-	}
-	if err := checkEach("filesystem.caches", fs.Caches, checkCache); err != nil {
-		return err
-	}
-	if err := checkEach("filesystem.mask", fs.Mask, checkMask); err != nil {
-		return err
-	}
-	if err := checkEach("filesystem.toolchains", fs.Toolchains, checkToolchain); err != nil {
-		return err
-	}
-	if fs.HomeSize != nil {
-		if _, err := parseTmpfsSize(*fs.HomeSize); err != nil {
-			return &KeyError{Key: "filesystem.home_size", Err: err}
-		}
-	}
-	if fs.Protect != nil {
-		return checkEach("filesystem.protect", *fs.Protect, checkProtectEntry)
 	}
 	return nil
+}
+
+// optional is a key that may be unset as a list of zero or one value.
+func optional(v *string) []string {
+	if v == nil {
+		return nil
+	}
+	return []string{*v}
+}
+
+// orNone is a list key that may be unset (nil) as its entries.
+func orNone(l *[]string) []string {
+	if l == nil {
+		return nil
+	}
+	return *l
 }
 
 // checkEach checks every entry of one list key; the first error is that
@@ -139,6 +139,12 @@ func checkBind(b string) error {
 // checkTmpfs is splitTmpfs's verdict alone.
 func checkTmpfs(t string) error {
 	_, _, err := splitTmpfs(t)
+	return err
+}
+
+// checkHomeSize is parseTmpfsSize's verdict alone.
+func checkHomeSize(s string) error {
+	_, err := parseTmpfsSize(s)
 	return err
 }
 
@@ -186,10 +192,7 @@ func (e *Env) validate() error {
 	if err := checkEach("env.pass", e.Pass, checkEnvName); err != nil {
 		return err
 	}
-	if e.Deny != nil {
-		return checkEach("env.deny", *e.Deny, checkDenyPattern)
-	}
-	return nil
+	return checkEach("env.deny", orNone(e.Deny), checkDenyPattern)
 }
 
 // checkDenyPattern accepts a variable name pattern of env.deny.
