@@ -48,3 +48,34 @@ func TestActionsFor(t *testing.T) {
 		t.Errorf("errno: %+v", e)
 	}
 }
+
+func TestArmLabel(t *testing.T) {
+	for _, c := range []struct{ call, label, then string }{
+		{"ioctl", "ioctl", ""},
+		{"socket", "socket", ""},
+		{"prlimit64", "prlimit64", ""},
+		{"openat2", "enosys", ""},
+		{"chmod", "mode1", ""},
+		{"fchmodat", "mode2", ""},
+		{"open", "flags1-mode2", "mode2"},
+		{"openat", "flags2-mode3", "mode3"},
+		{"setpriority", whoLabel(unix.PRIO_PROCESS), ""},
+		{"sched_setattr", "pid1", ""},
+	} {
+		if l, then := armLabel(c.call); l != c.label || then != c.then {
+			t.Errorf("armLabel(%s) = %q, %q; want %q, %q", c.call, l, then, c.label, c.then)
+		}
+	}
+}
+
+func TestPrologueArms(t *testing.T) {
+	// Only the calls this architecture has get an arm, in number order;
+	// an open's arm needs its mode check too.
+	arms, need := prologueArms(map[string]uint32{"openat": 257, "ioctl": 16, "nosuchcall": 1})
+	if want := []branch{{16, "ioctl"}, {257, "flags2-mode3"}}; !reflect.DeepEqual(arms, want) {
+		t.Errorf("arms %v, want %v", arms, want)
+	}
+	if want := map[string]bool{"ioctl": true, "flags2-mode3": true, "mode3": true}; !reflect.DeepEqual(need, want) {
+		t.Errorf("need %v, want %v", need, want)
+	}
+}
