@@ -142,12 +142,9 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 	if err := s.recoverSet(dir, id); err != nil {
 		return nil, err
 	}
-	set, err := readSet(dir)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("change set %s is still being recorded", id)
-	}
+	set, err := readRecorded(dir, id)
 	if err != nil {
-		return nil, fmt.Errorf("change set %s: %w", id, err)
+		return nil, err
 	}
 	if set.State == StateApplied {
 		return nil, fmt.Errorf("change set %s is already applied", id)
@@ -162,19 +159,9 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	conflicts := append([]Conflict(nil), set.Conflicts...)
-	dirs := placedDirs(set, steps)
-	for i, st := range steps {
-		c, now, err := a.check(st, dirs)
-		if err != nil {
-			return nil, fmt.Errorf("change set %s: %w", id, err)
-		}
-		if c != "" {
-			conflicts = append(conflicts, Conflict{Bind: set.Binds[st.Bind].Dest, Path: st.Path, Why: c})
-			// Forced, the step replaces what is there now, and a
-			// rollback puts that back.
-			steps[i].Base = now
-		}
+	conflicts, err := a.conflicts(steps)
+	if err != nil {
+		return nil, fmt.Errorf("change set %s: %w", id, err)
 	}
 	if len(conflicts) > 0 && !opt.Force {
 		if set.State != StateConflict {
@@ -187,14 +174,8 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 	if err := a.readable(); err != nil {
 		return nil, fmt.Errorf("change set %s: nothing applied: %w", id, err)
 	}
-	if err := a.run(steps); err != nil {
-		rerr := a.rollback()
-		if rerr != nil {
-			return nil, fmt.Errorf("change set %s: apply failed (%v) and its rollback too (%v); the journal is kept for the next try", id, err, rerr)
-		}
-		a.set.State = StateFailed
-		writeSet(dir, a.set, true)
-		return nil, fmt.Errorf("change set %s: apply failed, nothing applied: %w", id, err)
+	if err := a.runOrRollback(dir, id, steps); err != nil {
+		return nil, err
 	}
 	if err := a.finish(); err != nil {
 		return nil, fmt.Errorf("change set %s: applied, but cleaning up failed (the next open of the store finishes it): %w", id, err)
@@ -204,6 +185,53 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 		return res, fmt.Errorf("change set %s: applied, but %w", id, err)
 	}
 	return res, nil
+}
+
+// readRecorded reads the set in dir, which its run must have finished
+// recording.
+func readRecorded(dir *os.File, id string) (*Set, error) {
+	set, err := readSet(dir)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("change set %s is still being recorded", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("change set %s: %w", id, err)
+	}
+	return set, nil
+}
+
+// conflicts are the set's recorded conflicts and those of each step with
+// the host as it is now. A conflicting step's base becomes what is there
+// now: forced, the step replaces it, and a rollback puts it back.
+func (a *applier) conflicts(steps []step) ([]Conflict, error) {
+	conflicts := append([]Conflict(nil), a.set.Conflicts...)
+	dirs := placedDirs(a.set, steps)
+	for i, st := range steps {
+		c, now, err := a.check(st, dirs)
+		if err != nil {
+			return nil, err
+		}
+		if c != "" {
+			conflicts = append(conflicts, Conflict{Bind: a.set.Binds[st.Bind].Dest, Path: st.Path, Why: c})
+			steps[i].Base = now
+		}
+	}
+	return conflicts, nil
+}
+
+// runOrRollback does the steps; if one fails, it undoes those done and
+// marks the set failed, or keeps the journal when the rollback fails too.
+func (a *applier) runOrRollback(dir *os.File, id string, steps []step) error {
+	err := a.run(steps)
+	if err == nil {
+		return nil
+	}
+	if rerr := a.rollback(); rerr != nil {
+		return fmt.Errorf("change set %s: apply failed (%v) and its rollback too (%v); the journal is kept for the next try", id, err, rerr)
+	}
+	a.set.State = StateFailed
+	writeSet(dir, a.set, true)
+	return fmt.Errorf("change set %s: apply failed, nothing applied: %w", id, err)
 }
 
 // applier holds what one apply (or recovery) works on.

@@ -1,7 +1,6 @@
 package changes
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -53,12 +52,9 @@ func (s *Store) diffWith(w io.Writer, id, p string, write diffWriter) error {
 // diffableSet reads the set in dir, refusing one that has no copies to
 // compare: still being recorded, or applied.
 func diffableSet(dir *os.File, id string) (*Set, error) {
-	set, err := readSet(dir)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("change set %s is still being recorded", id)
-	}
+	set, err := readRecorded(dir, id)
 	if err != nil {
-		return nil, fmt.Errorf("change set %s: %w", id, err)
+		return nil, err
 	}
 	if set.State == StateApplied {
 		return nil, fmt.Errorf("change set %s is applied: the host has its changes, and the set keeps no copy to compare", id)
