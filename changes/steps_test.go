@@ -3,6 +3,8 @@ package changes
 import (
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestOldestOver(t *testing.T) {
@@ -77,6 +79,26 @@ func TestKindAndTypeLines(t *testing.T) {
 		typ, td := typeLine(c.c, "b/"+c.c.Path, note)
 		if typ != c.typ || td != c.typeDone {
 			t.Errorf("%s: typeLine = %q, %v; want %q, %v", c.name, typ, td, c.typ, c.typeDone)
+		}
+	}
+}
+
+func TestKindByType(t *testing.T) {
+	for _, c := range []struct {
+		exists, same bool
+		utype        uint32
+		want         string
+	}{
+		{false, false, unix.S_IFLNK, Symlink},
+		{false, false, unix.S_IFREG, Created},
+		{false, false, unix.S_IFDIR, Created},
+		{true, false, unix.S_IFREG, TypeChanged},
+		{true, false, unix.S_IFLNK, TypeChanged},
+		{true, true, unix.S_IFREG, ""}, // content and mode tell
+		{true, true, unix.S_IFLNK, ""}, // the target tells
+	} {
+		if got := kindByType(c.exists, c.same, c.utype); got != c.want {
+			t.Errorf("kindByType(%v, %v, %#o) = %q, want %q", c.exists, c.same, c.utype, got, c.want)
 		}
 	}
 }
