@@ -142,12 +142,9 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 	if err := s.recoverSet(dir, id); err != nil {
 		return nil, err
 	}
-	set, err := readSet(dir)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("change set %s is still being recorded", id)
-	}
+	set, err := readRecorded(dir, id)
 	if err != nil {
-		return nil, fmt.Errorf("change set %s: %w", id, err)
+		return nil, err
 	}
 	if set.State == StateApplied {
 		return nil, fmt.Errorf("change set %s is already applied", id)
@@ -162,19 +159,9 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	conflicts := append([]Conflict(nil), set.Conflicts...)
-	dirs := placedDirs(set, steps)
-	for i, st := range steps {
-		c, now, err := a.check(st, dirs)
-		if err != nil {
-			return nil, fmt.Errorf("change set %s: %w", id, err)
-		}
-		if c != "" {
-			conflicts = append(conflicts, Conflict{Bind: set.Binds[st.Bind].Dest, Path: st.Path, Why: c})
-			// Forced, the step replaces what is there now, and a
-			// rollback puts that back.
-			steps[i].Base = now
-		}
+	conflicts, err := a.conflicts(steps)
+	if err != nil {
+		return nil, fmt.Errorf("change set %s: %w", id, err)
 	}
 	if len(conflicts) > 0 && !opt.Force {
 		if set.State != StateConflict {
@@ -187,14 +174,8 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 	if err := a.readable(); err != nil {
 		return nil, fmt.Errorf("change set %s: nothing applied: %w", id, err)
 	}
-	if err := a.run(steps); err != nil {
-		rerr := a.rollback()
-		if rerr != nil {
-			return nil, fmt.Errorf("change set %s: apply failed (%v) and its rollback too (%v); the journal is kept for the next try", id, err, rerr)
-		}
-		a.set.State = StateFailed
-		writeSet(dir, a.set, true)
-		return nil, fmt.Errorf("change set %s: apply failed, nothing applied: %w", id, err)
+	if err := a.runOrRollback(dir, id, steps); err != nil {
+		return nil, err
 	}
 	if err := a.finish(); err != nil {
 		return nil, fmt.Errorf("change set %s: applied, but cleaning up failed (the next open of the store finishes it): %w", id, err)
@@ -204,6 +185,53 @@ func (s *Store) Apply(id string, opt ApplyOptions) (*ApplyResult, error) {
 		return res, fmt.Errorf("change set %s: applied, but %w", id, err)
 	}
 	return res, nil
+}
+
+// readRecorded reads the set in dir, which its run must have finished
+// recording.
+func readRecorded(dir *os.File, id string) (*Set, error) {
+	set, err := readSet(dir)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("change set %s is still being recorded", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("change set %s: %w", id, err)
+	}
+	return set, nil
+}
+
+// conflicts are the set's recorded conflicts and those of each step with
+// the host as it is now. A conflicting step's base becomes what is there
+// now: forced, the step replaces it, and a rollback puts it back.
+func (a *applier) conflicts(steps []step) ([]Conflict, error) {
+	conflicts := append([]Conflict(nil), a.set.Conflicts...)
+	dirs := placedDirs(a.set, steps)
+	for i, st := range steps {
+		c, now, err := a.check(st, dirs)
+		if err != nil {
+			return nil, err
+		}
+		if c != "" {
+			conflicts = append(conflicts, Conflict{Bind: a.set.Binds[st.Bind].Dest, Path: st.Path, Why: c})
+			steps[i].Base = now
+		}
+	}
+	return conflicts, nil
+}
+
+// runOrRollback does the steps; if one fails, it undoes those done and
+// marks the set failed, or keeps the journal when the rollback fails too.
+func (a *applier) runOrRollback(dir *os.File, id string, steps []step) error {
+	err := a.run(steps)
+	if err == nil {
+		return nil
+	}
+	if rerr := a.rollback(); rerr != nil {
+		return fmt.Errorf("change set %s: apply failed (%v) and its rollback too (%v); the journal is kept for the next try", id, err, rerr)
+	}
+	a.set.State = StateFailed
+	writeSet(dir, a.set, true)
+	return fmt.Errorf("change set %s: apply failed, nothing applied: %w", id, err)
 }
 
 // applier holds what one apply (or recovery) works on.
@@ -559,7 +587,7 @@ func (a *applier) do(k int, st step, placed map[parentKey]bool) error {
 		}
 		old = &ost
 	}
-	if _, err := a.make(k, st, c, pfd, name, old, placed); err != nil {
+	if _, err := a.make(k, st, c, pfd, old, placed); err != nil {
 		return err
 	}
 	if testHookMade != nil {
@@ -580,102 +608,154 @@ func (a *applier) do(k int, st step, placed map[parentKey]bool) error {
 
 // make makes step k's new object under its temporary name and journals
 // its identity before it is renamed anywhere.
-func (a *applier) make(k int, st step, c Change, pfd int, name string, old *unix.Stat_t, placed map[parentKey]bool) (objID, error) {
-	b := a.set.Binds[st.Bind]
-	up := a.upper[st.Bind]
-	made := func(fd int, nofollowName string) (objID, error) {
-		var s unix.Stat_t
-		var err error
-		if nofollowName != "" {
-			err = unix.Fstatat(fd, nofollowName, &s, unix.AT_SYMLINK_NOFOLLOW)
-		} else {
-			err = unix.Fstat(fd, &s)
-		}
-		if err != nil {
-			return objID{}, err
-		}
-		id := objID{s.Dev, s.Ino}
-		a.jr.made[k] = id
-		return id, a.jwrite(journalLine{Made: &k, Dev: id.Dev, Ino: id.Ino}, false)
-	}
+func (a *applier) make(k int, st step, c Change, pfd int, old *unix.Stat_t, placed map[parentKey]bool) (objID, error) {
+	m := making{a: a, k: k, st: st, c: c, pfd: pfd, old: old}
 	switch c.Type {
 	case TypeSymlink:
-		if err := unix.Symlinkat(c.Target, pfd, st.Tmp); err != nil {
-			return objID{}, err
-		}
-		id, err := made(pfd, st.Tmp)
-		if err != nil {
-			return id, err
-		}
-		if uid, gid, ok := ownerFor(b, a.euid, nil, old); ok {
-			if err := unix.Fchownat(pfd, st.Tmp, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return id, err
-			}
-		}
-		return id, nil
+		return m.symlink()
 	case TypeDir:
-		if up < 0 {
-			return objID{}, errors.New("the set's upper layer is gone")
-		}
-		src, err := openBeneath(up, c.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return objID{}, fmt.Errorf("the set's copy: %w", err)
-		}
-		defer unix.Close(src)
-		if err := unix.Mkdirat(pfd, st.Tmp, 0o700); err != nil {
-			return objID{}, err
-		}
-		dst, err := openBeneath(pfd, st.Tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return objID{}, err
-		}
-		defer unix.Close(dst)
-		id, err := made(dst, "")
-		if err != nil {
-			return id, err
-		}
-		return id, a.attrs(src, dst, b, old, c)
+		return m.dir()
 	case TypeFile:
+		// A hard link to a path this apply placed already links to it;
+		// one to a path left as it was gets its own copy.
 		if c.Link != "" && placed[parentKey{st.Bind, c.Link}] {
-			lfd, lname, err := a.parent(st.Bind, c.Link)
-			if err != nil {
-				return objID{}, err
-			}
-			if err := unix.Linkat(lfd, lname, pfd, st.Tmp, 0); err != nil {
-				return objID{}, err
-			}
-			return made(pfd, st.Tmp)
+			return m.link()
 		}
-		if up < 0 {
-			return objID{}, errors.New("the set's upper layer is gone")
-		}
-		src, err := openBeneath(up, c.Path, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return objID{}, fmt.Errorf("the set's copy: %w", err)
-		}
-		defer unix.Close(src)
-		var sst unix.Stat_t
-		if err := unix.Fstat(src, &sst); err != nil {
-			return objID{}, err
-		}
-		if sst.Mode&unix.S_IFMT != unix.S_IFREG {
-			return objID{}, fmt.Errorf("the set's copy is not a regular file (mode %#o)", sst.Mode)
-		}
-		dst, err := openBeneath(pfd, st.Tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, 0o600)
-		if err != nil {
-			return objID{}, err
-		}
-		defer unix.Close(dst)
-		id, err := made(dst, "")
-		if err != nil {
-			return id, err
-		}
-		if err := copySparse(dst, src, sst.Size); err != nil {
-			return id, err
-		}
-		return id, a.attrs(src, dst, b, old, c)
+		return m.file()
 	}
 	return objID{}, fmt.Errorf("cannot apply a %s", c.Type)
+}
+
+// making is one step's new object, made in the directory pfd under the
+// step's temporary name.
+type making struct {
+	a   *applier
+	k   int
+	st  step
+	c   Change
+	pfd int
+	old *unix.Stat_t // what the path held, nil if nothing
+}
+
+// made journals the identity of what was made (fd itself, or its entry
+// name when name is not ""), so that recovery removes only that object.
+func (m making) made(fd int, name string) (objID, error) {
+	var s unix.Stat_t
+	var err error
+	if name != "" {
+		err = unix.Fstatat(fd, name, &s, unix.AT_SYMLINK_NOFOLLOW)
+	} else {
+		err = unix.Fstat(fd, &s)
+	}
+	if err != nil {
+		return objID{}, err
+	}
+	id := objID{s.Dev, s.Ino}
+	m.a.jr.made[m.k] = id
+	return id, m.a.jwrite(journalLine{Made: &m.k, Dev: id.Dev, Ino: id.Ino}, false)
+}
+
+// openMade opens the object at the temporary name (flags and mode as for
+// openat2) and journals it; the caller closes fd.
+func (m making) openMade(flags int, mode uint32) (fd int, id objID, err error) {
+	fd, err = openBeneath(m.pfd, m.st.Tmp, flags, mode)
+	if err != nil {
+		return -1, objID{}, err
+	}
+	if id, err = m.made(fd, ""); err != nil {
+		unix.Close(fd)
+		return -1, id, err
+	}
+	return fd, id, nil
+}
+
+// bind is the bind the step writes to.
+func (m making) bind() BindInfo { return m.a.set.Binds[m.st.Bind] }
+
+// symlink makes a symbolic link, owned as the path's old entry was.
+func (m making) symlink() (objID, error) {
+	if err := unix.Symlinkat(m.c.Target, m.pfd, m.st.Tmp); err != nil {
+		return objID{}, err
+	}
+	id, err := m.made(m.pfd, m.st.Tmp)
+	if err != nil {
+		return id, err
+	}
+	if uid, gid, ok := ownerFor(m.bind(), m.a.euid, nil, m.old); ok {
+		if err := unix.Fchownat(m.pfd, m.st.Tmp, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return id, err
+		}
+	}
+	return id, nil
+}
+
+// openCopy opens the set's copy of the changed path in its upper layer.
+func (m making) openCopy(flags int) (int, error) {
+	up := m.a.upper[m.st.Bind]
+	if up < 0 {
+		return -1, errors.New("the set's upper layer is gone")
+	}
+	fd, err := openBeneath(up, m.c.Path, flags|unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return -1, fmt.Errorf("the set's copy: %w", err)
+	}
+	return fd, nil
+}
+
+// dir makes an empty directory with the copy's attributes; its entries
+// are steps of their own.
+func (m making) dir() (objID, error) {
+	src, err := m.openCopy(unix.O_DIRECTORY)
+	if err != nil {
+		return objID{}, err
+	}
+	defer unix.Close(src)
+	if err := unix.Mkdirat(m.pfd, m.st.Tmp, 0o700); err != nil {
+		return objID{}, err
+	}
+	dst, id, err := m.openMade(unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return id, err
+	}
+	defer unix.Close(dst)
+	return id, m.a.attrs(src, dst, m.bind(), m.old, m.c)
+}
+
+// link makes a hard link to the path c.Link, placed by this apply.
+func (m making) link() (objID, error) {
+	lfd, lname, err := m.a.parent(m.st.Bind, m.c.Link)
+	if err != nil {
+		return objID{}, err
+	}
+	if err := unix.Linkat(lfd, lname, m.pfd, m.st.Tmp, 0); err != nil {
+		return objID{}, err
+	}
+	return m.made(m.pfd, m.st.Tmp)
+}
+
+// file copies the set's regular file, holes kept, with its attributes.
+func (m making) file() (objID, error) {
+	src, err := m.openCopy(0)
+	if err != nil {
+		return objID{}, err
+	}
+	defer unix.Close(src)
+	var sst unix.Stat_t
+	if err := unix.Fstat(src, &sst); err != nil {
+		return objID{}, err
+	}
+	if sst.Mode&unix.S_IFMT != unix.S_IFREG {
+		return objID{}, fmt.Errorf("the set's copy is not a regular file (mode %#o)", sst.Mode)
+	}
+	dst, id, err := m.openMade(unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return id, err
+	}
+	defer unix.Close(dst)
+	if err := copySparse(dst, src, sst.Size); err != nil {
+		return id, err
+	}
+	return id, m.a.attrs(src, dst, m.bind(), m.old, m.c)
 }
 
 // attrs gives dst (new) src's user.* extended attributes (not

@@ -45,57 +45,86 @@ func WriteDiff(w io.Writer, c Change, old, new io.Reader) error {
 
 func writeDiff(w *bufio.Writer, c Change, old, new io.Reader) {
 	a, b := label("a/", c.Path), label("b/", c.Path)
-	note := ""
+	note := diffNote(c)
+	line, done := kindLine(c, a, b, note)
+	w.WriteString(line)
+	if done {
+		return
+	}
+	line, done = typeLine(c, b, note)
+	w.WriteString(line)
+	if done {
+		return
+	}
+	writeFileDiff(w, c, a, b, old, new)
+}
+
+// diffNote says, after an entry's line, why apply will not write it.
+func diffNote(c Change) string {
 	switch {
 	case c.Protected:
-		note = " (protected: apply does not write it)"
+		return " (protected: apply does not write it)"
 	case c.Skipped != "":
-		note = " (not applied: " + c.Skipped + ")"
+		return " (not applied: " + c.Skipped + ")"
 	}
+	return ""
+}
+
+// kindLine is what the change's kind says of entry a (before) or b
+// (after): all there is to say (done) of a deletion other than a file's,
+// a new directory, a mode change; a first line of a type or mode change
+// with content.
+func kindLine(c Change, a, b, note string) (line string, done bool) {
 	oldType := ""
 	if c.Base.Exists {
 		oldType = typeOf(c.Base.Mode)
 	}
 	switch {
 	case c.Kind == Deleted && c.Type == TypeDir:
-		fmt.Fprintf(w, "deleted directory %s (and everything in it)%s\n", a, note)
-		return
+		return fmt.Sprintf("deleted directory %s (and everything in it)%s\n", a, note), true
 	case c.Kind == Deleted && c.Type != TypeFile:
-		fmt.Fprintf(w, "deleted %s %s%s\n", c.Type, a, note)
-		return
+		return fmt.Sprintf("deleted %s %s%s\n", c.Type, a, note), true
 	case c.Kind == Created && c.Type == TypeDir:
-		fmt.Fprintf(w, "new directory %s mode %s%s\n", b, c.Mode, note)
-		return
+		return fmt.Sprintf("new directory %s mode %s%s\n", b, c.Mode, note), true
 	case c.Kind == TypeChanged:
-		fmt.Fprintf(w, "type of %s: %s -> %s%s\n", b, oldType, c.Type, note)
+		return fmt.Sprintf("type of %s: %s -> %s%s\n", b, oldType, c.Type, note), false
 	case c.Kind == ModeChanged:
-		fmt.Fprintf(w, "mode of %s: %04o -> %s%s\n", b, c.Base.Mode&07777, c.Mode, note)
-		return
+		return fmt.Sprintf("mode of %s: %04o -> %s%s\n", b, c.Base.Mode&07777, c.Mode, note), true
 	case c.Kind == Modified && c.Base.Exists && c.Base.Mode&07777 != permBits(c.Mode):
-		fmt.Fprintf(w, "mode of %s: %04o -> %s\n", b, c.Base.Mode&07777, c.Mode)
+		return fmt.Sprintf("mode of %s: %04o -> %s\n", b, c.Base.Mode&07777, c.Mode), false
 	}
+	return "", false
+}
+
+// typeLine is what the type of b says: all there is (done) for anything
+// but a regular file's content, the note before a file's content.
+func typeLine(c Change, b, note string) (line string, done bool) {
 	switch c.Type {
 	case TypeSymlink:
-		fmt.Fprintf(w, "symlink %s -> %s%s\n", b, quoteIfNeeded(c.Target), note)
-		return
+		return fmt.Sprintf("symlink %s -> %s%s\n", b, quoteIfNeeded(c.Target), note), true
 	case TypeDir:
 		if c.Kind != TypeChanged {
-			fmt.Fprintf(w, "directory %s%s\n", b, note)
+			return fmt.Sprintf("directory %s%s\n", b, note), true
 		}
-		return
+		return "", true
 	case TypeFIFO, TypeSocket, TypeDevice:
 		if c.Kind != TypeChanged {
-			fmt.Fprintf(w, "new %s %s%s\n", c.Type, b, note)
+			return fmt.Sprintf("new %s %s%s\n", c.Type, b, note), true
 		}
-		return
+		return "", true
 	}
 	if c.Link != "" {
-		fmt.Fprintf(w, "hard link %s to %s%s\n", b, label("b/", c.Link), note)
-		return
+		return fmt.Sprintf("hard link %s to %s%s\n", b, label("b/", c.Link), note), true
 	}
 	if note != "" && c.Kind != TypeChanged {
-		fmt.Fprintf(w, "%s%s\n", b, note)
+		return fmt.Sprintf("%s%s\n", b, note), false
 	}
+	return "", false
+}
+
+// writeFileDiff compares a regular file's content (a nil side: none), by
+// lines unless either is binary or too large.
+func writeFileDiff(w *bufio.Writer, c Change, a, b string, old, new io.Reader) {
 	oldData, oldBig, err := readLimited(old)
 	if err != nil {
 		fmt.Fprintf(w, "%s: cannot read the host's file: %v\n", a, err)

@@ -262,3 +262,35 @@ func TestWriteDiffPatch(t *testing.T) {
 		}
 	}
 }
+
+func TestKindAndTypeLines(t *testing.T) {
+	file := Stamp{Exists: true, Mode: 0o100644}
+	for _, c := range []struct {
+		name      string
+		c         Change
+		kind, typ string
+		kindDone  bool
+		typeDone  bool
+	}{
+		{"deleted dir", Change{Entry: Entry{Path: "d", Kind: Deleted, Type: TypeDir}}, "deleted directory a/d (and everything in it)\n", "", true, true},
+		{"deleted file", Change{Entry: Entry{Path: "f", Kind: Deleted, Type: TypeFile}, Base: file}, "", "", false, false},
+		{"mode only", Change{Entry: Entry{Path: "f", Kind: ModeChanged, Type: TypeFile, Mode: "0755"}, Base: file}, "mode of b/f: 0644 -> 0755\n", "", true, false},
+		{"modified with mode", Change{Entry: Entry{Path: "f", Kind: Modified, Type: TypeFile, Mode: "0600"}, Base: file}, "mode of b/f: 0644 -> 0600\n", "", false, false},
+		{"file to symlink", Change{Entry: Entry{Path: "l", Kind: TypeChanged, Type: TypeSymlink, Target: "t"}, Base: file}, "type of b/l: file -> symlink\n", "symlink b/l -> t\n", false, true},
+		{"new fifo", Change{Entry: Entry{Path: "p", Kind: Created, Type: TypeFIFO}}, "", "new fifo b/p\n", false, true},
+		{"protected file", Change{Entry: Entry{Path: "f", Kind: Modified, Type: TypeFile, Mode: "0644", Protected: true}, Base: file}, "", "b/f (protected: apply does not write it)\n", false, false},
+	} {
+		note := diffNote(c.c)
+		kind, kd := kindLine(c.c, "a/"+c.c.Path, "b/"+c.c.Path, note)
+		if kind != c.kind || kd != c.kindDone {
+			t.Errorf("%s: kindLine = %q, %v; want %q, %v", c.name, kind, kd, c.kind, c.kindDone)
+		}
+		if kd {
+			continue
+		}
+		typ, td := typeLine(c.c, "b/"+c.c.Path, note)
+		if typ != c.typ || td != c.typeDone {
+			t.Errorf("%s: typeLine = %q, %v; want %q, %v", c.name, typ, td, c.typ, c.typeDone)
+		}
+	}
+}

@@ -21,80 +21,121 @@ func (s *Store) GC(now time.Time) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	type held struct {
-		id      string
-		created time.Time
-		size    int64
-		dir     *os.File
-	}
-	var sets []held
-	defer func() {
-		for _, h := range sets {
-			if h.dir != nil {
-				h.dir.Close()
-			}
-		}
-	}()
-	var removed []string
-	var errs []error
-	remove := func(h *held) {
-		// Removed under its lock, which goes with the last descriptor.
-		err := removeAllAt(int(s.root.Fd()), h.id)
-		h.dir.Close()
-		h.dir = nil
-		if err != nil {
-			errs = append(errs, fmt.Errorf("change set %s: %w", h.id, err))
-			return
-		}
-		removed = append(removed, h.id)
-	}
-	var total int64
+	g := &gcRun{s: s, now: now}
+	defer g.closeAll()
 	for _, id := range ids {
-		dir, err := s.openSet(id, false)
-		if err != nil {
-			continue // in use, or gone meanwhile
+		g.visit(id)
+	}
+	g.trim()
+	return g.removed, errors.Join(g.errs...)
+}
+
+// gcRun is one GC: the sets it keeps open (locked) and their total size,
+// what it removed and what failed.
+type gcRun struct {
+	s       *Store
+	now     time.Time
+	sets    []heldSet // kept so far; trim may remove the oldest
+	total   int64     // every kept set's size, damaged ones too
+	removed []string
+	errs    []error
+}
+
+// heldSet is a set GC holds the lock of while it decides.
+type heldSet struct {
+	id      string
+	created time.Time
+	size    int64
+	dir     *os.File
+}
+
+func (g *gcRun) closeAll() {
+	for _, h := range g.sets {
+		if h.dir != nil {
+			h.dir.Close()
 		}
-		h := held{id: id, dir: dir}
-		// An applied set's copies (apply's finish moved them aside).
-		if err := removeAllAt(int(dir.Fd()), trashDir); err != nil {
-			errs = append(errs, fmt.Errorf("change set %s: %w", id, err))
-		}
-		if err := s.recoverSet(dir, id); err != nil {
-			// Its journal is the only record of an interrupted apply:
-			// keep it, and count it.
-			errs = append(errs, err)
-			h.size, _ = sizeAt(int(s.root.Fd()), id)
-			total += h.size
+	}
+}
+
+// remove removes a held set under its lock, which goes with the last
+// descriptor.
+func (g *gcRun) remove(h *heldSet) {
+	err := removeAllAt(int(g.s.root.Fd()), h.id)
+	h.dir.Close()
+	h.dir = nil
+	if err != nil {
+		g.errs = append(g.errs, fmt.Errorf("change set %s: %w", h.id, err))
+		return
+	}
+	g.removed = append(g.removed, h.id)
+}
+
+// visit cleans one set and removes it if expired or orphaned; a set it
+// keeps is held for trim.
+func (g *gcRun) visit(id string) {
+	dir, err := g.s.openSet(id, false)
+	if err != nil {
+		return // in use, or gone meanwhile
+	}
+	h := heldSet{id: id, dir: dir}
+	// An applied set's copies (apply's finish moved them aside).
+	if err := removeAllAt(int(dir.Fd()), trashDir); err != nil {
+		g.errs = append(g.errs, fmt.Errorf("change set %s: %w", id, err))
+	}
+	if err := g.s.recoverSet(dir, id); err != nil {
+		// Its journal is the only record of an interrupted apply:
+		// keep it, and count it.
+		g.errs = append(g.errs, err)
+		h.size, _ = sizeAt(int(g.s.root.Fd()), id)
+		g.total += h.size
+		dir.Close()
+		return
+	}
+	set, err := readSet(dir)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) && g.orphaned(dir) {
+			g.remove(&h)
+		} else {
 			dir.Close()
-			continue
 		}
-		set, err := readSet(dir)
-		if err != nil {
-			var st unix.Stat_t
-			if errors.Is(err, unix.ENOENT) && unix.Fstat(int(dir.Fd()), &st) == nil &&
-				now.Sub(time.Unix(st.Mtim.Unix())) > orphanAge {
-				remove(&h)
-			} else {
-				dir.Close()
-			}
-			continue
-		}
-		h.created = set.Created
-		h.size, _ = sizeAt(int(s.root.Fd()), id)
-		if now.Sub(set.Created) > s.opt.Expiry {
-			remove(&h)
-			continue
-		}
-		total += h.size
-		sets = append(sets, h)
+		return
 	}
-	sort.SliceStable(sets, func(i, j int) bool { return sets[i].created.Before(sets[j].created) })
-	for i := range sets {
-		if total <= s.opt.MaxSize {
-			break
-		}
-		total -= sets[i].size
-		remove(&sets[i])
+	h.created = set.Created
+	h.size, _ = sizeAt(int(g.s.root.Fd()), id)
+	if g.now.Sub(set.Created) > g.s.opt.Expiry {
+		g.remove(&h)
+		return
 	}
-	return removed, errors.Join(errs...)
+	g.total += h.size
+	g.sets = append(g.sets, h)
+}
+
+// orphaned says whether a set directory without set.json was left long
+// enough ago that no run can still be starting to record it.
+func (g *gcRun) orphaned(dir *os.File) bool {
+	var st unix.Stat_t
+	return unix.Fstat(int(dir.Fd()), &st) == nil && g.now.Sub(time.Unix(st.Mtim.Unix())) > orphanAge
+}
+
+// trim removes the oldest kept sets until the store fits in MaxSize.
+func (g *gcRun) trim() {
+	sort.SliceStable(g.sets, func(i, j int) bool { return g.sets[i].created.Before(g.sets[j].created) })
+	sizes := make([]int64, len(g.sets))
+	for i, h := range g.sets {
+		sizes[i] = h.size
+	}
+	for i := range oldestOver(sizes, g.total, g.s.opt.MaxSize) {
+		g.remove(&g.sets[i])
+	}
+}
+
+// oldestOver is how many sets, oldest first (sizes in that order), must go
+// for total to fit in limit.
+func oldestOver(sizes []int64, total, limit int64) int {
+	n := 0
+	for n < len(sizes) && total > limit {
+		total -= sizes[n]
+		n++
+	}
+	return n
 }

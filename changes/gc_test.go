@@ -89,3 +89,23 @@ func TestGC(t *testing.T) {
 		t.Errorf("List after GC = %+v", list)
 	}
 }
+
+func TestOldestOver(t *testing.T) {
+	for _, c := range []struct {
+		sizes        []int64
+		total, limit int64
+		want         int
+	}{
+		{nil, 0, 0, 0},
+		{[]int64{10, 20}, 30, 30, 0},  // fits exactly
+		{[]int64{10, 20}, 31, 30, 1},  // the oldest goes
+		{[]int64{10, 20}, 40, 10, 2},  // both
+		{[]int64{5, 5}, 100, 10, 2},   // not enough to remove: all kept sets go, no more
+		{[]int64{0, 0, 50}, 50, 1, 3}, // empty sets count as steps
+		{[]int64{50, 1}, 60, 10, 1},   // the first removal is enough
+	} {
+		if got := oldestOver(c.sizes, c.total, c.limit); got != c.want {
+			t.Errorf("oldestOver(%v, %d, %d) = %d, want %d", c.sizes, c.total, c.limit, got, c.want)
+		}
+	}
+}

@@ -255,16 +255,9 @@ func (s *scanner) base(dir int, rel, name string, l lowerObj) (Stamp, error) {
 
 // entry scans the upper object name of up (at rel) against low.
 func (s *scanner) entry(up, low int, rel, name string, opaque bool) error {
-	var ust unix.Stat_t
-	if err := unix.Fstatat(up, name, &ust, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("scan: %q in the upper layer: %w", showRel(rel), err)
-	}
-	var l lowerObj
-	if low >= 0 {
-		var err error
-		if l, err = lstatBeneath(low, name); err != nil {
-			return fmt.Errorf("scan: %q on the host: %w", showRel(rel), err)
-		}
+	ust, l, err := statBoth(up, low, rel, name)
+	if err != nil {
+		return err
 	}
 	utype := ust.Mode & unix.S_IFMT
 	if utype == unix.S_IFCHR && ust.Rdev == 0 { // a whiteout
@@ -279,21 +272,12 @@ func (s *scanner) entry(up, low int, rel, name string, opaque bool) error {
 		s.add(c, fileID{})
 		return nil
 	}
-	var err error
 	if c.Base, err = s.base(low, rel, name, l); err != nil {
 		return err
 	}
-	ltype := l.st.Mode & unix.S_IFMT
-	same := l.exists && ltype == utype
+	same := l.exists && l.st.Mode&unix.S_IFMT == utype
 	sameMode := same && l.st.Mode&07777 == ust.Mode&07777
-	switch {
-	case !l.exists && utype == unix.S_IFLNK:
-		c.Kind = Symlink
-	case !l.exists:
-		c.Kind = Created
-	case !same:
-		c.Kind = TypeChanged
-	}
+	c.Kind = kindByType(l.exists, same, utype)
 	var id fileID
 	switch utype {
 	case unix.S_IFDIR:
@@ -306,20 +290,8 @@ func (s *scanner) entry(up, low int, rel, name string, opaque bool) error {
 			id = fileID{ust.Dev, ust.Ino}
 		}
 	case unix.S_IFLNK:
-		t, err := readlinkAt(up, name)
-		if err != nil {
-			return fmt.Errorf("scan: read the symlink %q in the upper layer: %w", showRel(rel), err)
-		}
-		c.Target = t
-		if same {
-			lt, err := readlinkAt(low, name)
-			if err != nil {
-				return fmt.Errorf("scan: read the symlink %q on the host: %w", showRel(rel), err)
-			}
-			if lt != t {
-				c.Kind = Symlink
-			}
-			// A symlink's own mode is always 0777 on Linux: not a change.
+		if err := symlinkEntry(up, low, rel, name, &c, same); err != nil {
+			return err
 		}
 	default: // FIFO, socket, device
 		c.Skipped = fmt.Sprintf("a %s: special files are not applied", describeType(c.Type))
@@ -331,6 +303,57 @@ func (s *scanner) entry(up, low int, rel, name string, opaque bool) error {
 		return nil
 	}
 	s.add(c, id)
+	return nil
+}
+
+// statBoth stats name in the upper layer and, when low is open, on the
+// host below it.
+func statBoth(up, low int, rel, name string) (ust unix.Stat_t, l lowerObj, err error) {
+	if err := unix.Fstatat(up, name, &ust, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return ust, l, fmt.Errorf("scan: %q in the upper layer: %w", showRel(rel), err)
+	}
+	if low >= 0 {
+		if l, err = lstatBeneath(low, name); err != nil {
+			return ust, l, fmt.Errorf("scan: %q on the host: %w", showRel(rel), err)
+		}
+	}
+	return ust, l, nil
+}
+
+// kindByType is the kind an upper object of type utype has by its type
+// alone: new (a symlink is its own kind), or of another type than the
+// host's; "" when the types agree and only the content or mode can tell.
+func kindByType(exists, same bool, utype uint32) string {
+	switch {
+	case !exists && utype == unix.S_IFLNK:
+		return Symlink
+	case !exists:
+		return Created
+	case !same:
+		return TypeChanged
+	}
+	return ""
+}
+
+// symlinkEntry reads the upper symlink's target, and the host's when it
+// is a symlink too: a new target is a change of kind Symlink. A
+// symlink's own mode is always 0777 on Linux: not a change.
+func symlinkEntry(up, low int, rel, name string, c *Change, same bool) error {
+	t, err := readlinkAt(up, name)
+	if err != nil {
+		return fmt.Errorf("scan: read the symlink %q in the upper layer: %w", showRel(rel), err)
+	}
+	c.Target = t
+	if !same {
+		return nil
+	}
+	lt, err := readlinkAt(low, name)
+	if err != nil {
+		return fmt.Errorf("scan: read the symlink %q on the host: %w", showRel(rel), err)
+	}
+	if lt != t {
+		c.Kind = Symlink
+	}
 	return nil
 }
 

@@ -484,3 +484,23 @@ func TestScanRefuses(t *testing.T) {
 		t.Errorf("a file as the host directory: %v", err)
 	}
 }
+
+func TestKindByType(t *testing.T) {
+	for _, c := range []struct {
+		exists, same bool
+		utype        uint32
+		want         string
+	}{
+		{false, false, unix.S_IFLNK, Symlink},
+		{false, false, unix.S_IFREG, Created},
+		{false, false, unix.S_IFDIR, Created},
+		{true, false, unix.S_IFREG, TypeChanged},
+		{true, false, unix.S_IFLNK, TypeChanged},
+		{true, true, unix.S_IFREG, ""}, // content and mode tell
+		{true, true, unix.S_IFLNK, ""}, // the target tells
+	} {
+		if got := kindByType(c.exists, c.same, c.utype); got != c.want {
+			t.Errorf("kindByType(%v, %v, %#o) = %q, want %q", c.exists, c.same, c.utype, got, c.want)
+		}
+	}
+}

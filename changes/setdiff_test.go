@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -77,5 +78,29 @@ func TestDiffSides(t *testing.T) {
 	must(t, err)
 	if err := f.s.Diff(io.Discard, id, ""); err == nil || !strings.Contains(err.Error(), "applied") {
 		t.Errorf("Diff(applied) = %v", err)
+	}
+}
+
+func TestPickEntries(t *testing.T) {
+	changes := []Change{
+		{Entry: Entry{Bind: "/home/u/proj", Path: "a.txt"}},
+		{Entry: Entry{Bind: "/home/u/proj", Path: "sub/b.txt"}},
+		{Entry: Entry{Bind: "/data", Path: "a.txt"}},
+	}
+	for _, c := range []struct {
+		p    string
+		want []int
+	}{
+		{"", []int{0, 1, 2}},
+		{"a.txt", []int{0, 2}},
+		{"/home/u/proj/a.txt", []int{0}},
+		{"/home/u/proj//sub/./b.txt", []int{1}},
+		{"/data/a.txt", []int{2}},
+		{"b.txt", nil},
+		{"sub/b.txt", []int{1}},
+	} {
+		if got := pickEntries(changes, c.p); !slices.Equal(got, c.want) {
+			t.Errorf("pickEntries(%q) = %v, want %v", c.p, got, c.want)
+		}
 	}
 }

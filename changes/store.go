@@ -511,14 +511,7 @@ func (s *Store) Get(id string) (*Set, error) {
 	}
 	dir := os.NewFile(uintptr(fd), path.Join(s.dir, id))
 	defer dir.Close()
-	set, err := readSet(dir)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("change set %s is still being recorded", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("change set %s: %w", id, err)
-	}
-	return set, nil
+	return readRecorded(dir, id)
 }
 
 // ids are the names in the store that are change set ids.

@@ -57,24 +57,13 @@ type Request struct {
 // exists, whether the workdir or a read-write bind may be bound read-write
 // (hostpath.Refuse), whether a symlink in it may be followed.
 func (p *Profile) Spec(r Request) (*jail.Spec, error) {
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+	if err := p.checkResolved(); err != nil {
+		return nil, err
 	}
-	if missing := unsetKeys(reflect.ValueOf(p).Elem(), ""); len(missing) > 0 {
-		return nil, fmt.Errorf("profile %s: not resolved, missing: %s (build profiles with Load)", p.Name, strings.Join(missing, ", "))
+	cwd, err := requestCwd(r.Cwd)
+	if err != nil {
+		return nil, err
 	}
-	cwd := r.Cwd
-	if cwd == "" {
-		wd, err := unix.Getwd()
-		if err != nil {
-			return nil, fmt.Errorf("current directory: %w", err)
-		}
-		cwd = wd
-	}
-	if !filepath.IsAbs(cwd) {
-		return nil, fmt.Errorf("current directory %q: must be absolute", cwd)
-	}
-	cwd = filepath.Clean(cwd)
 	limits, err := p.Limits.parse()
 	if err != nil {
 		return nil, err
@@ -83,9 +72,58 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: host_user: %w", p.Name, err)
 	}
-	fs := &p.Filesystem
+	s := p.baseSpec(r.Args, limits, hostUser)
+	s.Root = rootDir(cwd, *p.Filesystem.Root)
+	if err := p.addMounts(s, r, cwd); err != nil {
+		return nil, err
+	}
+	if err := checkVars(r.Vars); err != nil {
+		return nil, err
+	}
+	s.Env, s.EnvDropped = environment(p.Env, r.Environ, r.Vars, s.Mounts)
+	s.Env = withToolchains(s.Env, s.Toolchains, r.Vars)
+	s.Seccomp = p.Seccomp.policy()
+	s.Landlock = p.Landlock.spec()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	return s, nil
+}
+
+// checkResolved refuses a profile Spec cannot use: one with a bad value
+// (the CLI's overlay is checked here) or one not built by Load, which
+// leaves a key unset.
+func (p *Profile) checkResolved() error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	if missing := unsetKeys(reflect.ValueOf(p).Elem(), ""); len(missing) > 0 {
+		return fmt.Errorf("profile %s: not resolved, missing: %s (build profiles with Load)", p.Name, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// requestCwd is the request's directory, or the kernel's when the
+// request has none, cleaned; relative binds and the workdir hang off it.
+func requestCwd(cwd string) (string, error) {
+	if cwd == "" {
+		wd, err := unix.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("current directory: %w", err)
+		}
+		cwd = wd
+	}
+	if !filepath.IsAbs(cwd) {
+		return "", fmt.Errorf("current directory %q: must be absolute", cwd)
+	}
+	return filepath.Clean(cwd), nil
+}
+
+// baseSpec is the part of the jail.Spec copied from the profile as is,
+// with copies of its lists so that the Spec shares no memory with it.
+func (p *Profile) baseSpec(args []string, limits jail.Limits, hostUser *jail.HostID) *jail.Spec {
 	s := &jail.Spec{
-		Args:          r.Args,
+		Args:          args,
 		Hostname:      JailHostname,
 		Home:          JailHome,
 		Net:           jail.NetMode(*p.Network.Mode),
@@ -97,46 +135,102 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 		Profile:       p.Name,
 		HostUser:      hostUser,
 		Trusted:       append([]*hostpath.Object(nil), p.files...),
+		RaiseMemory:   RaiseMemory,
 	}
-	if fs.Protect != nil {
-		s.Protect = append([]string(nil), *fs.Protect...)
+	if p.Filesystem.Protect != nil {
+		s.Protect = append([]string(nil), *p.Filesystem.Protect...)
 	}
-	s.Root = rootDir(cwd, *fs.Root)
-	inRoot := s.Root != ""
+	return s
+}
+
+// addMounts fills the Spec's mounts in the order the jail stacks them,
+// its start directory, and the toolchains, whose binds depend on what
+// the other mounts show.
+func (p *Profile) addMounts(s *jail.Spec, r Request, cwd string) error {
+	fs := &p.Filesystem
+	s.Mounts = systemMounts(fs, s.Root != "")
+	tmpfs, hasTmp := tmpfsMounts(fs, s.Limits.Memory)
+	s.Mounts = append(s.Mounts, tmpfs...)
+	work := ""
+	if *fs.Workdir {
+		dir, err := workdir(cwd, r.Workdir)
+		if err != nil {
+			return err
+		}
+		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Writable: !*fs.WorkdirReadOnly})
+		work = dir
+	}
+	s.Dir = startDir(work, hasTmp)
+	s.Mounts = append(s.Mounts, bindMounts(fs.Ro, fs.Rw, cwd)...)
+	caches, err := cacheMounts(fs.Caches, r.CacheDir, cwd)
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	s.Mounts = append(s.Mounts, caches...)
+	masks := maskMounts(fs.Mask)
+	// What the jail shows so far, masks included, decides what a
+	// toolchain needs bound.
+	tcs, tcBinds, err := toolchains(fs.Toolchains, p.Env.Set["PATH"], r, cwd, append(slices.Clip(s.Mounts), masks...))
+	if err != nil {
+		return err
+	}
+	s.Toolchains = tcs
+	s.Mounts = append(dropShadowed(append(s.Mounts, tcBinds...)), masks...)
+	return nil
+}
+
+// systemMounts binds filesystem.system and filesystem.etc at their host
+// paths, each optional: a profile serves hosts that lack some of them.
+func systemMounts(fs *Filesystem, inRoot bool) []jail.Mount {
+	var mounts []jail.Mount
 	for _, dir := range fs.System {
 		dir = filepath.Clean(dir)
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Exec: true, Optional: true, KeepSymlink: true, InRoot: inRoot})
+		mounts = append(mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Exec: true, Optional: true, KeepSymlink: true, InRoot: inRoot})
 	}
 	for _, e := range fs.Etc {
 		path := filepath.Join("/etc", e)
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: path, Dest: path, Optional: true, InRoot: inRoot})
+		mounts = append(mounts, jail.Mount{Kind: jail.MountBind, Source: path, Dest: path, Optional: true, InRoot: inRoot})
 	}
+	return mounts
+}
+
+// tmpfsMounts is the home and filesystem.tmpfs, sized against the memory
+// limit; hasTmp says whether one is /tmp, the start directory without a
+// workdir.
+func tmpfsMounts(fs *Filesystem, memory int64) (mounts []jail.Mount, hasTmp bool) {
 	homeSize, _ := parseTmpfsSize(*fs.HomeSize) // checked by Validate
-	s.Mounts = append(s.Mounts, tmpfsMount(JailHome, homeSize, limits.Memory, RaiseHome))
-	s.RaiseMemory = RaiseMemory
-	hasTmp := false
+	mounts = append(mounts, tmpfsMount(JailHome, homeSize, memory, RaiseHome))
 	for _, t := range fs.Tmpfs {
 		dest, size, _ := splitTmpfs(t) // checked by Validate
 		dest = filepath.Clean(dest)
 		hasTmp = hasTmp || dest == "/tmp"
-		s.Mounts = append(s.Mounts, tmpfsMount(dest, size, limits.Memory, raiseTmpfs(dest)))
+		mounts = append(mounts, tmpfsMount(dest, size, memory, raiseTmpfs(dest)))
 	}
-	if *fs.Workdir {
-		dir, err := workdir(cwd, r.Workdir)
-		if err != nil {
-			return nil, err
-		}
-		s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: dir, Dest: dir, Writable: !*fs.WorkdirReadOnly})
-		s.Dir = dir
-	} else if hasTmp {
-		s.Dir = "/tmp"
-	} else {
-		s.Dir = JailHome
+	return mounts, hasTmp
+}
+
+// startDir is where the command starts: the workdir when one is bound
+// (""), else /tmp when the jail has one, else the home.
+func startDir(workdir string, hasTmp bool) string {
+	switch {
+	case workdir != "":
+		return workdir
+	case hasTmp:
+		return "/tmp"
+	default:
+		return JailHome
 	}
+}
+
+// bindMounts binds filesystem.ro read-only and filesystem.rw read-write,
+// a relative source taken from cwd and the destination, when not given,
+// the source: paths the caller knows mean the same inside.
+func bindMounts(ro, rw []string, cwd string) []jail.Mount {
+	var mounts []jail.Mount
 	for _, list := range []struct {
 		entries  []string
 		writable bool
-	}{{fs.Ro, false}, {fs.Rw, true}} {
+	}{{ro, false}, {rw, true}} {
 		for _, b := range list.entries {
 			src, dest, _ := splitBind(b) // checked by Validate
 			if !filepath.IsAbs(src) {
@@ -146,58 +240,62 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 			if dest == "" {
 				dest = src
 			}
-			s.Mounts = append(s.Mounts, jail.Mount{Kind: jail.MountBind, Source: src, Dest: filepath.Clean(dest), Writable: list.writable})
+			mounts = append(mounts, jail.Mount{Kind: jail.MountBind, Source: src, Dest: filepath.Clean(dest), Writable: list.writable})
 		}
 	}
-	caches, err := cacheMounts(fs.Caches, r.CacheDir, cwd)
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
-	}
-	s.Mounts = append(s.Mounts, caches...)
+	return mounts
+}
+
+// maskMounts hides each filesystem.mask path; they go last, over
+// whatever bind shows the path.
+func maskMounts(paths []string) []jail.Mount {
 	var masks []jail.Mount
-	for _, m := range fs.Mask {
+	for _, m := range paths {
 		masks = append(masks, jail.Mount{Kind: jail.MountMask, Dest: filepath.Clean(m)})
 	}
-	// What the jail shows so far, masks included, decides what a
-	// toolchain needs bound.
-	tcs, tcBinds, err := toolchains(fs.Toolchains, p.Env.Set["PATH"], r, cwd, append(slices.Clip(s.Mounts), masks...))
-	if err != nil {
-		return nil, err
-	}
-	s.Toolchains = tcs
-	s.Mounts = append(dropShadowed(append(s.Mounts, tcBinds...)), masks...)
-	for _, kv := range r.Vars {
+	return masks
+}
+
+// checkVars refuses a caller's variable no process environment can carry;
+// which ones the jail keeps is environment's to decide.
+func checkVars(vars []string) error {
+	for _, kv := range vars {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, fmt.Errorf("env %q: want KEY=VALUE", kv)
+			return fmt.Errorf("env %q: want KEY=VALUE", kv)
 		}
 		if err := checkVarName(k); err != nil {
-			return nil, fmt.Errorf("env: %w", err)
+			return fmt.Errorf("env: %w", err)
 		}
 		if strings.ContainsRune(v, 0) {
-			return nil, fmt.Errorf("env %s: value contains a NUL byte", k)
+			return fmt.Errorf("env %s: value contains a NUL byte", k)
 		}
 	}
-	s.Env, s.EnvDropped = environment(p.Env, r.Environ, r.Vars, s.Mounts)
-	s.Env = withToolchains(s.Env, s.Toolchains, r.Vars)
-	if *p.Seccomp.Enabled {
-		s.Seccomp = &seccomp.Policy{
-			Allow: append([]string(nil), p.Seccomp.Allow...),
-			Deny:  append([]string(nil), p.Seccomp.Deny...),
-		}
+	return nil
+}
+
+// policy is the jail's seccomp policy: nil when seccomp is off.
+func (sc *Seccomp) policy() *seccomp.Policy {
+	if !*sc.Enabled {
+		return nil
 	}
-	if *p.Landlock.Enabled {
-		s.Landlock = &jail.LandlockSpec{
-			MinABI:      *p.Landlock.MinABI,
-			RestrictTCP: *p.Landlock.RestrictTCP,
-			BindTCP:     append([]uint16(nil), p.Landlock.BindTCP...),
-			ConnectTCP:  append([]uint16(nil), p.Landlock.ConnectTCP...),
-		}
+	return &seccomp.Policy{
+		Allow: append([]string(nil), sc.Allow...),
+		Deny:  append([]string(nil), sc.Deny...),
 	}
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+}
+
+// spec is the jail's Landlock spec: nil when Landlock is off.
+func (l *Landlock) spec() *jail.LandlockSpec {
+	if !*l.Enabled {
+		return nil
 	}
-	return s, nil
+	return &jail.LandlockSpec{
+		MinABI:      *l.MinABI,
+		RestrictTCP: *l.RestrictTCP,
+		BindTCP:     append([]uint16(nil), l.BindTCP...),
+		ConnectTCP:  append([]uint16(nil), l.ConnectTCP...),
+	}
 }
 
 // allowList is the jail's Allow: the profile's entries in the allow mode,

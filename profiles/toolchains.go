@@ -56,19 +56,9 @@ func checkToolchain(v string) error {
 // (pyvenv.cfg, .python-version, rust-toolchain.toml...) decide the
 // prefixes; the jail then opens each prefix once, as any bind.
 func toolchains(profile []string, jailPath string, r Request, cwd string, mounts []jail.Mount) ([]jail.Toolchain, []jail.Mount, error) {
-	type ask struct{ value, from string }
-	var asks []ask
-	for _, v := range profile {
-		asks = append(asks, ask{v, FromProfile})
-	}
-	for _, v := range r.Toolchains {
-		if err := checkToolchain(v); err != nil {
-			return nil, nil, fmt.Errorf("--toolchain %w", err)
-		}
-		asks = append(asks, ask{v, FromFlag})
-	}
-	if len(asks) == 0 {
-		return nil, nil, nil
+	asks, err := toolchainAsks(profile, r.Toolchains)
+	if err != nil || len(asks) == 0 {
+		return nil, nil, err
 	}
 	f := r.Finder
 	if f == nil {
@@ -83,46 +73,89 @@ func toolchains(profile []string, jailPath string, r Request, cwd string, mounts
 	var out []jail.Toolchain
 	seen := map[string]bool{}
 	for _, a := range asks {
-		var tcs []toolchain.Toolchain
-		from := a.from
-		if a.value == ToolchainAuto {
-			found, err := toolchain.Auto(fsys, c, r.Args[0])
-			if err != nil {
-				return nil, nil, err
-			}
-			tcs, from = found, FromAuto
-		} else {
-			tc, err := toolchain.Named(fsys, c, a.value)
-			if err != nil {
-				return nil, nil, err
-			}
-			// One the jail shows already (below /usr) needs no bind.
-			tc.Prefixes = slices.DeleteFunc(tc.Prefixes, c.Shown)
-			tcs = []toolchain.Toolchain{tc}
+		tcs, from, err := findAsked(fsys, c, a, r.Args[0])
+		if err != nil {
+			return nil, nil, err
 		}
 		for _, tc := range tcs {
-			key := tc.Kind + "\x00" + strings.Join(tc.Prefixes, "\x00") + "\x00" + strings.Join(tc.Bin, "\x00")
+			key := toolchainKey(tc)
 			if seen[key] {
 				continue // "auto" in the profile and on the command line
 			}
 			seen[key] = true
-			if f.Check != nil {
-				for _, p := range tc.Prefixes {
-					if err := f.Check(p); err != nil {
-						return nil, nil, err
-					}
-				}
+			if err := checkPrefixes(f, tc.Prefixes); err != nil {
+				return nil, nil, err
 			}
 			out = append(out, jail.Toolchain{Kind: tc.Kind, Prefixes: nonNil(tc.Prefixes), Bin: nonNil(tc.Bin), Env: tc.Env, From: from})
 		}
 	}
+	return out, toolchainBinds(out), nil
+}
+
+// toolchainAsk is one toolchain asked for ("auto" or a host path) and who
+// asked: FromProfile or FromFlag.
+type toolchainAsk struct{ value, from string }
+
+// toolchainAsks lists the profile's toolchains, then the request's, which
+// are checked here: the profile's were when it was validated.
+func toolchainAsks(profile, flags []string) ([]toolchainAsk, error) {
+	var asks []toolchainAsk
+	for _, v := range profile {
+		asks = append(asks, toolchainAsk{v, FromProfile})
+	}
+	for _, v := range flags {
+		if err := checkToolchain(v); err != nil {
+			return nil, fmt.Errorf("--toolchain %w", err)
+		}
+		asks = append(asks, toolchainAsk{v, FromFlag})
+	}
+	return asks, nil
+}
+
+// findAsked finds what a is: the toolchains "auto" finds for the program
+// (from FromAuto), or the one at a path, without the prefixes the jail
+// shows already (below /usr), which need no bind.
+func findAsked(fsys toolchain.FS, c toolchain.Caller, a toolchainAsk, prog string) ([]toolchain.Toolchain, string, error) {
+	if a.value == ToolchainAuto {
+		found, err := toolchain.Auto(fsys, c, prog)
+		return found, FromAuto, err
+	}
+	tc, err := toolchain.Named(fsys, c, a.value)
+	if err != nil {
+		return nil, a.from, err
+	}
+	tc.Prefixes = slices.DeleteFunc(tc.Prefixes, c.Shown)
+	return []toolchain.Toolchain{tc}, a.from, nil
+}
+
+// toolchainKey identifies a toolchain found twice.
+func toolchainKey(tc toolchain.Toolchain) string {
+	return tc.Kind + "\x00" + strings.Join(tc.Prefixes, "\x00") + "\x00" + strings.Join(tc.Bin, "\x00")
+}
+
+// checkPrefixes runs the Finder's check, if any, on each prefix to bind.
+func checkPrefixes(f *Finder, prefixes []string) error {
+	if f.Check == nil {
+		return nil
+	}
+	for _, p := range prefixes {
+		if err := f.Check(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolchainBinds binds every prefix read-only with execute, at its host
+// path: the paths the toolchain's files name.
+func toolchainBinds(tcs []jail.Toolchain) []jail.Mount {
 	var binds []jail.Mount
-	for _, tc := range out {
+	for _, tc := range tcs {
 		for _, p := range tc.Prefixes {
 			binds = append(binds, jail.Mount{Kind: jail.MountBind, Source: p, Dest: p, Exec: true})
 		}
 	}
-	return out, binds, nil
+	return binds
 }
 
 // callerOf is the toolchain.Caller of a Finder.

@@ -174,3 +174,35 @@ func TestShownHost(t *testing.T) {
 		}
 	}
 }
+
+func TestToolchainAsks(t *testing.T) {
+	asks, err := toolchainAsks([]string{"auto", "/opt/go"}, []string{"/opt/node", "auto"})
+	want := []toolchainAsk{{"auto", FromProfile}, {"/opt/go", FromProfile}, {"/opt/node", FromFlag}, {"auto", FromFlag}}
+	if err != nil || !slices.Equal(asks, want) {
+		t.Errorf("toolchainAsks = %v, %v; want %v", asks, err, want)
+	}
+	// A flag's value is checked here, a profile's by Validate.
+	if _, err := toolchainAsks([]string{"relative"}, nil); err != nil {
+		t.Errorf("profile entry checked again: %v", err)
+	}
+	if _, err := toolchainAsks(nil, []string{"opt/go"}); err == nil || !strings.HasPrefix(err.Error(), `--toolchain "opt/go": want`) {
+		t.Errorf("relative --toolchain: %v", err)
+	}
+	if asks, err := toolchainAsks(nil, nil); asks != nil || err != nil {
+		t.Errorf("nothing asked: %v, %v", asks, err)
+	}
+}
+
+func TestToolchainBinds(t *testing.T) {
+	got := toolchainBinds([]jail.Toolchain{{Kind: "go", Prefixes: []string{"/opt/go"}}, {Kind: "none"}, {Kind: "node", Prefixes: []string{"/a", "/b"}}})
+	var dests []string
+	for _, m := range got {
+		if m.Kind != jail.MountBind || !m.Exec || m.Writable || m.Source != m.Dest {
+			t.Errorf("bind %+v: want a read-only bind with exec at the same path", m)
+		}
+		dests = append(dests, m.Dest)
+	}
+	if want := []string{"/opt/go", "/a", "/b"}; !slices.Equal(dests, want) {
+		t.Errorf("binds at %v, want %v", dests, want)
+	}
+}

@@ -27,6 +27,26 @@ func keyErr(key, format string, args ...any) error {
 // returns the first problem as a *KeyError. Load validates each file; Spec
 // validates again after the CLI's overlay.
 func (p *Profile) Validate() error {
+	// In the order of the keys in a profile file, so that the first
+	// problem reported is the first one a reader meets.
+	for _, check := range []func() error{
+		p.validateTop,
+		p.Filesystem.validate,
+		p.validateLimits,
+		p.validateModes,
+		p.Env.validate,
+		p.Seccomp.validate,
+		p.Landlock.validate,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateTop checks the keys above the first table.
+func (p *Profile) validateTop() error {
 	for _, l := range p.AllowDegraded {
 		if err := jail.CheckLayer(l); err != nil {
 			return &KeyError{Key: "allow_degraded", Err: err}
@@ -37,70 +57,114 @@ func (p *Profile) Validate() error {
 			return &KeyError{Key: "host_user", Err: err}
 		}
 	}
-	fs := &p.Filesystem
-	if fs.Root != nil {
-		if err := checkRoot(*fs.Root); err != nil {
-			return &KeyError{Key: "filesystem.root", Err: err}
+	return nil
+}
+
+// validate checks [filesystem] but its changes key, which validateModes
+// checks with network.mode.
+func (fs *Filesystem) validate() error {
+	for _, l := range []struct {
+		key     string
+		entries []string
+		check   func(string) error
+	}{
+		{"filesystem.root", optional(fs.Root), checkRoot},
+		{"filesystem.system", fs.System, checkSystemDir},
+		{"filesystem.etc", fs.Etc, checkEtcEntry},
+		{"filesystem.ro", fs.Ro, checkBind},
+		{"filesystem.rw", fs.Rw, checkBind},
+		{"filesystem.tmpfs", fs.Tmpfs, checkTmpfs},
+		{"filesystem.caches", fs.Caches, checkCache},
+		{"filesystem.mask", fs.Mask, checkMask},
+		{"filesystem.toolchains", fs.Toolchains, checkToolchain},
+		{"filesystem.home_size", optional(fs.HomeSize), checkHomeSize},
+		{"filesystem.protect", orNone(fs.Protect), checkProtectEntry},
+	} {
+		if err := checkEach(l.key, l.entries, l.check); err != nil {
+			return err
 		}
 	}
-	for _, s := range fs.System {
-		if !filepath.IsAbs(s) {
-			return keyErr("filesystem.system", "%q: want an absolute path such as /usr", s)
+	return nil
+}
+
+// optional is a key that may be unset as a list of zero or one value.
+func optional(v *string) []string {
+	if v == nil {
+		return nil
+	}
+	return []string{*v}
+}
+
+// orNone is a list key that may be unset (nil) as its entries.
+func orNone(l *[]string) []string {
+	if l == nil {
+		return nil
+	}
+	return *l
+}
+
+// checkEach checks every entry of one list key; the first error is that
+// key's *KeyError.
+func checkEach(key string, entries []string, check func(string) error) error {
+	for _, e := range entries {
+		if err := check(e); err != nil {
+			return &KeyError{Key: key, Err: err}
 		}
 	}
-	for _, e := range fs.Etc {
-		if err := checkEtcEntry(e); err != nil {
-			return &KeyError{Key: "filesystem.etc", Err: err}
-		}
+	return nil
+}
+
+// checkSystemDir accepts an absolute host path, bound at the same place.
+func checkSystemDir(s string) error {
+	if !filepath.IsAbs(s) {
+		return fmt.Errorf("%q: want an absolute path such as /usr", s)
 	}
-	for _, b := range fs.Ro {
-		if _, _, err := splitBind(b); err != nil {
-			return &KeyError{Key: "filesystem.ro", Err: err}
-		}
+	return nil
+}
+
+// checkMask accepts an absolute path inside the jail.
+func checkMask(m string) error {
+	if !filepath.IsAbs(m) {
+		return fmt.Errorf("%q: want an absolute path inside the jail", m)
 	}
-	for _, b := range fs.Rw {
-		if _, _, err := splitBind(b); err != nil {
-			return &KeyError{Key: "filesystem.rw", Err: err}
-		}
-	}
-	for _, t := range fs.Tmpfs {
-		if _, _, err := splitTmpfs(t); err != nil {
-			return &KeyError{Key: "filesystem.tmpfs", Err: err}
-		}
-	}
-	for _, c := range fs.Caches {
-		if _, _, err := splitCache(c); err != nil {
-			return &KeyError{Key: "filesystem.caches", Err: err}
-		}
-	}
-	for _, m := range fs.Mask {
-		if !filepath.IsAbs(m) {
-			return keyErr("filesystem.mask", "%q: want an absolute path inside the jail", m)
-		}
-	}
-	for _, v := range fs.Toolchains {
-		if err := checkToolchain(v); err != nil {
-			return &KeyError{Key: "filesystem.toolchains", Err: err}
-		}
-	}
-	if fs.HomeSize != nil {
-		if _, err := parseTmpfsSize(*fs.HomeSize); err != nil {
-			return &KeyError{Key: "filesystem.home_size", Err: err}
-		}
-	}
-	if fs.Protect != nil {
-		for _, e := range *fs.Protect {
-			if err := checkProtectEntry(e); err != nil {
-				return &KeyError{Key: "filesystem.protect", Err: err}
-			}
-		}
-	}
+	return nil
+}
+
+// checkBind is splitBind's verdict alone.
+func checkBind(b string) error {
+	_, _, err := splitBind(b)
+	return err
+}
+
+// checkTmpfs is splitTmpfs's verdict alone.
+func checkTmpfs(t string) error {
+	_, _, err := splitTmpfs(t)
+	return err
+}
+
+// checkHomeSize is parseTmpfsSize's verdict alone.
+func checkHomeSize(s string) error {
+	_, err := parseTmpfsSize(s)
+	return err
+}
+
+// checkCache is splitCache's verdict alone.
+func checkCache(c string) error {
+	_, _, err := splitCache(c)
+	return err
+}
+
+// validateLimits checks [limits] and [limits_max]; their errors name
+// their keys already.
+func (p *Profile) validateLimits() error {
 	if _, err := p.Limits.parse(); err != nil {
 		return err
 	}
-	if err := p.checkLimitsMax(); err != nil {
-		return err
-	}
+	return p.checkLimitsMax()
+}
+
+// validateModes checks filesystem.changes, network.mode and network.allow.
+func (p *Profile) validateModes() error {
 	if m := p.Filesystem.Changes; m != nil {
 		if _, err := changes.ParseMode(*m); err != nil {
 			return fmt.Errorf("filesystem.changes: %w", err)
@@ -112,7 +176,12 @@ func (p *Profile) Validate() error {
 	if _, err := allow.ParseList(p.Network.Allow); err != nil {
 		return &KeyError{Key: "network.allow", Err: err}
 	}
-	for k, v := range p.Env.Set {
+	return nil
+}
+
+// validate checks [env].
+func (e *Env) validate() error {
+	for k, v := range e.Set {
 		if err := checkEnvName(k); err != nil {
 			return &KeyError{Key: "env.set", Err: err}
 		}
@@ -120,38 +189,49 @@ func (p *Profile) Validate() error {
 			return keyErr("env.set", "%s: value contains a NUL byte", k)
 		}
 	}
-	for _, k := range p.Env.Pass {
-		if err := checkEnvName(k); err != nil {
-			return &KeyError{Key: "env.pass", Err: err}
-		}
+	if err := checkEach("env.pass", e.Pass, checkEnvName); err != nil {
+		return err
 	}
-	if p.Env.Deny != nil {
-		for _, pat := range *p.Env.Deny {
-			if pat == "" || strings.ContainsAny(pat, "=\x00") {
-				return keyErr("env.deny", "%q: want a variable name pattern such as \"*_TOKEN\" (no '=')", pat)
-			}
-		}
+	return checkEach("env.deny", orNone(e.Deny), checkDenyPattern)
+}
+
+// checkDenyPattern accepts a variable name pattern of env.deny.
+func checkDenyPattern(pat string) error {
+	if pat == "" || strings.ContainsAny(pat, "=\x00") {
+		return fmt.Errorf("%q: want a variable name pattern such as \"*_TOKEN\" (no '=')", pat)
 	}
-	if v := p.Seccomp.OnViolation; v != nil && *v != string(jail.ViolationDeny) && *v != string(jail.ViolationKill) {
+	return nil
+}
+
+// validate checks [seccomp].
+func (s *Seccomp) validate() error {
+	if v := s.OnViolation; v != nil && *v != string(jail.ViolationDeny) && *v != string(jail.ViolationKill) {
 		return keyErr("seccomp.on_violation", "%q: want %q or %q", *v, jail.ViolationDeny, jail.ViolationKill)
 	}
-	for _, lists := range []struct {
-		key   string
-		names []string
-	}{{"seccomp.allow", p.Seccomp.Allow}, {"seccomp.deny", p.Seccomp.Deny}} {
-		for _, n := range lists.names {
-			if n == "" || n == "@" || strings.ContainsAny(n, " \t\n,") {
-				return keyErr(lists.key, "%q: want a syscall name such as \"ptrace\" or a group such as \"@mount\"", n)
-			}
-		}
+	if err := checkEach("seccomp.allow", s.Allow, checkSyscallName); err != nil {
+		return err
 	}
-	if a := p.Landlock.MinABI; a != nil && *a < 0 {
+	return checkEach("seccomp.deny", s.Deny, checkSyscallName)
+}
+
+// checkSyscallName accepts a syscall or "@group" name as a seccomp list
+// entry; whether it is known is the seccomp package's to say.
+func checkSyscallName(n string) error {
+	if n == "" || n == "@" || strings.ContainsAny(n, " \t\n,") {
+		return fmt.Errorf("%q: want a syscall name such as \"ptrace\" or a group such as \"@mount\"", n)
+	}
+	return nil
+}
+
+// validate checks [landlock].
+func (l *Landlock) validate() error {
+	if a := l.MinABI; a != nil && *a < 0 {
 		return keyErr("landlock.min_abi", "%d: must not be negative (0 accepts any ABI)", *a)
 	}
 	for _, ports := range []struct {
 		key   string
 		ports []uint16
-	}{{"landlock.bind_tcp", p.Landlock.BindTCP}, {"landlock.connect_tcp", p.Landlock.ConnectTCP}} {
+	}{{"landlock.bind_tcp", l.BindTCP}, {"landlock.connect_tcp", l.ConnectTCP}} {
 		for _, port := range ports.ports {
 			if port == 0 {
 				return keyErr(ports.key, "port 0: want a TCP port between 1 and 65535")

@@ -225,34 +225,75 @@ func x32Entries(ceiling uint32) uint32 {
 // and the two shared returns. Only the handlers some call jumps to are
 // emitted.
 func prologue(p prologueParams) ([]unix.SockFilter, error) {
-	var arms []branch
-	need := map[string]bool{} // handler labels some arm or handler jumps to
+	arms, need := prologueArms(p.nrs)
+	if len(arms) == 0 {
+		return nil, fmt.Errorf("seccomp: libseccomp knows none of the calls the prologue checks")
+	}
+	handlers := prologueHandlers(need)
+	prog := []insn{
+		ld(offArch),
+		jeq(p.arch, "", "orig"),
+		ld(offNr),
+	}
+	if p.arch == unix.AUDIT_ARCH_X86_64 {
+		// A native call pays this one compare; the range check is on
+		// the x32 branch only.
+		prog = append(prog, jge(x32Bit, "x32", ""))
+		handlers = append(handlers, labelled("x32", jge(x32Bit+x32Entries(p.ceiling), "enosys", "orig")))
+	}
+	prog = append(prog, jgt(p.ceiling, "enosys", ""))
+	prog = append(prog, dispatch(arms, "orig")...)
+	prog = append(prog, handlers...)
+	prog = append(prog, labelled("enosys", ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))), labelled("deny", ret(p.denyRet)))
+	return assemble(prog, len(prog)) // "orig" is the first instruction after the prologue
+}
+
+// prologueArms are the dispatch's arms, by call number, for the calls of
+// prologueCalls this architecture has, and need the handler labels they
+// jump to, directly or through another handler.
+func prologueArms(nrs map[string]uint32) (arms []branch, need map[string]bool) {
+	need = map[string]bool{}
 	for _, name := range prologueCalls() {
-		nr, ok := p.nrs[name]
+		nr, ok := nrs[name]
 		if !ok {
 			continue
 		}
-		l := name // ioctl, socket, prlimit64
-		if name == "openat2" {
-			l = "enosys"
-		} else if a, ok := modeArg[name]; ok {
-			l = modeLabel(a)
-		} else if a, ok := openArgs[name]; ok {
-			l = createLabel(a)
-			need[modeLabel(a.mode)] = true
-		} else if proc, ok := whoCalls[name]; ok {
-			l = whoLabel(proc)
-		} else if slices.Contains(initPidCalls, name) {
-			l = "pid1"
+		l, then := armLabel(name)
+		if then != "" {
+			need[then] = true
 		}
 		arms = append(arms, branch{nr, l})
 		need[l] = true
 	}
-	if len(arms) == 0 {
-		return nil, fmt.Errorf("seccomp: libseccomp knows none of the calls the prologue checks")
-	}
 	sort.Slice(arms, func(i, j int) bool { return arms[i].nr < arms[j].nr })
+	return arms, need
+}
 
+// armLabel is the handler a prologue call jumps to, and then the one that
+// handler jumps on to ("" for none): an open's flags check goes on to its
+// mode check.
+func armLabel(name string) (label, then string) {
+	if name == "openat2" {
+		return "enosys", ""
+	}
+	if a, ok := modeArg[name]; ok {
+		return modeLabel(a), ""
+	}
+	if a, ok := openArgs[name]; ok {
+		return createLabel(a), modeLabel(a.mode)
+	}
+	if proc, ok := whoCalls[name]; ok {
+		return whoLabel(proc), ""
+	}
+	if slices.Contains(initPidCalls, name) {
+		return "pid1", ""
+	}
+	return name, "" // ioctl, socket, prlimit64
+}
+
+// prologueHandlers are the argument checks the needed labels name, each
+// ending in "deny" or "orig" (libseccomp's program).
+func prologueHandlers(need map[string]bool) []insn {
 	var handlers []insn
 	add := func(l string, in ...insn) {
 		if need[l] {
@@ -274,23 +315,7 @@ func prologue(p prologueParams) ([]unix.SockFilter, error) {
 	for _, a := range []uint32{1, 2, 3} {
 		add(modeLabel(a), ldArg(a), jset(setIDBits, "deny", "orig"))
 	}
-
-	prog := []insn{
-		ld(offArch),
-		jeq(p.arch, "", "orig"),
-		ld(offNr),
-	}
-	if p.arch == unix.AUDIT_ARCH_X86_64 {
-		// A native call pays this one compare; the range check is on
-		// the x32 branch only.
-		prog = append(prog, jge(x32Bit, "x32", ""))
-		handlers = append(handlers, labelled("x32", jge(x32Bit+x32Entries(p.ceiling), "enosys", "orig")))
-	}
-	prog = append(prog, jgt(p.ceiling, "enosys", ""))
-	prog = append(prog, dispatch(arms, "orig")...)
-	prog = append(prog, handlers...)
-	prog = append(prog, labelled("enosys", ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))), labelled("deny", ret(p.denyRet)))
-	return assemble(prog, len(prog)) // "orig" is the first instruction after the prologue
+	return handlers
 }
 
 // dispatch compares the accumulator with the arms' numbers (sorted, at

@@ -313,6 +313,7 @@ var libseccompCeiling = sync.OnceValues(func() (uint32, error) {
 // compileMu serialises libseccomp use across Compilers.
 var compileMu sync.Mutex
 
+// build compiles r with libseccomp and puts the prologue in front.
 func build(r *resolved, notify bool, na nativeArch) (*Program, error) {
 	compileMu.Lock()
 	defer compileMu.Unlock()
@@ -321,24 +322,65 @@ func build(r *resolved, notify bool, na nativeArch) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	deny := libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
-	badArch := libseccomp.ActKillProcess
-	denyRet := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
-	if notify {
-		deny, badArch, denyRet = libseccomp.ActNotify, libseccomp.ActNotify, unix.SECCOMP_RET_USER_NOTIF
+	act := actionsFor(notify)
+	f, err := newFilter(act)
+	if err != nil {
+		return nil, err
 	}
-	f, err := libseccomp.NewFilter(deny)
+	defer f.Release()
+	if err := addAllowRules(f, r); err != nil {
+		return nil, err
+	}
+	if err := addClone3Rule(f, r.allow); err != nil {
+		return nil, err
+	}
+	body, err := exportBPF(f)
+	if err != nil {
+		return nil, err
+	}
+	return withPrologue(body, na, ceiling, act.denyRet, notify)
+}
+
+// actions are what a filter does with a denied call and a foreign
+// architecture, as libseccomp's actions and as the prologue's return.
+type actions struct {
+	deny, badArch libseccomp.ScmpAction
+	denyRet       uint32
+}
+
+// actionsFor: with notify both go to the supervisor; without it a denied
+// call fails with EPERM and a foreign architecture kills the process.
+func actionsFor(notify bool) actions {
+	if notify {
+		return actions{libseccomp.ActNotify, libseccomp.ActNotify, unix.SECCOMP_RET_USER_NOTIF}
+	}
+	return actions{
+		deny:    libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM)),
+		badArch: libseccomp.ActKillProcess,
+		denyRet: uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)),
+	}
+}
+
+// newFilter is an empty libseccomp filter with act's actions; the caller
+// releases it.
+func newFilter(act actions) (*libseccomp.ScmpFilter, error) {
+	f, err := libseccomp.NewFilter(act.deny)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: new filter: %w", err)
 	}
-	defer f.Release()
-	if err := f.SetBadArchAction(badArch); err != nil {
-		return nil, fmt.Errorf("seccomp: set bad-arch action %v: %w (notify needs libseccomp >= 2.5 and Linux >= 5.0)", badArch, err)
+	if err := f.SetBadArchAction(act.badArch); err != nil {
+		f.Release()
+		return nil, fmt.Errorf("seccomp: set bad-arch action %v: %w (notify needs libseccomp >= 2.5 and Linux >= 5.0)", act.badArch, err)
 	}
 	// The binary tree keeps lookups O(log n) over ~350 rules. libseccomp
 	// API < 4 lacks it; the linear filter is still correct.
 	_ = f.SetOptimize(2)
+	return f, nil
+}
 
+// addAllowRules adds a rule for each allowed call this libseccomp knows
+// on this architecture: plain, or one per argument-check alternative.
+func addAllowRules(f *libseccomp.ScmpFilter, r *resolved) error {
 	for _, name := range r.allow {
 		sc, err := libseccomp.GetSyscallFromName(name)
 		if err != nil || sc < 0 {
@@ -346,49 +388,76 @@ func build(r *resolved, notify bool, na nativeArch) (*Program, error) {
 			// ceiling, so ENOSYS) or not on this architecture.
 			continue
 		}
-		alts, lifted := restricted()[name], r.lifted[name]
-		if name == "socket" && len(r.noFamilies) > 0 {
-			// Checked whatever the policy allows; no alternative left
-			// means no rule: every socket is refused.
-			alts, lifted = socketAlternatives(alts, lifted, r.noFamilies), false
-			if len(alts) == 0 {
-				continue
-			}
-		}
-		if alts == nil || lifted {
-			if err := f.AddRule(sc, libseccomp.ActAllow); err != nil {
-				return nil, fmt.Errorf("seccomp: allow %s: %w", name, err)
-			}
+		alts, ok := argChecks(name, r)
+		switch {
+		case !ok:
 			continue
-		}
-		for _, alt := range alts {
-			conds := make([]libseccomp.ScmpCondition, 0, len(alt))
-			for _, c := range alt {
-				sc, err := libseccomp.MakeCondition(c.arg, c.op, c.vals...)
-				if err != nil {
-					return nil, fmt.Errorf("seccomp: condition for %s: %w", name, err)
-				}
-				conds = append(conds, sc)
+		case alts == nil:
+			if err := f.AddRule(sc, libseccomp.ActAllow); err != nil {
+				return fmt.Errorf("seccomp: allow %s: %w", name, err)
 			}
-			if err := f.AddRuleConditional(sc, libseccomp.ActAllow, conds); err != nil {
-				return nil, fmt.Errorf("seccomp: allow %s with argument checks: %w", name, err)
+		default:
+			if err := addConditional(f, sc, name, alts); err != nil {
+				return err
 			}
 		}
 	}
-	if !contains(r.allow, "clone3") {
-		// ENOSYS, not a violation: glibc tries clone3 first and falls back
-		// to clone, whose flags the filter can read.
-		if sc, err := libseccomp.GetSyscallFromName("clone3"); err == nil && sc >= 0 {
-			if err := f.AddRule(sc, libseccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
-				return nil, fmt.Errorf("seccomp: clone3 ENOSYS rule: %w", err)
-			}
-		}
-	}
+	return nil
+}
 
-	body, err := exportBPF(f)
-	if err != nil {
-		return nil, err
+// argChecks decides the rule of an allowed call: ok false for none (every
+// call refused), alts nil for a plain allow, else the alternatives to
+// allow. socket(2) is checked against the refused families whatever the
+// policy allows.
+func argChecks(name string, r *resolved) (alts [][]cond, ok bool) {
+	alts, lifted := restricted()[name], r.lifted[name]
+	if name == "socket" && len(r.noFamilies) > 0 {
+		alts = socketAlternatives(alts, lifted, r.noFamilies)
+		return alts, len(alts) > 0
 	}
+	if lifted {
+		return nil, true
+	}
+	return alts, true
+}
+
+// addConditional allows sc when one of alts holds.
+func addConditional(f *libseccomp.ScmpFilter, sc libseccomp.ScmpSyscall, name string, alts [][]cond) error {
+	for _, alt := range alts {
+		conds := make([]libseccomp.ScmpCondition, 0, len(alt))
+		for _, c := range alt {
+			cd, err := libseccomp.MakeCondition(c.arg, c.op, c.vals...)
+			if err != nil {
+				return fmt.Errorf("seccomp: condition for %s: %w", name, err)
+			}
+			conds = append(conds, cd)
+		}
+		if err := f.AddRuleConditional(sc, libseccomp.ActAllow, conds); err != nil {
+			return fmt.Errorf("seccomp: allow %s with argument checks: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// addClone3Rule makes clone3 fail with ENOSYS unless the policy allows
+// it: not a violation, glibc tries clone3 first and falls back to clone,
+// whose flags the filter can read.
+func addClone3Rule(f *libseccomp.ScmpFilter, allow []string) error {
+	if contains(allow, "clone3") {
+		return nil
+	}
+	if sc, err := libseccomp.GetSyscallFromName("clone3"); err == nil && sc >= 0 {
+		if err := f.AddRule(sc, libseccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
+			return fmt.Errorf("seccomp: clone3 ENOSYS rule: %w", err)
+		}
+	}
+	return nil
+}
+
+// withPrologue puts the prologue (architecture, ceiling, the checks
+// libseccomp cannot express) before libseccomp's body, within the
+// kernel's limit on a filter's length.
+func withPrologue(body []unix.SockFilter, na nativeArch, ceiling, denyRet uint32, notify bool) (*Program, error) {
 	nrs, err := prologueNumbers()
 	if err != nil {
 		return nil, err

@@ -489,40 +489,18 @@ func (s *Server) serveConn(pc *pendingConn) {
 	unpend := sync.OnceFunc(func() { s.unpend(pc) })
 	defer unpend()
 	defer pc.cancel()
-	defer func() {
-		// A bug in one call must not end the others' runs.
-		if v := recover(); v != nil {
-			if s.ErrorLog != nil {
-				s.ErrorLog.Printf("panic serving a call: %v\n%s", v, debug.Stack())
-			}
-		}
-	}()
+	defer s.recoverCall()
 	peer := peerOf(conn)
 	out := s.writer(conn)
-	timeout := s.RequestTimeout
-	if timeout == 0 {
-		timeout = RequestTimeout
-	}
-	deadline := time.Now().Add(timeout)
-	conn.SetReadDeadline(deadline)
-	ctx, cancel := context.WithDeadline(pc.ctx, deadline)
+	timeout := s.requestTimeout()
 	var after []byte
-	line, held, err := readLine(ctx, conn, s.budget, &after)
-	cancel()
+	line, held, err := s.readRequestLine(pc, timeout, &after)
 	defer func() { s.budget.Release(held) }()
 	unpend()
 	s.mu.Lock()
 	evicted := pc.evicted
 	s.mu.Unlock()
-	if evicted && err != nil {
-		s.refuseCall(out, peer, nil, evictedRefusal(PendingPerRun*s.maxRuns()))
-		return
-	}
-	if err == errBudget {
-		s.refuseCall(out, peer, nil, budgetRefusal())
-		return
-	}
-	if e, stop := lineRefusal(line, err, timeout); stop {
+	if e, stop := lineVerdict(line, err, evicted, timeout, s.maxRuns()); stop {
 		if e != nil {
 			s.refuseCall(out, peer, nil, e)
 		}
@@ -532,34 +510,97 @@ func (s *Server) serveConn(pc *pendingConn) {
 	// What is left of the connection is watched for the client's end (or
 	// read as an interactive call's input), from what came after the line.
 	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(after), conn), 512)
-	d, rerr := decodeLine(line)
-	line = nil
-	var req *Request
-	if rerr == nil {
-		req = d.Request
-		// From here the call holds its decoded request, not its line.
-		var ok bool
-		if held, ok = resize(s.budget, held, d.held+chunkSize); !ok {
-			rerr = budgetRefusal()
+	req, err := s.admitLine(line, &held)
+	if err != nil {
+		s.refuseErr(out, peer, req, err)
+		return
+	}
+	s.route(conn, br, out, req, peer)
+}
+
+// recoverCall logs a panic of one call: a bug in one call must not end
+// the others' runs.
+func (s *Server) recoverCall() {
+	if v := recover(); v != nil {
+		if s.ErrorLog != nil {
+			s.ErrorLog.Printf("panic serving a call: %v\n%s", v, debug.Stack())
 		}
 	}
-	if rerr == nil {
-		if e := checkID(req.ID); e != nil {
-			rerr = e
-		}
+}
+
+// requestTimeout is how long a client has to send its request line.
+func (s *Server) requestTimeout() time.Duration {
+	if s.RequestTimeout == 0 {
+		return RequestTimeout
 	}
-	if rerr == nil && s.shuttingDown() {
-		rerr = refuse("the server is shutting down; retry with a new server")
+	return s.RequestTimeout
+}
+
+// readRequestLine reads the request line within timeout, holding its
+// bytes against the server's budget (held); after gets what came after.
+func (s *Server) readRequestLine(pc *pendingConn, timeout time.Duration, after *[]byte) (line []byte, held int64, err error) {
+	deadline := time.Now().Add(timeout)
+	pc.conn.SetReadDeadline(deadline)
+	ctx, cancel := context.WithDeadline(pc.ctx, deadline)
+	defer cancel()
+	return readLine(ctx, pc.conn, s.budget, after)
+}
+
+// lineVerdict says whether the call ends at its request line (stop), and
+// with which refusal (e, nil for a client that sent nothing): a read cut
+// short because the connection was evicted from the pending places
+// (PendingPerRun per run slot) says so, then a full budget, then what
+// lineRefusal says of the line.
+func lineVerdict(line []byte, err error, evicted bool, timeout time.Duration, maxRuns int) (e *Error, stop bool) {
+	if evicted && err != nil {
+		return evictedRefusal(PendingPerRun * maxRuns), true
 	}
-	if rerr == nil && req.ChangesOp != nil {
+	if err == errBudget {
+		return budgetRefusal(), true
+	}
+	return lineRefusal(line, err, timeout)
+}
+
+// admitLine decodes the request line and checks what every kind of call
+// must pass; from here the call holds its decoded request, not its line,
+// against the budget. req is nil if the line does not decode.
+func (s *Server) admitLine(line []byte, held *int64) (*Request, error) {
+	d, err := decodeLine(line)
+	if err != nil {
+		return nil, err
+	}
+	req := d.Request
+	var ok bool
+	if *held, ok = resize(s.budget, *held, d.held+chunkSize); !ok {
+		return req, budgetRefusal()
+	}
+	if e := checkID(req.ID); e != nil {
+		return req, e
+	}
+	if s.shuttingDown() {
+		return req, refuse("the server is shutting down; retry with a new server")
+	}
+	return req, nil
+}
+
+// refuseErr refuses the call with err, as an *Error when it is one.
+func (s *Server) refuseErr(out *connWriter, peer *jail.Peer, req *Request, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = refuse("%v", err)
+	}
+	s.refuseCall(out, peer, req, e)
+}
+
+// route serves an admitted request by its kind: a change set's or a
+// session's operation, a session's call, a tool's call, or a run.
+func (s *Server) route(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer) {
+	switch {
+	case req.ChangesOp != nil:
 		s.serveChangesOp(out, req, peer)
-		return
-	}
-	if rerr == nil && req.SessionOp != nil {
+	case req.SessionOp != nil:
 		s.serveSessionOp(conn, br, out, req, peer)
-		return
-	}
-	if rerr == nil && req.Session != "" {
+	case req.Session != "":
 		cmd, e := s.sessionCall(req, peer)
 		if e != nil {
 			s.refuseCall(out, peer, req, e)
@@ -569,27 +610,24 @@ func (s *Server) serveConn(pc *pendingConn) {
 			peer.RequestID = req.ID
 			s.runCmd(conn, br, out, req, peer, func() *jail.Cmd { return cmd })
 		})
-		return
-	}
-	if rerr == nil && req.Tool != "" {
+	case req.Tool != "":
 		s.inSlot(out, req, peer, func() { s.serveTool(conn, br, out, req, peer) })
-		return
+	default:
+		s.serveRun(conn, br, out, req, peer)
 	}
-	var spec *jail.Spec
-	if rerr == nil {
-		spec, rerr = s.spec(req, peer)
-	}
-	if rerr == nil {
+}
+
+// serveRun runs a request's command once its profile gives a spec that
+// shows none of the server's hidden files.
+func (s *Server) serveRun(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer) {
+	spec, err := s.spec(req, peer)
+	if err == nil {
 		s.mu.Lock()
-		rerr = s.hidden.check(spec)
+		err = s.hidden.check(spec)
 		s.mu.Unlock()
 	}
-	if rerr != nil {
-		var e *Error
-		if !errors.As(rerr, &e) {
-			e = refuse("%v", rerr)
-		}
-		s.refuseCall(out, peer, req, e)
+	if err != nil {
+		s.refuseErr(out, peer, req, err)
 		return
 	}
 	s.inSlot(out, req, peer, func() {

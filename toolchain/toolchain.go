@@ -97,20 +97,9 @@ const nameIt = "name its prefix with --toolchain PATH, or bind it with --ro"
 // shows the program already, or the caller has none by that name (the
 // jail then looks it up itself).
 func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
-	found := argv0
-	if strings.Contains(argv0, "/") {
-		if !path.IsAbs(found) {
-			found = path.Join(c.Cwd, found)
-		}
-	} else {
-		p, err := lookPath(fsys, argv0, c.Path)
-		if err != nil {
-			// Nothing of the caller's to show: the jail looks the name
-			// up in its own PATH, and says "not found" (127) as it
-			// would without auto when it has none either.
-			return nil, nil
-		}
-		found = p
+	found, ok := programPath(fsys, c, argv0)
+	if !ok {
+		return nil, nil
 	}
 	elems, err := elements(fsys, found)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -124,42 +113,8 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 		if covered(out, e) {
 			continue
 		}
-		if c.shown(e) {
-			// The jail shows it, but a virtualenv in the workdir, or a Go
-			// root in /usr/local, still needs its bin in PATH (and its
-			// variables, its base interpreter): unless the jail's PATH
-			// has its directory, match it too, for those.
-			if slices.Contains(filepath.SplitList(c.JailPath), path.Dir(e)) {
-				continue
-			}
-			tcs, err := match(fsys, &c, e)
-			if err != nil {
-				return nil, fmt.Errorf("toolchain auto: %s: %w", argv0, err)
-			}
-			for _, tc := range tcs {
-				if !coveredAll(out, tc.Prefixes) || len(tc.Prefixes) == 0 {
-					out = append(out, tc)
-				}
-			}
-			continue
-		}
-		tcs, err := match(fsys, &c, e)
-		if err != nil {
-			return nil, fmt.Errorf("toolchain auto: %s: %w", argv0, err)
-		}
-		if tcs == nil {
-			if i < len(elems)-1 {
-				// A link on the way (~/.local/bin/python3 -> a uv
-				// Python): the jail runs the name from the prefix the
-				// end of the chain finds, first in PATH.
-				continue
-			}
-			return nil, fmt.Errorf("toolchain auto: %s runs %s, which is outside what the jail shows and of no layout tooljail knows (a virtualenv, pyenv, uv, conda, nvm, fnm, volta, rustup, a Go root, a Java home); %s", argv0, e, nameIt)
-		}
-		for _, tc := range tcs {
-			if !coveredAll(out, tc.Prefixes) {
-				out = append(out, tc)
-			}
+		if out, err = autoElement(fsys, &c, argv0, e, i == len(elems)-1, out); err != nil {
+			return nil, err
 		}
 	}
 	if strings.Contains(argv0, "/") && !c.shown(elems[0]) && !covered(out, elems[0]) {
@@ -169,6 +124,56 @@ func Auto(fsys FS, c Caller, argv0 string) ([]Toolchain, error) {
 		out[i].Prefixes = slices.DeleteFunc(out[i].Prefixes, c.shown)
 	}
 	return checked(fsys, c.Homes, out)
+}
+
+// programPath is the path the caller would run for argv0: relative to
+// Cwd, or looked up in the caller's PATH. ok is false when the PATH has
+// none: nothing of the caller's to show, the jail looks the name up in
+// its own PATH, and says "not found" (127) as it would without auto when
+// it has none either.
+func programPath(fsys FS, c Caller, argv0 string) (found string, ok bool) {
+	if !strings.Contains(argv0, "/") {
+		p, err := lookPath(fsys, argv0, c.Path)
+		return p, err == nil
+	}
+	if !path.IsAbs(argv0) {
+		return path.Join(c.Cwd, argv0), true
+	}
+	return argv0, true
+}
+
+// autoElement adds to out the toolchains that e, one path on the way to
+// the program (last: its end), needs.
+func autoElement(fsys FS, c *Caller, argv0, e string, last bool, out []Toolchain) ([]Toolchain, error) {
+	shown := c.shown(e)
+	// The jail shows it, but a virtualenv in the workdir, or a Go root in
+	// /usr/local, still needs its bin in PATH (and its variables, its base
+	// interpreter): unless the jail's PATH has its directory, match it
+	// too, for those.
+	if shown && slices.Contains(filepath.SplitList(c.JailPath), path.Dir(e)) {
+		return out, nil
+	}
+	tcs, err := match(fsys, c, e)
+	if err != nil {
+		return nil, fmt.Errorf("toolchain auto: %s: %w", argv0, err)
+	}
+	if tcs == nil && !shown {
+		if !last {
+			// A link on the way (~/.local/bin/python3 -> a uv Python):
+			// the jail runs the name from the prefix the end of the
+			// chain finds, first in PATH.
+			return out, nil
+		}
+		return nil, fmt.Errorf("toolchain auto: %s runs %s, which is outside what the jail shows and of no layout tooljail knows (a virtualenv, pyenv, uv, conda, nvm, fnm, volta, rustup, a Go root, a Java home); %s", argv0, e, nameIt)
+	}
+	for _, tc := range tcs {
+		// A shown path's toolchain without prefixes still brings its
+		// PATH and variables.
+		if !coveredAll(out, tc.Prefixes) || (shown && len(tc.Prefixes) == 0) {
+			out = append(out, tc)
+		}
+	}
+	return out, nil
 }
 
 // Named is the toolchain of a prefix named by hand: the directory itself

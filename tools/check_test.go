@@ -194,3 +194,47 @@ func TestBase(t *testing.T) {
 		t.Error("Base of a path outside")
 	}
 }
+
+func TestBeneathDir(t *testing.T) {
+	const notDir, outside = "want a directory", "leads out of the working directory"
+	for _, c := range []struct{ in, clean, refusal string }{
+		{".", ".", ""},
+		{"src/../lib/", "lib", ""},
+		{"/var/data/", "/var/data", ""},
+		{"/../etc", "/etc", ""},  // absolute: cleaned, never above /
+		{"..dots", "..dots", ""}, // a name, not a step up
+		{"", "", notDir},
+		{"a\x00b", "", notDir},
+		{"..", "", outside},
+		{"../up", "", outside},
+		{"a/../../up", "", outside},
+	} {
+		clean, msg := beneathDir(c.in)
+		if clean != c.clean || (msg == "") != (c.refusal == "") || !strings.Contains(msg, c.refusal) {
+			t.Errorf("beneathDir(%q) = %q, %q; want %q, %q", c.in, clean, msg, c.clean, c.refusal)
+		}
+	}
+}
+
+func TestRequiredRule(t *testing.T) {
+	yes, no := true, false
+	for _, c := range []struct {
+		name       string
+		hasDefault bool
+		required   *bool
+		req        bool
+		key        string
+	}{
+		{"no default, required unset: required", false, nil, true, ""},
+		{"no default, required", false, &yes, true, ""},
+		{"no default, not required: cannot be left out", false, &no, false, "required"},
+		{"default, required unset: optional", true, nil, false, ""},
+		{"default, not required", true, &no, false, ""},
+		{"default and required: contradiction", true, &yes, true, "default"},
+	} {
+		req, key, msg := requiredRule(c.hasDefault, c.required)
+		if req != c.req || key != c.key || (msg != "") != (c.key != "") {
+			t.Errorf("%s: requiredRule = %v, %q, %q; want %v, %q", c.name, req, key, msg, c.req, c.key)
+		}
+	}
+}

@@ -36,7 +36,35 @@ func (c *checker) tool(name string, rt rawTool) *Tool {
 		}
 	}
 	slicesSortByPos(t.Params, func(p *Param) pos { return c.pos.find(at("params", p.Name)) })
-	used := map[string]bool{}
+	used := c.command(at, rt, t)
+	for pn := range rt.Params {
+		if !used[pn] && rt.Command != nil {
+			c.add(at("params", pn), "declared but not used in command; use it as a whole element \"{%s}\" or remove it", pn)
+		}
+	}
+	c.policy(at, t, rt.Profile, rt.Limits, rt.Rate)
+	c.changes(at, t, rt.Changes)
+	if rt.Stdin != nil {
+		t.Stdin = *rt.Stdin
+	}
+	if _, ok := rt.Params["stdin"]; ok && t.Stdin {
+		// MCP passes a call's stdin as the argument "stdin".
+		c.add(at("params", "stdin"), "reserved for the call's stdin in a tool with stdin = true; name the parameter otherwise")
+	}
+	if rt.Output != nil {
+		if o := *rt.Output; o != "text" && o != "json" {
+			c.add(at("output"), "%s: want \"text\" or \"json\"", strconv.Quote(o))
+		} else {
+			t.Output = o
+		}
+	}
+	return t
+}
+
+// command checks the argv template and fills t.Command; used holds the
+// parameters it names, so that tool can report the unused ones.
+func (c *checker) command(at func(k ...string) []string, rt rawTool, t *Tool) (used map[string]bool) {
+	used = map[string]bool{}
 	switch {
 	case rt.Command == nil:
 		c.add(at("command"), `missing; give the argv template, e.g. ["grep", "-e", "{pattern}"]`)
@@ -65,28 +93,7 @@ func (c *checker) tool(name string, rt rawTool) *Tool {
 		used[a.Param] = true
 		t.Command = append(t.Command, a)
 	}
-	for pn := range rt.Params {
-		if !used[pn] && rt.Command != nil {
-			c.add(at("params", pn), "declared but not used in command; use it as a whole element \"{%s}\" or remove it", pn)
-		}
-	}
-	c.policy(at, t, rt.Profile, rt.Limits, rt.Rate)
-	c.changes(at, t, rt.Changes)
-	if rt.Stdin != nil {
-		t.Stdin = *rt.Stdin
-	}
-	if _, ok := rt.Params["stdin"]; ok && t.Stdin {
-		// MCP passes a call's stdin as the argument "stdin".
-		c.add(at("params", "stdin"), "reserved for the call's stdin in a tool with stdin = true; name the parameter otherwise")
-	}
-	if rt.Output != nil {
-		if o := *rt.Output; o != "text" && o != "json" {
-			c.add(at("output"), "%s: want \"text\" or \"json\"", strconv.Quote(o))
-		} else {
-			t.Output = o
-		}
-	}
-	return t
+	return used
 }
 
 // policy checks the keys a tool and [run_command] share: profile,
@@ -212,93 +219,23 @@ func templateArg(el string) (Arg, string) {
 func (c *checker) param(tool, name string, rp rawParam) *Param {
 	at := func(k ...string) []string { return append([]string{"tools", tool, "params", name}, k...) }
 	before := len(c.errs)
-	if !namePattern().MatchString(name) {
-		c.add(at(), "invalid parameter name: want a letter or _ then letters, digits, _ or -, at most 64")
-		return nil
-	}
-	if rp.Type == nil {
-		c.add(at("type"), "missing; want one of %s", typeNames())
-		return nil
-	}
-	p := &Param{Name: name, Type: Type(*rp.Type)}
-	if !slices.Contains(types, p.Type) {
-		c.add(at("type"), "%s: want one of %s", strconv.Quote(*rp.Type), typeNames())
+	p := c.paramType(at, name, rp)
+	if p == nil {
 		return nil
 	}
 	if rp.Description != nil {
 		p.Description = *rp.Description
 	}
-	// Each rule applies to some types only: one that cannot apply is a
-	// mistake the author would not see otherwise.
-	applies := func(key string, set bool, ok ...Type) bool {
-		if set && !slices.Contains(ok, p.Type) {
-			c.add(at(key), "does not apply to a %s parameter", p.Type)
-			return false
-		}
-		return set
-	}
-	if applies("values", rp.Values != nil, Enum) {
-		if len(rp.Values) == 0 {
-			c.add(at("values"), "empty; list the allowed values")
-		}
-		for i, v := range rp.Values {
-			if hasNUL(v) || slices.Contains(rp.Values[:i], v) {
-				c.add(at("values"), "value %s: a duplicate or holds a NUL byte", strconv.Quote(v))
-			}
-		}
-		p.Values = rp.Values
-	} else if p.Type == Enum && rp.Values == nil {
-		c.add(at("values"), "missing; an enum lists its allowed values")
-	}
-	if applies("pattern", rp.Pattern != nil, String, Path) {
-		re, err := regexp.Compile(`^(?:` + *rp.Pattern + `)$`)
-		if err != nil {
-			c.add(at("pattern"), "not an RE2 regular expression: %v", err)
-		} else {
-			p.Pattern, p.re = *rp.Pattern, re
-		}
-	}
-	p.Min = c.bound(p, at("min"), applies("min", rp.Min != nil, Integer, Number), rp.Min)
-	p.Max = c.bound(p, at("max"), applies("max", rp.Max != nil, Integer, Number), rp.Max)
-	if p.Min != nil && p.Max != nil && *p.Min > *p.Max {
-		c.add(at("max"), "below min")
-	}
-	if applies("max_length", rp.MaxLength != nil, String, Path) {
-		if *rp.MaxLength < 1 || *rp.MaxLength > maxArgBytes {
-			c.add(at("max_length"), "%d: want 1 to %d", *rp.MaxLength, maxArgBytes)
-		} else {
-			p.MaxLength = int(*rp.MaxLength)
-		}
-	}
-	if applies("beneath", rp.Beneath != nil, Path) {
-		if len(rp.Beneath) == 0 {
-			c.add(at("beneath"), `empty; list directories, e.g. ["."] for the working directory`)
-		}
-		for _, d := range rp.Beneath {
-			if d == "" || hasNUL(d) {
-				c.add(at("beneath"), "%s: want a directory: absolute, or relative to the working directory", strconv.Quote(d))
-				continue
-			}
-			d = path.Clean(d)
-			if !path.IsAbs(d) && (d == ".." || strings.HasPrefix(d, "../")) {
-				c.add(at("beneath"), "%s: leads out of the working directory with \"..\"; give it as an absolute path", strconv.Quote(d))
-				continue
-			}
-			p.Beneath = append(p.Beneath, d)
-		}
-	} else if p.Type == Path {
-		p.Beneath = []string{"."}
-	}
-	if rp.Required != nil {
-		p.Required = *rp.Required
-	}
-	switch {
-	case rp.Default != nil && p.Required:
-		c.add(at("default"), "a required parameter takes no default; remove one of them")
-	case rp.Default == nil && rp.Required != nil && !p.Required:
-		c.add(at("required"), "false, but no default: a placeholder is one argv element and cannot be left out; give a default")
-	case rp.Default == nil:
-		p.Required = true
+	r := paramRules{c: c, p: p, at: at}
+	r.values(rp.Values)
+	r.pattern(rp.Pattern)
+	r.bounds(rp.Min, rp.Max)
+	r.maxLength(rp.MaxLength)
+	r.beneath(rp.Beneath)
+	required, key, msg := requiredRule(rp.Default != nil, rp.Required)
+	p.Required = required
+	if msg != "" {
+		c.add(at(key), "%s", msg)
 	}
 	if len(c.errs) > before {
 		return nil
@@ -312,6 +249,151 @@ func (c *checker) param(tool, name string, rp rawParam) *Param {
 		p.Default = v
 	}
 	return p
+}
+
+// paramType checks a parameter's name and type, which every other rule
+// depends on; nil after recording a problem with either.
+func (c *checker) paramType(at func(k ...string) []string, name string, rp rawParam) *Param {
+	if !namePattern().MatchString(name) {
+		c.add(at(), "invalid parameter name: want a letter or _ then letters, digits, _ or -, at most 64")
+		return nil
+	}
+	if rp.Type == nil {
+		c.add(at("type"), "missing; want one of %s", typeNames())
+		return nil
+	}
+	p := &Param{Name: name, Type: Type(*rp.Type)}
+	if !slices.Contains(types, p.Type) {
+		c.add(at("type"), "%s: want one of %s", strconv.Quote(*rp.Type), typeNames())
+		return nil
+	}
+	return p
+}
+
+// paramRules checks the rules of one parameter of a known type, recording
+// each problem under the rule's key.
+type paramRules struct {
+	c  *checker
+	p  *Param
+	at func(k ...string) []string
+}
+
+// applies says whether a rule is set and applies to the parameter's type.
+// Each rule applies to some types only: one that cannot apply is a mistake
+// the author would not see otherwise.
+func (r paramRules) applies(key string, set bool, ok ...Type) bool {
+	if set && !slices.Contains(ok, r.p.Type) {
+		r.c.add(r.at(key), "does not apply to a %s parameter", r.p.Type)
+		return false
+	}
+	return set
+}
+
+// values reads an enum's allowed values, which it must have.
+func (r paramRules) values(values []string) {
+	if !r.applies("values", values != nil, Enum) {
+		if r.p.Type == Enum && values == nil {
+			r.c.add(r.at("values"), "missing; an enum lists its allowed values")
+		}
+		return
+	}
+	if len(values) == 0 {
+		r.c.add(r.at("values"), "empty; list the allowed values")
+	}
+	for i, v := range values {
+		if hasNUL(v) || slices.Contains(values[:i], v) {
+			r.c.add(r.at("values"), "value %s: a duplicate or holds a NUL byte", strconv.Quote(v))
+		}
+	}
+	r.p.Values = values
+}
+
+// pattern reads a string's or path's pattern, matched against the whole
+// argument.
+func (r paramRules) pattern(pattern *string) {
+	if !r.applies("pattern", pattern != nil, String, Path) {
+		return
+	}
+	re, err := regexp.Compile(`^(?:` + *pattern + `)$`)
+	if err != nil {
+		r.c.add(r.at("pattern"), "not an RE2 regular expression: %v", err)
+		return
+	}
+	r.p.Pattern, r.p.re = *pattern, re
+}
+
+// bounds reads a number's min and max, which must be in order.
+func (r paramRules) bounds(minV, maxV any) {
+	r.p.Min = r.c.bound(r.p, r.at("min"), r.applies("min", minV != nil, Integer, Number), minV)
+	r.p.Max = r.c.bound(r.p, r.at("max"), r.applies("max", maxV != nil, Integer, Number), maxV)
+	if r.p.Min != nil && r.p.Max != nil && *r.p.Min > *r.p.Max {
+		r.c.add(r.at("max"), "below min")
+	}
+}
+
+// maxLength reads a string's or path's max_length, at most what one
+// argument may hold.
+func (r paramRules) maxLength(n *int64) {
+	if !r.applies("max_length", n != nil, String, Path) {
+		return
+	}
+	if *n < 1 || *n > maxArgBytes {
+		r.c.add(r.at("max_length"), "%d: want 1 to %d", *n, maxArgBytes)
+		return
+	}
+	r.p.MaxLength = int(*n)
+}
+
+// beneath reads a path's directories; a path without them stays below the
+// working directory.
+func (r paramRules) beneath(dirs []string) {
+	if !r.applies("beneath", dirs != nil, Path) {
+		if r.p.Type == Path {
+			r.p.Beneath = []string{"."}
+		}
+		return
+	}
+	if len(dirs) == 0 {
+		r.c.add(r.at("beneath"), `empty; list directories, e.g. ["."] for the working directory`)
+	}
+	for _, d := range dirs {
+		clean, msg := beneathDir(d)
+		if msg != "" {
+			r.c.add(r.at("beneath"), "%s", msg)
+			continue
+		}
+		r.p.Beneath = append(r.p.Beneath, clean)
+	}
+}
+
+// beneathDir reads one beneath entry: cleaned, absolute or relative to the
+// working directory without leaving it; msg says why it is refused.
+func beneathDir(d string) (clean, msg string) {
+	if d == "" || hasNUL(d) {
+		return "", fmt.Sprintf("%s: want a directory: absolute, or relative to the working directory", strconv.Quote(d))
+	}
+	d = path.Clean(d)
+	if !path.IsAbs(d) && (d == ".." || strings.HasPrefix(d, "../")) {
+		return "", fmt.Sprintf("%s: leads out of the working directory with \"..\"; give it as an absolute path", strconv.Quote(d))
+	}
+	return d, ""
+}
+
+// requiredRule decides whether a parameter is required from whether it
+// has a default and what `required` says: a placeholder is one argv
+// element, so a parameter that may be left out needs a default. msg,
+// under key, says what is wrong with the pair.
+func requiredRule(hasDefault bool, required *bool) (req bool, key, msg string) {
+	req = required != nil && *required
+	switch {
+	case hasDefault && req:
+		return req, "default", "a required parameter takes no default; remove one of them"
+	case !hasDefault && required != nil && !req:
+		return req, "required", "false, but no default: a placeholder is one argv element and cannot be left out; give a default"
+	case !hasDefault:
+		return true, "", ""
+	}
+	return req, "", ""
 }
 
 // bound reads min or max: a whole number for an integer parameter.

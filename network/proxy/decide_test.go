@@ -385,3 +385,23 @@ func TestReasonsDistinct(t *testing.T) {
 		seen[r] = true
 	}
 }
+
+func TestMoveReadDeadline(t *testing.T) {
+	now := time.Unix(1000, 0)
+	const idle = 160 * time.Second // idle/8 = 20s, idle/16 = 10s
+	for _, c := range []struct {
+		left time.Duration // set - now
+		want bool
+	}{
+		{-time.Second, true}, // passed
+		{0, true},
+		{9 * time.Second, true}, // under idle/16
+		{10 * time.Second, false},
+		{20 * time.Second, false}, // just set
+		{21 * time.Second, true},  // r.Read set a longer one
+	} {
+		if got := moveReadDeadline(now.Add(c.left), now, idle); got != c.want {
+			t.Errorf("%v left: moveReadDeadline = %v, want %v", c.left, got, c.want)
+		}
+	}
+}

@@ -42,83 +42,123 @@ const (
 // the idle time away: a write that times out loses the bytes in splice's
 // pipe, so it ends the relay.
 func (s *session) relay(dst, src net.Conn) (int64, error) {
-	r := &connReader{c: src, act: &s.act}
-	wd := &s.upWD
+	rl := &relayer{s: s, dst: dst, src: src, r: &connReader{c: src, act: &s.act}, wd: &s.upWD, capped: s.p.lim.MaxBytes > 0}
 	if dst == s.c {
-		wd = &s.clientWD
+		rl.wd = &s.clientWD
 	}
-	capped := s.p.lim.MaxBytes > 0
-	rc, _ := src.(syscall.Conn)
-	var bp *[]byte
-	defer func() {
-		if bp != nil {
-			bufPool.Put(bp)
-		}
-	}()
+	rl.rc, _ = src.(syscall.Conn)
+	defer rl.release()
 	var total int64
 	for {
 		now := time.Now()
 		// Setting a deadline costs a timer update: the read deadline
 		// moves when less than half its period is left (or when r.Read
 		// set a longer one), the write deadline by steps (refresh).
-		if d := r.set.Sub(now); d < s.act.idle/16 || d > s.act.idle/8 {
-			r.set = now.Add(s.act.idle / 8)
-			src.SetReadDeadline(r.set)
+		if moveReadDeadline(rl.r.set, now, s.act.idle) {
+			rl.r.set = now.Add(s.act.idle / 8)
+			src.SetReadDeadline(rl.r.set)
 		}
-		n, want := int64(0), int64(maxChunk)
-		var err error
-		if capped {
-			want, err = inq(rc)
-		}
-		switch {
-		case err != nil:
-		case capped && want < minChunk:
-			// A few bytes, the end of the stream, or src cannot say:
-			// one buffered round.
-			if bp == nil {
-				bp = bufPool.Get().(*[]byte)
-			}
-			m, rerr := r.Read(*bp)
-			if m > 0 {
-				w, werr := s.send(dst, (*bp)[:m])
-				n = int64(w)
-				if werr != nil {
-					return total + n, werr
-				}
-			}
-			err = rerr
-		default:
-			want = min(want, maxChunk)
-			g := want
-			if capped {
-				g = int64(s.p.reserve(int(want)))
-			}
-			if want := now.Add(s.act.idle); refresh(*wd, want, now, s.act.idle) {
-				*wd = want
-				dst.SetWriteDeadline(want)
-			}
-			n, err = io.CopyN(dst, src, g)
-			if capped && n < g {
-				// The chunk failed midway: what did not move is not
-				// counted.
-				s.p.used.Add(n - g)
-			}
-			if err == nil && g < want {
-				err = errByteLimit
-			}
-		}
+		n, writeFailed, err := rl.chunk(now)
 		total += n
+		if writeFailed {
+			return total, err
+		}
 		if n > 0 {
 			s.act.touch()
 		}
-		switch {
-		case err == nil:
-		case isTimeout(err) && time.Now().Before(*wd) && time.Now().Before(s.act.deadline()):
-			// The read deadline of the chunk: the connection is not idle.
-		default:
+		if err != nil && !rl.chunkTimedOut(err) {
 			return total, err
 		}
 	}
+}
+
+// relayer is one direction of a session's relay, src to dst.
+type relayer struct {
+	s        *session
+	dst, src net.Conn
+	r        *connReader  // src, for buffered rounds
+	rc       syscall.Conn // src, for inq; nil if it has no descriptor
+	wd       *time.Time   // dst's write deadline as last set
+	capped   bool         // under a byte cap
+	bp       *[]byte      // the buffered rounds' buffer, from bufPool
+}
+
+func (rl *relayer) release() {
+	if rl.bp != nil {
+		bufPool.Put(rl.bp)
+	}
+}
+
+// moveReadDeadline says whether a read deadline set for now+idle/8 is due:
+// less than idle/16 is left, or more than idle/8 (r.Read set a longer one).
+func moveReadDeadline(set, now time.Time, idle time.Duration) bool {
+	d := set.Sub(now)
+	return d < idle/16 || d > idle/8
+}
+
+// chunk moves one chunk: spliced, or under a byte cap with a few bytes
+// waiting (or the end of the stream, or src cannot say), one buffered
+// round. writeFailed says the bytes read could not all be sent: the
+// relay ends with err, whatever it is.
+func (rl *relayer) chunk(now time.Time) (n int64, writeFailed bool, err error) {
+	want := int64(maxChunk)
+	if rl.capped {
+		if want, err = inq(rl.rc); err != nil {
+			return 0, false, err
+		}
+	}
+	if rl.capped && want < minChunk {
+		return rl.bufferedRound()
+	}
+	n, err = rl.splice(now, want)
+	return n, false, err
+}
+
+// bufferedRound reads what src has into the buffer and sends it, counted
+// against the cap (send).
+func (rl *relayer) bufferedRound() (n int64, writeFailed bool, err error) {
+	if rl.bp == nil {
+		rl.bp = bufPool.Get().(*[]byte)
+	}
+	m, rerr := rl.r.Read(*rl.bp)
+	if m == 0 {
+		return 0, false, rerr
+	}
+	w, werr := rl.s.send(rl.dst, (*rl.bp)[:m])
+	if werr != nil {
+		return int64(w), true, werr
+	}
+	return int64(w), false, rerr
+}
+
+// splice copies up to want bytes (at most maxChunk), under a cap only
+// what reserve grants: a chunk that reserve cuts fails with errByteLimit
+// after moving what fits.
+func (rl *relayer) splice(now time.Time, want int64) (int64, error) {
+	want = min(want, maxChunk)
+	g := want
+	if rl.capped {
+		g = int64(rl.s.p.reserve(int(want)))
+	}
+	if wd := now.Add(rl.s.act.idle); refresh(*rl.wd, wd, now, rl.s.act.idle) {
+		*rl.wd = wd
+		rl.dst.SetWriteDeadline(wd)
+	}
+	n, err := io.CopyN(rl.dst, rl.src, g)
+	if rl.capped && n < g {
+		// The chunk failed midway: what did not move is not counted.
+		rl.s.p.used.Add(n - g)
+	}
+	if err == nil && g < want {
+		err = errByteLimit
+	}
+	return n, err
+}
+
+// chunkTimedOut says whether err is only the chunk's read deadline: with
+// the write deadline and the session's ahead, the connection is not idle.
+func (rl *relayer) chunkTimedOut(err error) bool {
+	return isTimeout(err) && time.Now().Before(*rl.wd) && time.Now().Before(rl.s.act.deadline())
 }
 
 // inq waits until c has bytes to read, or its end, or an error, and

@@ -81,60 +81,11 @@ func (s *session) serveSOCKS5() {
 	// A request is at most 262 bytes; a larger buffer would only hold
 	// the tunnel's first bytes, which Read passes through anyway.
 	br := bufio.NewReaderSize(s.cr, 512)
-
-	var greet [2]byte
-	if n, err := io.ReadFull(br, greet[:]); err != nil {
-		s.silent = n == 0 && !isTimeout(err)
-		s.ev.Reason = ReasonBadRequest
+	if !s.socksGreeting(br) {
 		return
 	}
-	if greet[0] != socksVersion {
-		// Not SOCKS5 (SOCKS4, or HTTP sent to the wrong port): there is
-		// no reply it would understand.
-		s.ev.Reason = ReasonBadRequest
-		return
-	}
-	methods := make([]byte, greet[1])
-	if _, err := io.ReadFull(br, methods); err != nil {
-		s.ev.Reason = ReasonBadRequest
-		return
-	}
-	s.c.SetWriteDeadline(time.Now().Add(s.p.lim.HeaderTimeout))
-	if bytes.IndexByte(methods, socksNoAuth) < 0 {
-		s.ev.Reason = ReasonBadRequest
-		if _, err := s.c.Write([]byte{socksVersion, socksNoMethod}); err == nil {
-			lingerClose(s.c)
-		}
-		return
-	}
-	if _, err := s.c.Write([]byte{socksVersion, socksNoAuth}); err != nil {
-		s.ev.Reason = ReasonBadRequest
-		return
-	}
-
-	var req [4]byte // VER CMD RSV ATYP
-	if _, err := io.ReadFull(br, req[:]); err != nil {
-		s.ev.Reason = ReasonBadRequest
-		return
-	}
-	if req[0] != socksVersion || req[2] != 0 {
-		s.refuseSOCKS(socksGeneralFailure, ReasonBadRequest)
-		return
-	}
-	host, port, err := readSOCKSAddr(br, req[3])
-	switch {
-	case errors.Is(err, errBadAddrType):
-		s.refuseSOCKS(socksBadAddrType, ReasonBadRequest)
-		return
-	case err != nil:
-		s.ev.Reason = ReasonBadRequest
-		return
-	}
-	t := newTarget(host, port)
-	s.ev.Host, s.ev.Port = t.host, t.port
-	if req[1] != socksCmdConnect {
-		// BIND and UDP ASSOCIATE would open the jail to the outside.
-		s.refuseSOCKS(socksBadCommand, ReasonBadRequest)
+	t, ok := s.socksRequest(br)
+	if !ok {
 		return
 	}
 	if reason := s.open(t); reason != "" {
@@ -147,4 +98,70 @@ func (s *session) serveSOCKS5() {
 	}
 	s.cr.setDeadline(time.Time{})
 	s.tunnel(t, buffered(br))
+}
+
+// socksGreeting reads the client's greeting and agrees on no
+// authentication, the one method served; false after recording why not.
+func (s *session) socksGreeting(br *bufio.Reader) bool {
+	var greet [2]byte
+	if n, err := io.ReadFull(br, greet[:]); err != nil {
+		s.silent = n == 0 && !isTimeout(err)
+		s.ev.Reason = ReasonBadRequest
+		return false
+	}
+	if greet[0] != socksVersion {
+		// Not SOCKS5 (SOCKS4, or HTTP sent to the wrong port): there is
+		// no reply it would understand.
+		s.ev.Reason = ReasonBadRequest
+		return false
+	}
+	methods := make([]byte, greet[1])
+	if _, err := io.ReadFull(br, methods); err != nil {
+		s.ev.Reason = ReasonBadRequest
+		return false
+	}
+	s.c.SetWriteDeadline(time.Now().Add(s.p.lim.HeaderTimeout))
+	if bytes.IndexByte(methods, socksNoAuth) < 0 {
+		s.ev.Reason = ReasonBadRequest
+		if _, err := s.c.Write([]byte{socksVersion, socksNoMethod}); err == nil {
+			lingerClose(s.c)
+		}
+		return false
+	}
+	if _, err := s.c.Write([]byte{socksVersion, socksNoAuth}); err != nil {
+		s.ev.Reason = ReasonBadRequest
+		return false
+	}
+	return true
+}
+
+// socksRequest reads the request and its target, which the event names;
+// false after refusing it: only CONNECT is served.
+func (s *session) socksRequest(br *bufio.Reader) (target, bool) {
+	var req [4]byte // VER CMD RSV ATYP
+	if _, err := io.ReadFull(br, req[:]); err != nil {
+		s.ev.Reason = ReasonBadRequest
+		return target{}, false
+	}
+	if req[0] != socksVersion || req[2] != 0 {
+		s.refuseSOCKS(socksGeneralFailure, ReasonBadRequest)
+		return target{}, false
+	}
+	host, port, err := readSOCKSAddr(br, req[3])
+	switch {
+	case errors.Is(err, errBadAddrType):
+		s.refuseSOCKS(socksBadAddrType, ReasonBadRequest)
+		return target{}, false
+	case err != nil:
+		s.ev.Reason = ReasonBadRequest
+		return target{}, false
+	}
+	t := newTarget(host, port)
+	s.ev.Host, s.ev.Port = t.host, t.port
+	if req[1] != socksCmdConnect {
+		// BIND and UDP ASSOCIATE would open the jail to the outside.
+		s.refuseSOCKS(socksBadCommand, ReasonBadRequest)
+		return target{}, false
+	}
+	return t, true
 }

@@ -80,6 +80,36 @@ const peerHeader = "Tooljail-Peer"
 
 type peerKey struct{}
 
+// withPeerHeader sets the peer header of every request to the client its
+// connection names (peerContext), "-1 -1 -1" when it names none, over any
+// value the client sent.
+func withPeerHeader(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := &jail.Peer{UID: -1, GID: -1, PID: -1}
+		if peer, ok := r.Context().Value(peerKey{}).(func() *jail.Peer); ok {
+			p = peer()
+		}
+		r.Header.Set(peerHeader, fmt.Sprintf("%d %d %d", p.UID, p.GID, p.PID))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// peerContext is an accepted connection's context, with a function that
+// names its client.
+func peerContext(ctx context.Context, conn net.Conn) context.Context {
+	if _, ok := conn.(*net.UnixConn); ok {
+		p := serve.PeerOf(conn)
+		return context.WithValue(ctx, peerKey{}, func() *jail.Peer { return p })
+	}
+	// SO_PEERCRED of a TCP socket names no one: the socket tables do.
+	// They are read once per connection, as soon as it is accepted (while
+	// the client surely holds it), off the accept loop (a scan of
+	// /proc/*/fd takes a while).
+	peer := make(chan *jail.Peer, 1)
+	go func() { peer <- tcpPeer(conn) }()
+	return context.WithValue(ctx, peerKey{}, sync.OnceValue(func() *jail.Peer { return <-peer }))
+}
+
 // ServeHTTP serves the tools of c over MCP's streamable HTTP transport
 // (the SDK's handler, at any path) on l until ctx ends, then shuts down:
 // it stops accepting, ends the running calls (their jails are killed and
@@ -104,27 +134,8 @@ func ServeHTTP(ctx context.Context, c *call.Caller, l net.Listener, grace time.D
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	hs := &http.Server{
-		Handler: guardOrigin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p := &jail.Peer{UID: -1, GID: -1, PID: -1}
-			if peer, ok := r.Context().Value(peerKey{}).(func() *jail.Peer); ok {
-				p = peer()
-			}
-			r.Header.Set(peerHeader, fmt.Sprintf("%d %d %d", p.UID, p.GID, p.PID))
-			h.ServeHTTP(w, r)
-		}), l.Addr().Network() != "unix"),
-		ConnContext: func(ctx context.Context, conn net.Conn) context.Context {
-			if _, ok := conn.(*net.UnixConn); ok {
-				p := serve.PeerOf(conn)
-				return context.WithValue(ctx, peerKey{}, func() *jail.Peer { return p })
-			}
-			// SO_PEERCRED of a TCP socket names no one: the socket
-			// tables do. They are read once per connection, as soon as
-			// it is accepted (while the client surely holds it), off the
-			// accept loop (a scan of /proc/*/fd takes a while).
-			peer := make(chan *jail.Peer, 1)
-			go func() { peer <- tcpPeer(conn) }()
-			return context.WithValue(ctx, peerKey{}, sync.OnceValue(func() *jail.Peer { return <-peer }))
-		},
+		Handler:           guardOrigin(withPeerHeader(h), l.Addr().Network() != "unix"),
+		ConnContext:       peerContext,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan error, 1)
