@@ -505,23 +505,14 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 	began := time.Now()
 	res := &serveResult{Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Runs: c.serveRuns, Conc: serveConc}
 	res.Load[0] = loadAvg()
-	dir, err := os.MkdirTemp(c.work, "serve-") // mode 0700: the socket's directory must be private
+	d, err := newServeDirs(c.work)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "sock")
-	tmp := filepath.Join(dir, "tmp") // TMPDIR of the server and of Python
-	xdg := filepath.Join(dir, "xdg") // XDG_RUNTIME_DIR of Python: no default socket there
-	for _, d := range []string{tmp, xdg} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	res.Socket = sock
-	srvEnv := editEnv(os.Environ(), []string{"TOOLJAIL_SERVER", "TOOLJAIL_AUDIT_LOG"}, "TMPDIR="+tmp)
-	logPath := filepath.Join(dir, "server.log")
-	srv, err := startServer(c.tooljail, sock, logPath, srvEnv)
+	defer os.RemoveAll(d.dir)
+	res.Socket = d.sock
+	srvEnv := editEnv(os.Environ(), []string{"TOOLJAIL_SERVER", "TOOLJAIL_AUDIT_LOG"}, "TMPDIR="+d.tmp)
+	srv, err := startServer(c.tooljail, d.sock, d.log, srvEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -533,22 +524,76 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 		}
 	}()
 	res.ServerPid = srv.pid()
-
-	bwJSON, err := json.Marshal(bw)
-	if err != nil {
+	if err := pythonPass(c, res, d, srv, wd, bw); err != nil {
 		return nil, err
 	}
-	res.Calls = map[string]string{
+	client := &serve.Client{Path: d.sock}
+	if c.serveLeakRuns > 0 {
+		servedLeakPass(res, srv, client, wd, d.tmp, c.serveLeakRuns)
+	}
+	step("served: SIGKILL of the server during %d calls, then a new server on the same socket", serveKillCalls)
+	if res.Kill, live, err = servedKill(c.tooljail, srv, client, wd, d.tmp, d.log, srvEnv); err != nil {
+		return nil, err
+	}
+	res.Stop.ExitCode = live.stop()
+	if _, err := os.Lstat(d.sock); !errors.Is(err, os.ErrNotExist) {
+		res.Stop.SocketLeft = true
+	}
+	res.Stop.Left = append(listDir(d.tmp), listDir(d.xdg)...)
+	res.Load[1] = loadAvg()
+	res.Seconds = time.Since(began).Seconds()
+	return res, nil
+}
+
+// serveDirs is the section's private directory (mode 0700: the socket's
+// directory must be private) and what is in it.
+type serveDirs struct {
+	dir  string
+	sock string // the server's socket
+	tmp  string // TMPDIR of the server and of Python
+	xdg  string // XDG_RUNTIME_DIR of Python: no default socket there
+	log  string // the server's log
+}
+
+func newServeDirs(work string) (serveDirs, error) {
+	dir, err := os.MkdirTemp(work, "serve-")
+	if err != nil {
+		return serveDirs{}, err
+	}
+	d := serveDirs{dir: dir, sock: filepath.Join(dir, "sock"), tmp: filepath.Join(dir, "tmp"), xdg: filepath.Join(dir, "xdg"), log: filepath.Join(dir, "server.log")}
+	for _, sub := range []string{d.tmp, d.xdg} {
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			os.RemoveAll(dir)
+			return serveDirs{}, err
+		}
+	}
+	return d, nil
+}
+
+// serveCalls are the Python calls of each variant, as the report shows
+// them.
+func serveCalls(c *config, wd, sock string, bwJSON []byte) map[string]string {
+	return map[string]string{
 		"served":  fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True, socket=%q)", wd, sock),
 		"cli":     fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True)  # TOOLJAIL_BIN=%s, no server", wd, c.tooljail),
 		"bwrap":   fmt.Sprintf("subprocess.run(%s, cwd=%q, capture_output=True)", bwJSON, wd),
 		"bare":    fmt.Sprintf("subprocess.run([\"/bin/true\"], cwd=%q, capture_output=True)", wd),
 		"session": fmt.Sprintf("s.run([\"/bin/true\"], capture_output=True)  # s = tooljail.Session(socket=%q, cwd=%q), started once", sock, wd),
 	}
+}
 
-	step("served from Python: %d calls each of served, CLI, bwrap, bare; server pid %d on %s", c.serveRuns, srv.pid(), sock)
-	pyPath := filepath.Join(dir, "python.json")
-	args := []string{"-B", c.servePy, "--socket", sock, "--server-pid", strconv.Itoa(srv.pid()),
+// pythonPass runs bench/serve_bench.py against srv and fills res with its
+// latency, throughput, session and large-output figures and the server's
+// memory after them.
+func pythonPass(c *config, res *serveResult, d serveDirs, srv *server, wd string, bw []string) error {
+	bwJSON, err := json.Marshal(bw)
+	if err != nil {
+		return err
+	}
+	res.Calls = serveCalls(c, wd, d.sock, bwJSON)
+	step("served from Python: %d calls each of served, CLI, bwrap, bare; server pid %d on %s", c.serveRuns, srv.pid(), d.sock)
+	pyPath := filepath.Join(d.dir, "python.json")
+	args := []string{"-B", c.servePy, "--socket", d.sock, "--server-pid", strconv.Itoa(srv.pid()),
 		"--tooljail", c.tooljail, "--bwrap-argv", string(bwJSON), "--workdir", wd,
 		"--runs", strconv.Itoa(c.serveRuns), "--conc", strconv.Itoa(serveConc), "--blocks", strconv.Itoa(serveBlocks), "--out", pyPath,
 		"--big-runs", strconv.Itoa(c.serveBigRuns)}
@@ -556,64 +601,69 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 		// Random bytes: most of it is not UTF-8, as a binary's output is not.
 		big := filepath.Join(wd, "big-output.bin")
 		if err := writeRandom(big, bigOutputBytes); err != nil {
-			return nil, err
+			return err
 		}
 		defer os.Remove(big)
 		args = append(args, "--big-file", big)
 		res.Calls["big"] = fmt.Sprintf("the same four calls and subprocess.run under tooljail.patch_subprocess(), each of [\"/bin/cat\", %q] (%d random bytes), capture_output=True, the output checked by sha256", big, bigOutputBytes)
 	}
 	cmd := exec.Command(c.python, args...)
-	cmd.Env = editEnv(os.Environ(), []string{"TOOLJAIL_SERVER"}, "TOOLJAIL_BIN="+c.tooljail, "XDG_RUNTIME_DIR="+xdg, "TMPDIR="+tmp)
+	cmd.Env = editEnv(os.Environ(), []string{"TOOLJAIL_SERVER"}, "TOOLJAIL_BIN="+c.tooljail, "XDG_RUNTIME_DIR="+d.xdg, "TMPDIR="+d.tmp)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %w (its output is above; the server's log: %s)", shellJoin(cmd.Args[:2]), err, srv.logTail())
+		return fmt.Errorf("%s: %w (its output is above; the server's log: %s)", shellJoin(cmd.Args[:2]), err, srv.logTail())
 	}
-	b, err := os.ReadFile(pyPath)
+	py, err := readPyOut(pyPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var py pyOut
-	if err := json.Unmarshal(b, &py); err != nil {
-		return nil, fmt.Errorf("%s: %w", pyPath, err)
+	if err := res.absorb(py); err != nil {
+		return err
 	}
-	res.Python = py.Python
-	if res.Latency, res.Throughput, err = summarizeServe(py); err != nil {
-		return nil, err
-	}
-	if ms := py.Latency["session"]; len(ms) > 0 {
-		res.Session = &serveLatency{Variant: "session", Summary: bench.Summarize(ms), P99: bench.Percentile(ms, 99), Samples: ms}
-	}
-	if res.Big, err = summarizeBig(py); err != nil {
-		return nil, err
-	}
-	res.BigBytes = py.BigBytes
 	res.Memory = append(res.Memory, readServerMem(srv.pid(), fmt.Sprintf("after the Python pass (%d served calls)", servedCalls(py))))
 	res.Warm = readWarmMem(srv.pid())
+	return nil
+}
 
-	client := &serve.Client{Path: sock}
-	if c.serveLeakRuns > 0 {
-		step("served leaks: %d runs at concurrency %d through the Go client", c.serveLeakRuns, serveConc)
-		fdDir := "/proc/" + strconv.Itoa(srv.pid()) + "/fd"
-		res.ServerFDs[0] = countDir(fdDir)
-		l := servedLeaks(srv, client, wd, tmp, c.serveLeakRuns)
-		res.Leaks = &l
-		res.ServerFDs[1] = countDir(fdDir)
-		res.Memory = append(res.Memory, readServerMem(srv.pid(), fmt.Sprintf("after the leak pass (%d more runs)", c.serveLeakRuns)))
+func readPyOut(path string) (pyOut, error) {
+	var py pyOut
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return py, err
 	}
+	if err := json.Unmarshal(b, &py); err != nil {
+		return py, fmt.Errorf("%s: %w", path, err)
+	}
+	return py, nil
+}
 
-	step("served: SIGKILL of the server during %d calls, then a new server on the same socket", serveKillCalls)
-	if res.Kill, live, err = servedKill(c.tooljail, srv, client, wd, tmp, logPath, srvEnv); err != nil {
-		return nil, err
+// absorb takes the Python side's figures into s.
+func (s *serveResult) absorb(py pyOut) error {
+	var err error
+	s.Python = py.Python
+	if s.Latency, s.Throughput, err = summarizeServe(py); err != nil {
+		return err
 	}
+	if ms := py.Latency["session"]; len(ms) > 0 {
+		s.Session = &serveLatency{Variant: "session", Summary: bench.Summarize(ms), P99: bench.Percentile(ms, 99), Samples: ms}
+	}
+	if s.Big, err = summarizeBig(py); err != nil {
+		return err
+	}
+	s.BigBytes = py.BigBytes
+	return nil
+}
 
-	res.Stop.ExitCode = live.stop()
-	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
-		res.Stop.SocketLeft = true
-	}
-	res.Stop.Left = append(listDir(tmp), listDir(xdg)...)
-	res.Load[1] = loadAvg()
-	res.Seconds = time.Since(began).Seconds()
-	return res, nil
+// servedLeakPass is the server's leak check, with its open descriptors
+// and its memory around it.
+func servedLeakPass(res *serveResult, srv *server, client *serve.Client, wd, tmp string, runs int) {
+	step("served leaks: %d runs at concurrency %d through the Go client", runs, serveConc)
+	fdDir := "/proc/" + strconv.Itoa(srv.pid()) + "/fd"
+	res.ServerFDs[0] = countDir(fdDir)
+	l := servedLeaks(srv, client, wd, tmp, runs)
+	res.Leaks = &l
+	res.ServerFDs[1] = countDir(fdDir)
+	res.Memory = append(res.Memory, readServerMem(srv.pid(), fmt.Sprintf("after the leak pass (%d more runs)", runs)))
 }
 
 // serveRun is one served /bin/true through the Go client; a run that does
@@ -645,10 +695,7 @@ func servedLeaks(srv *server, client *serve.Client, wd, tmp string, runs int) le
 		if err := serveRun(client, wd); err != nil {
 			// Counted, not fatal: the comparison is still made.
 			mu.Lock()
-			res.Failures++
-			if res.FirstError == "" {
-				res.FirstError = err.Error()
-			}
+			res.record(err)
 			mu.Unlock()
 		}
 		return nil
@@ -659,15 +706,7 @@ func servedLeaks(srv *server, client *serve.Client, wd, tmp string, runs int) le
 	if watch != nil {
 		res.Creates = watch.Stop()
 	}
-	ours := map[int]bool{srv.pid(): true}
-	res.After = withoutServer(takeSnapshot(tmp), srv)
-	res.derive(ours)
-	if len(res.leaked()) > 0 {
-		time.Sleep(2 * time.Second)
-		res.After = withoutServer(takeSnapshot(tmp), srv)
-		res.Settled = true
-		res.derive(ours)
-	}
+	res.settle(map[int]bool{srv.pid(): true}, func() snapshot { return withoutServer(takeSnapshot(tmp), srv) })
 	return res
 }
 
