@@ -956,9 +956,28 @@ func pick(b bool, yes, no string) string {
 
 // renderServe writes the section; the same text for a whole run and for
 // -only serve, which splices it into the report in place.
+// renderServe writes the section; the same text for a whole run and for
+// -only serve, which splices it into the report in place. Its parts are
+// independent, one function each.
 func renderServe(p func(string, ...any), r *results) {
 	s := r.Serve
-	m := r.Machine
+	renderServeIntro(p, s, r.Machine)
+	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, serveTargets(s)))
+	renderServeLatency(p, s)
+	renderServeThroughput(p, s)
+	if len(s.Big) > 0 {
+		renderBig(p, s)
+	}
+	renderServeMemory(p, s)
+	if s.Leaks != nil {
+		renderServeLeaks(p, s)
+	}
+	renderServeKill(p, s)
+	renderServeCalls(p, s)
+}
+
+// renderServeIntro is the heading and how the section was measured.
+func renderServeIntro(p func(string, ...any), s *serveResult, m machine) {
 	p("%s\n\n", serveHeading)
 	p("`/bin/true` in the default profile, called from one Python %s process (`bench/serve_bench.py`,\n", s.Python)
 	p("with the client of `python/tooljail` from this tree) four ways: `tooljail.run` through a\n")
@@ -973,9 +992,9 @@ func renderServe(p func(string, ...any), r *results) {
 	p("section, and a call that finds the pool empty (throughput at concurrency 4), builds its jail\n")
 	p("when it arrives. The report goes out before the run's cgroup is removed (docs/serve.md,\n")
 	p("warm jails). The targets are those of the warm path (DESIGN.md section 8).\n\n")
+}
 
-	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, serveTargets(s)))
-
+func renderServeLatency(p func(string, ...any), s *serveResult) {
 	p("### Latency at concurrency 1\n\n")
 	bw, bare := s.latency("bwrap"), s.latency("bare")
 	var rows [][]string
@@ -988,10 +1007,12 @@ func renderServe(p func(string, ...any), r *results) {
 	p("%s\n", bench.Table([]string{"call", "median", "p90", "p99", "median ÷ bwrap", "p90 ÷ bwrap", "p99 ÷ bwrap", "median ÷ bare"}, rows))
 	p("%d calls each, alternated call by call, each round starting one call further along; the wall\n", s.Runs)
 	p("time in Python from the call to its return (`time.perf_counter_ns`), after 5 untimed rounds.\n\n")
+}
 
+func renderServeThroughput(p func(string, ...any), s *serveResult) {
 	p("### Throughput at concurrency %d\n\n", s.Conc)
 	bt := s.tput("bwrap")
-	rows = nil
+	var rows [][]string
 	for _, v := range serveVariants {
 		t := s.tput(v.key)
 		srvCPU, jailCPU := "–", "–"
@@ -1014,35 +1035,38 @@ func renderServe(p func(string, ...any), r *results) {
 	p("own and its reaped children's (its jails' inits and commands), from `/proc/PID/stat` (clock ticks).\n")
 	p("Kernel work done outside these processes (namespace and cgroup teardown in kernel threads) is in\n")
 	p("no column.\n\n")
+}
 
-	if len(s.Big) > 0 {
-		renderBig(p, s)
-	}
-
+func renderServeMemory(p func(string, ...any), s *serveResult) {
 	p("### Server memory\n\n")
-	rows = nil
+	var rows [][]string
 	for _, mm := range s.Memory {
 		rows = append(rows, []string{mm.When, bench.FormatBytes(mm.HWM), bench.FormatBytes(mm.RSS)})
 	}
 	p("%s\n", bench.Table([]string{"when", "VmHWM", "VmRSS"}, rows))
 	p("From `/proc/%d/status` of the server (pid of this run).\n\n", s.ServerPid)
+}
 
-	if l := s.Leaks; l != nil {
-		p("### Leaks after %d served runs at concurrency %d\n\n", l.Runs, l.Conc)
-		p("%s\n", bench.Table([]string{"what", "before", "after", "left by these runs", "note"}, append(leakRows(l, "the server's pid"),
-			[]string{"open fds of the server", fmt.Sprint(s.ServerFDs[0]), fmt.Sprint(s.ServerFDs[1]), fmt.Sprintf("%+d", s.ServerFDs[1]-s.ServerFDs[0]), ""})))
-		p("%d runs of `/bin/true` through the Go client (`serve.Client`, one connection per call) from the\n", l.Runs)
-		p("bench driver to the same server, %d failed, %.0f s (%s).\n", l.Failures, l.Seconds, bench.FormatRate(float64(l.Runs)/l.Seconds))
-		if l.FirstError != "" {
-			p("First failure: `%s`.\n", l.FirstError)
-		}
-		if l.Settled {
-			p("Something differed right after the runs, so \"after\" was taken again 2 s later.\n")
-		}
-		p("The server's cgroups are named after its pid; the live server itself is not counted among the\n")
-		p("driver's descendants. `/tmp` entries are attributed by creator as in the CLI's leak check.\n\n")
+// renderServeLeaks is the server's leak check.
+func renderServeLeaks(p func(string, ...any), s *serveResult) {
+	l := s.Leaks
+	p("### Leaks after %d served runs at concurrency %d\n\n", l.Runs, l.Conc)
+	p("%s\n", bench.Table([]string{"what", "before", "after", "left by these runs", "note"}, append(leakRows(l, "the server's pid"),
+		[]string{"open fds of the server", fmt.Sprint(s.ServerFDs[0]), fmt.Sprint(s.ServerFDs[1]), fmt.Sprintf("%+d", s.ServerFDs[1]-s.ServerFDs[0]), ""})))
+	p("%d runs of `/bin/true` through the Go client (`serve.Client`, one connection per call) from the\n", l.Runs)
+	p("bench driver to the same server, %d failed, %.0f s (%s).\n", l.Failures, l.Seconds, bench.FormatRate(float64(l.Runs)/l.Seconds))
+	if l.FirstError != "" {
+		p("First failure: `%s`.\n", l.FirstError)
 	}
+	if l.Settled {
+		p("Something differed right after the runs, so \"after\" was taken again 2 s later.\n")
+	}
+	p("The server's cgroups are named after its pid; the live server itself is not counted among the\n")
+	p("driver's descendants. `/tmp` entries are attributed by creator as in the CLI's leak check.\n\n")
+}
 
+// renderServeKill is the SIGKILL pass and the final SIGTERM.
+func renderServeKill(p func(string, ...any), s *serveResult) {
 	k := &s.Kill
 	p("### After SIGKILL of the server and a restart\n\n")
 	p("%s\n", bench.Table([]string{"what", "before", "after", "left", "note"}, append(leakRows(&k.Leaks, "the killed server's or the next one's pid"),
@@ -1060,7 +1084,9 @@ func renderServe(p func(string, ...any), r *results) {
 	p("At the end the new server got SIGTERM: exit %d, socket %s, %s left in the runs' `TMPDIR` and\n",
 		s.Stop.ExitCode, pick(s.Stop.SocketLeft, "**still there**", "removed"), nothingOr(first(s.Stop.Left, 5)))
 	p("Python's `XDG_RUNTIME_DIR`; the private directory was then removed.\n\n")
+}
 
+func renderServeCalls(p func(string, ...any), s *serveResult) {
 	p("<details><summary>exact calls</summary>\n\n```\n")
 	for _, v := range serveVariants {
 		p("%s\n", s.Calls[v.key])

@@ -185,11 +185,18 @@ func goalCounts(gs []goal) string {
 
 // renderSummary is the report's section of issue 32's targets.
 func renderSummary(p func(string, ...any), gs []goal) {
+	rows := goalRows(gs)
+	for _, row := range rows {
+		if row[3] == goalNotMet {
+			row[3] = "**not met**" // as in the report's other tables
+		}
+	}
 	p("%s\n\n", summaryHeading)
-	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, goalRows(gs)))
-	p("%s. Ratios of medians in this run (the served ones from Python; CPU per run is Python +\n", goalCounts(gs))
-	p("server + jails against Python + bwrap). \"embedded\" is the ladder's +cgroup step, the whole default\n")
-	p("Spec through the `jail` package. `make bench` prints this table at its end.\n\n")
+	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, rows))
+	p("%s. Ratios of medians in this run; the served ones called from Python, CPU per\n", goalCounts(gs))
+	p("run being Python + server + jails against Python + bwrap. \"embedded\" is the start-up ladder's\n")
+	p("+cgroup step: the whole default Spec through the `jail` package. `make bench` prints this table\n")
+	p("at its end; `bench/tjbench -summary` prints it again from `bench/.work/raw*.json`.\n\n")
 }
 
 // printSummary writes the one-screen summary: the same rows as the
