@@ -725,34 +725,8 @@ func servedKill(tooljail string, srv *server, client *serve.Client, wd, tmp, log
 	}
 	// A sleep no other process on the host runs: its argument is unique.
 	mark := fmt.Sprintf("3600.%09d", rand.IntN(1e9))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	answers := make(chan error, serveKillCalls)
-	for i := 0; i < serveKillCalls; i++ {
-		go func() {
-			_, err := client.Run(ctx, serve.Request{Argv: []string{"/bin/sleep", mark}, Workdir: wd})
-			answers <- err
-		}()
-	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if k.Running = len(marked(mark)); k.Running == serveKillCalls {
-			break
-		}
-	}
 	old := srv.pid()
-	srv.kill()
-	for i := 0; i < serveKillCalls; i++ {
-		if err := <-answers; err == nil {
-			k.Answered++
-		}
-	}
-	k.GroupsAtKill = len(groupsOf(old))
-	if fi, err := os.Lstat(srv.sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		k.StaleSocket = true
-	}
-	for deadline := time.Now().Add(5 * time.Second); len(marked(mark)) > 0 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	killMidCall(&k, srv, client, wd, mark)
 	next, err := startServer(tooljail, srv.sock, logPath, env)
 	if err != nil {
 		if watch != nil {
@@ -782,6 +756,41 @@ func servedKill(tooljail string, srv *server, client *serve.Client, wd, tmp, log
 		take()
 	}
 	return k, next, nil
+}
+
+// killMidCall starts k.Calls calls of a sleep marked with mark, SIGKILLs
+// the server once they all run (or after 30 s), and records what the kill
+// left: answers, the dead server's cgroups, its socket. It waits up to
+// 5 s for the killed calls' commands to go.
+func killMidCall(k *killResult, srv *server, client *serve.Client, wd, mark string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	answers := make(chan error, serveKillCalls)
+	for i := 0; i < serveKillCalls; i++ {
+		go func() {
+			_, err := client.Run(ctx, serve.Request{Argv: []string{"/bin/sleep", mark}, Workdir: wd})
+			answers <- err
+		}()
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if k.Running = len(marked(mark)); k.Running == serveKillCalls {
+			break
+		}
+	}
+	old := srv.pid()
+	srv.kill()
+	for i := 0; i < serveKillCalls; i++ {
+		if err := <-answers; err == nil {
+			k.Answered++
+		}
+	}
+	k.GroupsAtKill = len(groupsOf(old))
+	if fi, err := os.Lstat(srv.sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		k.StaleSocket = true
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(marked(mark)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // marked lists the pids whose command line holds mark.
@@ -866,19 +875,37 @@ func nothingOr(left []string) string {
 // serveTargets is the section's targets table (DESIGN.md section 8, warm
 // path, and the server's leak targets).
 func serveTargets(s *serveResult) [][]string {
+	rows := latencyTargets(s)
+	rows = append(rows, tputTargets(s)...)
+	rows = append(rows, bigTargets(s)...)
+	rows = append(rows, memoryTarget(s))
+	if l := s.Leaks; l != nil {
+		rows = append(rows, servedLeakTarget(l, s.ServerFDs))
+	}
+	return append(rows, killTarget(&s.Kill))
+}
+
+// aimText is "; the 0.25× aim is met too" or "... is not" ("" when there
+// is no figure).
+func aimText(ratio float64, met bool, aim string) string {
+	switch {
+	case math.IsNaN(ratio):
+		return ""
+	case met:
+		return "; the " + aim + " aim is met too"
+	}
+	return "; the " + aim + " aim is not"
+}
+
+// latencyTargets are the rows of a served call's and a session call's
+// latency against bwrap's.
+func latencyTargets(s *serveResult) [][]string {
 	sv, bw := s.latency("served"), s.latency("bwrap")
 	lr := bench.Ratio(sv.Median, bw.Median)
-	aim := ""
-	if !math.IsNaN(lr) {
-		aim = "; the 0.25× aim is not"
-		if lr <= 0.25 {
-			aim = "; the 0.25× aim is met too"
-		}
-	}
 	rows := [][]string{{
 		"latency from Python at concurrency 1: served ÷ bwrap, median", "≤ 0.50× (aim 0.25×)",
 		fmt.Sprintf("%s (%s vs %s; p90 %s, p99 %s)%s", bench.FormatRatio(sv.Median, bw.Median), fms(sv.Median), fms(bw.Median),
-			bench.FormatRatio(sv.P90, bw.P90), bench.FormatRatio(sv.P99, bw.P99), aim),
+			bench.FormatRatio(sv.P90, bw.P90), bench.FormatRatio(sv.P99, bw.P99), aimText(lr, lr <= 0.25, "0.25×")),
 		verdict(lr <= 0.5, !math.IsNaN(lr)),
 	}}
 	if se := s.Session; se != nil {
@@ -890,59 +917,65 @@ func serveTargets(s *serveResult) [][]string {
 			verdict(r <= 0.25, !math.IsNaN(r)),
 		})
 	}
+	return rows
+}
+
+// tputTargets are the throughput row and the CPU-per-run row.
+func tputTargets(s *serveResult) [][]string {
 	st, bt := s.tput("served"), s.tput("bwrap")
 	tr := bench.Ratio(st.PerSec, bt.PerSec)
-	aim = ""
-	if !math.IsNaN(tr) {
-		aim = "; the 2× aim is not"
-		if tr >= 2 {
-			aim = "; the 2× aim is met too"
-		}
-	}
-	rows = append(rows, []string{
+	return [][]string{{
 		fmt.Sprintf("throughput from Python at concurrency %d: served ÷ bwrap", s.Conc), "≥ 1.00× (aim 2×)",
-		fmt.Sprintf("%s (%s vs %s)%s", bench.FormatRatio(st.PerSec, bt.PerSec), bench.FormatRate(st.PerSec), bench.FormatRate(bt.PerSec), aim),
+		fmt.Sprintf("%s (%s vs %s)%s", bench.FormatRatio(st.PerSec, bt.PerSec), bench.FormatRate(st.PerSec), bench.FormatRate(bt.PerSec), aimText(tr, tr >= 2, "2×")),
 		verdict(tr >= 1, !math.IsNaN(tr)),
-	}, []string{
+	}, {
 		fmt.Sprintf("CPU per run at concurrency %d: served (Python + server + jail) vs bwrap (Python + bwrap and below)", s.Conc), "measured, no bound",
 		fmt.Sprintf("%s vs %s (%s); server %s + jail %s", fms(st.total()), fms(bt.total()), bench.FormatRatio(st.total(), bt.total()), fms(st.Server), fms(st.ServerChildren)),
 		"–",
-	})
-	rows = append(rows, bigTargets(s)...)
-	// The budget grows by warmKiBTarget per warm jail; held against the
-	// server's peak plus what the warm jails hold of their own.
+	}}
+}
+
+// memoryTarget is the server's memory row. The budget grows by
+// warmKiBTarget per warm jail; held against the server's peak plus what
+// the warm jails hold of their own.
+func memoryTarget(s *serveResult) []string {
 	h, u := s.peakHWM(), s.Warm.total()
 	budget := int64(serveMiBTarget)<<20 + int64(s.Warm.Jails)*warmKiBTarget<<10
 	each := make([]string, len(s.Warm.USS))
 	for i, v := range s.Warm.USS {
 		each[i] = bench.FormatBytes(v)
 	}
-	rows = append(rows, []string{"memory: the server's (VmHWM, its peak over the section) plus its parked warm jails' own (USS of each init, whose memory its stage 2 shares)",
+	return []string{"memory: the server's (VmHWM, its peak over the section) plus its parked warm jails' own (USS of each init, whose memory its stage 2 shares)",
 		fmt.Sprintf("< %d MiB + %d KiB per warm jail", serveMiBTarget, warmKiBTarget),
 		fmt.Sprintf("%s + %d warm jails (%s) = %s, against %s", bench.FormatBytes(h), s.Warm.Jails, strings.Join(each, ", "), bench.FormatBytes(h+u), bench.FormatBytes(budget)),
-		verdict(h+u < budget, h >= 0 && u >= 0)})
-	if l := s.Leaks; l != nil {
-		left := l.leaked()
-		if d := s.ServerFDs[1] - s.ServerFDs[0]; d != 0 {
-			left = append(left, fmt.Sprintf("%+d server fds", d))
-		}
-		rows = append(rows, []string{
-			fmt.Sprintf("nothing left after %d served runs at concurrency %d (cgroups, mounts, processes, fds of the driver and the server, temp entries)", l.Runs, l.Conc),
-			"nothing left, no failed run",
-			fmt.Sprintf("%s left; %d failed runs", nothingOr(left), l.Failures),
-			verdict(len(left) == 0 && l.Failures == 0, true),
-		})
+		verdict(h+u < budget, h >= 0 && u >= 0)}
+}
+
+// servedLeakTarget is the server's leak check row; fds are the server's
+// open descriptors before and after it.
+func servedLeakTarget(l *leakResult, fds [2]int) []string {
+	left := l.leaked()
+	if d := fds[1] - fds[0]; d != 0 {
+		left = append(left, fmt.Sprintf("%+d server fds", d))
 	}
-	k := &s.Kill
+	return []string{
+		fmt.Sprintf("nothing left after %d served runs at concurrency %d (cgroups, mounts, processes, fds of the driver and the server, temp entries)", l.Runs, l.Conc),
+		"nothing left, no failed run",
+		fmt.Sprintf("%s left; %d failed runs", nothingOr(left), l.Failures),
+		verdict(len(left) == 0 && l.Failures == 0, true),
+	}
+}
+
+// killTarget is the SIGKILL pass's row.
+func killTarget(k *killResult) []string {
 	left := k.left()
-	rows = append(rows, []string{
+	return []string{
 		fmt.Sprintf("nothing left after the server is SIGKILLed during %d running calls and restarted", k.Calls),
 		"nothing left; the next server serves",
 		fmt.Sprintf("%s left; %d of %d calls running at the kill; next server served: %s", nothingOr(left), k.Running, k.Calls, yesNo(k.Restarted)),
 		// Fewer calls running than started would test less than it says.
 		verdict(len(left) == 0 && k.Restarted && k.Running == k.Calls, true),
-	})
-	return rows
+	}
 }
 
 func yesNo(b bool) string { return pick(b, "yes", "no") }
