@@ -73,7 +73,7 @@ func render(c *config, r *results, svgRef string) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	renderIntro(p, r)
-	renderSummary(p, goals(r))
+	renderSummary(p, goals(r), "this run")
 	p("## Design targets (DESIGN.md section 8)\n\n")
 	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, targets(r)))
 	if r.Serve != nil {
@@ -351,7 +351,7 @@ func writeOnly(c *config, r *results) error {
 	}
 	gs, from := onlyGoals(c, r)
 	var sb strings.Builder
-	renderSummary(func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }, gs)
+	renderSummary(func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }, gs, from)
 	if doc, err = spliceSection(doc, sb.String()); err != nil {
 		return fmt.Errorf("%s: %w", c.out, err)
 	}

@@ -183,8 +183,9 @@ func goalCounts(gs []goal) string {
 	return fmt.Sprintf("%d met, %d not met, %d not measured", n[goalMet], n[goalNotMet], n[goalNotMeasured])
 }
 
-// renderSummary is the report's section of issue 32's targets.
-func renderSummary(p func(string, ...any), gs []goal) {
+// renderSummary is the report's section of issue 32's targets; from says
+// which run's figures they are (several after -only runs).
+func renderSummary(p func(string, ...any), gs []goal, from string) {
 	rows := goalRows(gs)
 	for _, row := range rows {
 		if row[3] == goalNotMet {
@@ -193,10 +194,11 @@ func renderSummary(p func(string, ...any), gs []goal) {
 	}
 	p("%s\n\n", summaryHeading)
 	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, rows))
-	p("%s. Ratios of medians in this run; the served ones called from Python, CPU per\n", goalCounts(gs))
-	p("run being Python + server + jails against Python + bwrap. \"embedded\" is the start-up ladder's\n")
-	p("+cgroup step: the whole default Spec through the `jail` package. `make bench` prints this table\n")
-	p("at its end; `bench/tjbench -summary` prints it again from `bench/.work/raw*.json`.\n\n")
+	p("%s; figures from %s. Each is a ratio of medians measured side by side\n", goalCounts(gs), from)
+	p("in one run; the served ones called from Python, CPU per run being Python + server + jails against\n")
+	p("Python + bwrap. \"embedded\" is the start-up ladder's +cgroup step: the whole default Spec through\n")
+	p("the `jail` package. `make bench` prints this table at its end; `bench/.work/tjbench -summary`\n")
+	p("prints it again from `bench/.work/raw*.json`.\n\n")
 }
 
 // printSummary writes the one-screen summary: the same rows as the
