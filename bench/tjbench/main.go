@@ -3,7 +3,9 @@
 // fork+exec, in one process on one machine, alternating the commands run by
 // run so that drift hits all of them, and writes BENCHMARKS.md and the
 // start-up chart. It reports; it never judges a number pass/fail except
-// against the targets of DESIGN.md section 8, in the report.
+// against the targets of DESIGN.md section 8 and issue 32, in the report,
+// and in the summary of issue 32's targets it prints at its end (or, with
+// -summary, from the saved raw files without measuring).
 //
 // It imports the jail package for the per-layer start-up ladder, so, like
 // tooljail, it calls jail.Init first: the host probe re-executes this binary.
