@@ -280,11 +280,8 @@ func renderLeaks(p func(string, ...any), r *results) {
 		{"entries in the runs' own TMPDIR", n(len(l.Before.PrivTmp)), n(len(l.After.PrivTmp)), d(len(l.Before.PrivTmp), len(l.After.PrivTmp)), n(len(l.NewPrivTmp)), list(l.NewPrivTmp, 5)},
 	}))
 	p("%d runs of `tooljail run -q -- /bin/true` with `TMPDIR=%s`, %d failed, %.0f s.", l.Runs, l.TmpDir, l.Failures, l.Seconds)
-	if l.FirstError != "" {
-		p(" First failure: `%s`.", l.FirstError)
-	}
-	if l.Settled {
-		p(" Something differed right after the runs, so \"after\" was taken again 2 s later.")
+	for _, n := range leakNotes(l) {
+		p(" %s", n)
 	}
 	p("\nOther people work on this machine at the same time, so whole-host counts move on their own; the\n")
 	p("\"left by these runs\" column counts only what can be told apart from their work. tooljail should\n")
@@ -410,6 +407,19 @@ func spliceSection(doc, section string) (string, error) {
 		return "", fmt.Errorf("no heading above the notes section (%s)", bench.NotesBegin)
 	}
 	return doc[:at+1] + section + doc[at+1:], nil
+}
+
+// leakNotes are the sentences on a leak pass's first failure and on its
+// second look, when it took one.
+func leakNotes(l *leakResult) []string {
+	var notes []string
+	if l.FirstError != "" {
+		notes = append(notes, fmt.Sprintf("First failure: `%s`.", l.FirstError))
+	}
+	if l.Settled {
+		notes = append(notes, "Something differed right after the runs, so \"after\" was taken again 2 s later.")
+	}
+	return notes
 }
 
 // tmpNote says who created what in /tmp and /var/tmp during the pass.

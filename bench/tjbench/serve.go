@@ -1088,11 +1088,8 @@ func renderServeLeaks(p func(string, ...any), s *serveResult) {
 		[]string{"open fds of the server", fmt.Sprint(s.ServerFDs[0]), fmt.Sprint(s.ServerFDs[1]), fmt.Sprintf("%+d", s.ServerFDs[1]-s.ServerFDs[0]), ""})))
 	p("%d runs of `/bin/true` through the Go client (`serve.Client`, one connection per call) from the\n", l.Runs)
 	p("bench driver to the same server, %d failed, %.0f s (%s).\n", l.Failures, l.Seconds, bench.FormatRate(float64(l.Runs)/l.Seconds))
-	if l.FirstError != "" {
-		p("First failure: `%s`.\n", l.FirstError)
-	}
-	if l.Settled {
-		p("Something differed right after the runs, so \"after\" was taken again 2 s later.\n")
+	for _, n := range leakNotes(l) {
+		p("%s\n", n)
 	}
 	p("The server's cgroups are named after its pid; the live server itself is not counted among the\n")
 	p("driver's descendants. `/tmp` entries are attributed by creator as in the CLI's leak check.\n\n")
