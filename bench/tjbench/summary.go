@@ -104,7 +104,7 @@ func goals(r *results) []goal {
 	tj, bw, _, goproc, hello := startupTimings(r)
 	embedded := layerMedian(r, layerEmbedded)
 	gs := []goal{
-		ratioGoal("CLI: `tooljail version` ÷ static Go hello world", 1.5, true, med(goproc), med(hello), fms),
+		ratioGoal("CLI: `tooljail version` ÷ static Go hello world", versionTargetRatio, true, med(goproc), med(hello), fms),
 		ratioGoal("CLI: `tooljail run` ÷ bwrap", 1.3, true, med(tj), med(bw), fms),
 		cliAddsGoal(med(tj)-med(goproc), embedded),
 		ratioGoal("embedded: jail package ÷ bwrap", 0.75, true, embedded, layerMedian(r, layerBwrap), fms),
