@@ -450,7 +450,6 @@ func tmpNote(l *leakResult) string {
 		list(ours), list(others), list(gone), list(l.OurTmp), list(l.NewTmp), l.GoneTmp)
 }
 
-// targets is the DESIGN.md section 8 table.
 // versionTargetRatio is issue 32's bound on `tooljail version` against a
 // static Go hello world: what the Go process costs before the jail's work.
 const versionTargetRatio = 1.5
@@ -460,19 +459,13 @@ const versionTargetRatio = 1.5
 func versionTarget(version, hello timing) []string {
 	v, h := med(version), med(hello)
 	ratio := bench.Ratio(v, h)
-	met := "not measured"
-	switch {
-	case math.IsNaN(ratio):
-	case ratio <= versionTargetRatio:
-		met = "met"
-	default:
-		met = "**not met**"
-	}
+	met := verdict(ratio <= versionTargetRatio, !math.IsNaN(ratio))
 	return []string{"start-up before `main` (issue 32): `tooljail version` ÷ a static Go hello world",
 		fmt.Sprintf("≤ %.2f×", versionTargetRatio),
 		fmt.Sprintf("%s (%s vs %s)", bench.FormatRatio(v, h), fms(v), fms(h)), met}
 }
 
+// targets is the DESIGN.md section 8 table.
 func targets(r *results) [][]string {
 	tj, bw, _, goproc, hello := startupTimings(r)
 	rows := [][]string{startupTarget(tj, bw)}
