@@ -25,7 +25,10 @@
 # measures only the served section and rewrites only that section of
 # BENCHMARKS.md, e.g. BENCH_SERVE_RUNS=200 ./bench/run.sh -only serve; `-only
 # net` and `-only changes` do the same for the network and change-set
-# sections.
+# sections. At its end tjbench prints a one-screen summary of issue 32's
+# targets (met / not met / not measured), the table of the report's "Issue
+# 32 targets" section; `bench/.work/tjbench -summary` prints it again from
+# the saved raw files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS

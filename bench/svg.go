@@ -79,26 +79,7 @@ func StartupSVG(title string, subtitle []string, bars []Bar) []byte {
 	p(`<text x="%.1f" y="%d" text-anchor="middle" fill="#444">milliseconds (bar: median; whisker: p10 to p90)</text>`+"\n", x0+plotW/2, plotBottom+32)
 
 	for i, b := range bars {
-		y := float64(chartTop + rowHeight*i + (rowHeight-barHeight)/2)
-		mid := y + barHeight/2
-		p(`<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", x0-8, mid, esc(b.Label))
-		class := "bar"
-		if b.Reference {
-			class = "bar ref"
-		}
-		width := 0.0
-		if !bad(b.Median) && b.Median > 0 {
-			width = scale(b.Median) - x0
-		}
-		p(`<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%d"><title>%s</title></rect>`+"\n",
-			class, x0, y, width, barHeight, esc(fmt.Sprintf("%s: median %s, p10 %s, p90 %s", b.Label, FormatMs(b.Median), FormatMs(b.P10), FormatMs(b.P90))))
-		if !bad(b.P10) && !bad(b.P90) && b.P90 >= b.P10 {
-			l, r := scale(b.P10), scale(b.P90)
-			p(`<line class="whisker" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", l, mid, r, mid)
-			p(`<line class="whisker" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", l, mid-5, l, mid+5)
-			p(`<line class="whisker" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", r, mid-5, r, mid+5)
-		}
-		p(`<text x="%.1f" y="%.1f" dominant-baseline="middle">%s</text>`+"\n", x0+plotW+8, mid, esc(FormatMs(b.Median)))
+		drawBar(p, b, float64(chartTop+rowHeight*i+(rowHeight-barHeight)/2), x0, plotW, scale)
 	}
 	p("</svg>\n")
 	return w.Bytes()
@@ -133,4 +114,29 @@ func esc(s string) string {
 	var b bytes.Buffer
 	xml.EscapeText(&b, []byte(s))
 	return b.String()
+}
+
+// drawBar draws one row of the chart at y: the label, the median's bar,
+// the p10–p90 whisker and the median written at the right; scale maps a
+// time to its x.
+func drawBar(p func(string, ...any), b Bar, y, x0, plotW float64, scale func(float64) float64) {
+	mid := y + barHeight/2
+	p(`<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", x0-8, mid, esc(b.Label))
+	class := "bar"
+	if b.Reference {
+		class = "bar ref"
+	}
+	width := 0.0
+	if !bad(b.Median) && b.Median > 0 {
+		width = scale(b.Median) - x0
+	}
+	p(`<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%d"><title>%s</title></rect>`+"\n",
+		class, x0, y, width, barHeight, esc(fmt.Sprintf("%s: median %s, p10 %s, p90 %s", b.Label, FormatMs(b.Median), FormatMs(b.P10), FormatMs(b.P90))))
+	if !bad(b.P10) && !bad(b.P90) && b.P90 >= b.P10 {
+		l, r := scale(b.P10), scale(b.P90)
+		p(`<line class="whisker" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", l, mid, r, mid)
+		p(`<line class="whisker" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", l, mid-5, l, mid+5)
+		p(`<line class="whisker" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", r, mid-5, r, mid+5)
+	}
+	p(`<text x="%.1f" y="%.1f" dominant-baseline="middle">%s</text>`+"\n", x0+plotW+8, mid, esc(FormatMs(b.Median)))
 }

@@ -128,10 +128,28 @@ func changesBench(tooljail, work string, runs, applies, uid, gid int) (*changesR
 	}
 	defer os.RemoveAll(dir)
 	store := filepath.Join(dir, "store")
+	if err := changesStartup(res, tooljail, dir, store, runs, uid, gid); err != nil {
+		return nil, err
+	}
+	for _, n := range changesTrees {
+		step("change sets: apply of %d files in a workdir of %d files, %d times", changesApplyChanged, n, applies)
+		t, err := changesApply(res, tooljail, filepath.Join(dir, fmt.Sprintf("wd%d", n)), store, n, applies, uid, gid)
+		if err != nil {
+			return nil, err
+		}
+		res.Apply[n] = t
+	}
+	res.Load[1] = loadAvg()
+	res.Seconds = time.Since(began).Seconds()
+	return res, nil
+}
 
+// changesStartup times `tooljail run` with each --changes mode,
+// alternated, in a workdir of 100 files below dir.
+func changesStartup(res *changesResult, tooljail, dir, store string, runs, uid, gid int) error {
 	wd := filepath.Join(dir, "wd")
 	if err := changesTree(wd, 100, uid, gid); err != nil {
-		return nil, err
+		return err
 	}
 	var rs []runner
 	for _, m := range changesModes {
@@ -144,50 +162,46 @@ func changesBench(tooljail, work string, runs, applies, uid, gid int) (*changesR
 		rs = append(rs, execRunner("tooljail run --changes "+m, argv, wd, nil, nil))
 	}
 	if err := warm(rs, 5); err != nil {
-		return nil, err
+		return err
 	}
 	step("change sets: start-up, %d x --changes off, review, record, alternating", runs)
 	ts, err := measureAlternating(rs, runs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i, m := range changesModes {
 		res.Startup[m] = ts[i]
 	}
+	return nil
+}
 
-	for _, n := range changesTrees {
-		step("change sets: apply of %d files in a workdir of %d files, %d times", changesApplyChanged, n, applies)
-		wd := filepath.Join(dir, fmt.Sprintf("wd%d", n))
-		if err := changesTree(wd, n, uid, gid); err != nil {
-			return nil, err
-		}
-		var ds []time.Duration
-		for i := 0; i < applies+1; i++ {
-			id, err := reviewSet(tooljail, wd, store)
-			if err != nil {
-				return nil, err
-			}
-			argv := []string{tooljail, "changes", "apply", id, "--changes-dir", store}
-			res.Commands["apply"] = strings.ReplaceAll(strings.ReplaceAll(shellJoin(argv), store, "STORE"), id, "ID")
-			start := time.Now()
-			if err := execRunner("tooljail changes apply", argv, wd, nil, nil).run(); err != nil {
-				return nil, err
-			}
-			if i > 0 { // the first is a warm-up
-				ds = append(ds, time.Since(start))
-			}
-			// The applied set's record stays until gc: keep the store small.
-			// (Untimed; the store goes at the end anyway.)
-			exec.Command(tooljail, "changes", "discard", id, "--changes-dir", store).Run()
-		}
-		res.Apply[n] = toTiming(ds)
-		if err := os.RemoveAll(wd); err != nil {
-			return nil, err
-		}
+// changesApply times applies of a reviewed set of changesApplyChanged
+// files in wd, a workdir of n files, after one untimed apply; wd is
+// removed after.
+func changesApply(res *changesResult, tooljail, wd, store string, n, applies, uid, gid int) (timing, error) {
+	if err := changesTree(wd, n, uid, gid); err != nil {
+		return timing{}, err
 	}
-	res.Load[1] = loadAvg()
-	res.Seconds = time.Since(began).Seconds()
-	return res, nil
+	var ds []time.Duration
+	for i := 0; i < applies+1; i++ {
+		id, err := reviewSet(tooljail, wd, store)
+		if err != nil {
+			return timing{}, err
+		}
+		argv := []string{tooljail, "changes", "apply", id, "--changes-dir", store}
+		res.Commands["apply"] = strings.ReplaceAll(strings.ReplaceAll(shellJoin(argv), store, "STORE"), id, "ID")
+		start := time.Now()
+		if err := execRunner("tooljail changes apply", argv, wd, nil, nil).run(); err != nil {
+			return timing{}, err
+		}
+		if i > 0 { // the first is a warm-up
+			ds = append(ds, time.Since(start))
+		}
+		// The applied set's record stays until gc: keep the store small.
+		// (Untimed; the store goes at the end anyway.)
+		exec.Command(tooljail, "changes", "discard", id, "--changes-dir", store).Run()
+	}
+	return toTiming(ds), os.RemoveAll(wd)
 }
 
 // changesRows are the targets rows: start-up with review and record ÷

@@ -224,17 +224,10 @@ func pipeRoundTrip(loopBin, wd string, calls int) (float64, error) {
 	if _, err := unix.Write(w, b); err != nil {
 		return fail(err)
 	}
-	var r0, r1 unix.Rusage
-	unix.Getrusage(unix.RUSAGE_THREAD, &r0)
-	for i := 0; i < calls; i++ {
-		if n, err := unix.Write(w, b); n != 1 {
-			return fail(fmt.Errorf("write: %v", err))
-		}
-		if n, err := unix.Read(r, b); n != 1 {
-			return fail(fmt.Errorf("read: %v", err))
-		}
+	cpu, err := echoRounds(w, r, calls)
+	if err != nil {
+		return fail(err)
 	}
-	unix.Getrusage(unix.RUSAGE_THREAD, &r1)
 	if _, err := readLine(r); err != nil {
 		return fail(fmt.Errorf("no result line: %v", err))
 	}
@@ -243,8 +236,25 @@ func pipeRoundTrip(loopBin, wd string, calls int) (float64, error) {
 	if err := cmd.Wait(); err != nil {
 		return 0, fmt.Errorf("tjloop -gate echo: %v: %s", err, strings.TrimSpace(errb.String()))
 	}
-	cpu := r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano()
 	return float64(cpu) / float64(calls), nil
+}
+
+// echoRounds sends a byte down w and reads it back from r, calls times,
+// and returns the CPU time this thread spent on it, in ns.
+func echoRounds(w, r, calls int) (int64, error) {
+	b := []byte{'e'}
+	var r0, r1 unix.Rusage
+	unix.Getrusage(unix.RUSAGE_THREAD, &r0)
+	for i := 0; i < calls; i++ {
+		if n, err := unix.Write(w, b); n != 1 {
+			return 0, fmt.Errorf("write: %v", err)
+		}
+		if n, err := unix.Read(r, b); n != 1 {
+			return 0, fmt.Errorf("read: %v", err)
+		}
+	}
+	unix.Getrusage(unix.RUSAGE_THREAD, &r1)
+	return r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano(), nil
 }
 
 // readLine reads up to a newline, a byte at a time (the fd is shared with

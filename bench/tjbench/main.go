@@ -3,7 +3,9 @@
 // fork+exec, in one process on one machine, alternating the commands run by
 // run so that drift hits all of them, and writes BENCHMARKS.md and the
 // start-up chart. It reports; it never judges a number pass/fail except
-// against the targets of DESIGN.md section 8, in the report.
+// against the targets of DESIGN.md section 8 and issue 32, in the report,
+// and in the summary of issue 32's targets it prints at its end (or, with
+// -summary, from the saved raw files without measuring).
 //
 // It imports the jail package for the per-layer start-up ladder, so, like
 // tooljail, it calls jail.Init first: the host probe re-executes this binary.
@@ -92,7 +94,17 @@ func main() {
 	flag.StringVar(&c.python, "python", "python3", "the Python interpreter of the served section")
 	flag.StringVar(&c.servePy, "serve-py", "bench/serve_bench.py", "the Python side of the served section")
 	flag.StringVar(&c.only, "only", "", "measure only this part and rewrite only its section of -out, keeping the rest of the file: serve, net or changes")
+	summary := flag.Bool("summary", false, "measure nothing: print the summary of issue 32's targets from the saved figures in -work (raw.json, and the newer raw-<part>.json of -only runs)")
 	flag.Parse()
+	if *summary {
+		r, from, err := savedResults(c.work)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tjbench: -summary: %v\n", err)
+			os.Exit(1)
+		}
+		printSummary(os.Stdout, goals(r), from)
+		return
+	}
 	if c.only != "" && c.only != "serve" && c.only != "net" && c.only != "changes" {
 		fmt.Fprintf(os.Stderr, "tjbench: -only %q: the parts that can run alone are serve, net and changes\n", c.only)
 		os.Exit(2)
@@ -143,8 +155,60 @@ func step(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...)
 }
 
+// site is where the commands of one bench run run: the scratch workdir,
+// the files the steps share, and the start-up commands.
+type site struct {
+	wd        string   // the workdir of every run
+	loopBin   string   // bench/tjloop, copied into wd
+	noSeccomp string   // the default profile without the seccomp filter
+	bw        []string // bwrap's argv for /bin/true with the default profile's mounts
+	// The start-up commands: tooljail run, bwrap, bare /bin/true,
+	// `tooljail version` and the Go hello world.
+	tj, bwrap, bare, goproc, hello runner
+}
+
 func run(c *config) error {
 	began := time.Now()
+	if err := checkSetup(c); err != nil {
+		return err
+	}
+	var err error
+	if devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+		return err
+	}
+	defer devNull.Close()
+	r := &results{Machine: describeMachine(c.tooljail, c.bwrap), Commands: map[string]string{}, Config: configCounts(c)}
+	step("%s, %d cores, kernel %s, cgroups %s", r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Machine.CgroupMode)
+	s, err := prepareSite(c, r.Commands)
+	if err != nil {
+		return err
+	}
+	if c.only != "" {
+		if err := measureOnly(c, r, s); err != nil {
+			return err
+		}
+		r.Machine.LoadAfter = loadAvg()
+		r.Seconds = time.Since(began).Seconds()
+		return writeOnly(c, r)
+	}
+	for _, m := range []func(*config, *results, *site) error{
+		measureStartup, measureLayers, measureThroughput, measureSeccomp, measureDenied, measureRSS,
+		measureUnprivileged, measureLeaks, measureNet, measureChanges, measureServed,
+	} {
+		if err := m(c, r, s); err != nil {
+			return err
+		}
+	}
+	r.FDsEnd = countDir("/proc/self/fd")
+	r.Machine.LoadAfter = loadAvg()
+	r.Seconds = time.Since(began).Seconds()
+	return write(c, r)
+}
+
+// checkSetup makes c's paths absolute and checks that what the run needs
+// is there: root, bwrap, the built binaries, and what -only and the
+// served section need.
+func checkSetup(c *config) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("run as root (the uid 65534 pass and the cgroup caps of the default profile need it): sudo make bench")
 	}
@@ -162,14 +226,8 @@ func run(c *config) error {
 			return fmt.Errorf("%w (build it first: make bench)", err)
 		}
 	}
-	if c.only == "serve" && c.serveRuns == 0 {
-		return fmt.Errorf("-only serve with BENCH_SERVE_RUNS=0 (-serve-runs 0) measures nothing")
-	}
-	if c.only == "net" && (c.netRuns == 0 || c.netRequests == 0) {
-		return fmt.Errorf("-only net with BENCH_NET_RUNS=0 or BENCH_NET_REQUESTS=0 measures nothing")
-	}
-	if c.only == "changes" && (c.changesRuns == 0 || c.changesApplies == 0) {
-		return fmt.Errorf("-only changes with BENCH_CHANGES_RUNS=0 or BENCH_CHANGES_APPLIES=0 measures nothing")
+	if err := checkOnly(c); err != nil {
+		return err
 	}
 	if c.serveRuns > 0 && c.only != "net" {
 		if c.python, err = exec.LookPath(c.python); err != nil {
@@ -179,19 +237,75 @@ func run(c *config) error {
 			return fmt.Errorf("the served section's script: %w", err)
 		}
 	}
-	if devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
-		return err
-	}
-	defer devNull.Close()
+	return nil
+}
 
-	// A fresh workdir, not $HOME and not /tmp: the default profile binds
-	// it read-write.
-	wd := filepath.Join(c.work, "wd")
+// checkOnly refuses a -only part whose counts measure nothing.
+func checkOnly(c *config) error {
+	switch {
+	case c.only == "serve" && c.serveRuns == 0:
+		return fmt.Errorf("-only serve with BENCH_SERVE_RUNS=0 (-serve-runs 0) measures nothing")
+	case c.only == "net" && (c.netRuns == 0 || c.netRequests == 0):
+		return fmt.Errorf("-only net with BENCH_NET_RUNS=0 or BENCH_NET_REQUESTS=0 measures nothing")
+	case c.only == "changes" && (c.changesRuns == 0 || c.changesApplies == 0):
+		return fmt.Errorf("-only changes with BENCH_CHANGES_RUNS=0 or BENCH_CHANGES_APPLIES=0 measures nothing")
+	}
+	return nil
+}
+
+// configCounts are the counts of c as raw.json records them.
+func configCounts(c *config) map[string]int {
+	return map[string]int{"startup_runs": c.startupRuns, "layer_runs": c.layerRuns, "tput_runs": c.tputRuns,
+		"loop_calls": c.loopCalls, "loop_reps": c.loopReps, "fstat_reps": c.fstatReps, "rss_reps": c.rssReps, "unpriv_runs": c.unprivRuns, "leak_runs": c.leakRuns,
+		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns, "serve_runs": c.serveRuns, "serve_leak_runs": c.serveLeakRuns, "serve_big_runs": c.serveBigRuns,
+		"net_runs": c.netRuns, "net_requests": c.netRequests, "changes_runs": c.changesRuns, "changes_applies": c.changesApplies}
+}
+
+// prepareSite makes a fresh workdir with the loop payload and the
+// seccomp-off profile, and the start-up commands, recorded in cmds.
+func prepareSite(c *config, cmds map[string]string) (*site, error) {
+	wd, err := freshWorkdir(c.work)
+	if err != nil {
+		return nil, err
+	}
+	s := &site{wd: wd, loopBin: filepath.Join(wd, "tjloop"), noSeccomp: filepath.Join(c.work, "no-seccomp.toml")}
+	if err := copyExecutable(c.loop, s.loopBin); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(s.noSeccomp, []byte("# The default profile without the seccomp filter: tells the filter's cost from the other layers'.\nextends = \"default\"\n[seccomp]\nenabled = false\n"), 0o644); err != nil {
+		return nil, err
+	}
+	if s.bw, err = bwrapArgv(c.bwrap, wd, "/bin/true"); err != nil {
+		return nil, err
+	}
+	tjArgv := []string{c.tooljail, "run", "-q", "--", "/bin/true"}
+	goArgv := []string{c.tooljail, "version"}
+	cmds["tooljail"] = shellJoin(tjArgv)
+	cmds["bwrap"] = shellJoin(s.bw)
+	cmds["bare"] = "/bin/true"
+	cmds["goproc"] = shellJoin(goArgv)
+	cmds["workdir"] = wd
+	cmds["hello"] = c.hello
+	s.tj = execRunner("tooljail run", tjArgv, wd, nil, nil)
+	s.bwrap = execRunner("bwrap", s.bw, wd, nil, nil)
+	s.bare = execRunner("bare", []string{"/bin/true"}, wd, nil, nil)
+	// The Go process alone (start, print a line, exit): what the CLI pays
+	// before and after any jail work, as bwrap pays a C process's.
+	s.goproc = execRunner("tooljail version", goArgv, wd, nil, nil)
+	// The floor for that: a Go process with nothing but fmt.
+	s.hello = execRunner("Go hello world", []string{c.hello}, wd, nil, nil)
+	return s, nil
+}
+
+// freshWorkdir empties and makes work/wd: not $HOME and not /tmp, since
+// the default profile binds it read-write.
+func freshWorkdir(work string) (string, error) {
+	wd := filepath.Join(work, "wd")
 	if err := os.RemoveAll(wd); err != nil {
-		return err
+		return "", err
 	}
 	if err := os.MkdirAll(wd, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	if os.Geteuid() == 0 {
 		// Owned by the jail's default host user, a root-started jail runs
@@ -199,76 +313,42 @@ func run(c *config) error {
 		// steps without the seccomp filter may bind it (a root-owned
 		// workdir would need an idmapped bind, which needs the filter).
 		if err := os.Chown(wd, jail.DefaultHostUser.UID, jail.DefaultHostUser.GID); err != nil {
-			return err
+			return "", err
 		}
 	}
-	loopBin := filepath.Join(wd, "tjloop")
-	if err := copyExecutable(c.loop, loopBin); err != nil {
-		return err
-	}
-	noSeccomp := filepath.Join(c.work, "no-seccomp.toml")
-	if err := os.WriteFile(noSeccomp, []byte("# The default profile without the seccomp filter: tells the filter's cost from the other layers'.\nextends = \"default\"\n[seccomp]\nenabled = false\n"), 0o644); err != nil {
-		return err
-	}
+	return wd, nil
+}
 
-	r := &results{Machine: describeMachine(c.tooljail, c.bwrap), Commands: map[string]string{}}
-	r.Config = map[string]int{"startup_runs": c.startupRuns, "layer_runs": c.layerRuns, "tput_runs": c.tputRuns,
-		"loop_calls": c.loopCalls, "loop_reps": c.loopReps, "fstat_reps": c.fstatReps, "rss_reps": c.rssReps, "unpriv_runs": c.unprivRuns, "leak_runs": c.leakRuns,
-		"denied_calls": c.deniedCalls, "denied_runs": c.deniedRuns, "serve_runs": c.serveRuns, "serve_leak_runs": c.serveLeakRuns, "serve_big_runs": c.serveBigRuns,
-		"net_runs": c.netRuns, "net_requests": c.netRequests, "changes_runs": c.changesRuns, "changes_applies": c.changesApplies}
-	step("%s, %d cores, kernel %s, cgroups %s", r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Machine.CgroupMode)
-
-	bw, err := bwrapArgv(c.bwrap, wd, "/bin/true")
-	if err != nil {
-		return err
+// measureOnly measures the one part that -only names.
+func measureOnly(c *config, r *results, s *site) error {
+	switch c.only {
+	case "serve":
+		return measureServed(c, r, s)
+	case "net":
+		return measureNet(c, r, s)
 	}
-	tjArgv := []string{c.tooljail, "run", "-q", "--", "/bin/true"}
-	r.Commands["tooljail"] = shellJoin(tjArgv)
-	r.Commands["bwrap"] = shellJoin(bw)
-	r.Commands["bare"] = "/bin/true"
-	goArgv := []string{c.tooljail, "version"}
-	r.Commands["goproc"] = shellJoin(goArgv)
-	r.Commands["workdir"] = wd
-	tj := execRunner("tooljail run", tjArgv, wd, nil, nil)
-	bwr := execRunner("bwrap", bw, wd, nil, nil)
-	bare := execRunner("bare", []string{"/bin/true"}, wd, nil, nil)
-	// The Go process alone (start, print a line, exit): what the CLI pays
-	// before and after any jail work, as bwrap pays a C process's.
-	goproc := execRunner("tooljail version", goArgv, wd, nil, nil)
-	// The floor for that: a Go process with nothing but fmt.
-	r.Commands["hello"] = c.hello
-	hello := execRunner("Go hello world", []string{c.hello}, wd, nil, nil)
+	return measureChanges(c, r, s)
+}
 
-	if c.only != "" {
-		switch c.only {
-		case "serve":
-			r.Serve, err = served(c, wd, bw)
-		case "net":
-			r.Net, err = netBench(c.tooljail, wd, c.netRuns, c.netRequests)
-		case "changes":
-			r.Changes, err = changesBench(c.tooljail, c.work, c.changesRuns, c.changesApplies, jail.DefaultHostUser.UID, jail.DefaultHostUser.GID)
-		}
-		if err != nil {
-			return err
-		}
-		r.Machine.LoadAfter = loadAvg()
-		r.Seconds = time.Since(began).Seconds()
-		return writeOnly(c, r)
-	}
+// The steps of a whole run, in order. Each fills its part of r; a step
+// whose counts are 0 is skipped.
 
+func measureStartup(c *config, r *results, s *site) error {
+	rs := []runner{s.tj, s.bwrap, s.bare, s.goproc, s.hello}
 	step("warm-up")
-	if err := warm([]runner{tj, bwr, bare, goproc, hello}, 5); err != nil {
+	if err := warm(rs, 5); err != nil {
 		return err
 	}
 	// After the warm-up: Go's poller has made its descriptors by now.
 	r.FDsStart = countDir("/proc/self/fd")
-
 	step("start-up: %d x tooljail, bwrap, bare, tooljail version, Go hello world, alternating", c.startupRuns)
-	if r.Startup, err = measureAlternating([]runner{tj, bwr, bare, goproc, hello}, c.startupRuns); err != nil {
-		return err
-	}
+	var err error
+	r.Startup, err = measureAlternating(rs, c.startupRuns)
+	return err
+}
 
-	ls, err := layers(c.tooljail, wd, bw)
+func measureLayers(c *config, r *results, s *site) error {
+	ls, err := layers(c.tooljail, s.wd, s.bw)
 	if err != nil {
 		return err
 	}
@@ -287,17 +367,24 @@ func run(c *config) error {
 	for i, l := range ls {
 		r.Layers = append(r.Layers, layerResult{Label: l.label, What: l.what, T: lt[i]})
 	}
+	return nil
+}
 
+func measureThroughput(c *config, r *results, s *site) error {
 	for _, conc := range []int{1, 4} {
 		step("throughput at concurrency %d: %d runs each, alternating blocks", conc, c.tputRuns)
-		t, err := throughput(tj, bwr, conc, c.tputRuns, 6)
+		t, err := throughput(s.tj, s.bwrap, conc, c.tputRuns, 6)
 		if err != nil {
 			return err
 		}
 		r.Throughput = append(r.Throughput, t)
 	}
+	return nil
+}
 
-	if r.Filter, err = writeFilter(c.work, wd); err != nil {
+func measureSeccomp(c *config, r *results, s *site) error {
+	var err error
+	if r.Filter, err = writeFilter(c.work, s.wd); err != nil {
 		return err
 	}
 	for _, x := range []struct {
@@ -308,69 +395,87 @@ func run(c *config) error {
 			continue
 		}
 		step("seccomp cost: %d %s calls x %d per variant, %d variants", c.loopCalls, x.call, x.reps, len(loopKeys))
-		argvs := loopArgvs(c.tooljail, loopBin, r.Filter.Path, noSeccomp, x.call, c.loopCalls)
-		l, err := syscallLoop(argvs, wd, x.call, c.loopCalls, x.reps)
+		argvs := loopArgvs(c.tooljail, s.loopBin, r.Filter.Path, s.noSeccomp, x.call, c.loopCalls)
+		l, err := syscallLoop(argvs, s.wd, x.call, c.loopCalls, x.reps)
 		if err != nil {
 			return err
 		}
 		r.Loops = append(r.Loops, l)
 	}
+	return nil
+}
 
-	if c.deniedRuns > 0 && c.deniedCalls > 0 {
-		step("denied calls: %d runs of %d, alternated with a pipe round trip for scale", c.deniedRuns, c.deniedCalls)
-		d, err := deniedCost(c.tooljail, loopBin, wd, c.deniedCalls, c.deniedRuns)
-		if err != nil {
-			return err
-		}
-		r.Denied = &d
+func measureDenied(c *config, r *results, s *site) error {
+	if c.deniedRuns == 0 || c.deniedCalls == 0 {
+		return nil
 	}
-
-	step("supervisor memory: %d runs of /bin/sleep 0.5", c.rssReps)
-	rssArgv := []string{c.tooljail, "run", "-q", "--", "/bin/sleep", "0.5"}
-	if r.RSS, err = supervisorRSS(rssArgv, wd, c.rssReps); err != nil {
+	step("denied calls: %d runs of %d, alternated with a pipe round trip for scale", c.deniedRuns, c.deniedCalls)
+	d, err := deniedCost(c.tooljail, s.loopBin, s.wd, c.deniedCalls, c.deniedRuns)
+	if err != nil {
 		return err
 	}
+	r.Denied = &d
+	return nil
+}
 
+func measureRSS(c *config, r *results, s *site) error {
+	step("supervisor memory: %d runs of /bin/sleep 0.5", c.rssReps)
+	rssArgv := []string{c.tooljail, "run", "-q", "--", "/bin/sleep", "0.5"}
+	var err error
+	r.RSS, err = supervisorRSS(rssArgv, s.wd, c.rssReps)
+	return err
+}
+
+func measureUnprivileged(c *config, r *results, _ *site) error {
 	if c.unprivRuns > 0 {
 		step("start-up as uid 65534: %d x tooljail, bwrap", c.unprivRuns)
 		r.Unpriv = unprivileged(c, r.Commands)
 	}
+	return nil
+}
 
-	if c.leakRuns > 0 {
-		step("leaks: %d runs at concurrency 4", c.leakRuns)
-		tmpDir := filepath.Join(c.work, "tmpdir")
-		if err := os.RemoveAll(tmpDir); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(tmpDir, 0o700); err != nil {
-			return err
-		}
-		l := leaks(c.tooljail, wd, tmpDir, c.leakRuns, 4)
-		r.Leaks = &l
+func measureLeaks(c *config, r *results, s *site) error {
+	if c.leakRuns == 0 {
+		return nil
 	}
-
-	if c.netRuns > 0 && c.netRequests > 0 {
-		if r.Net, err = netBench(c.tooljail, wd, c.netRuns, c.netRequests); err != nil {
-			return err
-		}
+	step("leaks: %d runs at concurrency 4", c.leakRuns)
+	tmpDir := filepath.Join(c.work, "tmpdir")
+	if err := os.RemoveAll(tmpDir); err != nil {
+		return err
 	}
-
-	if c.changesRuns > 0 && c.changesApplies > 0 {
-		if r.Changes, err = changesBench(c.tooljail, c.work, c.changesRuns, c.changesApplies, jail.DefaultHostUser.UID, jail.DefaultHostUser.GID); err != nil {
-			return err
-		}
+	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
+		return err
 	}
+	l := leaks(c.tooljail, s.wd, tmpDir, c.leakRuns, 4)
+	r.Leaks = &l
+	return nil
+}
 
-	if c.serveRuns > 0 {
-		if r.Serve, err = served(c, wd, bw); err != nil {
-			return err
-		}
+func measureNet(c *config, r *results, s *site) error {
+	if c.netRuns == 0 || c.netRequests == 0 {
+		return nil
 	}
+	var err error
+	r.Net, err = netBench(c.tooljail, s.wd, c.netRuns, c.netRequests)
+	return err
+}
 
-	r.FDsEnd = countDir("/proc/self/fd")
-	r.Machine.LoadAfter = loadAvg()
-	r.Seconds = time.Since(began).Seconds()
-	return write(c, r)
+func measureChanges(c *config, r *results, _ *site) error {
+	if c.changesRuns == 0 || c.changesApplies == 0 {
+		return nil
+	}
+	var err error
+	r.Changes, err = changesBench(c.tooljail, c.work, c.changesRuns, c.changesApplies, jail.DefaultHostUser.UID, jail.DefaultHostUser.GID)
+	return err
+}
+
+func measureServed(c *config, r *results, s *site) error {
+	if c.serveRuns == 0 {
+		return nil
+	}
+	var err error
+	r.Serve, err = served(c, s.wd, s.bw)
+	return err
 }
 
 // unprivileged times the start-up pair as uid 65534. tooljail needs

@@ -204,6 +204,48 @@ func leaks(tooljail, wd, tmpDir string, runs, conc int) leakResult {
 	if err != nil {
 		res.WatchErr = err.Error()
 	}
+	start := time.Now()
+	ours := runMany(conc, runs, func() *exec.Cmd {
+		cmd := exec.Command(tooljail, "run", "-q", "--", "/bin/true")
+		cmd.Dir, cmd.Env = wd, env
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, devNull, devNull
+		return cmd
+	}, res.record)
+	res.Seconds = time.Since(start).Seconds()
+	if watch != nil {
+		res.Creates = watch.Stop()
+	}
+	res.Supervisors = len(ours)
+	res.settle(ours, func() snapshot { return takeSnapshot(tmpDir) })
+	return res
+}
+
+// record counts a failed run, keeping the first error.
+func (l *leakResult) record(err error) {
+	l.Failures++
+	if l.FirstError == "" {
+		l.FirstError = err.Error()
+	}
+}
+
+// settle takes the "after" snapshot and derives the findings; if the runs
+// seem to have left something, it gives anything asynchronous (a cgroup
+// release) 2 s and looks again (the report says that it did).
+func (l *leakResult) settle(ours map[int]bool, snap func() snapshot) {
+	l.After = snap()
+	l.derive(ours)
+	if len(l.leaked()) > 0 {
+		time.Sleep(2 * time.Second)
+		l.After = snap()
+		l.Settled = true
+		l.derive(ours)
+	}
+}
+
+// runMany runs runs commands made by mk, conc at a time, and returns the
+// set of their pids; fail gets each start or wait error, from this
+// goroutine only.
+func runMany(conc, runs int, mk func() *exec.Cmd, fail func(error)) map[int]bool {
 	ours := map[int]bool{}
 	pidCh := make(chan int, 64)
 	errCh := make(chan error, 64)
@@ -212,15 +254,12 @@ func leaks(tooljail, wd, tmpDir string, runs, conc int) leakResult {
 		jobs <- struct{}{}
 	}
 	close(jobs)
-	start := time.Now()
 	doneW := make(chan struct{})
 	for w := 0; w < conc; w++ {
 		go func() {
 			defer func() { doneW <- struct{}{} }()
 			for range jobs {
-				cmd := exec.Command(tooljail, "run", "-q", "--", "/bin/true")
-				cmd.Dir, cmd.Env = wd, env
-				cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, devNull, devNull
+				cmd := mk()
 				if err := cmd.Start(); err != nil {
 					errCh <- err
 					continue
@@ -232,18 +271,12 @@ func leaks(tooljail, wd, tmpDir string, runs, conc int) leakResult {
 			}
 		}()
 	}
-	record := func(err error) {
-		res.Failures++
-		if res.FirstError == "" {
-			res.FirstError = err.Error()
-		}
-	}
 	for live := conc; live > 0; {
 		select {
 		case pid := <-pidCh:
 			ours[pid] = true
 		case err := <-errCh:
-			record(err)
+			fail(err)
 		case <-doneW:
 			live--
 		}
@@ -254,27 +287,12 @@ func leaks(tooljail, wd, tmpDir string, runs, conc int) leakResult {
 		case pid := <-pidCh:
 			ours[pid] = true
 		case err := <-errCh:
-			record(err)
+			fail(err)
 		default:
 			drained = true
 		}
 	}
-	res.Seconds = time.Since(start).Seconds()
-	if watch != nil {
-		res.Creates = watch.Stop()
-	}
-	res.Supervisors = len(ours)
-	res.After = takeSnapshot(tmpDir)
-	res.derive(ours)
-	if len(res.leaked()) > 0 {
-		// Give anything asynchronous (a cgroup release) a moment, then look
-		// again; the report says that it did.
-		time.Sleep(2 * time.Second)
-		res.After = takeSnapshot(tmpDir)
-		res.Settled = true
-		res.derive(ours)
-	}
-	return res
+	return ours
 }
 
 // derive fills the fields computed from Before and After.

@@ -257,63 +257,92 @@ func netBench(tooljail, wd string, runs, requests int) (*netResult, error) {
 		return nil, err
 	}
 	defer rl.Close()
-	direct := fmt.Sprintf("http://127.0.0.1:%d", port)
-	baseOf := func(variant string) string {
-		if variant == "relay" {
-			return fmt.Sprintf("http://127.0.0.1:%d", relayPort)
-		}
-		return direct
-	}
+	ns := netSite{tooljail: tooljail, wd: wd, port: port, relayPort: relayPort, requests: requests}
 	res := &netResult{Date: began.UTC().Format(time.RFC3339), Runs: runs, Requests: requests, Load: [2]string{loadAvg()},
 		Commands: map[string]string{}, Download: map[string][]float64{}, SupervisorCPU: map[string][]float64{}, Request: map[string][]float64{}}
-	small := func(variant string) []string {
-		urls := make([]string, requests)
-		for i := range urls {
-			urls[i] = baseOf(variant) + "/small"
-		}
-		return urls
-	}
 	for _, v := range netVariants {
-		cmd := shellJoin(netArgv(tooljail, v.key, port, baseOf(v.key)+"/big"))
+		cmd := shellJoin(ns.download(v.key))
 		cmd = strings.ReplaceAll(cmd, strconv.Itoa(relayPort), "RELAYPORT")
 		res.Commands[v.key] = strings.ReplaceAll(cmd, strconv.Itoa(port), "PORT")
 		// A warm-up run each, which also checks the way works.
-		if _, _, err := runCurl(netArgv(tooljail, v.key, port, baseOf(v.key)+"/big"), wd, 1, netMiB<<20, false); err != nil {
+		if _, _, err := runCurl(ns.download(v.key), wd, 1, netMiB<<20, false); err != nil {
 			return nil, err
 		}
 	}
 	step("network: %d x %d MiB downloads and %d runs of %d requests per variant, alternating", runs, netMiB, runs, requests)
 	for r := 0; r < runs; r++ {
-		for k := range netVariants {
-			v := netVariants[(r+k)%len(netVariants)].key
-			s, _, err := runCurl(netArgv(tooljail, v, port, baseOf(v)+"/big"), wd, 1, netMiB<<20, false)
-			if err != nil {
-				return nil, err
-			}
-			res.Download[v] = append(res.Download[v], float64(s[0].Size)/s[0].Total/1e6)
-		}
-		for k := range netVariants {
-			v := netVariants[(r+k)%len(netVariants)].key
-			_, cpu, err := runCurl(netArgv(tooljail, v, port, baseOf(v)+"/big"), wd, 1, netMiB<<20, true)
-			if err != nil {
-				return nil, err
-			}
-			res.SupervisorCPU[v] = append(res.SupervisorCPU[v], cpu)
-		}
-		for k := range netVariants {
-			v := netVariants[(r+k)%len(netVariants)].key
-			s, _, err := runCurl(netArgv(tooljail, v, port, small(v)...), wd, requests, 0, false)
-			if err != nil {
-				return nil, err
-			}
-			for _, x := range s {
-				res.Request[v] = append(res.Request[v], x.Total*1000)
-			}
+		if err := ns.round(res, r); err != nil {
+			return nil, err
 		}
 	}
 	res.Load[1] = loadAvg()
 	res.Seconds = time.Since(began).Seconds()
 	return res, nil
+}
+
+// netSite is where the network section's curl runs go: the local server's
+// port, and the bare relay's in front of it.
+type netSite struct {
+	tooljail, wd    string
+	port, relayPort int
+	requests        int // small requests per run
+}
+
+// base is the URL the variant fetches from: the relay's for "relay", the
+// server's for the others.
+func (n netSite) base(variant string) string {
+	if variant == "relay" {
+		return fmt.Sprintf("http://127.0.0.1:%d", n.relayPort)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", n.port)
+}
+
+// download is the variant's argv of one big download.
+func (n netSite) download(variant string) []string {
+	return netArgv(n.tooljail, variant, n.port, n.base(variant)+"/big")
+}
+
+// small is the variant's argv of n.requests small requests.
+func (n netSite) small(variant string) []string {
+	urls := make([]string, n.requests)
+	for i := range urls {
+		urls[i] = n.base(variant) + "/small"
+	}
+	return netArgv(n.tooljail, variant, n.port, urls...)
+}
+
+// round is round r of the section: a download each way for the rate, one
+// each for the supervisor's CPU, and a run of small requests each, every
+// pass starting one variant further along.
+func (n netSite) round(res *netResult, r int) error {
+	order := func(k int) string { return netVariants[(r+k)%len(netVariants)].key }
+	for k := range netVariants {
+		v := order(k)
+		s, _, err := runCurl(n.download(v), n.wd, 1, netMiB<<20, false)
+		if err != nil {
+			return err
+		}
+		res.Download[v] = append(res.Download[v], float64(s[0].Size)/s[0].Total/1e6)
+	}
+	for k := range netVariants {
+		v := order(k)
+		_, cpu, err := runCurl(n.download(v), n.wd, 1, netMiB<<20, true)
+		if err != nil {
+			return err
+		}
+		res.SupervisorCPU[v] = append(res.SupervisorCPU[v], cpu)
+	}
+	for k := range netVariants {
+		v := order(k)
+		s, _, err := runCurl(n.small(v), n.wd, n.requests, 0, false)
+		if err != nil {
+			return err
+		}
+		for _, x := range s {
+			res.Request[v] = append(res.Request[v], x.Total*1000)
+		}
+	}
+	return nil
 }
 
 // netRatio is a variant's median download rate ÷ --net host's.

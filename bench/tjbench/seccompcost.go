@@ -314,14 +314,23 @@ func deltaText(ns, pct float64) string {
 // renderSeccomp writes the "Seccomp cost" section.
 func renderSeccomp(p func(string, ...any), r *results) {
 	p("## Seccomp cost\n\n")
-	fi := r.Filter
+	what := variantNames(r.Filter)
+	for i := range r.Loops {
+		renderLoop(p, &r.Loops[i], what)
+	}
+	renderSeccompMethod(p, r.Filter)
+}
+
+// variantNames are each loop variant's description and where it runs, for
+// the filter fi.
+func variantNames(fi filterInfo) map[string][2]string {
 	insns := func(n int) string {
 		if n <= 0 {
 			return "? instructions"
 		}
 		return fmt.Sprintf("%d instructions", n)
 	}
-	what := map[string][2]string{
+	return map[string][2]string{
 		vNone:     {"no filter", "outside"},
 		vAllowAll: {"allow-all filter (1 instruction, `return ALLOW`): the kernel's floor", "outside"},
 		vTooljail: {fmt.Sprintf("tooljail's filter, default profile (EPERM variant, %s)", insns(fi.Insns)), "outside"},
@@ -329,37 +338,45 @@ func renderSeccomp(p func(string, ...any), r *results) {
 		vJailOff:  {"jail with `[seccomp] enabled = false`", "in the jail"},
 		vJail:     {fmt.Sprintf("jail, default profile (notify variant, %s)", insns(fi.NotifyInsns)), "in the jail"},
 	}
-	for _, l := range r.Loops {
-		none := l.cpuNs(vNone)
-		rows := [][]string{}
-		for _, k := range loopKeys {
-			v := l.variant(k)
-			vs := ""
-			if k != vNone {
-				d := l.paired(vNone, k)
-				vs = fmt.Sprintf("%s, %s", deltaText(d.Median, 100*bench.Ratio(d.Median, none)), d.rounds())
-			}
-			rows = append(rows, []string{what[k][0], what[k][1],
-				fmt.Sprintf("%s (min %s)", fms(med(v.CPU)), fms(minOf(v.CPU))), nsText(l.cpuNs(k)), vs,
-				nsText(nsPerCall(med(v.Wall), l.Calls))})
+}
+
+// renderLoop is one call's table of variants and what the differences
+// say; what names each variant and where it runs.
+func renderLoop(p func(string, ...any), l *loopResult, what map[string][2]string) {
+	none := l.cpuNs(vNone)
+	rows := [][]string{}
+	for _, k := range loopKeys {
+		v := l.variant(k)
+		vs := ""
+		if k != vNone {
+			d := l.paired(vNone, k)
+			vs = fmt.Sprintf("%s, %s", deltaText(d.Median, 100*bench.Ratio(d.Median, none)), d.rounds())
 		}
-		p("### %d × %s, %d loops per variant\n\n", l.Calls, l.Call, l.Reps)
-		p("%s\n", bench.Table([]string{"variant", "where", "CPU time of the loop, median (min)", "CPU ns/call, median", "vs no filter, round by round", "wall ns/call, median"}, rows))
-		c := l.costs()
-		p("- the kernel's floor, the cost of having any filter (allow-all − no filter): %s per call, %s\n", deltaText(c.Floor.Median, c.FloorPct), c.Floor.rounds())
-		p("- **tooljail's filter above the floor** (tooljail's filter − allow-all): %s per call, %s\n", deltaText(c.Above.Median, c.AbovePct), c.Above.rounds())
-		p("- tooljail's filter outside in all (about floor + above): %s per call, %s\n", deltaText(c.Outside.Median, c.OutsidePct), c.Outside.rounds())
-		p("- what the action cache saves (cache defeated − tooljail's filter): %s per call, %s\n", nsText(c.Uncached.Median), c.Uncached.rounds())
-		p("- in the jail vs outside, the DESIGN target: %s per call, %s; the filter alone in the jail (jail − jail with seccomp off): %s of the seccomp-off loop, %s\n",
-			deltaText(c.Jail.Median, c.JailPct), c.Jail.rounds(), deltaText(c.InJail.Median, c.InJailPct), c.InJail.rounds())
-		p("- does the kernel's action cache cover %s under tooljail's filter? %s\n", l.Call, c.cacheEvidence().verdict(5))
-		if l.Call == "getppid" {
-			if s := floorSentence(c, 2); s != "" {
-				p("\n%s\n", s)
-			}
-		}
-		p("\n")
+		rows = append(rows, []string{what[k][0], what[k][1],
+			fmt.Sprintf("%s (min %s)", fms(med(v.CPU)), fms(minOf(v.CPU))), nsText(l.cpuNs(k)), vs,
+			nsText(nsPerCall(med(v.Wall), l.Calls))})
 	}
+	p("### %d × %s, %d loops per variant\n\n", l.Calls, l.Call, l.Reps)
+	p("%s\n", bench.Table([]string{"variant", "where", "CPU time of the loop, median (min)", "CPU ns/call, median", "vs no filter, round by round", "wall ns/call, median"}, rows))
+	c := l.costs()
+	p("- the kernel's floor, the cost of having any filter (allow-all − no filter): %s per call, %s\n", deltaText(c.Floor.Median, c.FloorPct), c.Floor.rounds())
+	p("- **tooljail's filter above the floor** (tooljail's filter − allow-all): %s per call, %s\n", deltaText(c.Above.Median, c.AbovePct), c.Above.rounds())
+	p("- tooljail's filter outside in all (about floor + above): %s per call, %s\n", deltaText(c.Outside.Median, c.OutsidePct), c.Outside.rounds())
+	p("- what the action cache saves (cache defeated − tooljail's filter): %s per call, %s\n", nsText(c.Uncached.Median), c.Uncached.rounds())
+	p("- in the jail vs outside, the DESIGN target: %s per call, %s; the filter alone in the jail (jail − jail with seccomp off): %s of the seccomp-off loop, %s\n",
+		deltaText(c.Jail.Median, c.JailPct), c.Jail.rounds(), deltaText(c.InJail.Median, c.InJailPct), c.InJail.rounds())
+	p("- does the kernel's action cache cover %s under tooljail's filter? %s\n", l.Call, c.cacheEvidence().verdict(5))
+	if l.Call == "getppid" {
+		if s := floorSentence(c, 2); s != "" {
+			p("\n%s\n", s)
+		}
+	}
+	p("\n")
+}
+
+// renderSeccompMethod says how the loops were run and what each variant
+// is, for the filter fi.
+func renderSeccompMethod(p func(string, ...any), fi filterInfo) {
 	p("All in one alternating run: each round runs every variant once, starting one variant further\n")
 	p("along, every other round in reverse order. The loop is timed inside the payload (`bench/tjloop`,\n")
 	p("static Go, one locked thread), so start-up does not count. CPU time is that of the looping\n")

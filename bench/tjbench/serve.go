@@ -505,23 +505,14 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 	began := time.Now()
 	res := &serveResult{Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Runs: c.serveRuns, Conc: serveConc}
 	res.Load[0] = loadAvg()
-	dir, err := os.MkdirTemp(c.work, "serve-") // mode 0700: the socket's directory must be private
+	d, err := newServeDirs(c.work)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "sock")
-	tmp := filepath.Join(dir, "tmp") // TMPDIR of the server and of Python
-	xdg := filepath.Join(dir, "xdg") // XDG_RUNTIME_DIR of Python: no default socket there
-	for _, d := range []string{tmp, xdg} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	res.Socket = sock
-	srvEnv := editEnv(os.Environ(), []string{"TOOLJAIL_SERVER", "TOOLJAIL_AUDIT_LOG"}, "TMPDIR="+tmp)
-	logPath := filepath.Join(dir, "server.log")
-	srv, err := startServer(c.tooljail, sock, logPath, srvEnv)
+	defer os.RemoveAll(d.dir)
+	res.Socket = d.sock
+	srvEnv := editEnv(os.Environ(), []string{"TOOLJAIL_SERVER", "TOOLJAIL_AUDIT_LOG"}, "TMPDIR="+d.tmp)
+	srv, err := startServer(c.tooljail, d.sock, d.log, srvEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -533,22 +524,76 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 		}
 	}()
 	res.ServerPid = srv.pid()
-
-	bwJSON, err := json.Marshal(bw)
-	if err != nil {
+	if err := pythonPass(c, res, d, srv, wd, bw); err != nil {
 		return nil, err
 	}
-	res.Calls = map[string]string{
+	client := &serve.Client{Path: d.sock}
+	if c.serveLeakRuns > 0 {
+		servedLeakPass(res, srv, client, wd, d.tmp, c.serveLeakRuns)
+	}
+	step("served: SIGKILL of the server during %d calls, then a new server on the same socket", serveKillCalls)
+	if res.Kill, live, err = servedKill(c.tooljail, srv, client, wd, d.tmp, d.log, srvEnv); err != nil {
+		return nil, err
+	}
+	res.Stop.ExitCode = live.stop()
+	if _, err := os.Lstat(d.sock); !errors.Is(err, os.ErrNotExist) {
+		res.Stop.SocketLeft = true
+	}
+	res.Stop.Left = append(listDir(d.tmp), listDir(d.xdg)...)
+	res.Load[1] = loadAvg()
+	res.Seconds = time.Since(began).Seconds()
+	return res, nil
+}
+
+// serveDirs is the section's private directory (mode 0700: the socket's
+// directory must be private) and what is in it.
+type serveDirs struct {
+	dir  string
+	sock string // the server's socket
+	tmp  string // TMPDIR of the server and of Python
+	xdg  string // XDG_RUNTIME_DIR of Python: no default socket there
+	log  string // the server's log
+}
+
+func newServeDirs(work string) (serveDirs, error) {
+	dir, err := os.MkdirTemp(work, "serve-")
+	if err != nil {
+		return serveDirs{}, err
+	}
+	d := serveDirs{dir: dir, sock: filepath.Join(dir, "sock"), tmp: filepath.Join(dir, "tmp"), xdg: filepath.Join(dir, "xdg"), log: filepath.Join(dir, "server.log")}
+	for _, sub := range []string{d.tmp, d.xdg} {
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			os.RemoveAll(dir)
+			return serveDirs{}, err
+		}
+	}
+	return d, nil
+}
+
+// serveCalls are the Python calls of each variant, as the report shows
+// them.
+func serveCalls(c *config, wd, sock string, bwJSON []byte) map[string]string {
+	return map[string]string{
 		"served":  fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True, socket=%q)", wd, sock),
 		"cli":     fmt.Sprintf("tooljail.run([\"/bin/true\"], cwd=%q, capture_output=True)  # TOOLJAIL_BIN=%s, no server", wd, c.tooljail),
 		"bwrap":   fmt.Sprintf("subprocess.run(%s, cwd=%q, capture_output=True)", bwJSON, wd),
 		"bare":    fmt.Sprintf("subprocess.run([\"/bin/true\"], cwd=%q, capture_output=True)", wd),
 		"session": fmt.Sprintf("s.run([\"/bin/true\"], capture_output=True)  # s = tooljail.Session(socket=%q, cwd=%q), started once", sock, wd),
 	}
+}
 
-	step("served from Python: %d calls each of served, CLI, bwrap, bare; server pid %d on %s", c.serveRuns, srv.pid(), sock)
-	pyPath := filepath.Join(dir, "python.json")
-	args := []string{"-B", c.servePy, "--socket", sock, "--server-pid", strconv.Itoa(srv.pid()),
+// pythonPass runs bench/serve_bench.py against srv and fills res with its
+// latency, throughput, session and large-output figures and the server's
+// memory after them.
+func pythonPass(c *config, res *serveResult, d serveDirs, srv *server, wd string, bw []string) error {
+	bwJSON, err := json.Marshal(bw)
+	if err != nil {
+		return err
+	}
+	res.Calls = serveCalls(c, wd, d.sock, bwJSON)
+	step("served from Python: %d calls each of served, CLI, bwrap, bare; server pid %d on %s", c.serveRuns, srv.pid(), d.sock)
+	pyPath := filepath.Join(d.dir, "python.json")
+	args := []string{"-B", c.servePy, "--socket", d.sock, "--server-pid", strconv.Itoa(srv.pid()),
 		"--tooljail", c.tooljail, "--bwrap-argv", string(bwJSON), "--workdir", wd,
 		"--runs", strconv.Itoa(c.serveRuns), "--conc", strconv.Itoa(serveConc), "--blocks", strconv.Itoa(serveBlocks), "--out", pyPath,
 		"--big-runs", strconv.Itoa(c.serveBigRuns)}
@@ -556,64 +601,69 @@ func served(c *config, wd string, bw []string) (*serveResult, error) {
 		// Random bytes: most of it is not UTF-8, as a binary's output is not.
 		big := filepath.Join(wd, "big-output.bin")
 		if err := writeRandom(big, bigOutputBytes); err != nil {
-			return nil, err
+			return err
 		}
 		defer os.Remove(big)
 		args = append(args, "--big-file", big)
 		res.Calls["big"] = fmt.Sprintf("the same four calls and subprocess.run under tooljail.patch_subprocess(), each of [\"/bin/cat\", %q] (%d random bytes), capture_output=True, the output checked by sha256", big, bigOutputBytes)
 	}
 	cmd := exec.Command(c.python, args...)
-	cmd.Env = editEnv(os.Environ(), []string{"TOOLJAIL_SERVER"}, "TOOLJAIL_BIN="+c.tooljail, "XDG_RUNTIME_DIR="+xdg, "TMPDIR="+tmp)
+	cmd.Env = editEnv(os.Environ(), []string{"TOOLJAIL_SERVER"}, "TOOLJAIL_BIN="+c.tooljail, "XDG_RUNTIME_DIR="+d.xdg, "TMPDIR="+d.tmp)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %w (its output is above; the server's log: %s)", shellJoin(cmd.Args[:2]), err, srv.logTail())
+		return fmt.Errorf("%s: %w (its output is above; the server's log: %s)", shellJoin(cmd.Args[:2]), err, srv.logTail())
 	}
-	b, err := os.ReadFile(pyPath)
+	py, err := readPyOut(pyPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var py pyOut
-	if err := json.Unmarshal(b, &py); err != nil {
-		return nil, fmt.Errorf("%s: %w", pyPath, err)
+	if err := res.absorb(py); err != nil {
+		return err
 	}
-	res.Python = py.Python
-	if res.Latency, res.Throughput, err = summarizeServe(py); err != nil {
-		return nil, err
-	}
-	if ms := py.Latency["session"]; len(ms) > 0 {
-		res.Session = &serveLatency{Variant: "session", Summary: bench.Summarize(ms), P99: bench.Percentile(ms, 99), Samples: ms}
-	}
-	if res.Big, err = summarizeBig(py); err != nil {
-		return nil, err
-	}
-	res.BigBytes = py.BigBytes
 	res.Memory = append(res.Memory, readServerMem(srv.pid(), fmt.Sprintf("after the Python pass (%d served calls)", servedCalls(py))))
 	res.Warm = readWarmMem(srv.pid())
+	return nil
+}
 
-	client := &serve.Client{Path: sock}
-	if c.serveLeakRuns > 0 {
-		step("served leaks: %d runs at concurrency %d through the Go client", c.serveLeakRuns, serveConc)
-		fdDir := "/proc/" + strconv.Itoa(srv.pid()) + "/fd"
-		res.ServerFDs[0] = countDir(fdDir)
-		l := servedLeaks(srv, client, wd, tmp, c.serveLeakRuns)
-		res.Leaks = &l
-		res.ServerFDs[1] = countDir(fdDir)
-		res.Memory = append(res.Memory, readServerMem(srv.pid(), fmt.Sprintf("after the leak pass (%d more runs)", c.serveLeakRuns)))
+func readPyOut(path string) (pyOut, error) {
+	var py pyOut
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return py, err
 	}
+	if err := json.Unmarshal(b, &py); err != nil {
+		return py, fmt.Errorf("%s: %w", path, err)
+	}
+	return py, nil
+}
 
-	step("served: SIGKILL of the server during %d calls, then a new server on the same socket", serveKillCalls)
-	if res.Kill, live, err = servedKill(c.tooljail, srv, client, wd, tmp, logPath, srvEnv); err != nil {
-		return nil, err
+// absorb takes the Python side's figures into s.
+func (s *serveResult) absorb(py pyOut) error {
+	var err error
+	s.Python = py.Python
+	if s.Latency, s.Throughput, err = summarizeServe(py); err != nil {
+		return err
 	}
+	if ms := py.Latency["session"]; len(ms) > 0 {
+		s.Session = &serveLatency{Variant: "session", Summary: bench.Summarize(ms), P99: bench.Percentile(ms, 99), Samples: ms}
+	}
+	if s.Big, err = summarizeBig(py); err != nil {
+		return err
+	}
+	s.BigBytes = py.BigBytes
+	return nil
+}
 
-	res.Stop.ExitCode = live.stop()
-	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
-		res.Stop.SocketLeft = true
-	}
-	res.Stop.Left = append(listDir(tmp), listDir(xdg)...)
-	res.Load[1] = loadAvg()
-	res.Seconds = time.Since(began).Seconds()
-	return res, nil
+// servedLeakPass is the server's leak check, with its open descriptors
+// and its memory around it.
+func servedLeakPass(res *serveResult, srv *server, client *serve.Client, wd, tmp string, runs int) {
+	step("served leaks: %d runs at concurrency %d through the Go client", runs, serveConc)
+	fdDir := "/proc/" + strconv.Itoa(srv.pid()) + "/fd"
+	res.ServerFDs[0] = countDir(fdDir)
+	l := servedLeaks(srv, client, wd, tmp, runs)
+	res.Leaks = &l
+	res.ServerFDs[1] = countDir(fdDir)
+	res.Memory = append(res.Memory, readServerMem(srv.pid(), fmt.Sprintf("after the leak pass (%d more runs)", runs)))
 }
 
 // serveRun is one served /bin/true through the Go client; a run that does
@@ -645,10 +695,7 @@ func servedLeaks(srv *server, client *serve.Client, wd, tmp string, runs int) le
 		if err := serveRun(client, wd); err != nil {
 			// Counted, not fatal: the comparison is still made.
 			mu.Lock()
-			res.Failures++
-			if res.FirstError == "" {
-				res.FirstError = err.Error()
-			}
+			res.record(err)
 			mu.Unlock()
 		}
 		return nil
@@ -659,15 +706,7 @@ func servedLeaks(srv *server, client *serve.Client, wd, tmp string, runs int) le
 	if watch != nil {
 		res.Creates = watch.Stop()
 	}
-	ours := map[int]bool{srv.pid(): true}
-	res.After = withoutServer(takeSnapshot(tmp), srv)
-	res.derive(ours)
-	if len(res.leaked()) > 0 {
-		time.Sleep(2 * time.Second)
-		res.After = withoutServer(takeSnapshot(tmp), srv)
-		res.Settled = true
-		res.derive(ours)
-	}
+	res.settle(map[int]bool{srv.pid(): true}, func() snapshot { return withoutServer(takeSnapshot(tmp), srv) })
 	return res
 }
 
@@ -686,34 +725,8 @@ func servedKill(tooljail string, srv *server, client *serve.Client, wd, tmp, log
 	}
 	// A sleep no other process on the host runs: its argument is unique.
 	mark := fmt.Sprintf("3600.%09d", rand.IntN(1e9))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	answers := make(chan error, serveKillCalls)
-	for i := 0; i < serveKillCalls; i++ {
-		go func() {
-			_, err := client.Run(ctx, serve.Request{Argv: []string{"/bin/sleep", mark}, Workdir: wd})
-			answers <- err
-		}()
-	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if k.Running = len(marked(mark)); k.Running == serveKillCalls {
-			break
-		}
-	}
 	old := srv.pid()
-	srv.kill()
-	for i := 0; i < serveKillCalls; i++ {
-		if err := <-answers; err == nil {
-			k.Answered++
-		}
-	}
-	k.GroupsAtKill = len(groupsOf(old))
-	if fi, err := os.Lstat(srv.sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		k.StaleSocket = true
-	}
-	for deadline := time.Now().Add(5 * time.Second); len(marked(mark)) > 0 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	killMidCall(&k, srv, client, wd, mark)
 	next, err := startServer(tooljail, srv.sock, logPath, env)
 	if err != nil {
 		if watch != nil {
@@ -743,6 +756,41 @@ func servedKill(tooljail string, srv *server, client *serve.Client, wd, tmp, log
 		take()
 	}
 	return k, next, nil
+}
+
+// killMidCall starts k.Calls calls of a sleep marked with mark, SIGKILLs
+// the server once they all run (or after 30 s), and records what the kill
+// left: answers, the dead server's cgroups, its socket. It waits up to
+// 5 s for the killed calls' commands to go.
+func killMidCall(k *killResult, srv *server, client *serve.Client, wd, mark string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	answers := make(chan error, serveKillCalls)
+	for i := 0; i < serveKillCalls; i++ {
+		go func() {
+			_, err := client.Run(ctx, serve.Request{Argv: []string{"/bin/sleep", mark}, Workdir: wd})
+			answers <- err
+		}()
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if k.Running = len(marked(mark)); k.Running == serveKillCalls {
+			break
+		}
+	}
+	old := srv.pid()
+	srv.kill()
+	for i := 0; i < serveKillCalls; i++ {
+		if err := <-answers; err == nil {
+			k.Answered++
+		}
+	}
+	k.GroupsAtKill = len(groupsOf(old))
+	if fi, err := os.Lstat(srv.sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		k.StaleSocket = true
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(marked(mark)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // marked lists the pids whose command line holds mark.
@@ -827,19 +875,37 @@ func nothingOr(left []string) string {
 // serveTargets is the section's targets table (DESIGN.md section 8, warm
 // path, and the server's leak targets).
 func serveTargets(s *serveResult) [][]string {
+	rows := latencyTargets(s)
+	rows = append(rows, tputTargets(s)...)
+	rows = append(rows, bigTargets(s)...)
+	rows = append(rows, memoryTarget(s))
+	if l := s.Leaks; l != nil {
+		rows = append(rows, servedLeakTarget(l, s.ServerFDs))
+	}
+	return append(rows, killTarget(&s.Kill))
+}
+
+// aimText is "; the 0.25× aim is met too" or "... is not" ("" when there
+// is no figure).
+func aimText(ratio float64, met bool, aim string) string {
+	switch {
+	case math.IsNaN(ratio):
+		return ""
+	case met:
+		return "; the " + aim + " aim is met too"
+	}
+	return "; the " + aim + " aim is not"
+}
+
+// latencyTargets are the rows of a served call's and a session call's
+// latency against bwrap's.
+func latencyTargets(s *serveResult) [][]string {
 	sv, bw := s.latency("served"), s.latency("bwrap")
 	lr := bench.Ratio(sv.Median, bw.Median)
-	aim := ""
-	if !math.IsNaN(lr) {
-		aim = "; the 0.25× aim is not"
-		if lr <= 0.25 {
-			aim = "; the 0.25× aim is met too"
-		}
-	}
 	rows := [][]string{{
 		"latency from Python at concurrency 1: served ÷ bwrap, median", "≤ 0.50× (aim 0.25×)",
 		fmt.Sprintf("%s (%s vs %s; p90 %s, p99 %s)%s", bench.FormatRatio(sv.Median, bw.Median), fms(sv.Median), fms(bw.Median),
-			bench.FormatRatio(sv.P90, bw.P90), bench.FormatRatio(sv.P99, bw.P99), aim),
+			bench.FormatRatio(sv.P90, bw.P90), bench.FormatRatio(sv.P99, bw.P99), aimText(lr, lr <= 0.25, "0.25×")),
 		verdict(lr <= 0.5, !math.IsNaN(lr)),
 	}}
 	if se := s.Session; se != nil {
@@ -851,59 +917,65 @@ func serveTargets(s *serveResult) [][]string {
 			verdict(r <= 0.25, !math.IsNaN(r)),
 		})
 	}
+	return rows
+}
+
+// tputTargets are the throughput row and the CPU-per-run row.
+func tputTargets(s *serveResult) [][]string {
 	st, bt := s.tput("served"), s.tput("bwrap")
 	tr := bench.Ratio(st.PerSec, bt.PerSec)
-	aim = ""
-	if !math.IsNaN(tr) {
-		aim = "; the 2× aim is not"
-		if tr >= 2 {
-			aim = "; the 2× aim is met too"
-		}
-	}
-	rows = append(rows, []string{
+	return [][]string{{
 		fmt.Sprintf("throughput from Python at concurrency %d: served ÷ bwrap", s.Conc), "≥ 1.00× (aim 2×)",
-		fmt.Sprintf("%s (%s vs %s)%s", bench.FormatRatio(st.PerSec, bt.PerSec), bench.FormatRate(st.PerSec), bench.FormatRate(bt.PerSec), aim),
+		fmt.Sprintf("%s (%s vs %s)%s", bench.FormatRatio(st.PerSec, bt.PerSec), bench.FormatRate(st.PerSec), bench.FormatRate(bt.PerSec), aimText(tr, tr >= 2, "2×")),
 		verdict(tr >= 1, !math.IsNaN(tr)),
-	}, []string{
+	}, {
 		fmt.Sprintf("CPU per run at concurrency %d: served (Python + server + jail) vs bwrap (Python + bwrap and below)", s.Conc), "measured, no bound",
 		fmt.Sprintf("%s vs %s (%s); server %s + jail %s", fms(st.total()), fms(bt.total()), bench.FormatRatio(st.total(), bt.total()), fms(st.Server), fms(st.ServerChildren)),
 		"–",
-	})
-	rows = append(rows, bigTargets(s)...)
-	// The budget grows by warmKiBTarget per warm jail; held against the
-	// server's peak plus what the warm jails hold of their own.
+	}}
+}
+
+// memoryTarget is the server's memory row. The budget grows by
+// warmKiBTarget per warm jail; held against the server's peak plus what
+// the warm jails hold of their own.
+func memoryTarget(s *serveResult) []string {
 	h, u := s.peakHWM(), s.Warm.total()
 	budget := int64(serveMiBTarget)<<20 + int64(s.Warm.Jails)*warmKiBTarget<<10
 	each := make([]string, len(s.Warm.USS))
 	for i, v := range s.Warm.USS {
 		each[i] = bench.FormatBytes(v)
 	}
-	rows = append(rows, []string{"memory: the server's (VmHWM, its peak over the section) plus its parked warm jails' own (USS of each init, whose memory its stage 2 shares)",
+	return []string{"memory: the server's (VmHWM, its peak over the section) plus its parked warm jails' own (USS of each init, whose memory its stage 2 shares)",
 		fmt.Sprintf("< %d MiB + %d KiB per warm jail", serveMiBTarget, warmKiBTarget),
 		fmt.Sprintf("%s + %d warm jails (%s) = %s, against %s", bench.FormatBytes(h), s.Warm.Jails, strings.Join(each, ", "), bench.FormatBytes(h+u), bench.FormatBytes(budget)),
-		verdict(h+u < budget, h >= 0 && u >= 0)})
-	if l := s.Leaks; l != nil {
-		left := l.leaked()
-		if d := s.ServerFDs[1] - s.ServerFDs[0]; d != 0 {
-			left = append(left, fmt.Sprintf("%+d server fds", d))
-		}
-		rows = append(rows, []string{
-			fmt.Sprintf("nothing left after %d served runs at concurrency %d (cgroups, mounts, processes, fds of the driver and the server, temp entries)", l.Runs, l.Conc),
-			"nothing left, no failed run",
-			fmt.Sprintf("%s left; %d failed runs", nothingOr(left), l.Failures),
-			verdict(len(left) == 0 && l.Failures == 0, true),
-		})
+		verdict(h+u < budget, h >= 0 && u >= 0)}
+}
+
+// servedLeakTarget is the server's leak check row; fds are the server's
+// open descriptors before and after it.
+func servedLeakTarget(l *leakResult, fds [2]int) []string {
+	left := l.leaked()
+	if d := fds[1] - fds[0]; d != 0 {
+		left = append(left, fmt.Sprintf("%+d server fds", d))
 	}
-	k := &s.Kill
+	return []string{
+		fmt.Sprintf("nothing left after %d served runs at concurrency %d (cgroups, mounts, processes, fds of the driver and the server, temp entries)", l.Runs, l.Conc),
+		"nothing left, no failed run",
+		fmt.Sprintf("%s left; %d failed runs", nothingOr(left), l.Failures),
+		verdict(len(left) == 0 && l.Failures == 0, true),
+	}
+}
+
+// killTarget is the SIGKILL pass's row.
+func killTarget(k *killResult) []string {
 	left := k.left()
-	rows = append(rows, []string{
+	return []string{
 		fmt.Sprintf("nothing left after the server is SIGKILLed during %d running calls and restarted", k.Calls),
 		"nothing left; the next server serves",
 		fmt.Sprintf("%s left; %d of %d calls running at the kill; next server served: %s", nothingOr(left), k.Running, k.Calls, yesNo(k.Restarted)),
 		// Fewer calls running than started would test less than it says.
 		verdict(len(left) == 0 && k.Restarted && k.Running == k.Calls, true),
-	})
-	return rows
+	}
 }
 
 func yesNo(b bool) string { return pick(b, "yes", "no") }
@@ -917,9 +989,28 @@ func pick(b bool, yes, no string) string {
 
 // renderServe writes the section; the same text for a whole run and for
 // -only serve, which splices it into the report in place.
+// renderServe writes the section; the same text for a whole run and for
+// -only serve, which splices it into the report in place. Its parts are
+// independent, one function each.
 func renderServe(p func(string, ...any), r *results) {
 	s := r.Serve
-	m := r.Machine
+	renderServeIntro(p, s, r.Machine)
+	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, serveTargets(s)))
+	renderServeLatency(p, s)
+	renderServeThroughput(p, s)
+	if len(s.Big) > 0 {
+		renderBig(p, s)
+	}
+	renderServeMemory(p, s)
+	if s.Leaks != nil {
+		renderServeLeaks(p, s)
+	}
+	renderServeKill(p, s)
+	renderServeCalls(p, s)
+}
+
+// renderServeIntro is the heading and how the section was measured.
+func renderServeIntro(p func(string, ...any), s *serveResult, m machine) {
 	p("%s\n\n", serveHeading)
 	p("`/bin/true` in the default profile, called from one Python %s process (`bench/serve_bench.py`,\n", s.Python)
 	p("with the client of `python/tooljail` from this tree) four ways: `tooljail.run` through a\n")
@@ -934,9 +1025,9 @@ func renderServe(p func(string, ...any), r *results) {
 	p("section, and a call that finds the pool empty (throughput at concurrency 4), builds its jail\n")
 	p("when it arrives. The report goes out before the run's cgroup is removed (docs/serve.md,\n")
 	p("warm jails). The targets are those of the warm path (DESIGN.md section 8).\n\n")
+}
 
-	p("%s\n", bench.Table([]string{"target", "goal", "measured", "met"}, serveTargets(s)))
-
+func renderServeLatency(p func(string, ...any), s *serveResult) {
 	p("### Latency at concurrency 1\n\n")
 	bw, bare := s.latency("bwrap"), s.latency("bare")
 	var rows [][]string
@@ -949,10 +1040,12 @@ func renderServe(p func(string, ...any), r *results) {
 	p("%s\n", bench.Table([]string{"call", "median", "p90", "p99", "median ÷ bwrap", "p90 ÷ bwrap", "p99 ÷ bwrap", "median ÷ bare"}, rows))
 	p("%d calls each, alternated call by call, each round starting one call further along; the wall\n", s.Runs)
 	p("time in Python from the call to its return (`time.perf_counter_ns`), after 5 untimed rounds.\n\n")
+}
 
+func renderServeThroughput(p func(string, ...any), s *serveResult) {
 	p("### Throughput at concurrency %d\n\n", s.Conc)
 	bt := s.tput("bwrap")
-	rows = nil
+	var rows [][]string
 	for _, v := range serveVariants {
 		t := s.tput(v.key)
 		srvCPU, jailCPU := "–", "–"
@@ -975,35 +1068,35 @@ func renderServe(p func(string, ...any), r *results) {
 	p("own and its reaped children's (its jails' inits and commands), from `/proc/PID/stat` (clock ticks).\n")
 	p("Kernel work done outside these processes (namespace and cgroup teardown in kernel threads) is in\n")
 	p("no column.\n\n")
+}
 
-	if len(s.Big) > 0 {
-		renderBig(p, s)
-	}
-
+func renderServeMemory(p func(string, ...any), s *serveResult) {
 	p("### Server memory\n\n")
-	rows = nil
+	var rows [][]string
 	for _, mm := range s.Memory {
 		rows = append(rows, []string{mm.When, bench.FormatBytes(mm.HWM), bench.FormatBytes(mm.RSS)})
 	}
 	p("%s\n", bench.Table([]string{"when", "VmHWM", "VmRSS"}, rows))
 	p("From `/proc/%d/status` of the server (pid of this run).\n\n", s.ServerPid)
+}
 
-	if l := s.Leaks; l != nil {
-		p("### Leaks after %d served runs at concurrency %d\n\n", l.Runs, l.Conc)
-		p("%s\n", bench.Table([]string{"what", "before", "after", "left by these runs", "note"}, append(leakRows(l, "the server's pid"),
-			[]string{"open fds of the server", fmt.Sprint(s.ServerFDs[0]), fmt.Sprint(s.ServerFDs[1]), fmt.Sprintf("%+d", s.ServerFDs[1]-s.ServerFDs[0]), ""})))
-		p("%d runs of `/bin/true` through the Go client (`serve.Client`, one connection per call) from the\n", l.Runs)
-		p("bench driver to the same server, %d failed, %.0f s (%s).\n", l.Failures, l.Seconds, bench.FormatRate(float64(l.Runs)/l.Seconds))
-		if l.FirstError != "" {
-			p("First failure: `%s`.\n", l.FirstError)
-		}
-		if l.Settled {
-			p("Something differed right after the runs, so \"after\" was taken again 2 s later.\n")
-		}
-		p("The server's cgroups are named after its pid; the live server itself is not counted among the\n")
-		p("driver's descendants. `/tmp` entries are attributed by creator as in the CLI's leak check.\n\n")
+// renderServeLeaks is the server's leak check.
+func renderServeLeaks(p func(string, ...any), s *serveResult) {
+	l := s.Leaks
+	p("### Leaks after %d served runs at concurrency %d\n\n", l.Runs, l.Conc)
+	p("%s\n", bench.Table([]string{"what", "before", "after", "left by these runs", "note"}, append(leakRows(l, "the server's pid"),
+		[]string{"open fds of the server", fmt.Sprint(s.ServerFDs[0]), fmt.Sprint(s.ServerFDs[1]), fmt.Sprintf("%+d", s.ServerFDs[1]-s.ServerFDs[0]), ""})))
+	p("%d runs of `/bin/true` through the Go client (`serve.Client`, one connection per call) from the\n", l.Runs)
+	p("bench driver to the same server, %d failed, %.0f s (%s).\n", l.Failures, l.Seconds, bench.FormatRate(float64(l.Runs)/l.Seconds))
+	for _, n := range leakNotes(l) {
+		p("%s\n", n)
 	}
+	p("The server's cgroups are named after its pid; the live server itself is not counted among the\n")
+	p("driver's descendants. `/tmp` entries are attributed by creator as in the CLI's leak check.\n\n")
+}
 
+// renderServeKill is the SIGKILL pass and the final SIGTERM.
+func renderServeKill(p func(string, ...any), s *serveResult) {
 	k := &s.Kill
 	p("### After SIGKILL of the server and a restart\n\n")
 	p("%s\n", bench.Table([]string{"what", "before", "after", "left", "note"}, append(leakRows(&k.Leaks, "the killed server's or the next one's pid"),
@@ -1021,7 +1114,9 @@ func renderServe(p func(string, ...any), r *results) {
 	p("At the end the new server got SIGTERM: exit %d, socket %s, %s left in the runs' `TMPDIR` and\n",
 		s.Stop.ExitCode, pick(s.Stop.SocketLeft, "**still there**", "removed"), nothingOr(first(s.Stop.Left, 5)))
 	p("Python's `XDG_RUNTIME_DIR`; the private directory was then removed.\n\n")
+}
 
+func renderServeCalls(p func(string, ...any), s *serveResult) {
 	p("<details><summary>exact calls</summary>\n\n```\n")
 	for _, v := range serveVariants {
 		p("%s\n", s.Calls[v.key])

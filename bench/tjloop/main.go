@@ -47,115 +47,153 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// options are the command line.
+type options struct {
+	filter  string
+	nocache bool
+	gate    bool
+	call    string
+	n       int
+}
+
 func main() {
-	filter := flag.String("filter", "", "load this seccomp filter before the loop: allow-all, or a raw BPF program file")
-	nocache := flag.Bool("nocache", false, "with -filter: prefix a load of args[0], which keeps the kernel's action cache from covering any call")
-	gate := flag.Bool("gate", false, "print \"ready\", wait for a byte on stdin before the loop and for stdin to close after it")
+	o := parseFlags()
+	// One thread from start to end: no migration of the loop mid-way.
+	runtime.LockOSThread()
+	if o.filter != "" {
+		prog, err := loadFilter(o.filter, o.nocache)
+		if err == nil {
+			err = install(prog)
+		}
+		if err != nil {
+			fail(1, "%v", err)
+		}
+	}
+	loop := loopFor(o.call, o.n)
+	if o.gate {
+		awaitStart()
+	}
+	cpu0 := threadCPU()
+	start := time.Now()
+	err := loop()
+	elapsed := time.Since(start)
+	cpu := threadCPU() - cpu0
+	if err != nil {
+		fail(1, "%v", err)
+	}
+	fmt.Printf("ns %d cpu_ns %d\n", elapsed.Nanoseconds(), cpu)
+	if o.gate {
+		io.Copy(io.Discard, os.Stdin)
+	}
+}
+
+// parseFlags reads the command line, or exits 2 with the usage.
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.filter, "filter", "", "load this seccomp filter before the loop: allow-all, or a raw BPF program file")
+	flag.BoolVar(&o.nocache, "nocache", false, "with -filter: prefix a load of args[0], which keeps the kernel's action cache from covering any call")
+	flag.BoolVar(&o.gate, "gate", false, "print \"ready\", wait for a byte on stdin before the loop and for stdin to close after it")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: tjloop [-filter allow-all|FILE [-nocache]] [-gate] getppid|fstat|denied|echo N")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 2 || (*nocache && *filter == "") {
+	if flag.NArg() != 2 || (o.nocache && o.filter == "") {
 		flag.Usage()
 		os.Exit(2)
 	}
-	call := flag.Arg(0)
+	o.call = flag.Arg(0)
 	n, err := strconv.Atoi(flag.Arg(1))
 	if err != nil || n < 0 {
-		fmt.Fprintf(os.Stderr, "tjloop: bad count %q\n", flag.Arg(1))
-		os.Exit(2)
+		fail(2, "bad count %q", flag.Arg(1))
 	}
-	// One thread from start to end: no migration of the loop mid-way.
-	runtime.LockOSThread()
-	if *filter != "" {
-		prog, err := loadFilter(*filter, *nocache)
-		if err == nil {
-			err = install(prog)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "tjloop: %v\n", err)
-			os.Exit(1)
-		}
-	}
-	var st unix.Stat_t
-	var loop func()
-	var failed error
+	o.n = n
+	return o
+}
+
+// loopFor is the loop of n calls of call, or exits 2 for an unknown call.
+// Its set-up (fstat's first call) is done here, outside the timed loop.
+func loopFor(call string, n int) func() error {
 	switch call {
 	case "getppid":
-		loop = func() {
+		return func() error {
 			for i := 0; i < n; i++ {
 				unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
 			}
+			return nil
 		}
 	case "fstat":
-		// fd 0 is /dev/null both in the jail and under the bench driver.
-		if err := unix.Fstat(0, &st); err != nil {
-			fmt.Fprintf(os.Stderr, "tjloop: fstat 0: %v\n", err)
-			os.Exit(1)
-		}
-		loop = func() {
-			for i := 0; i < n; i++ {
-				unix.RawSyscall(unix.SYS_FSTAT, 0, uintptr(unsafe.Pointer(&st)), 0)
-			}
-		}
+		return fstatLoop(n)
 	case "denied":
-		loop = func() {
-			for i := 0; i < n; i++ {
-				// KEYCTL_GET_KEYRING_ID of no key: ENOKEY if it ran.
-				if _, _, e := unix.RawSyscall(unix.SYS_KEYCTL, 0, 12345, 0); e != unix.EPERM {
-					failed = fmt.Errorf("keyctl after %d denied calls: %v, want EPERM (a jail whose filter denies it)", i, e)
-					return
-				}
-			}
-		}
+		return func() error { return deniedLoop(n) }
 	case "echo":
-		loop = func() {
-			var b [1]byte
-			for i := 0; i < n; i++ {
-				if r, _, e := unix.Syscall(unix.SYS_READ, 0, uintptr(unsafe.Pointer(&b[0])), 1); r != 1 {
-					failed = fmt.Errorf("echo: read %d of %d: %d, %v", i, n, int(r), e)
-					return
-				}
-				if r, _, e := unix.Syscall(unix.SYS_WRITE, 1, uintptr(unsafe.Pointer(&b[0])), 1); r != 1 {
-					failed = fmt.Errorf("echo: write %d of %d: %d, %v", i, n, int(r), e)
-					return
-				}
-			}
+		return func() error { return echoLoop(n) }
+	}
+	fail(2, "unknown call %q (want getppid, fstat, denied or echo)", call)
+	return nil
+}
+
+// fstatLoop checks that fd 0 can be fstat'ed (it is /dev/null both in the
+// jail and under the bench driver) and returns the loop.
+func fstatLoop(n int) func() error {
+	st := new(unix.Stat_t)
+	if err := unix.Fstat(0, st); err != nil {
+		fail(1, "fstat 0: %v", err)
+	}
+	return func() error {
+		for i := 0; i < n; i++ {
+			unix.RawSyscall(unix.SYS_FSTAT, 0, uintptr(unsafe.Pointer(st)), 0)
 		}
-	default:
-		fmt.Fprintf(os.Stderr, "tjloop: unknown call %q (want getppid, fstat, denied or echo)\n", call)
-		os.Exit(2)
+		runtime.KeepAlive(st)
+		return nil
 	}
-	if *gate {
-		fmt.Println("ready")
-		var b [1]byte
-		if n, err := os.Stdin.Read(b[:]); n != 1 {
-			fmt.Fprintf(os.Stderr, "tjloop: -gate: no start byte on stdin: %v\n", err)
-			os.Exit(1)
+}
+
+// deniedLoop makes n calls that a jail's filter denies; each must fail
+// with EPERM.
+func deniedLoop(n int) error {
+	for i := 0; i < n; i++ {
+		// KEYCTL_GET_KEYRING_ID of no key: ENOKEY if it ran.
+		if _, _, e := unix.RawSyscall(unix.SYS_KEYCTL, 0, 12345, 0); e != unix.EPERM {
+			return fmt.Errorf("keyctl after %d denied calls: %v, want EPERM (a jail whose filter denies it)", i, e)
 		}
 	}
-	cpu0 := threadCPU()
-	start := time.Now()
-	loop()
-	elapsed := time.Since(start)
-	cpu := threadCPU() - cpu0
-	runtime.KeepAlive(&st)
-	if failed != nil {
-		fmt.Fprintf(os.Stderr, "tjloop: %v\n", failed)
-		os.Exit(1)
+	return nil
+}
+
+// echoLoop reads a byte from stdin and writes it to stdout, n times.
+func echoLoop(n int) error {
+	var b [1]byte
+	for i := 0; i < n; i++ {
+		if r, _, e := unix.Syscall(unix.SYS_READ, 0, uintptr(unsafe.Pointer(&b[0])), 1); r != 1 {
+			return fmt.Errorf("echo: read %d of %d: %d, %v", i, n, int(r), e)
+		}
+		if r, _, e := unix.Syscall(unix.SYS_WRITE, 1, uintptr(unsafe.Pointer(&b[0])), 1); r != 1 {
+			return fmt.Errorf("echo: write %d of %d: %d, %v", i, n, int(r), e)
+		}
 	}
-	fmt.Printf("ns %d cpu_ns %d\n", elapsed.Nanoseconds(), cpu)
-	if *gate {
-		io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// awaitStart is -gate's start: "ready" on stdout, then a byte on stdin.
+func awaitStart() {
+	fmt.Println("ready")
+	var b [1]byte
+	if n, err := os.Stdin.Read(b[:]); n != 1 {
+		fail(1, "-gate: no start byte on stdin: %v", err)
 	}
+}
+
+// fail prints "tjloop: " and the message on stderr and exits with code.
+func fail(code int, format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "tjloop: "+format+"\n", a...)
+	os.Exit(code)
 }
 
 func threadCPU() int64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		fmt.Fprintf(os.Stderr, "tjloop: clock_gettime: %v\n", err)
-		os.Exit(1)
+		fail(1, "clock_gettime: %v", err)
 	}
 	return ts.Nano()
 }

@@ -37,7 +37,7 @@ type manifestEntry struct {
 // manifest walks root without following a symlink.
 func manifest(root string) ([]manifestEntry, error) {
 	var l []manifestEntry
-	first := map[[2]uint64]string{}
+	first := map[[2]uint64]string{} // the first name (sorted) of each inode with links
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -45,50 +45,71 @@ func manifest(root string) ([]manifestEntry, error) {
 		if p == root {
 			return nil
 		}
-		rel, _ := filepath.Rel(root, p)
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return err
+		e, err := manifestOf(root, p, first)
+		if err == nil {
+			l = append(l, e)
 		}
-		e := manifestEntry{Path: filepath.ToSlash(rel), Mode: fmt.Sprintf("%04o", st.Mode&0o7777),
-			UID: st.Uid, GID: st.Gid, Ino: st.Ino, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			e.Type, e.Size = "file", st.Size
-			sum, err := hashFile(p)
-			if err != nil {
-				return err
-			}
-			e.SHA256 = sum
-		case unix.S_IFDIR:
-			e.Type = "dir"
-		case unix.S_IFLNK:
-			e.Type = "symlink"
-			if e.Target, err = os.Readlink(p); err != nil {
-				return err
-			}
-		case unix.S_IFIFO:
-			e.Type = "fifo"
-		case unix.S_IFSOCK:
-			e.Type = "socket"
-		default:
-			e.Type = "device"
-		}
-		if e.Type != "dir" && st.Nlink > 1 {
-			e.Link = p // resolved below, once every name is known
-			k := [2]uint64{st.Dev, st.Ino}
-			if f, ok := first[k]; !ok || e.Path < f {
-				first[k] = e.Path
-			}
-		}
-		l = append(l, e)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	// Only links within the tree count: a name whose inode has no other
-	// name here gets none.
+	resolveLinks(l, first)
+	sort.Slice(l, func(i, j int) bool { return l[i].Path < l[j].Path })
+	return l, nil
+}
+
+// manifestOf is the entry of p below root. A name with hard links gets
+// its own path in Link, for resolveLinks, and first keeps the first name
+// of its inode.
+func manifestOf(root, p string, first map[[2]uint64]string) (manifestEntry, error) {
+	rel, _ := filepath.Rel(root, p)
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return manifestEntry{}, err
+	}
+	e := manifestEntry{Path: filepath.ToSlash(rel), Mode: fmt.Sprintf("%04o", st.Mode&0o7777),
+		UID: st.Uid, GID: st.Gid, Ino: st.Ino, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}
+	if err := e.fillType(p, &st); err != nil {
+		return e, err
+	}
+	if e.Type != "dir" && st.Nlink > 1 {
+		e.Link = p // resolved by resolveLinks, once every name is known
+		k := [2]uint64{st.Dev, st.Ino}
+		if f, ok := first[k]; !ok || e.Path < f {
+			first[k] = e.Path
+		}
+	}
+	return e, nil
+}
+
+// fillType sets the entry's type and what goes with it: a file's size
+// and hash, a symlink's target.
+func (e *manifestEntry) fillType(p string, st *unix.Stat_t) error {
+	var err error
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		e.Type, e.Size = "file", st.Size
+		e.SHA256, err = hashFile(p)
+	case unix.S_IFDIR:
+		e.Type = "dir"
+	case unix.S_IFLNK:
+		e.Type = "symlink"
+		e.Target, err = os.Readlink(p)
+	case unix.S_IFIFO:
+		e.Type = "fifo"
+	case unix.S_IFSOCK:
+		e.Type = "socket"
+	default:
+		e.Type = "device"
+	}
+	return err
+}
+
+// resolveLinks turns each Link (the name's own path) into the first name
+// of its inode. Only links within the tree count: a name whose inode has
+// no other name here, and the first name itself, get none.
+func resolveLinks(l []manifestEntry, first map[[2]uint64]string) {
 	count := map[string]int{}
 	for i := range l {
 		if l[i].Link != "" {
@@ -103,8 +124,6 @@ func manifest(root string) ([]manifestEntry, error) {
 			l[i].Link = ""
 		}
 	}
-	sort.Slice(l, func(i, j int) bool { return l[i].Path < l[j].Path })
-	return l, nil
 }
 
 func hashFile(p string) (string, error) {
