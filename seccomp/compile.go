@@ -475,14 +475,19 @@ func withPrologue(body []unix.SockFilter, na nativeArch, ceiling, denyRet uint32
 
 // socketAlternatives are socket(2)'s argument checks with the families
 // no refused: the default ones without those families, or, where the
-// policy lifted the check, any family but those.
+// policy lifted the check, any family but those: each other family by
+// name, and any number past the kernel's last (which it refuses itself).
+// libseccomp takes one check per argument in a rule, so "none of these"
+// cannot be one rule of "not equal" checks once there are two.
 func socketAlternatives(alts [][]cond, lifted bool, no []uint64) [][]cond {
 	if lifted {
-		var all []cond
-		for _, f := range no {
-			all = append(all, cond{0, libseccomp.CompareNotEqual, []uint64{f}})
+		var each [][]cond
+		for f := uint64(0); f < unix.AF_MAX; f++ {
+			if !slices.Contains(no, f) {
+				each = append(each, []cond{{0, libseccomp.CompareEqual, []uint64{f}}})
+			}
 		}
-		return [][]cond{all}
+		return append(each, []cond{{0, libseccomp.CompareGreaterEqual, []uint64{unix.AF_MAX}}})
 	}
 	var out [][]cond
 	for _, alt := range alts {

@@ -50,6 +50,7 @@ func TestDenySockets(t *testing.T) {
 		{Policy{DenySockets: []string{"unix", "inet"}}, "inet inet6 unix"},
 		// Allowing socket by name lifts its family check, not this one.
 		{Policy{Allow: []string{"socket"}, DenySockets: []string{"unix"}}, "unix"},
+		{Policy{Allow: []string{"socket"}, DenySockets: []string{"unix", "inet"}}, "inet inet6 unix"},
 	} {
 		t.Run(fmt.Sprintf("%q-%q", tc.policy.Allow, tc.policy.DenySockets), func(t *testing.T) {
 			prog, err := (&Compiler{}).Compile(tc.policy, false)
