@@ -501,6 +501,8 @@ func TestArgChecks(t *testing.T) {
 		{"socket without the refused families", "socket", false, []uint64{unix.AF_INET, unix.AF_INET6}, [][]cond{sock[0], sock[3]}, true},
 		{"socket lifted: any family but the refused", "socket", true, []uint64{unix.AF_INET},
 			[][]cond{{{0, libseccomp.CompareNotEqual, []uint64{unix.AF_INET}}}}, true},
+		{"socket lifted, two families refused: each other family, and past the last", "socket", true, []uint64{unix.AF_INET, unix.AF_INET6},
+			liftedBut(unix.AF_INET, unix.AF_INET6), true},
 		{"socket with every family refused: no rule", "socket", false, []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}, nil, false},
 		// Refused families concern socket only.
 		{"other call with families refused", "clone", false, []uint64{unix.AF_INET}, restricted()["clone"], true},
@@ -511,6 +513,18 @@ func TestArgChecks(t *testing.T) {
 			t.Errorf("%s: argChecks = %v, %v; want %v, %v", c.name, alts, ok, c.alts, c.ok)
 		}
 	}
+}
+
+// liftedBut is the lifted socket check without the families no, written
+// out: one alternative per other family, then any beyond AF_MAX.
+func liftedBut(no ...uint64) [][]cond {
+	var alts [][]cond
+	for f := uint64(0); f < unix.AF_MAX; f++ {
+		if f != no[0] && f != no[1] {
+			alts = append(alts, []cond{{0, libseccomp.CompareEqual, []uint64{f}}})
+		}
+	}
+	return append(alts, []cond{{0, libseccomp.CompareGreaterEqual, []uint64{unix.AF_MAX}}})
 }
 
 func TestActionsFor(t *testing.T) {

@@ -478,8 +478,11 @@ func withPrologue(body []unix.SockFilter, na nativeArch, ceiling, denyRet uint32
 // policy lifted the check, any family but those: each other family by
 // name, and any number past the kernel's last (which it refuses itself).
 // libseccomp takes one check per argument in a rule, so "none of these"
-// cannot be one rule of "not equal" checks once there are two.
+// is one "not equal" check only while there is one.
 func socketAlternatives(alts [][]cond, lifted bool, no []uint64) [][]cond {
+	if lifted && len(no) == 1 {
+		return [][]cond{{{0, libseccomp.CompareNotEqual, []uint64{no[0]}}}}
+	}
 	if lifted {
 		var each [][]cond
 		for f := uint64(0); f < unix.AF_MAX; f++ {
