@@ -46,22 +46,20 @@ type changesFlags struct {
 }
 
 func newChangesFlagSet(f *changesFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("changes", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f.dir.check = func(v string) error {
-		if !strings.HasPrefix(v, "/") {
-			return errors.New("want an absolute path")
-		}
-		return nil
+	return flagSetOf("changes", changesFlagTable(f))
+}
+
+func changesFlagTable(f *changesFlags) []flagDef {
+	return []flagDef{
+		{name: "changes-dir", value: "DIR", set: once(&f.dir, absolutePath),
+			help: "the change store DIR (also TOOLJAIL_CHANGES_DIR; default /var/lib/tooljail/changes for root, else $XDG_STATE_HOME/tooljail/changes or ~/.local/state/tooljail/changes)"},
+		{name: "json", set: boolFlag{&f.json}, help: "print JSON instead of text"},
+		{name: "force", set: boolFlag{&f.force}, help: "apply: write the set even where the host changed since the run (what changed there is lost)"},
+		{name: "max-size", value: "SIZE", set: once(&f.maxSize, func(v string) error { _, err := units.ParseSize(v); return err }),
+			help: fmt.Sprintf("the store's size cap SIZE that gc keeps it under (default %s)", units.FormatSize(changes.DefaultMaxSize))},
+		{name: "expiry", value: "DUR", set: once(&f.expiry, func(v string) error { _, err := units.ParseDuration(v); return err }),
+			help: fmt.Sprintf("gc removes sets older than DUR (default %s)", changesDuration(changes.DefaultExpiry))},
 	}
-	f.maxSize.check = func(v string) error { _, err := units.ParseSize(v); return err }
-	f.expiry.check = func(v string) error { _, err := units.ParseDuration(v); return err }
-	fs.Var(&f.dir, "changes-dir", "the change store `DIR` (also TOOLJAIL_CHANGES_DIR; default /var/lib/tooljail/changes for root, else $XDG_STATE_HOME/tooljail/changes or ~/.local/state/tooljail/changes)")
-	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
-	fs.BoolVar(&f.force, "force", false, "apply: write the set even where the host changed since the run (what changed there is lost)")
-	fs.Var(&f.maxSize, "max-size", fmt.Sprintf("the store's size cap `SIZE` that gc keeps it under (default %s)", units.FormatSize(changes.DefaultMaxSize)))
-	fs.Var(&f.expiry, "expiry", fmt.Sprintf("gc removes sets older than `DUR` (default %s)", changesDuration(changes.DefaultExpiry)))
-	return fs
 }
 
 // changesDuration is d as the docs write it: "168h" as "7d".

@@ -35,10 +35,11 @@ type checkReport struct {
 }
 
 func newCheckFlagSet(asJSON *bool) *flag.FlagSet {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.BoolVar(asJSON, "json", false, "print the result as JSON")
-	return fs
+	return flagSetOf("check", newCheckFlagTable(asJSON))
+}
+
+func newCheckFlagTable(asJSON *bool) []flagDef {
+	return []flagDef{{name: "json", set: boolFlag{asJSON}, help: "print the result as JSON"}}
 }
 
 func checkCommand(args []string, stdout, stderr io.Writer) int {

@@ -65,42 +65,47 @@ type serveFlags struct {
 	changesDir          string
 }
 
-func newServeFlagSet(f *serveFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Var(&f.socket, "socket", "listen on `PATH` (default $XDG_RUNTIME_DIR/tooljail.sock, else /run/tooljail/sock for root, else /tmp/tooljail-$UID/sock)")
-	fs.Func("profile", "serve this profile, a shipped `NAME` or a TOML FILE; repeatable, the first is the default (default \"default\")", func(v string) error {
-		if v == "" {
-			return errors.New("empty profile name")
-		}
-		f.profiles = append(f.profiles, v)
-		return nil
-	})
-	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run and per refused request, with the client's uid, gid and pid, to `FILE` (also TOOLJAIL_AUDIT_LOG)")
-	f.maxRuns.check = func(v string) error { _, err := maxRunsValue(v); return err }
-	fs.Var(&f.maxRuns, "max-runs", fmt.Sprintf("run at most `N` calls at once, across all clients (1 to %d, default %d); a call beyond that waits (--queue-timeout), and at most %d x N connections may wait for their request line, shared between clients", serve.MaxRunsCeiling, serve.DefaultMaxRuns, serve.PendingPerRun))
-	f.queue.check = func(v string) error { _, err := queueValue(v); return err }
-	fs.Var(&f.queue, "queue-timeout", fmt.Sprintf("a call that finds all --max-runs slots busy waits up to `DUR` for one (default %v, at most %v; 0 refuses it at once), fairly between clients, then is refused (error 125)", serve.DefaultQueueTimeout, serve.MaxQueueTimeout))
-	f.memory.check = func(v string) error { _, err := serverMemoryValue(v); return err }
-	fs.Var(&f.memory, "server-memory", fmt.Sprintf("cap the server's own memory (not its jails') at `SIZE` in a cgroup of its own, where the host allows one (default %s; 0 for none); the start line says which", units.FormatSize(defaultServerMemory)))
-	f.warm.check = func(v string) error { _, err := warmValue(v); return err }
-	fs.Var(&f.warm, "warm", fmt.Sprintf("keep `N` jails built ahead of their calls for each shape of call (a served profile and a workdir; 0 to %d, default %d); 0 builds each jail when its call arrives", serve.MaxWarm, serve.DefaultWarm))
-	fs.BoolVar(&f.allowClientProfiles, "allow-client-profiles", false, "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)")
-	fs.Func("changes-dir", "keep the clients' change sets (a request's changes) under `DIR`: for a server run by root, each client's in DIR/uid-UID (default /var/lib/tooljail/changes); else this user's store (default as tooljail changes, also TOOLJAIL_CHANGES_DIR)", func(v string) error {
-		if v == "" {
-			return errors.New("empty; give a directory")
-		}
-		f.changesDir = v
-		return nil
-	})
-	fs.Func("tools", "also serve the tools of `FILE`, a tool file (repeatable: the tools of every file, a name declared in two files an error): a request with \"tool\" and \"arguments\" calls one, checked, rate-limited, jailed and audited as tooljail mcp does (docs/serve.md)", func(v string) error {
-		if v == "" {
-			return errors.New("empty; give a tool file")
-		}
-		f.tools = append(f.tools, v)
-		return nil
-	})
-	return fs
+func newServeFlagSet(f *serveFlags) *flag.FlagSet { return flagSetOf("serve", serveFlagTable(f)) }
+
+// serveFlagTable is serve's flags, bound to f, in the order docs/serve.md
+// lists them.
+func serveFlagTable(f *serveFlags) []flagDef {
+	return []flagDef{
+		{name: "socket", value: "PATH", set: &f.socket,
+			help: "listen on PATH (default $XDG_RUNTIME_DIR/tooljail.sock, else /run/tooljail/sock for root, else /tmp/tooljail-$UID/sock)"},
+		{name: "profile", value: "NAME|FILE", repeat: true, def: defaultProfile, complete: profileCompletion,
+			help: "serve this profile, a shipped NAME or a TOML FILE; repeatable, the first is the default",
+			set: funcFlag(func(v string) error {
+				if v == "" {
+					return errors.New("empty profile name")
+				}
+				f.profiles = append(f.profiles, v)
+				return nil
+			})},
+		{name: "warm", value: "N", set: once(&f.warm, func(v string) error { _, err := warmValue(v); return err }),
+			help: fmt.Sprintf("keep N jails built ahead of their calls for each shape of call (a served profile and a workdir; 0 to %d, default %d); 0 builds each jail when its call arrives", serve.MaxWarm, serve.DefaultWarm)},
+		{name: "allow-client-profiles", set: boolFlag{&f.allowClientProfiles},
+			help: "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)"},
+		{name: "audit-log", value: "FILE", set: &f.auditLog,
+			help: "append one JSON line per run and per refused request, with the client's uid, gid and pid, to FILE (also TOOLJAIL_AUDIT_LOG)"},
+		{name: "tools", value: "FILE", repeat: true, set: appendTo(&f.tools, nonEmpty("a tool file")),
+			help: "also serve the tools of FILE, a tool file (repeatable: the tools of every file, a name declared in two files an error): a request with \"tool\" and \"arguments\" calls one, checked, rate-limited, jailed and audited as tooljail mcp does (docs/serve.md)"},
+		// Given twice, the last wins (not a scalar).
+		{name: "changes-dir", value: "DIR", set: funcFlag(func(v string) error {
+			if err := nonEmpty("a directory")(v); err != nil {
+				return err
+			}
+			f.changesDir = v
+			return nil
+		}),
+			help: "keep the clients' change sets (a request's changes) under DIR: for a server run by root, each client's in DIR/uid-UID (default /var/lib/tooljail/changes); else this user's store (default as tooljail changes, also TOOLJAIL_CHANGES_DIR)"},
+		{name: "max-runs", value: "N", set: once(&f.maxRuns, func(v string) error { _, err := maxRunsValue(v); return err }),
+			help: fmt.Sprintf("run at most N calls at once, across all clients (1 to %d, default %d); a call beyond that waits (--queue-timeout), and at most %d x N connections may wait for their request line, shared between clients", serve.MaxRunsCeiling, serve.DefaultMaxRuns, serve.PendingPerRun)},
+		{name: "queue-timeout", value: "DUR", set: once(&f.queue, func(v string) error { _, err := queueValue(v); return err }),
+			help: fmt.Sprintf("a call that finds all --max-runs slots busy waits up to DUR for one (default %v, at most %v; 0 refuses it at once), fairly between clients, then is refused (error 125)", serve.DefaultQueueTimeout, serve.MaxQueueTimeout)},
+		{name: "server-memory", value: "SIZE", set: once(&f.memory, func(v string) error { _, err := serverMemoryValue(v); return err }),
+			help: fmt.Sprintf("cap the server's own memory (not its jails') at SIZE in a cgroup of its own, where the host allows one (default %s; 0 for none); the start line says which", units.FormatSize(defaultServerMemory))},
+	}
 }
 
 func serveCommand(args []string, stdout, stderr io.Writer) int {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -56,12 +57,18 @@ func sessionCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 func sessionStartFlagSet(f *runFlags, sf *sessionFlags) *flag.FlagSet {
-	fs := newRunFlagSet(f)
+	return flagSetOf("run", slices.Concat(runFlagTable(f), sessionStartFlagTable(sf)))
+}
+
+// sessionStartFlagTable is `session start`'s own flags, beside run's.
+func sessionStartFlagTable(sf *sessionFlags) []flagDef {
 	check := func(v string) error { _, err := parseSessionDuration(v); return err }
-	sf.idle.check, sf.maxLife.check = check, check
-	fs.Var(&sf.idle, "idle", fmt.Sprintf("stop the session after `DUR` without a call (default %s)", serve.DefaultSessionIdle))
-	fs.Var(&sf.maxLife, "max-life", fmt.Sprintf("stop the session `DUR` after its start, a running call with it (default %s)", serve.DefaultSessionMaxLife))
-	return fs
+	return []flagDef{
+		{name: "idle", value: "DUR", set: once(&sf.idle, check),
+			help: fmt.Sprintf("stop the session after DUR without a call (default %s)", serve.DefaultSessionIdle)},
+		{name: "max-life", value: "DUR", set: once(&sf.maxLife, check),
+			help: fmt.Sprintf("stop the session DUR after its start, a running call with it (default %s)", serve.DefaultSessionMaxLife)},
+	}
 }
 
 // parseSessionDuration is a positive duration ("10m", "8h").
@@ -229,11 +236,14 @@ func sessionListStop(action string, args []string, stdout, stderr io.Writer) int
 
 // newSessionFlagSet is the flags of `session list` and `session stop`.
 func newSessionFlagSet(action string, server *scalar, asJSON *bool) *flag.FlagSet {
-	fs := flag.NewFlagSet("session "+action, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Var(server, "server", "the server's `SOCKET` (also TOOLJAIL_SERVER; default the default socket)")
-	fs.BoolVar(asJSON, "json", false, "print JSON")
-	return fs
+	return flagSetOf("session "+action, sessionFlagTable(server, asJSON))
+}
+
+func sessionFlagTable(server *scalar, asJSON *bool) []flagDef {
+	return []flagDef{
+		{name: "server", value: "SOCKET", set: server, help: "the server's SOCKET (also TOOLJAIL_SERVER; default the default socket)"},
+		{name: "json", set: boolFlag{asJSON}, help: "print JSON"},
+	}
 }
 
 // sessionSummary is a stopped session's one line.
