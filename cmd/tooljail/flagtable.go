@@ -81,6 +81,18 @@ func rowOf(f *flag.Flag) *flagDef {
 	return nil
 }
 
+// givenFlags says, once fs has parsed, whether the flag of a row (its long
+// name) was given: a boolean one given true.
+func givenFlags(fs *flag.FlagSet) func(name string) bool {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) {
+		if r := rowOf(f); r != nil && (r.value != "" || f.Value.String() == "true") {
+			given[r.name] = true
+		}
+	})
+	return func(name string) bool { return given[name] }
+}
+
 // synopsis is the flag as --help and the man pages show it: "--memory
 // SIZE", "-q, --quiet".
 func (r *flagDef) synopsis() string {

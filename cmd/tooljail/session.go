@@ -93,21 +93,16 @@ func sessionStartRequest(args []string, getwd func() (string, error), environ []
 	if fs.NArg() > 0 {
 		return serve.Request{}, nil, nil, fmt.Errorf("session start takes no command (%q): run one with 'tooljail run --session ID -- CMD'", fs.Arg(0))
 	}
-	for _, c := range []struct {
-		flag string
-		set  bool
-	}{{"--session", f.session.set}, {"--keep-running", f.keepRunning}, {"--env", len(f.env) > 0}, {"--pass-env", len(f.passEnv) > 0},
-		{"--tty", f.tty}, {"--merge-stderr", f.mergeStderr}, {"--report", f.report.set}, {"--changes", f.changes.set}} {
-		if c.set {
-			return serve.Request{}, nil, nil, fmt.Errorf("%s is a call's, not a session's: give it to 'tooljail run --session ID'", c.flag)
-		}
+	given := givenFlags(fs)
+	if err := serve.SessionStartFlagError(given); err != nil {
+		return serve.Request{}, nil, nil, err
 	}
 	// As the served run of a placeholder command: the same checks and
 	// profile handling.
 	if serverOf(&f, environ) == "" {
 		f.server = scalar{value: serve.DefaultPath(), set: true}
 	}
-	sr, err := servedRunOf(&f, []string{"(session)"}, getwd, environ)
+	sr, err := servedRunOf(&f, given, []string{"(session)"}, getwd, environ)
 	if err != nil {
 		return serve.Request{}, nil, nil, err
 	}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestServedReport(t *testing.T) {
+	cases := []struct {
+		p, cwd, workdir string
+		want, err       string
+	}{
+		{"", "/c", "/w", "", ""},
+		{"-", "/c", "/w", "-", ""},
+		{"r.json", "/c", "/w", "/c/r.json", ""},
+		{"/tmp/../r.json", "/c", "", "/r.json", ""},
+		{"r.json", "/w", "/w", "", "--report r.json: inside the run's workdir /w"},
+		{"/w/sub/r.json", "/c", "/w", "", "inside the run's workdir"},
+		{"/wx/r.json", "/c", "/w", "/wx/r.json", ""},
+	}
+	for _, c := range cases {
+		got, err := servedReport(c.p, c.cwd, c.workdir)
+		if got != c.want || (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("servedReport(%q, %q, %q) = %q, %v; want %q, %q", c.p, c.cwd, c.workdir, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestWorkdirFlagsError(t *testing.T) {
+	cases := []struct {
+		workdir, noWorkdir, workdirRO bool
+		want                          string
+	}{
+		{false, false, false, ""},
+		{true, false, true, ""},
+		{false, true, false, ""},
+		{true, true, false, "--workdir and --no-workdir contradict each other"},
+		{false, true, true, "--workdir-ro and --no-workdir contradict each other"},
+		{true, true, true, "--workdir and --no-workdir"},
+	}
+	for _, c := range cases {
+		err := workdirFlagsError(c.workdir, c.noWorkdir, c.workdirRO)
+		if (c.want == "") != (err == nil) || err != nil && !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c, err, c.want)
+		}
+	}
+}
+
+func TestLimitMap(t *testing.T) {
+	if m := limitMap(nil); m != nil {
+		t.Errorf("no limits: %v, want nil", m)
+	}
+	l := [][2]string{{"memory", "1G"}, {"timeout", "5s"}}
+	if m := limitMap(l); len(m) != 2 || m["memory"] != "1G" || m["timeout"] != "5s" {
+		t.Errorf("limitMap: %v", m)
+	}
+	if k := limitKeys(l); strings.Join(k, ",") != "memory,timeout" {
+		t.Errorf("limitKeys: %q", k)
+	}
+}
+
+// A flag counts as given when it was, a boolean one only when true.
+func TestGivenFlags(t *testing.T) {
+	var f runFlags
+	fs := newRunFlagSet(&f)
+	if err := fs.Parse([]string{"--ro", "/a", "--workdir-ro=false", "--tty", "-q", "--memory", "1G", "--", "true"}); err != nil {
+		t.Fatal(err)
+	}
+	given := givenFlags(fs)
+	for name, want := range map[string]bool{"ro": true, "workdir-ro": false, "tty": true, "quiet": true, "q": false, "memory": true, "rw": false} {
+		if given(name) != want {
+			t.Errorf("given(%q) = %v, want %v", name, !want, want)
+		}
+	}
+}
