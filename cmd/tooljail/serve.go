@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -122,42 +123,11 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(stderr, "serve takes no arguments (got %q); see 'tooljail serve --help'", fs.Args())
 	}
-	audit := f.auditLog.value
-	if audit == "" {
-		audit = os.Getenv("TOOLJAIL_AUDIT_LOG")
+	srv, memory, err := f.server(os.Getenv)
+	if err != nil {
+		return fail(stderr, "%v", err)
 	}
-	srv := &serve.Server{
-		Profiles: f.profiles,
-		AuditLog: audit,
-		ErrorLog: log.New(stderr, "tooljail serve: ", 0),
-	}
-	srv.AllowClientProfiles = f.allowClientProfiles
-	srv.Tools = f.tools
-	srv.ChangesDir = f.changesDir
-	if srv.ChangesDir == "" {
-		srv.ChangesDir = os.Getenv("TOOLJAIL_CHANGES_DIR")
-	}
-	if srv.ChangesDir != "" {
-		abs, err := filepath.Abs(srv.ChangesDir)
-		if err != nil {
-			return fail(stderr, "--changes-dir %s: %v", srv.ChangesDir, err)
-		}
-		srv.ChangesDir = abs
-	}
-	if f.maxRuns.set {
-		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value) // checked when parsed
-	}
-	if f.queue.set {
-		srv.QueueTimeout, _ = queueValue(f.queue.value) // checked when parsed
-	}
-	memory := int64(defaultServerMemory)
-	if f.memory.set {
-		memory, _ = serverMemoryValue(f.memory.value) // checked when parsed
-	}
-	srv.Warm = serve.DefaultWarm
-	if f.warm.set {
-		srv.Warm, _ = warmValue(f.warm.value) // checked when parsed
-	}
+	srv.ErrorLog = log.New(stderr, "tooljail serve: ", 0)
 	if err := srv.Load(); err != nil {
 		return fail(stderr, "%v", err)
 	}
@@ -174,17 +144,66 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(serverHeapGoal)
 	}
-	own := "no cgroup of its own (--server-memory 0)"
-	if memory > 0 {
-		release, err := cgroup.LimitSelf(memory)
-		if err != nil {
-			own = "no cgroup of its own: " + oneLine(err.Error())
-		} else {
-			defer release()
-			own = "own cgroup, memory " + units.FormatSize(memory)
-		}
-	}
+	own, release := limitServerMemory(memory)
+	defer release()
 	fmt.Fprintf(stderr, "tooljail: serve: serving on unix socket %s (%s)\n", l.Addr().String(), own)
+	return serveUntilSignal(srv, l, sigs, stderr)
+}
+
+// server is the server the flags describe, and the cap on its own
+// memory; getenv gives TOOLJAIL_AUDIT_LOG and TOOLJAIL_CHANGES_DIR where
+// a flag is not given. The values were checked when parsed.
+func (f *serveFlags) server(getenv func(string) string) (*serve.Server, int64, error) {
+	srv := &serve.Server{Profiles: f.profiles, AuditLog: f.auditLog.value, AllowClientProfiles: f.allowClientProfiles, Tools: f.tools}
+	if srv.AuditLog == "" {
+		srv.AuditLog = getenv("TOOLJAIL_AUDIT_LOG")
+	}
+	srv.ChangesDir = f.changesDir
+	if srv.ChangesDir == "" {
+		srv.ChangesDir = getenv("TOOLJAIL_CHANGES_DIR")
+	}
+	if srv.ChangesDir != "" {
+		abs, err := filepath.Abs(srv.ChangesDir)
+		if err != nil {
+			return nil, 0, fmt.Errorf("--changes-dir %s: %v", srv.ChangesDir, err)
+		}
+		srv.ChangesDir = abs
+	}
+	if f.maxRuns.set {
+		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value)
+	}
+	if f.queue.set {
+		srv.QueueTimeout, _ = queueValue(f.queue.value)
+	}
+	srv.Warm = serve.DefaultWarm
+	if f.warm.set {
+		srv.Warm, _ = warmValue(f.warm.value)
+	}
+	memory := int64(defaultServerMemory)
+	if f.memory.set {
+		memory, _ = serverMemoryValue(f.memory.value)
+	}
+	return srv, memory, nil
+}
+
+// limitServerMemory puts the server in a cgroup of its own capped at
+// memory (0: none) where the host allows it, and says how it went for the
+// start line; release ends it.
+func limitServerMemory(memory int64) (own string, release func()) {
+	if memory == 0 {
+		return "no cgroup of its own (--server-memory 0)", func() {}
+	}
+	end, err := cgroup.LimitSelf(memory)
+	if err != nil {
+		return "no cgroup of its own: " + oneLine(err.Error()), func() {}
+	}
+	return "own cgroup, memory " + units.FormatSize(memory), func() { end() }
+}
+
+// serveUntilSignal serves l until the server fails or a signal comes;
+// then it drains the server for the longest timeout of its profiles, or
+// until a second signal cancels the runs left.
+func serveUntilSignal(srv *serve.Server, l net.Listener, sigs <-chan os.Signal, stderr io.Writer) int {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	select {

@@ -73,3 +73,28 @@ func TestGivenFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestChangesUseError(t *testing.T) {
+	cases := []struct {
+		sub   string
+		n     int
+		flags changesFlags
+		want  string
+	}{
+		{"list", 0, changesFlags{}, ""},
+		{"list", 1, changesFlags{}, "want no argument"},
+		{"diff", 2, changesFlags{}, ""},
+		{"diff", 3, changesFlags{}, "want an ID and at most one PATH"},
+		{"show", 0, changesFlags{}, "want one ID"},
+		{"apply", 1, changesFlags{force: true}, ""},
+		{"discard", 1, changesFlags{force: true}, "--force is for apply"},
+		{"gc", 0, changesFlags{maxSize: scalar{value: "1G", set: true}}, ""},
+		{"list", 0, changesFlags{expiry: scalar{value: "1h", set: true}}, "--max-size and --expiry are for gc"},
+	}
+	for _, c := range cases {
+		err := changesUseError(c.sub, c.n, &c.flags)
+		if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s with %d argument(s): %v, want %q", c.sub, c.n, err, c.want)
+		}
+	}
+}

@@ -23,31 +23,7 @@ func summary(r *jail.Result) string {
 			parts = append(parts, r.Reason)
 		}
 	}
-	denied, refused := 0, 0
-	var names, hosts []string
-	for _, v := range r.Violations {
-		if v.Kind == "network" {
-			refused += v.Count
-			if len(hosts) < 5 {
-				hosts = append(hosts, fmt.Sprintf("%s (%s)", netHost(v.Host, v.Port), v.Reason))
-			}
-			continue
-		}
-		denied += v.Count
-		name := v.Syscall
-		if v.Kind != "syscall" {
-			name = v.Kind + ":" + name + v.Path
-		}
-		if len(names) < 5 {
-			names = append(names, name)
-		}
-	}
-	if denied > 0 && r.Status != jail.StatusViolation {
-		parts = append(parts, fmt.Sprintf("%d denied call(s): %s", denied, strings.Join(names, ", ")))
-	}
-	if refused > 0 {
-		parts = append(parts, fmt.Sprintf("%d network refusal(s): %s", refused, strings.Join(hosts, ", ")))
-	}
+	parts = append(parts, violationNotes(r)...)
 	if note := upstreamNote(r); note != "" {
 		parts = append(parts, note)
 	}
@@ -79,6 +55,39 @@ func summary(r *jail.Result) string {
 		parts = append(parts, fmt.Sprintf("dropped %d variable(s) that look like credentials (see the report's env_dropped)", creds))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// violationNotes are the summary's parts on denied calls (not when they
+// killed the run: its reason says so) and network refusals, each naming
+// the first five.
+func violationNotes(r *jail.Result) []string {
+	denied, refused := 0, 0
+	var names, hosts []string
+	for _, v := range r.Violations {
+		if v.Kind == "network" {
+			refused += v.Count
+			if len(hosts) < 5 {
+				hosts = append(hosts, fmt.Sprintf("%s (%s)", netHost(v.Host, v.Port), v.Reason))
+			}
+			continue
+		}
+		denied += v.Count
+		name := v.Syscall
+		if v.Kind != "syscall" {
+			name = v.Kind + ":" + name + v.Path
+		}
+		if len(names) < 5 {
+			names = append(names, name)
+		}
+	}
+	var parts []string
+	if denied > 0 && r.Status != jail.StatusViolation {
+		parts = append(parts, fmt.Sprintf("%d denied call(s): %s", denied, strings.Join(names, ", ")))
+	}
+	if refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d network refusal(s): %s", refused, strings.Join(hosts, ", ")))
+	}
+	return parts
 }
 
 // netHost is host:port as the summary shows it (IPv6 in brackets; a DNS
