@@ -98,3 +98,22 @@ func TestChangesUseError(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitArgv(t *testing.T) {
+	cases := []struct {
+		pos            []string
+		fileName, argv string
+	}{
+		{[]string{"f.toml", "grep"}, "f.toml,grep", ""},
+		{[]string{"f.toml", "grep", "x"}, "f.toml,grep,x", ""},
+		{[]string{"f.toml", "run_command", "ls", "-l"}, "f.toml,run_command", "ls,-l"},
+		{[]string{"f.toml", "run_command"}, "f.toml,run_command", ""},
+		{[]string{"f.toml"}, "f.toml", ""},
+	}
+	for _, c := range cases {
+		fileName, argv := splitArgv(c.pos)
+		if strings.Join(fileName, ",") != c.fileName || strings.Join(argv, ",") != c.argv {
+			t.Errorf("splitArgv(%q) = %q, %q", c.pos, fileName, argv)
+		}
+	}
+}

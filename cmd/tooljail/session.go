@@ -204,6 +204,12 @@ func sessionListStop(action string, args []string, stdout, stderr io.Writer) int
 	if code, ok := sessionErr(err, socket, stderr); !ok {
 		return code
 	}
+	return printSessionAnswer(action, raw, asJSON, stdout, stderr)
+}
+
+// printSessionAnswer prints the server's answer to list or stop: as it
+// came with --json, else the stopped session's line or a table.
+func printSessionAnswer(action string, raw []byte, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
 		stdout.Write(append(raw, '\n'))
 		return 0

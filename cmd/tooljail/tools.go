@@ -408,11 +408,7 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v; see 'tooljail tools --help'", err)
 	}
-	var argv []string
-	if len(pos) > 2 && pos[1] == tools.RunCommand {
-		// run_command's argv: the words after NAME.
-		pos, argv = pos[:2], pos[2:]
-	}
+	pos, argv := splitArgv(pos)
 	if len(pos) != 2 {
 		return fail(stderr, "tools call: want FILE NAME (got %d arguments), and after run_command its argv; see 'tooljail tools --help'", len(pos))
 	}
@@ -421,17 +417,12 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return jail.ExitSetup
 	}
 	defer closeCaller()
-	file := c.File
-	req := call.Request{Tool: pos[1], Args: callArgs(file.Lookup(pos[1]), f.args),
-		Client: jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}}
+	t := c.File.Lookup(pos[1])
+	req := call.Request{Tool: pos[1], Args: callArgs(t, f.args), Client: jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}}
 	if argv != nil {
-		words := make([]any, len(argv))
-		for i, w := range argv {
-			words[i] = w
-		}
-		req.Args[tools.ArgvArg] = words
+		req.Args[tools.ArgvArg] = words(argv)
 	}
-	if t := file.Lookup(pos[1]); t != nil && t.Stdin {
+	if t != nil && t.Stdin {
 		if req.Stdin, err = readStdin(stdin); err != nil {
 			return fail(stderr, "read stdin: %v", err)
 		}
@@ -444,6 +435,31 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if o == nil {
 		return fail(stderr, "%v", err)
 	}
+	return f.printOutcome(o, err, stdout, stderr)
+}
+
+// splitArgv splits the arguments of `tools call` into FILE NAME and, for
+// run_command, its argv: the words after NAME (nil for another tool).
+func splitArgv(pos []string) (fileName, argv []string) {
+	if len(pos) > 2 && pos[1] == tools.RunCommand {
+		return pos[:2], pos[2:]
+	}
+	return pos, nil
+}
+
+// words is argv as a call's argument: a list of strings.
+func words(argv []string) []any {
+	out := make([]any, len(argv))
+	for i, w := range argv {
+		out[i] = w
+	}
+	return out
+}
+
+// printOutcome prints a call's outcome, its output, the reason it failed
+// or its summary line, and returns its exit code; err is the call's
+// error beside the outcome (its audit line could not be written).
+func (f *toolsCallFlags) printOutcome(o *call.Outcome, err error, stdout, stderr io.Writer) int {
 	code := o.ExitCode
 	if f.json {
 		b, jerr := json.MarshalIndent(o, "", "  ")
