@@ -38,12 +38,18 @@ Flags:
 `
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
+	// The flags are parsed once, for a server or for here.
+	var parsed runFlags
+	fs := newRunFlagSet(&parsed)
+	parseErr := fs.Parse(args)
 	// A run for a server jails nothing here (the kernel's view of the
-	// current directory, as below).
-	if sr, err := parseServed(args, unix.Getwd, os.Environ()); err != nil {
-		return fail(stderr, "%v", err)
-	} else if sr != nil {
-		return sr.run(os.Stdin, stdout, stderr)
+	// current directory, as below). A parse error is runOf's to print.
+	if parseErr == nil {
+		if sr, err := servedRunOf(&parsed, givenFlags(fs), fs.Args(), unix.Getwd, os.Environ()); err != nil {
+			return fail(stderr, "%v", err)
+		} else if sr != nil {
+			return sr.run(os.Stdin, stdout, stderr)
+		}
 	}
 	// The host probe does not depend on the profile: overlap the two. It
 	// only reads (files, system calls), so an early exit leaves nothing.
@@ -54,7 +60,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	// The kernel's view of the current directory, not $PWD: it has no
 	// symlinks, which the jail would refuse to follow where a run could
 	// have planted them.
-	f, spec, cwd, err := parseRun(args, unix.Getwd, os.Environ())
+	f, spec, cwd, err := runOf(&parsed, fs, parseErr, unix.Getwd, os.Environ())
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, runUsage)
 		printFlags(stdout, newRunFlagSet(&runFlags{}))
@@ -112,13 +118,18 @@ func newRunCmd(f *runFlags, spec *jail.Spec) *jail.Cmd {
 func parseRun(args []string, getwd func() (string, error), environ []string) (*runFlags, *jail.Spec, string, error) {
 	var f runFlags
 	fs := newRunFlagSet(&f)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil, "", err
+	return runOf(&f, fs, fs.Parse(args), getwd, environ)
+}
+
+// runOf is parseRun once fs has parsed the arguments into f, with parseErr.
+func runOf(f *runFlags, fs *flag.FlagSet, parseErr error, getwd func() (string, error), environ []string) (*runFlags, *jail.Spec, string, error) {
+	if parseErr != nil {
+		if errors.Is(parseErr, flag.ErrHelp) {
+			return nil, nil, "", parseErr
 		}
-		return nil, nil, "", lineError("%v; see 'tooljail run --help'", err)
+		return nil, nil, "", lineError("%v; see 'tooljail run --help'", parseErr)
 	}
-	if serverOf(&f, environ) != "" {
+	if serverOf(f, environ) != "" {
 		// runCommand sends these to the server (parseServed): nothing of
 		// them may run here.
 		return nil, nil, "", errors.New("a run for a server (--server, TOOLJAIL_SERVER) is not jailed here")
@@ -138,7 +149,7 @@ func parseRun(args []string, getwd func() (string, error), environ []string) (*r
 	if err != nil {
 		return nil, nil, "", lineError("%v", err)
 	}
-	return &f, spec, cwd, nil
+	return f, spec, cwd, nil
 }
 
 // commandOf checks the command that follows the flags.

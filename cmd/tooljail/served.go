@@ -46,22 +46,12 @@ type servedRun struct {
 	profileFile, profileText string
 }
 
-// parseServed parses the arguments of `run` for a server: nil when the run
-// is not for one (or the flags do not parse: parseRun says why). getwd
-// gives the current directory, environ is the caller's environment.
-func parseServed(args []string, getwd func() (string, error), environ []string) (*servedRun, error) {
-	var f runFlags
-	fs := newRunFlagSet(&f)
-	if fs.Parse(args) != nil {
-		return nil, nil
-	}
-	return servedRunOf(&f, givenFlags(fs), fs.Args(), getwd, environ)
-}
-
 var errKeepRunning = errors.New("--keep-running is for a call in a session; give --session ID")
 
-// servedRunOf is parseServed once the flags are parsed: f, which of them
-// were given, and the arguments after them.
+// servedRunOf is the run for a server that the parsed flags f, which of
+// them were given and the arguments after them describe: nil when the run
+// is not for one. getwd gives the current directory, environ is the
+// caller's environment.
 func servedRunOf(f *runFlags, given func(string) bool, rest []string, getwd func() (string, error), environ []string) (*servedRun, error) {
 	socket := serverOf(f, environ)
 	if socket == "" && f.session.set {

@@ -5,6 +5,18 @@ import (
 	"testing"
 )
 
+// parseServed parses the arguments of `run` for a server, as runCommand
+// does: nil when the run is not for one (or the flags do not parse). getwd
+// gives the current directory, environ is the caller's environment.
+func parseServed(args []string, getwd func() (string, error), environ []string) (*servedRun, error) {
+	var f runFlags
+	fs := newRunFlagSet(&f)
+	if fs.Parse(args) != nil {
+		return nil, nil
+	}
+	return servedRunOf(&f, givenFlags(fs), fs.Args(), getwd, environ)
+}
+
 func TestServedReport(t *testing.T) {
 	cases := []struct {
 		p, cwd, workdir string
