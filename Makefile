@@ -299,11 +299,12 @@ dist-check: dist
 generate:
 	$(GO) run ./seccomp/internal/genbuiltin
 
-# The man pages in docs/man, from docs/*.md and the flag sets
+# The man pages in docs/man, from docs/*.md and the flag tables, and the flag
+# tables of docs/cli.md and docs/serve.md
 # (cmd/tooljail/manpage_test.go); make unit fails while they are stale.
 .PHONY: man
 man:
-	$(GO) test -count=1 ./cmd/tooljail -run 'TestManPages$$' -update
+	$(GO) test -count=1 ./cmd/tooljail -run 'TestManPages$$|TestDocsFlagTables$$' -update
 
 # Python platform wheels carrying the static binary as the tooljail console
 # script (python/build_backend.py; SOURCE_DATE_EPOCH makes them reproducible).

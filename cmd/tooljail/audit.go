@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tooljail/tooljail/auditlog"
+	"github.com/tooljail/tooljail/internal/completion"
 	"github.com/tooljail/tooljail/jail"
 )
 
@@ -39,27 +40,27 @@ type auditFlags struct {
 	follow       bool
 }
 
-func newAuditFlagSet(f *auditFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("audit show", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f.tool.check = nonEmpty("a tool name")
-	f.status.check = func(v string) error {
-		if !slices.Contains(auditlog.Statuses, jail.Status(v)) {
-			names := make([]string, len(auditlog.Statuses))
-			for i, s := range auditlog.Statuses {
-				names[i] = string(s)
-			}
-			return fmt.Errorf("unknown status (known: %s)", strings.Join(names, ", "))
-		}
-		return nil
+func newAuditFlagSet(f *auditFlags) *flag.FlagSet { return flagSetOf("audit show", auditFlagTable(f)) }
+
+func auditFlagTable(f *auditFlags) []flagDef {
+	return []flagDef{
+		{name: "tool", value: "NAME", set: once(&f.tool, nonEmpty("a tool name")), help: "only the calls of the tool NAME"},
+		{name: "status", value: "S", set: once(&f.status, auditStatus),
+			complete: func() completion.Value { return completion.Value{Words: stringsOf(auditlog.Statuses)} },
+			help:     "only the lines of status S: exited, signaled, timeout, memory_limit, violation, setup_error, aborted, cancelled or refused"},
+		{name: "since", value: "DUR|TIME", set: once(&f.since, func(v string) error { _, err := sinceTime(v, time.Now()); return err }),
+			help: "only the lines of the last DUR (10m, 2h) or since a TIME (RFC 3339)"},
+		{name: "json", set: boolFlag{&f.json}, help: "print the selected lines as they are in the log (JSON lines) instead of a table"},
+		{name: "follow", set: boolFlag{&f.follow}, help: "after the last line, wait for more and show them as they are written, like tail -f (until interrupted)"},
 	}
-	f.since.check = func(v string) error { _, err := sinceTime(v, time.Now()); return err }
-	fs.Var(&f.tool, "tool", "only the calls of the tool `NAME`")
-	fs.Var(&f.status, "status", "only the lines of status `S`: exited, signaled, timeout, memory_limit, violation, setup_error, aborted, cancelled or refused")
-	fs.Var(&f.since, "since", "only the lines of the last `DUR` (10m, 2h) or since a time (RFC 3339)")
-	fs.BoolVar(&f.json, "json", false, "print the selected lines as they are in the log (JSON lines) instead of a table")
-	fs.BoolVar(&f.follow, "follow", false, "after the last line, wait for more and show them as they are written, like tail -f (until interrupted)")
-	return fs
+}
+
+// auditStatus refuses what is not a status of an audit line.
+func auditStatus(v string) error {
+	if !slices.Contains(auditlog.Statuses, jail.Status(v)) {
+		return fmt.Errorf("unknown status (known: %s)", strings.Join(stringsOf(auditlog.Statuses), ", "))
+	}
+	return nil
 }
 
 // sinceTime reads --since: a duration back from now, or a time.

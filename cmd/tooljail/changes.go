@@ -46,22 +46,20 @@ type changesFlags struct {
 }
 
 func newChangesFlagSet(f *changesFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("changes", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f.dir.check = func(v string) error {
-		if !strings.HasPrefix(v, "/") {
-			return errors.New("want an absolute path")
-		}
-		return nil
+	return flagSetOf("changes", changesFlagTable(f))
+}
+
+func changesFlagTable(f *changesFlags) []flagDef {
+	return []flagDef{
+		{name: "changes-dir", value: "DIR", set: once(&f.dir, absolutePath),
+			help: "the change store DIR (also TOOLJAIL_CHANGES_DIR; default /var/lib/tooljail/changes for root, else $XDG_STATE_HOME/tooljail/changes or ~/.local/state/tooljail/changes)"},
+		{name: "json", set: boolFlag{&f.json}, help: "print JSON instead of text"},
+		{name: "force", set: boolFlag{&f.force}, help: "apply: write the set even where the host changed since the run (what changed there is lost)"},
+		{name: "max-size", value: "SIZE", set: once(&f.maxSize, func(v string) error { _, err := units.ParseSize(v); return err }),
+			help: fmt.Sprintf("the store's size cap SIZE that gc keeps it under (default %s)", units.FormatSize(changes.DefaultMaxSize))},
+		{name: "expiry", value: "DUR", set: once(&f.expiry, func(v string) error { _, err := units.ParseDuration(v); return err }),
+			help: fmt.Sprintf("gc removes sets older than DUR (default %s)", changesDuration(changes.DefaultExpiry))},
 	}
-	f.maxSize.check = func(v string) error { _, err := units.ParseSize(v); return err }
-	f.expiry.check = func(v string) error { _, err := units.ParseDuration(v); return err }
-	fs.Var(&f.dir, "changes-dir", "the change store `DIR` (also TOOLJAIL_CHANGES_DIR; default /var/lib/tooljail/changes for root, else $XDG_STATE_HOME/tooljail/changes or ~/.local/state/tooljail/changes)")
-	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
-	fs.BoolVar(&f.force, "force", false, "apply: write the set even where the host changed since the run (what changed there is lost)")
-	fs.Var(&f.maxSize, "max-size", fmt.Sprintf("the store's size cap `SIZE` that gc keeps it under (default %s)", units.FormatSize(changes.DefaultMaxSize)))
-	fs.Var(&f.expiry, "expiry", fmt.Sprintf("gc removes sets older than `DUR` (default %s)", changesDuration(changes.DefaultExpiry)))
-	return fs
 }
 
 // changesDuration is d as the docs write it: "168h" as "7d".
@@ -105,8 +103,7 @@ func changesCommand(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	sub := args[0]
-	n, ok := changesArgs[sub]
-	if !ok {
+	if _, ok := changesArgs[sub]; !ok {
 		return fail(stderr, "changes: unknown command %q; want list, show, diff, apply, discard or gc", sub)
 	}
 	var f changesFlags
@@ -120,23 +117,8 @@ func changesCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "changes %s: %v; see 'tooljail changes --help'", sub, err)
 	}
-	if len(pos) < n[0] || len(pos) > n[1] {
-		return fail(stderr, "changes %s: want %s; see 'tooljail changes --help'", sub, map[string]string{
-			"list": "no argument", "show": "one ID", "diff": "an ID and at most one PATH", "apply": "one ID", "discard": "one ID", "gc": "no argument",
-		}[sub])
-	}
-	if f.force && sub != "apply" {
-		return fail(stderr, "changes %s: --force is for apply", sub)
-	}
-	if (f.maxSize.set || f.expiry.set) && sub != "gc" {
-		return fail(stderr, "changes %s: --max-size and --expiry are for gc", sub)
-	}
-	opt := changes.Options{}
-	if f.maxSize.set {
-		opt.MaxSize, _ = units.ParseSize(f.maxSize.value) // checked when parsed
-	}
-	if f.expiry.set {
-		opt.Expiry, _ = units.ParseDuration(f.expiry.value)
+	if err := changesUseError(sub, len(pos), &f); err != nil {
+		return fail(stderr, "changes %s: %v", sub, err)
 	}
 	dir := f.dir.value
 	if dir == "" {
@@ -144,12 +126,46 @@ func changesCommand(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "changes: %v", err)
 		}
 	}
-	st, err := changes.Open(dir, opt)
+	st, err := changes.Open(dir, f.options())
 	if err != nil {
 		return fail(stderr, "changes: %v", err)
 	}
 	defer st.Close()
 	c := changesCmd{st: st, json: f.json, out: stdout, errw: stderr}
+	return c.run(sub, pos, f.force)
+}
+
+// changesUseError refuses the arguments and flags that the changes
+// subcommand sub does not take; n is the number of its arguments.
+func changesUseError(sub string, n int, f *changesFlags) error {
+	if want := changesArgs[sub]; n < want[0] || n > want[1] {
+		return fmt.Errorf("want %s; see 'tooljail changes --help'", map[string]string{
+			"list": "no argument", "show": "one ID", "diff": "an ID and at most one PATH", "apply": "one ID", "discard": "one ID", "gc": "no argument",
+		}[sub])
+	}
+	if f.force && sub != "apply" {
+		return errors.New("--force is for apply")
+	}
+	if (f.maxSize.set || f.expiry.set) && sub != "gc" {
+		return errors.New("--max-size and --expiry are for gc")
+	}
+	return nil
+}
+
+// options is the store's options the flags give; checked when parsed.
+func (f *changesFlags) options() changes.Options {
+	var opt changes.Options
+	if f.maxSize.set {
+		opt.MaxSize, _ = units.ParseSize(f.maxSize.value)
+	}
+	if f.expiry.set {
+		opt.Expiry, _ = units.ParseDuration(f.expiry.value)
+	}
+	return opt
+}
+
+// run runs the subcommand sub with its arguments pos.
+func (c changesCmd) run(sub string, pos []string, force bool) int {
 	switch sub {
 	case "list":
 		return c.list()
@@ -160,27 +176,26 @@ func changesCommand(args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 2 {
 			path = pos[1]
 		}
-		if err := st.Diff(stdout, pos[0], path); err != nil {
-			return fail(stderr, "changes diff: %v", err)
+		if err := c.st.Diff(c.out, pos[0], path); err != nil {
+			return fail(c.errw, "changes diff: %v", err)
 		}
 		return 0
 	case "apply":
-		return c.apply(pos[0], f.force)
+		return c.apply(pos[0], force)
 	case "discard":
-		if err := st.Discard(pos[0]); err != nil {
-			return fail(stderr, "changes discard: %v", err)
+		if err := c.st.Discard(pos[0]); err != nil {
+			return fail(c.errw, "changes discard: %v", err)
 		}
 		return c.print(map[string]string{"id": pos[0], "state": "discarded"}, "discarded %s\n", pos[0])
-	default: // gc
-		removed, err := st.GC(time.Now())
-		if err != nil {
-			return fail(stderr, "changes gc: %v", err)
-		}
-		if removed == nil {
-			removed = []string{}
-		}
-		return c.print(map[string][]string{"removed": removed}, "removed %d change sets%s\n", len(removed), idList(removed))
 	}
+	removed, err := c.st.GC(time.Now()) // gc
+	if err != nil {
+		return fail(c.errw, "changes gc: %v", err)
+	}
+	if removed == nil {
+		removed = []string{}
+	}
+	return c.print(map[string][]string{"removed": removed}, "removed %d change sets%s\n", len(removed), idList(removed))
 }
 
 func idList(ids []string) string {

@@ -6,8 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/tooljail/tooljail/auditlog"
-	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/internal/completion"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
@@ -71,7 +69,7 @@ func commandTree() *completion.Command {
 		cmd("check", "what this host can enforce", newCheckFlagSet(new(bool)), completion.Value{}),
 		cmd("profile", "shipped profiles", nil, completion.Value{},
 			cmd("list", "the shipped profiles", nil, completion.Value{}),
-			cmd("show", "a profile, resolved, as TOML", nil, profileValue())),
+			cmd("show", "a profile, resolved, as TOML", nil, profileCompletion())),
 		cmd("version", "version, commit, Go, libseccomp and target", newVersionFlagSet(new(bool)), completion.Value{}),
 		cmd("completion", "a shell completion script", nil, completion.Value{Words: completion.Shells}),
 		cmd("help", "the list of commands", nil, completion.Value{}),
@@ -79,8 +77,8 @@ func commandTree() *completion.Command {
 	return root
 }
 
-// profileValue is what names a profile: a shipped one or a file.
-func profileValue() completion.Value {
+// profileCompletion is what names a profile: a shipped one or a file.
+func profileCompletion() completion.Value {
 	var names []string
 	for _, p := range profiles.List() {
 		names = append(names, p.Name)
@@ -88,54 +86,27 @@ func profileValue() completion.Value {
 	return completion.Value{Words: names, Files: true}
 }
 
-// completionFlags is fs's flags for completion, each one-letter alias
-// (usage.go's aliasOf) folded into its flag, and --help, which every
-// subcommand takes. A nil fs has only --help.
+// layerCompletion is the layers --allow-degraded names.
+func layerCompletion() completion.Value { return completion.Value{Words: jail.KnownLayers} }
+
+// completionFlags is fs's flags for completion, from their flag table
+// (each alias on its long flag), and --help, which every subcommand
+// takes. A nil fs has only --help.
 func completionFlags(fs *flag.FlagSet) []completion.Flag {
 	var out []completion.Flag
 	if fs != nil {
-		aliases := flagAliases(fs)
-		fs.VisitAll(func(f *flag.Flag) {
-			if _, ok := aliasOf(fs, f); ok {
-				return
+		for _, r := range flagRows(fs) {
+			var aliases []string
+			if r.short != "" {
+				aliases = []string{r.short}
 			}
-			metavar, help := flag.UnquoteUsage(f)
 			out = append(out, completion.Flag{
-				Name: f.Name, Aliases: aliases[f.Name], Help: help,
-				TakesValue: !isBool(f), Value: flagValue(f.Name, metavar),
+				Name: r.name, Aliases: aliases, Help: r.helpText(),
+				TakesValue: r.value != "", Value: r.valueCompletion(),
 			})
-		})
+		}
 	}
 	return append(out, completion.Flag{Name: "help", Help: "the flags of this command"})
-}
-
-// flagValue is what a flag's value completes to: the set the parser
-// checks it against where there is one, else paths when its value names a
-// file or directory (its metavar in the help text), else nothing.
-func flagValue(name, metavar string) completion.Value {
-	switch name {
-	case "profile":
-		return profileValue()
-	case "net":
-		return completion.Value{Words: stringsOf(jail.NetModes)}
-	case "changes":
-		return completion.Value{Words: stringsOf(changes.Modes)}
-	case "on-violation":
-		return completion.Value{Words: stringsOf(jail.OnViolations)}
-	case "allow-degraded":
-		return completion.Value{Words: jail.KnownLayers}
-	case "status":
-		return completion.Value{Words: stringsOf(auditlog.Statuses)}
-	case "toolchain":
-		return completion.Value{Words: []string{"auto"}, Dirs: true}
-	}
-	switch metavar {
-	case "FILE", "PATH", "PATH[:DEST]", "SOCKET":
-		return completion.Value{Files: true}
-	case "DIR":
-		return completion.Value{Dirs: true}
-	}
-	return completion.Value{}
 }
 
 func stringsOf[S ~string](list []S) []string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,10 +11,6 @@ import (
 
 	"github.com/tooljail/tooljail/jail"
 )
-
-// repeatable are the run flags that add up; every other flag that takes a
-// value may be given once.
-var repeatable = map[string]bool{"ro": true, "rw": true, "tmpfs": true, "mask": true, "env": true, "pass-env": true, "allow-degraded": true, "allow-host": true, "toolchain": true, "cache": true}
 
 // Every flag that takes a value and is not repeatable is refused twice,
 // even with the same value: TestScalarFlagsOnce lists them, this test
@@ -28,21 +23,26 @@ func TestEveryScalarFlagOnce(t *testing.T) {
 		"net-connections": "16", "net-bytes": "1G", "root": "/srv/rootfs",
 		"changes": "review", "changes-dir": "/var/tmp/changes", "session": "0123456789abcdef0123456789abcdef",
 	}
-	fs := newRunFlagSet(&runFlags{})
-	fs.VisitAll(func(fl *flag.Flag) {
-		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() || repeatable[fl.Name] {
-			return
+	for _, r := range runFlagTable(&runFlags{}) {
+		if r.value == "" || r.repeat {
+			continue
 		}
-		v, ok := valid[fl.Name]
+		v, ok := valid[r.name]
 		if !ok {
-			t.Errorf("--%s: not in this test's list of scalar flags; add it (and to TestScalarFlagsOnce)", fl.Name)
-			return
+			t.Errorf("--%s: not in this test's list of scalar flags; add it (and to TestScalarFlagsOnce)", r.name)
+			continue
 		}
 		fs := newRunFlagSet(&runFlags{})
-		if err := fs.Parse([]string{"--" + fl.Name, v, "--" + fl.Name, v, "--", "true"}); err == nil || !strings.Contains(err.Error(), "given twice") {
-			t.Errorf("--%s %s twice: %v", fl.Name, v, err)
+		if err := fs.Parse([]string{"--" + r.name, v, "--" + r.name, v, "--", "true"}); err == nil || !strings.Contains(err.Error(), "given twice") {
+			t.Errorf("--%s %s twice: %v", r.name, v, err)
 		}
-	})
+	}
+	// Only a flag with a value can add up.
+	for _, r := range runFlagTable(&runFlags{}) {
+		if r.repeat && r.value == "" {
+			t.Errorf("--%s: repeatable but takes no value", r.name)
+		}
+	}
 }
 
 // A bad value is an error when it is parsed: a later flag cannot hide it

@@ -35,10 +35,52 @@ type checkReport struct {
 }
 
 func newCheckFlagSet(asJSON *bool) *flag.FlagSet {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.BoolVar(asJSON, "json", false, "print the result as JSON")
-	return fs
+	return flagSetOf("check", newCheckFlagTable(asJSON))
+}
+
+func newCheckFlagTable(asJSON *bool) []flagDef {
+	return []flagDef{{name: "json", set: boolFlag{asJSON}, help: "print the result as JSON"}}
+}
+
+// defaultProfileError is why the default profile cannot be enforced on
+// this host, "" when it can: the user namespace a run needs (the real try,
+// layers[0], where the cheap probes of Preflight saw nothing: a
+// container's /proc masks, its AppArmor profile), the profile, its Spec,
+// and what Preflight says of it.
+func defaultProfileError(layers []jail.Layer) string {
+	if userns := layers[0]; !userns.Enforced {
+		return "user namespaces: " + userns.Reason + noNamespacesHint(layers)
+	}
+	p, err := profiles.Load("default")
+	if err != nil {
+		return err.Error()
+	}
+	spec, err := noWorkdir(p).Spec(profiles.Request{Args: []string{"/bin/true"}, Cwd: "/"})
+	if err == nil {
+		_, err = spec.Preflight()
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// printLayers writes one line per layer: enforced, or why not and the fix.
+func printLayers(w io.Writer, layers []jail.Layer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, l := range layers {
+		state := "enforced"
+		detail := l.Detail
+		if !l.Enforced {
+			state = "NOT ENFORCED"
+			detail = l.Reason
+			if l.Fix != "" {
+				detail += "; fix: " + l.Fix
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, state, oneLine(detail))
+	}
+	tw.Flush()
 }
 
 func checkCommand(args []string, stdout, stderr io.Writer) int {
@@ -62,38 +104,15 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	} else {
 		layers = append(layers, jail.ChangesLayer(dir, layers[0]))
 	}
-	defaultOK, defaultErr := true, ""
-	if userns := layers[0]; !userns.Enforced {
-		// The real try failed where the cheap probes of Preflight saw
-		// nothing (a container's /proc masks, its AppArmor profile).
-		defaultOK, defaultErr = false, "user namespaces: "+userns.Reason+noNamespacesHint(layers)
-	} else if p, err := profiles.Load("default"); err != nil {
-		defaultOK, defaultErr = false, err.Error()
-	} else if spec, err := noWorkdir(p).Spec(profiles.Request{Args: []string{"/bin/true"}, Cwd: "/"}); err != nil {
-		defaultOK, defaultErr = false, err.Error()
-	} else if _, err := spec.Preflight(); err != nil {
-		defaultOK, defaultErr = false, err.Error()
-	}
+	defaultErr := defaultProfileError(layers)
+	defaultOK := defaultErr == ""
 	if asJSON {
 		out := checkReport{Layers: layers, Container: check.Container}
 		out.DefaultProfile.Enforceable, out.DefaultProfile.Reason = defaultOK, defaultErr
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		for _, l := range layers {
-			state := "enforced"
-			detail := l.Detail
-			if !l.Enforced {
-				state = "NOT ENFORCED"
-				detail = l.Reason
-				if l.Fix != "" {
-					detail += "; fix: " + l.Fix
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, state, oneLine(detail))
-		}
-		tw.Flush()
+		printLayers(stdout, layers)
 		printContainer(stdout, check.Container)
 		if defaultOK {
 			fmt.Fprintln(stdout, "default profile: enforceable on this host")

@@ -18,7 +18,7 @@ import (
 // prints them), the rest from sections of docs/*.md. They are committed
 // so that packaging needs no Go; this test fails when one is stale.
 // Regenerate them with `make man` (go test ./cmd/tooljail -run TestManPages -update).
-var updateMan = flag.Bool("update", false, "rewrite docs/man from docs/ and the flag sets")
+var updateMan = flag.Bool("update", false, "rewrite docs/man and the docs' flag tables from docs/ and the flag tables")
 
 func TestManPages(t *testing.T) {
 	dir := filepath.Join("..", "..", "docs", "man")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -47,23 +48,15 @@ type mcpFlags struct {
 	listen scalar
 }
 
-func newMCPFlagSet(f *mcpFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Func("tools", "serve the tools of `FILE`, a tool file (required; repeatable: the tools of every file, a name declared in two files an error; docs/tools.md)", func(v string) error {
-		if v == "" {
-			return errors.New("empty; give a tool file")
-		}
-		f.tools = append(f.tools, v)
-		return nil
-	})
-	f.listen.check = func(v string) error {
-		_, err := mcpserver.ParseAddress(v)
-		return err
-	}
-	fs.Var(&f.listen, "listen", "serve over streamable HTTP on `ADDR`: a unix socket path (holding a /; its directory private to you, the socket mode 0600) or HOST:PORT on loopback (127.0.0.1:8765, [::1]:8765, port 0 for any free one); any other address is refused, and so is a web page's request (an Origin that is not loopback, on a port a Host that is not: 403)")
-	f.callerFlags.register(fs)
-	return fs
+func newMCPFlagSet(f *mcpFlags) *flag.FlagSet { return flagSetOf("mcp", mcpFlagTable(f)) }
+
+func mcpFlagTable(f *mcpFlags) []flagDef {
+	return slices.Concat([]flagDef{
+		{name: "tools", value: "FILE", repeat: true, set: appendTo(&f.tools, nonEmpty("a tool file")),
+			help: "serve the tools of FILE, a tool file (required; repeatable: the tools of every file, a name declared in two files an error; docs/tools.md)"},
+		{name: "listen", value: "ADDR", set: once(&f.listen, func(v string) error { _, err := mcpserver.ParseAddress(v); return err }),
+			help: "serve over streamable HTTP on ADDR: a unix socket path (holding a /; its directory private to you, the socket mode 0600) or HOST:PORT on loopback (127.0.0.1:8765, [::1]:8765, port 0 for any free one); any other address is refused, and so is a web page's request (an Origin that is not loopback, on a port a Host that is not: 403)"},
+	}, f.callerFlags.table())
 }
 
 func mcpCommand(args []string, stdout, stderr io.Writer) int {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -65,42 +66,47 @@ type serveFlags struct {
 	changesDir          string
 }
 
-func newServeFlagSet(f *serveFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Var(&f.socket, "socket", "listen on `PATH` (default $XDG_RUNTIME_DIR/tooljail.sock, else /run/tooljail/sock for root, else /tmp/tooljail-$UID/sock)")
-	fs.Func("profile", "serve this profile, a shipped `NAME` or a TOML FILE; repeatable, the first is the default (default \"default\")", func(v string) error {
-		if v == "" {
-			return errors.New("empty profile name")
-		}
-		f.profiles = append(f.profiles, v)
-		return nil
-	})
-	fs.Var(&f.auditLog, "audit-log", "append one JSON line per run and per refused request, with the client's uid, gid and pid, to `FILE` (also TOOLJAIL_AUDIT_LOG)")
-	f.maxRuns.check = func(v string) error { _, err := maxRunsValue(v); return err }
-	fs.Var(&f.maxRuns, "max-runs", fmt.Sprintf("run at most `N` calls at once, across all clients (1 to %d, default %d); a call beyond that waits (--queue-timeout), and at most %d x N connections may wait for their request line, shared between clients", serve.MaxRunsCeiling, serve.DefaultMaxRuns, serve.PendingPerRun))
-	f.queue.check = func(v string) error { _, err := queueValue(v); return err }
-	fs.Var(&f.queue, "queue-timeout", fmt.Sprintf("a call that finds all --max-runs slots busy waits up to `DUR` for one (default %v, at most %v; 0 refuses it at once), fairly between clients, then is refused (error 125)", serve.DefaultQueueTimeout, serve.MaxQueueTimeout))
-	f.memory.check = func(v string) error { _, err := serverMemoryValue(v); return err }
-	fs.Var(&f.memory, "server-memory", fmt.Sprintf("cap the server's own memory (not its jails') at `SIZE` in a cgroup of its own, where the host allows one (default %s; 0 for none); the start line says which", units.FormatSize(defaultServerMemory)))
-	f.warm.check = func(v string) error { _, err := warmValue(v); return err }
-	fs.Var(&f.warm, "warm", fmt.Sprintf("keep `N` jails built ahead of their calls for each shape of call (a served profile and a workdir; 0 to %d, default %d); 0 builds each jail when its call arrives", serve.MaxWarm, serve.DefaultWarm))
-	fs.BoolVar(&f.allowClientProfiles, "allow-client-profiles", false, "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)")
-	fs.Func("changes-dir", "keep the clients' change sets (a request's changes) under `DIR`: for a server run by root, each client's in DIR/uid-UID (default /var/lib/tooljail/changes); else this user's store (default as tooljail changes, also TOOLJAIL_CHANGES_DIR)", func(v string) error {
-		if v == "" {
-			return errors.New("empty; give a directory")
-		}
-		f.changesDir = v
-		return nil
-	})
-	fs.Func("tools", "also serve the tools of `FILE`, a tool file (repeatable: the tools of every file, a name declared in two files an error): a request with \"tool\" and \"arguments\" calls one, checked, rate-limited, jailed and audited as tooljail mcp does (docs/serve.md)", func(v string) error {
-		if v == "" {
-			return errors.New("empty; give a tool file")
-		}
-		f.tools = append(f.tools, v)
-		return nil
-	})
-	return fs
+func newServeFlagSet(f *serveFlags) *flag.FlagSet { return flagSetOf("serve", serveFlagTable(f)) }
+
+// serveFlagTable is serve's flags, bound to f, in the order docs/serve.md
+// lists them.
+func serveFlagTable(f *serveFlags) []flagDef {
+	return []flagDef{
+		{name: "socket", value: "PATH", set: &f.socket,
+			help: "listen on PATH (default $XDG_RUNTIME_DIR/tooljail.sock, else /run/tooljail/sock for root, else /tmp/tooljail-$UID/sock)"},
+		{name: "profile", value: "NAME|FILE", repeat: true, def: defaultProfile, complete: profileCompletion,
+			help: "serve this profile, a shipped NAME or a TOML FILE; repeatable, the first is the default",
+			set: funcFlag(func(v string) error {
+				if v == "" {
+					return errors.New("empty profile name")
+				}
+				f.profiles = append(f.profiles, v)
+				return nil
+			})},
+		{name: "warm", value: "N", set: once(&f.warm, func(v string) error { _, err := warmValue(v); return err }),
+			help: fmt.Sprintf("keep N jails built ahead of their calls for each shape of call (a served profile and a workdir; 0 to %d, default %d); 0 builds each jail when its call arrives", serve.MaxWarm, serve.DefaultWarm)},
+		{name: "allow-client-profiles", set: boolFlag{&f.allowClientProfiles},
+			help: "let a request send a profile of its own (profile_toml: TOML text that extends a shipped or served profile, never a file) instead of naming a served one; without it such a request is refused (error 125)"},
+		{name: "audit-log", value: "FILE", set: &f.auditLog,
+			help: "append one JSON line per run and per refused request, with the client's uid, gid and pid, to FILE (also TOOLJAIL_AUDIT_LOG)"},
+		{name: "tools", value: "FILE", repeat: true, set: appendTo(&f.tools, nonEmpty("a tool file")),
+			help: "also serve the tools of FILE, a tool file (repeatable: the tools of every file, a name declared in two files an error): a request with \"tool\" and \"arguments\" calls one, checked, rate-limited, jailed and audited as tooljail mcp does (docs/serve.md)"},
+		// Given twice, the last wins (not a scalar).
+		{name: "changes-dir", value: "DIR", set: funcFlag(func(v string) error {
+			if err := nonEmpty("a directory")(v); err != nil {
+				return err
+			}
+			f.changesDir = v
+			return nil
+		}),
+			help: "keep the clients' change sets (a request's changes) under DIR: for a server run by root, each client's in DIR/uid-UID (default /var/lib/tooljail/changes); else this user's store (default as tooljail changes, also TOOLJAIL_CHANGES_DIR)"},
+		{name: "max-runs", value: "N", set: once(&f.maxRuns, func(v string) error { _, err := maxRunsValue(v); return err }),
+			help: fmt.Sprintf("run at most N calls at once, across all clients (1 to %d, default %d); a call beyond that waits (--queue-timeout), and at most %d x N connections may wait for their request line, shared between clients", serve.MaxRunsCeiling, serve.DefaultMaxRuns, serve.PendingPerRun)},
+		{name: "queue-timeout", value: "DUR", set: once(&f.queue, func(v string) error { _, err := queueValue(v); return err }),
+			help: fmt.Sprintf("a call that finds all --max-runs slots busy waits up to DUR for one (default %v, at most %v; 0 refuses it at once), fairly between clients, then is refused (error 125)", serve.DefaultQueueTimeout, serve.MaxQueueTimeout)},
+		{name: "server-memory", value: "SIZE", set: once(&f.memory, func(v string) error { _, err := serverMemoryValue(v); return err }),
+			help: fmt.Sprintf("cap the server's own memory (not its jails') at SIZE in a cgroup of its own, where the host allows one (default %s; 0 for none); the start line says which", units.FormatSize(defaultServerMemory))},
+	}
 }
 
 func serveCommand(args []string, stdout, stderr io.Writer) int {
@@ -117,42 +123,11 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(stderr, "serve takes no arguments (got %q); see 'tooljail serve --help'", fs.Args())
 	}
-	audit := f.auditLog.value
-	if audit == "" {
-		audit = os.Getenv("TOOLJAIL_AUDIT_LOG")
+	srv, memory, err := f.server(os.Getenv)
+	if err != nil {
+		return fail(stderr, "%v", err)
 	}
-	srv := &serve.Server{
-		Profiles: f.profiles,
-		AuditLog: audit,
-		ErrorLog: log.New(stderr, "tooljail serve: ", 0),
-	}
-	srv.AllowClientProfiles = f.allowClientProfiles
-	srv.Tools = f.tools
-	srv.ChangesDir = f.changesDir
-	if srv.ChangesDir == "" {
-		srv.ChangesDir = os.Getenv("TOOLJAIL_CHANGES_DIR")
-	}
-	if srv.ChangesDir != "" {
-		abs, err := filepath.Abs(srv.ChangesDir)
-		if err != nil {
-			return fail(stderr, "--changes-dir %s: %v", srv.ChangesDir, err)
-		}
-		srv.ChangesDir = abs
-	}
-	if f.maxRuns.set {
-		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value) // checked when parsed
-	}
-	if f.queue.set {
-		srv.QueueTimeout, _ = queueValue(f.queue.value) // checked when parsed
-	}
-	memory := int64(defaultServerMemory)
-	if f.memory.set {
-		memory, _ = serverMemoryValue(f.memory.value) // checked when parsed
-	}
-	srv.Warm = serve.DefaultWarm
-	if f.warm.set {
-		srv.Warm, _ = warmValue(f.warm.value) // checked when parsed
-	}
+	srv.ErrorLog = log.New(stderr, "tooljail serve: ", 0)
 	if err := srv.Load(); err != nil {
 		return fail(stderr, "%v", err)
 	}
@@ -169,17 +144,66 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(serverHeapGoal)
 	}
-	own := "no cgroup of its own (--server-memory 0)"
-	if memory > 0 {
-		release, err := cgroup.LimitSelf(memory)
-		if err != nil {
-			own = "no cgroup of its own: " + oneLine(err.Error())
-		} else {
-			defer release()
-			own = "own cgroup, memory " + units.FormatSize(memory)
-		}
-	}
+	own, release := limitServerMemory(memory)
+	defer release()
 	fmt.Fprintf(stderr, "tooljail: serve: serving on unix socket %s (%s)\n", l.Addr().String(), own)
+	return serveUntilSignal(srv, l, sigs, stderr)
+}
+
+// server is the server the flags describe, and the cap on its own
+// memory; getenv gives TOOLJAIL_AUDIT_LOG and TOOLJAIL_CHANGES_DIR where
+// a flag is not given. The values were checked when parsed.
+func (f *serveFlags) server(getenv func(string) string) (*serve.Server, int64, error) {
+	srv := &serve.Server{Profiles: f.profiles, AuditLog: f.auditLog.value, AllowClientProfiles: f.allowClientProfiles, Tools: f.tools}
+	if srv.AuditLog == "" {
+		srv.AuditLog = getenv("TOOLJAIL_AUDIT_LOG")
+	}
+	srv.ChangesDir = f.changesDir
+	if srv.ChangesDir == "" {
+		srv.ChangesDir = getenv("TOOLJAIL_CHANGES_DIR")
+	}
+	if srv.ChangesDir != "" {
+		abs, err := filepath.Abs(srv.ChangesDir)
+		if err != nil {
+			return nil, 0, fmt.Errorf("--changes-dir %s: %v", srv.ChangesDir, err)
+		}
+		srv.ChangesDir = abs
+	}
+	if f.maxRuns.set {
+		srv.MaxRuns, _ = maxRunsValue(f.maxRuns.value)
+	}
+	if f.queue.set {
+		srv.QueueTimeout, _ = queueValue(f.queue.value)
+	}
+	srv.Warm = serve.DefaultWarm
+	if f.warm.set {
+		srv.Warm, _ = warmValue(f.warm.value)
+	}
+	memory := int64(defaultServerMemory)
+	if f.memory.set {
+		memory, _ = serverMemoryValue(f.memory.value)
+	}
+	return srv, memory, nil
+}
+
+// limitServerMemory puts the server in a cgroup of its own capped at
+// memory (0: none) where the host allows it, and says how it went for the
+// start line; release ends it.
+func limitServerMemory(memory int64) (own string, release func()) {
+	if memory == 0 {
+		return "no cgroup of its own (--server-memory 0)", func() {}
+	}
+	end, err := cgroup.LimitSelf(memory)
+	if err != nil {
+		return "no cgroup of its own: " + oneLine(err.Error()), func() {}
+	}
+	return "own cgroup, memory " + units.FormatSize(memory), func() { end() }
+}
+
+// serveUntilSignal serves l until the server fails or a signal comes;
+// then it drains the server for the longest timeout of its profiles, or
+// until a second signal cancels the runs left.
+func serveUntilSignal(srv *serve.Server, l net.Listener, sigs <-chan os.Signal, stderr io.Writer) int {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	select {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -56,12 +57,18 @@ func sessionCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 func sessionStartFlagSet(f *runFlags, sf *sessionFlags) *flag.FlagSet {
-	fs := newRunFlagSet(f)
+	return flagSetOf("run", slices.Concat(runFlagTable(f), sessionStartFlagTable(sf)))
+}
+
+// sessionStartFlagTable is `session start`'s own flags, beside run's.
+func sessionStartFlagTable(sf *sessionFlags) []flagDef {
 	check := func(v string) error { _, err := parseSessionDuration(v); return err }
-	sf.idle.check, sf.maxLife.check = check, check
-	fs.Var(&sf.idle, "idle", fmt.Sprintf("stop the session after `DUR` without a call (default %s)", serve.DefaultSessionIdle))
-	fs.Var(&sf.maxLife, "max-life", fmt.Sprintf("stop the session `DUR` after its start, a running call with it (default %s)", serve.DefaultSessionMaxLife))
-	return fs
+	return []flagDef{
+		{name: "idle", value: "DUR", set: once(&sf.idle, check),
+			help: fmt.Sprintf("stop the session after DUR without a call (default %s)", serve.DefaultSessionIdle)},
+		{name: "max-life", value: "DUR", set: once(&sf.maxLife, check),
+			help: fmt.Sprintf("stop the session DUR after its start, a running call with it (default %s)", serve.DefaultSessionMaxLife)},
+	}
 }
 
 // parseSessionDuration is a positive duration ("10m", "8h").
@@ -86,21 +93,16 @@ func sessionStartRequest(args []string, getwd func() (string, error), environ []
 	if fs.NArg() > 0 {
 		return serve.Request{}, nil, nil, fmt.Errorf("session start takes no command (%q): run one with 'tooljail run --session ID -- CMD'", fs.Arg(0))
 	}
-	for _, c := range []struct {
-		flag string
-		set  bool
-	}{{"--session", f.session.set}, {"--keep-running", f.keepRunning}, {"--env", len(f.env) > 0}, {"--pass-env", len(f.passEnv) > 0},
-		{"--tty", f.tty}, {"--merge-stderr", f.mergeStderr}, {"--report", f.report.set}, {"--changes", f.changes.set}} {
-		if c.set {
-			return serve.Request{}, nil, nil, fmt.Errorf("%s is a call's, not a session's: give it to 'tooljail run --session ID'", c.flag)
-		}
+	given := givenFlags(fs)
+	if err := serve.SessionStartFlagError(given); err != nil {
+		return serve.Request{}, nil, nil, err
 	}
 	// As the served run of a placeholder command: the same checks and
 	// profile handling.
 	if serverOf(&f, environ) == "" {
 		f.server = scalar{value: serve.DefaultPath(), set: true}
 	}
-	sr, err := servedRunOf(&f, []string{"(session)"}, getwd, environ)
+	sr, err := servedRunOf(&f, given, []string{"(session)"}, getwd, environ)
 	if err != nil {
 		return serve.Request{}, nil, nil, err
 	}
@@ -202,6 +204,12 @@ func sessionListStop(action string, args []string, stdout, stderr io.Writer) int
 	if code, ok := sessionErr(err, socket, stderr); !ok {
 		return code
 	}
+	return printSessionAnswer(action, raw, asJSON, stdout, stderr)
+}
+
+// printSessionAnswer prints the server's answer to list or stop: as it
+// came with --json, else the stopped session's line or a table.
+func printSessionAnswer(action string, raw []byte, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
 		stdout.Write(append(raw, '\n'))
 		return 0
@@ -229,11 +237,14 @@ func sessionListStop(action string, args []string, stdout, stderr io.Writer) int
 
 // newSessionFlagSet is the flags of `session list` and `session stop`.
 func newSessionFlagSet(action string, server *scalar, asJSON *bool) *flag.FlagSet {
-	fs := flag.NewFlagSet("session "+action, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Var(server, "server", "the server's `SOCKET` (also TOOLJAIL_SERVER; default the default socket)")
-	fs.BoolVar(asJSON, "json", false, "print JSON")
-	return fs
+	return flagSetOf("session "+action, sessionFlagTable(server, asJSON))
+}
+
+func sessionFlagTable(server *scalar, asJSON *bool) []flagDef {
+	return []flagDef{
+		{name: "server", value: "SOCKET", set: server, help: "the server's SOCKET (also TOOLJAIL_SERVER; default the default socket)"},
+		{name: "json", set: boolFlag{asJSON}, help: "print JSON"},
+	}
 }
 
 // sessionSummary is a stopped session's one line.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -254,20 +255,24 @@ type callerFlags struct {
 	allowDegraded []string
 }
 
-func (f *callerFlags) register(fs *flag.FlagSet) {
-	f.workdir.check = nonEmpty("a directory")
-	f.auditLog.check = nonEmpty("a file path")
-	fs.Var(&f.workdir, "workdir", "run in `DIR` (default: the current directory); path arguments are relative to it, and it is read-only for a tool that names no profile; a directory a run refuses (/, system, top-level and home directories) is refused at start")
-	fs.Var(&f.auditLog, "audit-log", "append one line per call, admitted or refused, to `FILE` (also TOOLJAIL_AUDIT_LOG); once a line cannot be written no call is admitted")
-	fs.Func("allow-degraded", "run even if these `LAYERS` cannot be enforced here (as run's --allow-degraded); the operator's choice, never the caller's", func(v string) error {
-		for _, l := range strings.Split(v, ",") {
-			if err := jail.CheckLayer(strings.TrimSpace(l)); err != nil {
-				return err
-			}
-			f.allowDegraded = append(f.allowDegraded, strings.TrimSpace(l))
-		}
-		return nil
-	})
+func (f *callerFlags) table() []flagDef {
+	return []flagDef{
+		{name: "workdir", value: "DIR", set: once(&f.workdir, nonEmpty("a directory")),
+			help: "run in DIR (default: the current directory); path arguments are relative to it, and it is read-only for a tool that names no profile; a directory a run refuses (/, system, top-level and home directories) is refused at start"},
+		{name: "audit-log", value: "FILE", set: once(&f.auditLog, nonEmpty("a file path")),
+			help: "append one line per call, admitted or refused, to FILE (also TOOLJAIL_AUDIT_LOG); once a line cannot be written no call is admitted"},
+		{name: "allow-degraded", value: "LAYERS", repeat: true, complete: layerCompletion,
+			help: "run even if these LAYERS cannot be enforced here (as run's --allow-degraded); the operator's choice, never the caller's",
+			set: funcFlag(func(v string) error {
+				for _, l := range strings.Split(v, ",") {
+					if err := jail.CheckLayer(strings.TrimSpace(l)); err != nil {
+						return err
+					}
+					f.allowDegraded = append(f.allowDegraded, strings.TrimSpace(l))
+				}
+				return nil
+			})},
+	}
 }
 
 // caller loads the tool files and opens what their calls need; close
@@ -340,26 +345,33 @@ type toolsCallFlags struct {
 }
 
 func newToolsCallFlagSet(f *toolsCallFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("tools call", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Func("arg", "the argument `K=V` of the call (repeatable, once per parameter); V is read as the parameter's type: a number for integer and number, true or false for boolean, else the text as it is", func(v string) error {
-		k, val, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return errors.New("want K=V, the parameter's name, =, and its value")
-		}
-		for _, a := range f.args {
-			if a[0] == k {
-				return fmt.Errorf("%s given twice; give it once", k)
-			}
-		}
-		f.args = append(f.args, [2]string{k, val})
-		return nil
+	return flagSetOf("tools call", toolsCallFlagTable(f))
+}
+
+func toolsCallFlagTable(f *toolsCallFlags) []flagDef {
+	return slices.Concat([]flagDef{
+		{name: "arg", value: "K=V", repeat: true, set: funcFlag(f.addArg),
+			help: "the argument K=V of the call (repeatable, once per parameter); V is read as the parameter's type: a number for integer and number, true or false for boolean, else the text as it is"},
+	}, f.callerFlags.table(), []flagDef{
+		{name: "json", set: boolFlag{&f.json},
+			help: "print the call's outcome as JSON on stdout: call_id, tool, decision, message (why it was refused or failed), exit_code, the report with stdout and stderr text, and structured (a JSON tool's parsed stdout)"},
+		{name: "quiet", short: "q", set: boolFlag{&f.quiet}, help: "no summary line on stderr"},
 	})
-	f.callerFlags.register(fs)
-	fs.BoolVar(&f.json, "json", false, "print the call's outcome as JSON on stdout: call_id, tool, decision, message (why it was refused or failed), exit_code, the report with stdout and stderr text, and structured (a JSON tool's parsed stdout)")
-	fs.BoolVar(&f.quiet, "quiet", false, "no summary line on stderr")
-	fs.BoolVar(&f.quiet, "q", false, "same as --quiet")
-	return fs
+}
+
+// addArg adds one --arg K=V, each K once.
+func (f *toolsCallFlags) addArg(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return errors.New("want K=V, the parameter's name, =, and its value")
+	}
+	for _, a := range f.args {
+		if a[0] == k {
+			return fmt.Errorf("%s given twice; give it once", k)
+		}
+	}
+	f.args = append(f.args, [2]string{k, val})
+	return nil
 }
 
 // parseInterspersed parses fs from args with flags before, between and
@@ -396,11 +408,7 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v; see 'tooljail tools --help'", err)
 	}
-	var argv []string
-	if len(pos) > 2 && pos[1] == tools.RunCommand {
-		// run_command's argv: the words after NAME.
-		pos, argv = pos[:2], pos[2:]
-	}
+	pos, argv := splitArgv(pos)
 	if len(pos) != 2 {
 		return fail(stderr, "tools call: want FILE NAME (got %d arguments), and after run_command its argv; see 'tooljail tools --help'", len(pos))
 	}
@@ -409,17 +417,12 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return jail.ExitSetup
 	}
 	defer closeCaller()
-	file := c.File
-	req := call.Request{Tool: pos[1], Args: callArgs(file.Lookup(pos[1]), f.args),
-		Client: jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}}
+	t := c.File.Lookup(pos[1])
+	req := call.Request{Tool: pos[1], Args: callArgs(t, f.args), Client: jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}}
 	if argv != nil {
-		words := make([]any, len(argv))
-		for i, w := range argv {
-			words[i] = w
-		}
-		req.Args[tools.ArgvArg] = words
+		req.Args[tools.ArgvArg] = words(argv)
 	}
-	if t := file.Lookup(pos[1]); t != nil && t.Stdin {
+	if t != nil && t.Stdin {
 		if req.Stdin, err = readStdin(stdin); err != nil {
 			return fail(stderr, "read stdin: %v", err)
 		}
@@ -432,6 +435,31 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if o == nil {
 		return fail(stderr, "%v", err)
 	}
+	return f.printOutcome(o, err, stdout, stderr)
+}
+
+// splitArgv splits the arguments of `tools call` into FILE NAME and, for
+// run_command, its argv: the words after NAME (nil for another tool).
+func splitArgv(pos []string) (fileName, argv []string) {
+	if len(pos) > 2 && pos[1] == tools.RunCommand {
+		return pos[:2], pos[2:]
+	}
+	return pos, nil
+}
+
+// words is argv as a call's argument: a list of strings.
+func words(argv []string) []any {
+	out := make([]any, len(argv))
+	for i, w := range argv {
+		out[i] = w
+	}
+	return out
+}
+
+// printOutcome prints a call's outcome, its output, the reason it failed
+// or its summary line, and returns its exit code; err is the call's
+// error beside the outcome (its audit line could not be written).
+func (f *toolsCallFlags) printOutcome(o *call.Outcome, err error, stdout, stderr io.Writer) int {
 	code := o.ExitCode
 	if f.json {
 		b, jerr := json.MarshalIndent(o, "", "  ")

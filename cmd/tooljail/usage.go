@@ -10,10 +10,10 @@ import (
 // helpWidth is the column the help text of a flag is wrapped at.
 const helpWidth = 80
 
-// printFlags writes the flags of fs in GNU style, the form the README and
-// docs/cli.md use and the parser accepts: "--name VALUE", "--name" for a
-// boolean, and a one-letter alias (help text "same as --quiet") as
-// "-q, --quiet" on its long flag's line. Each help text follows on its
+// printFlags writes the flags of fs, made from a flag table (flagSetOf),
+// in GNU style, the form the README and docs/cli.md use and the parser
+// accepts: "--name VALUE", "--name" for a boolean, and a one-letter alias
+// as "-q, --quiet" on its long flag's line. Each help text follows on its
 // own lines, wrapped. flag.PrintDefaults would print Go's "-name".
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	for _, u := range flagUsages(fs) {
@@ -30,76 +30,14 @@ type flagUsage struct {
 	help     string
 }
 
-// flagUsages lists the flags of fs in name order, each alias folded into
-// the flag it stands for.
+// flagUsages lists the flags of fs in name order, each alias on its long
+// flag's line.
 func flagUsages(fs *flag.FlagSet) []flagUsage {
-	aliases := flagAliases(fs)
 	var out []flagUsage
-	fs.VisitAll(func(f *flag.Flag) {
-		if _, ok := aliasOf(fs, f); ok {
-			return
-		}
-		var names []string
-		for _, a := range aliases[f.Name] {
-			names = append(names, "-"+a)
-		}
-		names = append(names, dashes(f.Name)+f.Name)
-		synopsis := strings.Join(names, ", ")
-		value, help := flag.UnquoteUsage(f)
-		if !isBool(f) {
-			synopsis += " " + value
-		}
-		if !isZeroDefault(f) {
-			help += fmt.Sprintf(" (default %q)", f.DefValue)
-		}
-		out = append(out, flagUsage{synopsis, help})
-	})
+	for _, r := range flagRows(fs) {
+		out = append(out, flagUsage{r.synopsis(), r.helpText()})
+	}
 	return out
-}
-
-// flagAliases maps each long flag of fs to its one-letter aliases.
-func flagAliases(fs *flag.FlagSet) map[string][]string {
-	aliases := map[string][]string{}
-	fs.VisitAll(func(f *flag.Flag) {
-		if target, ok := aliasOf(fs, f); ok {
-			aliases[target] = append(aliases[target], f.Name)
-		}
-	})
-	return aliases
-}
-
-// aliasOf says which flag f is a one-letter alias of: one whose help text
-// is "same as --NAME" for a flag NAME of fs.
-func aliasOf(fs *flag.FlagSet, f *flag.Flag) (string, bool) {
-	target, ok := strings.CutPrefix(f.Usage, "same as --")
-	if !ok || len(f.Name) != 1 || fs.Lookup(target) == nil {
-		return "", false
-	}
-	return target, true
-}
-
-// dashes is how a flag is spelled: one dash for a one-letter name (-q),
-// two for a word (--quiet), as GNU tools do. The parser takes either.
-func dashes(name string) string {
-	if len(name) == 1 {
-		return "-"
-	}
-	return "--"
-}
-
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-// isZeroDefault says whether f's default is its type's zero value, which
-// flag.PrintDefaults leaves unsaid too.
-func isZeroDefault(f *flag.Flag) bool {
-	switch f.DefValue {
-	case "", "false", "0":
-		return true
-	}
-	return false
 }
 
 // wrap breaks text into lines of at most width columns at spaces; a word

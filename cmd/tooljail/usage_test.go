@@ -3,41 +3,39 @@ package main
 import (
 	"bytes"
 	"flag"
-	"io"
 	"regexp"
 	"strings"
 	"testing"
 )
 
 func TestPrintFlags(t *testing.T) {
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.String("memory", "", "memory cap `SIZE` (cgroup)")
-	fs.String("name", "", "a value without a backquoted name")
-	fs.String("level", "low", "how loud")
+	var s scalar
 	var quiet bool
-	fs.BoolVar(&quiet, "quiet", false, "no summary line")
-	fs.BoolVar(&quiet, "q", false, "same as --quiet")
-	fs.Bool("v", false, "a one-letter flag of its own")
-	fs.Func("ro", "bind `PATH[:DEST]` read-only (repeatable); "+strings.Repeat("long ", 16)+"text", func(string) error { return nil })
+	fs := flagSetOf("x", []flagDef{
+		{name: "memory", value: "SIZE", help: "memory cap SIZE (cgroup)", set: &s},
+		{name: "level", value: "LEVEL", def: "low", help: "how loud", set: &scalar{}},
+		{name: "quiet", short: "q", help: "no summary line", set: boolFlag{&quiet}},
+		{name: "ro", value: "PATH[:DEST]", repeat: true, help: "bind PATH[:DEST] read-only (repeatable); " + strings.Repeat("long ", 16) + "text",
+			set: appendTo(new([]string), nil)},
+	})
 	var b bytes.Buffer
 	printFlags(&b, fs)
-	want := `  --level string
+	want := `  --level LEVEL
       how loud (default "low")
   --memory SIZE
       memory cap SIZE (cgroup)
-  --name string
-      a value without a backquoted name
   -q, --quiet
       no summary line
   --ro PATH[:DEST]
       bind PATH[:DEST] read-only (repeatable); long long long long long long
       long long long long long long long long long long text
-  -v
-      a one-letter flag of its own
 `
 	if b.String() != want {
 		t.Errorf("printFlags:\n%s\nwant:\n%s", b.String(), want)
+	}
+	// The alias parses as its flag does.
+	if err := fs.Parse([]string{"-q", "--ro", "a", "--ro", "b"}); err != nil || !quiet {
+		t.Errorf("-q: %v, quiet %v", err, quiet)
 	}
 }
 

@@ -80,10 +80,11 @@ Flags:
 `
 
 func newVersionFlagSet(asJSON *bool) *flag.FlagSet {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.BoolVar(asJSON, "json", false, "print the build information as one JSON object")
-	return fs
+	return flagSetOf("version", newVersionFlagTable(asJSON))
+}
+
+func newVersionFlagTable(asJSON *bool) []flagDef {
+	return []flagDef{{name: "json", set: boolFlag{asJSON}, help: "print the build information as one JSON object"}}
 }
 
 func versionCommand(args []string, stdout, stderr io.Writer) int {
