@@ -58,7 +58,7 @@ void tj_builder_start(struct tj_builder *b, const struct tj_init *p) {
 	// copy (its Landlock ruleset, its seccomp filter).
 	b->stage2 = (struct tj_stage2 *)&p->stage2;
 	b->sock = p->fds[3];
-	b->oldroot = b->newroot = b->emptyfile = -1;
+	b->oldroot = b->newroot = b->emptyfile = b->held_mntns = -1;
 }
 
 void tj_init_main(const struct tj_init *p) {

@@ -42,6 +42,11 @@ struct tj_builder {
 	int fds[TJ_MAX_SOURCES]; // the sources' descriptors, as received
 	int nfds;
 	pid_t command; // stage 2, which becomes the command
+	// The command's mount namespace, held (O_RDONLY of /proc/PID/ns/mnt)
+	// until its exit record is sent: the last process of a namespace to
+	// exit tears its mounts down on its exit path, which waits for RCU
+	// grace periods; held, the init closes it after the record. -1: none.
+	int held_mntns;
 	// The sized tmpfs mounts watched for filling up: each one's mount fd
 	// (close-on-exec) and what the samples found (tj_sample_mounts).
 	int watch_fd[TJ_MAX_WATCH];
@@ -106,8 +111,9 @@ int tj_start_stage2(struct tj_builder *b);
 struct tj_fork_fail {
 	int step, op, err, index;
 };
-long tj_fork_stage2(struct tj_builder *b, int *status_fd, struct tj_fork_fail *f);
+long tj_fork_stage2(struct tj_builder *b, int *status_fd, int *mntns_fd, struct tj_fork_fail *f);
 void tj_await_stage2(struct tj_builder *b, long pid, int status_fd, int own_thp);
+void tj_hold_mntns(struct tj_builder *b, int fd);
 __attribute__((noreturn)) void tj_reap(struct tj_builder *b);
 // tj_report sends the command's end; leftover is how many processes were
 // still running when the command ended and were killed (-1: not counted).

@@ -125,9 +125,11 @@ static void tj_pass_failure(struct tj_builder *b, struct tj_record *r) {
 
 // tj_fork_stage2 forks stage 2 and writes its id maps: stage 2 goes on
 // to its confinement, and the read end of its status pipe (a failure
-// record, or the end of file at its execve) is in *status. It returns the
-// pid, or -1 with what failed in *f.
-long tj_fork_stage2(struct tj_builder *b, int *status_fd, struct tj_fork_fail *f) {
+// record, or the end of file at its execve) is in *status, its mount
+// namespace in *mntns_fd (-1 when it has none of its own, or it could not
+// be opened: nothing is held). It returns the pid, or -1 with what failed
+// in *f.
+long tj_fork_stage2(struct tj_builder *b, int *status_fd, int *mntns_fd, struct tj_fork_fail *f) {
 	struct tj_stage2 *s = tj_stage2_copy(b);
 	int sync[2], status[2];
 	memset(f, 0, sizeof *f);
@@ -165,6 +167,14 @@ long tj_fork_stage2(struct tj_builder *b, int *status_fd, struct tj_fork_fail *f
 	}
 	// Without namespaces stage 2 has no id maps: only the sync byte.
 	int failed = b->p->nons ? 0 : tj_stage2_maps(pid), e = errno;
+	*mntns_fd = -1;
+	if (failed == 0 && !b->p->nons) {
+		char path[48] = "/proc/", num[24];
+		tj_utoa(num, sizeof num, (uint64_t)pid, 10);
+		strcat(path, num);
+		strcat(path, "/ns/mnt");
+		*mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
 	// Not dumpable again before stage 2 may go on to the command.
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (failed != 0) {
@@ -184,6 +194,10 @@ long tj_fork_stage2(struct tj_builder *b, int *status_fd, struct tj_fork_fail *f
 	}
 	close(sync[1]);
 	if (f->err != 0) {
+		if (*mntns_fd >= 0) {
+			close(*mntns_fd);
+			*mntns_fd = -1;
+		}
 		close(status[0]);
 		kill((pid_t)pid, SIGKILL);
 		waitpid((pid_t)pid, NULL, __WALL);
@@ -191,6 +205,15 @@ long tj_fork_stage2(struct tj_builder *b, int *status_fd, struct tj_fork_fail *f
 	}
 	*status_fd = status[0];
 	return pid;
+}
+
+// tj_hold_mntns holds fd, the command's mount namespace, until its exit
+// record is sent (tj_exit_record), in place of one held before.
+void tj_hold_mntns(struct tj_builder *b, int fd) {
+	if (b->held_mntns >= 0) {
+		close(b->held_mntns);
+	}
+	b->held_mntns = fd;
 }
 
 // tj_await_stage2 waits until stage 2 (pid) has exec'd the command or
@@ -221,12 +244,13 @@ void tj_await_stage2(struct tj_builder *b, long pid, int status_fd, int own_thp)
 // tj_start_stage2 forks stage 2, writes its id maps and waits until it has
 // exec'd the command or failed (tj_await_stage2).
 int tj_start_stage2(struct tj_builder *b) {
-	int own_thp = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0), status;
+	int own_thp = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0), status, mntns;
 	struct tj_fork_fail f;
-	long pid = tj_fork_stage2(b, &status, &f);
+	long pid = tj_fork_stage2(b, &status, &mntns, &f);
 	if (pid < 0) {
 		return tj_failed(b, f.step, f.op, f.err, f.index, NULL);
 	}
+	tj_hold_mntns(b, mntns);
 	tj_await_stage2(b, pid, status, own_thp);
 	return 0;
 }
@@ -316,6 +340,8 @@ void tj_exit_record(struct tj_builder *b, int ws, int leftover, const struct rus
 		r.maxrss_kib = ru.ru_maxrss;
 	}
 	tj_send_record(b->sock, &r, tj_record_size(&r), -1);
+	// The command's mounts go now, after the record (tj_builder).
+	tj_hold_mntns(b, -1);
 }
 
 // tj_reaper_signals is what a reaper waits for: the children's ends and

@@ -47,7 +47,8 @@ static struct {
 	pid_t pid;
 	int go_fd;     // the init's end of the socket the call's stdio goes on
 	int status_fd; // stage 2's status pipe (tj_fork_stage2)
-} tj_ahead = {0, -1, -1};
+	int mntns_fd;  // its mount namespace, held once it takes the call
+} tj_ahead = {0, -1, -1, -1};
 
 // The init's own huge page setting: stage 2 sets the command's on the
 // memory they share before it parks.
@@ -268,8 +269,11 @@ static void tj_ahead_forget(void) {
 	if (tj_ahead.status_fd >= 0) {
 		close(tj_ahead.status_fd);
 	}
+	if (tj_ahead.mntns_fd >= 0) {
+		close(tj_ahead.mntns_fd);
+	}
 	tj_ahead.pid = 0;
-	tj_ahead.go_fd = tj_ahead.status_fd = -1;
+	tj_ahead.go_fd = tj_ahead.status_fd = tj_ahead.mntns_fd = -1;
 }
 
 // tj_drop_ahead kills the stage 2 started ahead, before the init starts
@@ -303,8 +307,8 @@ static void tj_start_ahead(struct tj_builder *b, unsigned long base) {
 	s->dir = tj_base_dir;
 	s->tty = 0;
 	struct tj_fork_fail f;
-	int status;
-	long pid = tj_fork_stage2(b, &status, &f);
+	int status, mntns;
+	long pid = tj_fork_stage2(b, &status, &mntns, &f);
 	close(sv[1]);
 	if (pid < 0) {
 		close(sv[0]);
@@ -314,6 +318,7 @@ static void tj_start_ahead(struct tj_builder *b, unsigned long base) {
 	tj_ahead.pid = (pid_t)pid;
 	tj_ahead.go_fd = sv[0];
 	tj_ahead.status_fd = status;
+	tj_ahead.mntns_fd = mntns;
 }
 
 // tj_go_ahead gives the call parsed into the plan to the stage 2 started
@@ -364,7 +369,8 @@ static int tj_go_ahead(struct tj_builder *b, const int fds[3]) {
 	}
 	long pid = tj_ahead.pid;
 	int status = tj_ahead.status_fd;
-	tj_ahead.status_fd = -1;
+	tj_hold_mntns(b, tj_ahead.mntns_fd);
+	tj_ahead.status_fd = tj_ahead.mntns_fd = -1;
 	tj_ahead_forget();
 	tj_await_stage2(b, pid, status, tj_init_thp);
 	return 0;
