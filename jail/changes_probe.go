@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/hostprobe"
 )
 
 // argOverlayProbe is the re-execution of `tooljail check` that tries what
@@ -26,8 +28,8 @@ const ChangesLayerName = "changes overlay"
 // (the change store, or the directory it would be made in when it does
 // not exist yet), removed afterwards. userns is check's line for user
 // namespaces, which the overlay needs.
-func ChangesLayer(dir string, userns Layer) Layer {
-	l := Layer{Name: ChangesLayerName}
+func ChangesLayer(dir string, userns hostprobe.Layer) hostprobe.Layer {
+	l := hostprobe.Layer{Name: ChangesLayerName}
 	if !userns.Enforced {
 		l.Reason, l.Fix = "it needs a user namespace: "+userns.Reason, userns.Fix
 		return l

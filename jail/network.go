@@ -105,26 +105,6 @@ func allowEnforcement(ll *landlock.Policy, abi int) *NetworkEnforcement {
 	return e
 }
 
-// allowModeLayers are check's lines for the allow mode: it needs what
-// every jail needs (userns, the user and network namespaces tried for
-// real), and Landlock ABI 4 for its second wall.
-func allowModeLayers(userns Layer, abi int) []Layer {
-	mode := Layer{Name: "network allow", Enforced: userns.Enforced}
-	if mode.Enforced {
-		mode.Detail = "--net allow: proxies and DNS served from listeners the jail makes in its own network namespace"
-	} else {
-		mode.Reason, mode.Fix = "it needs user and network namespaces: "+userns.Reason, userns.Fix
-	}
-	tcp := Layer{Name: "landlock tcp", Enforced: abi >= 4}
-	if tcp.Enforced {
-		tcp.Detail = fmt.Sprintf("ABI %d: in the allow mode TCP connect reaches only the proxies and DNS", abi)
-	} else {
-		tcp.Reason = fmt.Sprintf("Landlock ABI %d has no TCP rules: the allow mode relies on its namespace alone (no route out)", abi)
-		tcp.Fix = "Linux 6.7 or later with Landlock enabled (ABI 4)"
-	}
-	return []Layer{mode, tcp}
-}
-
 // upstreamLookup resolves the allowed names; nil is the host's resolver.
 // Only this package's tests set it (SetUpstreamLookup in export_test.go),
 // to map made-up names to the addresses a test needs: no flag, profile key

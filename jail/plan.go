@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/seccomp"
 )
@@ -75,7 +76,7 @@ func (s *Spec) Preflight() (Enforcement, error) {
 // plan checks s against h, without touching a host path (Start opens them
 // once, when it runs). A seccomp policy that names syscalls is checked
 // against libseccomp's table here.
-func (s *Spec) plan(h Host) (*plan, error) {
+func (s *Spec) plan(h hostprobe.Host) (*plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func (s *Spec) plan(h Host) (*plan, error) {
 		},
 	}
 	p.mounts = planMounts(s)
-	p.root = privileged()
+	p.root = hostprobe.Privileged()
 	if s.Changes.Overlay() {
 		// Only a run that records asks the kernel's version.
 		cp, err := decideChanges(s.Changes, false, overlayWhy(kernelRelease()))

@@ -7,8 +7,8 @@
 // decisions of its own. Policy (which paths, which limits) lives in profiles.
 //
 // A program that uses this package must call jail.Init() first thing in main:
-// CheckHost re-executes the program's own binary (/proc/self/exe) to try the
-// mount API in a fresh user namespace, and Init dispatches that run. The
+// hostprobe.Check re-executes the program's own binary (/proc/self/exe) to
+// try the mount API in a fresh user namespace, and Init dispatches that run. The
 // jail's init and stage 2 are forked C children of the supervisor (init.c,
 // stage2.c), never a second Go program.
 package jail
@@ -25,6 +25,7 @@ import (
 
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/seccomp"
 )
@@ -229,15 +230,17 @@ const (
 // OnViolations are the actions a Spec accepts for a denied system call.
 var OnViolations = []OnViolation{ViolationDeny, ViolationKill}
 
-// Layers that can be named in Spec.AllowDegraded.
+// Layers that can be named in Spec.AllowDegraded. The names of enforced
+// layers are check's (package hostprobe), so that a line of `tooljail
+// check` and the flag that lets the run go without it spell it alike.
 const (
-	LayerLandlock      = "landlock"
-	LayerSeccomp       = "seccomp"
-	LayerSeccompNotify = "seccomp-notify"
-	LayerCgroup        = "cgroup" // all three caps
-	LayerMemory        = "memory"
-	LayerCPU           = "cpu"
-	LayerPids          = "pids"
+	LayerLandlock      = hostprobe.LayerLandlock
+	LayerSeccomp       = hostprobe.LayerSeccomp
+	LayerSeccompNotify = hostprobe.LayerSeccompNotify
+	LayerCgroup        = hostprobe.LayerCgroup // all three caps
+	LayerMemory        = hostprobe.LayerMemory
+	LayerCPU           = hostprobe.LayerCPU
+	LayerPids          = hostprobe.LayerPids
 	// LayerNamespaces lets a run go without every namespace where none
 	// can be made, confined by Landlock and seccomp alone (nons.go).
 	LayerNamespaces = "namespaces"

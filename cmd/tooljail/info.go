@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 )
@@ -26,8 +27,8 @@ Flags:
 
 // checkReport is what `tooljail check --json` prints.
 type checkReport struct {
-	Layers         []jail.Layer   `json:"layers"`
-	Container      jail.Container `json:"container"`
+	Layers         []hostprobe.Layer   `json:"layers"`
+	Container      hostprobe.Container `json:"container"`
 	DefaultProfile struct {
 		Enforceable bool   `json:"enforceable"`
 		Reason      string `json:"reason,omitempty"`
@@ -55,10 +56,10 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(stderr, "check takes no arguments")
 	}
-	check := jail.Check()
+	check := hostprobe.Check()
 	layers := check.Layers
 	if dir, err := changesDirOf(os.Environ()); err != nil {
-		layers = append(layers, jail.Layer{Name: jail.ChangesLayerName, Reason: err.Error(), Fix: "set HOME or XDG_STATE_HOME, or TOOLJAIL_CHANGES_DIR"})
+		layers = append(layers, hostprobe.Layer{Name: jail.ChangesLayerName, Reason: err.Error(), Fix: "set HOME or XDG_STATE_HOME, or TOOLJAIL_CHANGES_DIR"})
 	} else {
 		layers = append(layers, jail.ChangesLayer(dir, layers[0]))
 	}
@@ -109,7 +110,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 
 // noNamespacesHint names the mode without namespaces where it could run:
 // Landlock is there to confine the files.
-func noNamespacesHint(layers []jail.Layer) string {
+func noNamespacesHint(layers []hostprobe.Layer) string {
 	for _, l := range layers {
 		if l.Name == jail.LayerLandlock && l.Enforced {
 			return "; or run without namespaces, confined by Landlock and seccomp alone: tooljail run --allow-degraded namespaces (docs/containers.md)"
@@ -120,7 +121,7 @@ func noNamespacesHint(layers []jail.Layer) string {
 
 // printContainer prints what check found of a container: nothing on a
 // host without one, a note when markers are all there is.
-func printContainer(w io.Writer, c jail.Container) {
+func printContainer(w io.Writer, c hostprobe.Container) {
 	if !c.Detected {
 		for _, s := range c.Signs {
 			fmt.Fprintf(w, "container: none (%s)\n", s)

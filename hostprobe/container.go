@@ -1,4 +1,4 @@
-package jail
+package hostprobe
 
 import (
 	"bytes"
@@ -492,7 +492,7 @@ func layerRemedy(l Layer, c Container, in containerInputs, cause userNSCause, p 
 	case l.Name == LayerLandlock && in.landlockErrno == unix.EPERM:
 		return remedySeccompLandlock, remedySeccompLandlock.cause,
 			"a seccomp filter on this process refuses the Landlock system calls", true
-	case (l.Name == LayerSeccomp || l.Name == "seccomp-notify") && in.seccompErrno == unix.EPERM:
+	case (l.Name == LayerSeccomp || l.Name == LayerSeccompNotify) && in.seccompErrno == unix.EPERM:
 		return remedySeccompSeccomp, remedySeccompSeccomp.cause, "a seccomp filter on this process refuses seccomp(2)", true
 	case strings.HasPrefix(l.Name, "cgroup "):
 		r := remedyCgroup
@@ -525,7 +525,7 @@ func diagnose(c *Container, layers []Layer, in containerInputs, cause userNSCaus
 			switch {
 			case strings.HasPrefix(name, "cgroup "):
 				name = LayerCgroup
-			case name == "seccomp-notify":
+			case name == LayerSeccompNotify:
 				name = LayerSeccomp
 			}
 			c.refuse(name, r)
