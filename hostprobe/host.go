@@ -154,12 +154,16 @@ func readInt(path string) (int, error) {
 // argProbe is the argv[0] of Check's re-execution (runNSProbe).
 const argProbe = "tooljail-probe"
 
-// Child runs Check's child when this process is one (it tries the
-// namespaces and the mount API, and never returns in that case);
-// otherwise it returns at once. jail.Init calls it first thing in main.
+// Child runs one of check's children when this process is one (the
+// namespaces and the mount API tried by Check, or the overlay tried by
+// ChangesLayer), and never returns in that case; otherwise it returns at
+// once. jail.Init calls it first thing in main.
 func Child() {
 	if len(os.Args) > 0 && os.Args[0] == argProbe {
 		probeChild()
+	}
+	if len(os.Args) == 2 && os.Args[0] == argOverlayProbe {
+		overlayProbeChild(os.Args[1])
 	}
 }
 

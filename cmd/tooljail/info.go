@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/tooljail/tooljail/hostprobe"
-	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 )
 
@@ -59,9 +58,9 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	check := hostprobe.Check()
 	layers := check.Layers
 	if dir, err := changesDirOf(os.Environ()); err != nil {
-		layers = append(layers, hostprobe.Layer{Name: jail.ChangesLayerName, Reason: err.Error(), Fix: "set HOME or XDG_STATE_HOME, or TOOLJAIL_CHANGES_DIR"})
+		layers = append(layers, hostprobe.Layer{Name: hostprobe.ChangesLayerName, Reason: err.Error(), Fix: "set HOME or XDG_STATE_HOME, or TOOLJAIL_CHANGES_DIR"})
 	} else {
-		layers = append(layers, jail.ChangesLayer(dir, layers[0]))
+		layers = append(layers, hostprobe.ChangesLayer(dir, layers[0]))
 	}
 	defaultOK, defaultErr := true, ""
 	if userns := layers[0]; !userns.Enforced {
@@ -112,7 +111,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 // Landlock is there to confine the files.
 func noNamespacesHint(layers []hostprobe.Layer) string {
 	for _, l := range layers {
-		if l.Name == jail.LayerLandlock && l.Enforced {
+		if l.Name == hostprobe.LayerLandlock && l.Enforced {
 			return "; or run without namespaces, confined by Landlock and seccomp alone: tooljail run --allow-degraded namespaces (docs/containers.md)"
 		}
 	}
