@@ -380,6 +380,17 @@ type EnvDrop struct {
 
 // Validate checks what can be checked without touching the host.
 func (s *Spec) Validate() error {
+	for _, check := range []func() error{s.validateCommand, s.validateNet, s.validatePolicy, s.validateFiles, s.validateLimits} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateCommand checks the command, its working directory, home and
+// host name.
+func (s *Spec) validateCommand() error {
 	if len(s.Args) == 0 {
 		return fmt.Errorf("no command given")
 	}
@@ -404,6 +415,11 @@ func (s *Spec) Validate() error {
 	if s.Home != "" && !filepath.IsAbs(s.Home) {
 		return fmt.Errorf("home %q: must be an absolute path", s.Home)
 	}
+	return nil
+}
+
+// validateNet checks the network mode and its allowlist.
+func (s *Spec) validateNet() error {
 	if !slices.Contains(NetModes, s.Net) {
 		return fmt.Errorf("network mode %q: want %q, %q or %q", s.Net, NetNone, NetHost, NetAllow)
 	}
@@ -417,6 +433,12 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("allowed hosts: %w", err)
 		}
 	}
+	return nil
+}
+
+// validatePolicy checks the violation action, the degraded layers, the
+// environment, the protected paths and the changes mode.
+func (s *Spec) validatePolicy() error {
 	if !slices.Contains(OnViolations, s.OnViolation) {
 		return fmt.Errorf("on-violation %q: want %q or %q", s.OnViolation, ViolationDeny, ViolationKill)
 	}
@@ -444,6 +466,11 @@ func (s *Spec) Validate() error {
 	if s.ChangesDir != "" && !filepath.IsAbs(s.ChangesDir) {
 		return fmt.Errorf("change store %q: want an absolute path", s.ChangesDir)
 	}
+	return nil
+}
+
+// validateFiles checks the mounts, the root directory and the host user.
+func (s *Spec) validateFiles() error {
 	for _, m := range s.Mounts {
 		if err := m.validate(); err != nil {
 			return err
@@ -457,6 +484,11 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("host user %d:%d: the jail never runs as the host's root (uid or gid 0); choose an unprivileged uid and gid", h.UID, h.GID)
 		}
 	}
+	return nil
+}
+
+// validateLimits checks the limits are numbers a run can apply.
+func (s *Spec) validateLimits() error {
 	l := s.Limits
 	if l.Memory < 0 || l.CPUs < 0 || l.Pids < 0 || l.Timeout < 0 || l.CPUTime < 0 || l.FSize < 0 || l.OutputLimit < 0 || l.MaxViolations < 0 || l.NetConns < 0 || l.NetBytes < 0 {
 		return fmt.Errorf("limits must not be negative")
