@@ -20,6 +20,7 @@ import (
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
+	"github.com/tooljail/tooljail/network/runnet"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
@@ -69,8 +70,8 @@ type Cmd struct {
 	group    *cgroup.Group
 	monitor  *seccomp.Monitor
 	watcher  *landlock.Watcher
-	nonsTmp  *tmpDir    // the private temporary directory of a run without namespaces
-	net      *netServer // the allow mode's proxies and resolver
+	nonsTmp  *tmpDir        // the private temporary directory of a run without namespaces
+	net      *runnet.Server // the allow mode's proxies and resolver
 	sock     int
 	timer    *time.Timer
 	// staleDone is closed when CleanupStale, started by openGroup, is done.
@@ -509,7 +510,7 @@ func (c *Cmd) collectStreams() {
 		// The jail is gone (on the exit record, the init has killed what
 		// was left): nothing can connect any more. Closing ends the
 		// connections still forwarding.
-		c.res.Network = c.net.stop()
+		c.res.Network = c.net.Stop()
 		c.net = nil
 	}
 	// A terminal's master came before the exit record, or never will.
