@@ -11,6 +11,15 @@
 // try the mount API in a fresh user namespace, and Init dispatches that run. The
 // jail's init and stage 2 are forked C children of the supervisor (init.c,
 // stage2.c), never a second Go program.
+//
+// It owns the run (Cmd, Spec, Result, the status, the output relays), the
+// C init and stage 2 with their plan, sessions, warm jails, the mode
+// without namespaces and the host side of a run; what the host can
+// enforce is package hostprobe's, the protected paths of a bind package
+// hostprotect's, the allow mode's servers package network/runnet's. It
+// may import those and the other floors below it (hostpath, hostmount,
+// cgroup, seccomp, landlock, changes, network/*, internal/*); never
+// profiles, tools, serve or cmd.
 package jail
 
 import (
