@@ -20,6 +20,7 @@ import (
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
+	"github.com/tooljail/tooljail/network/runnet"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
@@ -69,8 +70,8 @@ type Cmd struct {
 	group    *cgroup.Group
 	monitor  *seccomp.Monitor
 	watcher  *landlock.Watcher
-	nonsTmp  *tmpDir    // the private temporary directory of a run without namespaces
-	net      *netServer // the allow mode's proxies and resolver
+	nonsTmp  *tmpDir        // the private temporary directory of a run without namespaces
+	net      *runnet.Server // the allow mode's proxies and resolver
 	sock     int
 	timer    *time.Timer
 	// staleDone is closed when CleanupStale, started by openGroup, is done.
@@ -456,7 +457,32 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	if c.proc == nil { // Start failed
 		return c.res, c.setupErr
 	}
-	// The exit record, or else the init's end (it failed, or was killed).
+	end := c.waitEnd()
+	wall := time.Since(c.started)
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.collectStreams()
+	violations, denials, stats := c.collectEvidence()
+	// Under c.mu: on the exit record, the messages are still read, and a
+	// late kill (Cancel) may come.
+	c.mu.Lock()
+	c.finish(end, wall, violations, denials, stats)
+	c.mu.Unlock()
+	c.finishChanges()
+	if c.sessionCall() {
+		c.sess.callEnded(c)
+	}
+	if c.res.Status == StatusSetupError {
+		return c.res, c.setupErr
+	}
+	return c.res, nil
+}
+
+// waitEnd waits for the exit record, or else the init's end (it failed,
+// or was killed; for a session's call, the session's end), and returns
+// that end (zero on the exit record).
+func (c *Cmd) waitEnd() initEnd {
 	var end initEnd
 	switch {
 	case c.sessionCall():
@@ -474,15 +500,17 @@ func (c *Cmd) WaitResult() (*Result, error) {
 			<-c.msgDone
 		}
 	}
-	wall := time.Since(c.started)
-	if c.timer != nil {
-		c.timer.Stop()
-	}
+	return end
+}
+
+// collectStreams stops the allow mode's servers and ends the output
+// relays, into the result.
+func (c *Cmd) collectStreams() {
 	if c.net != nil {
 		// The jail is gone (on the exit record, the init has killed what
 		// was left): nothing can connect any more. Closing ends the
 		// connections still forwarding.
-		c.res.Network = c.net.stop()
+		c.res.Network = c.net.Stop()
 		c.net = nil
 	}
 	// A terminal's master came before the exit record, or never will.
@@ -504,7 +532,11 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	} else {
 		c.res.Stderr = Stream{Merged: true}
 	}
-	var violations []seccomp.Violation
+}
+
+// collectEvidence stops the seccomp monitor and the Landlock watcher and
+// reads the cgroup's figures: what decide weighs besides the end.
+func (c *Cmd) collectEvidence() (violations []seccomp.Violation, denials []landlock.Denial, stats cgroup.Stats) {
 	switch {
 	case c.monitor != nil && c.sessionCall() && c.KeepRunning:
 		// What the call left may make denied calls: the session
@@ -514,31 +546,17 @@ func (c *Cmd) WaitResult() (*Result, error) {
 	case c.monitor != nil:
 		violations = c.monitor.Stop()
 	}
-	var denials []landlock.Denial
 	if c.watcher != nil {
 		denials = c.watcher.Stop()
 		c.watcher = nil
 	}
-	var stats cgroup.Stats
 	switch {
 	case c.sessionCall() && c.sess.init.group != nil:
 		stats = sessionCallStats(c.groupStart, c.sess.init.group.Stats())
 	case c.group != nil:
 		stats = c.group.Stats()
 	}
-	// Under c.mu: on the exit record, the messages are still read, and a
-	// late kill (Cancel) may come.
-	c.mu.Lock()
-	c.finish(end, wall, violations, denials, stats)
-	c.mu.Unlock()
-	c.finishChanges()
-	if c.sessionCall() {
-		c.sess.callEnded(c)
-	}
-	if c.res.Status == StatusSetupError {
-		return c.res, c.setupErr
-	}
-	return c.res, nil
+	return violations, denials, stats
 }
 
 func (c *Cmd) cleanup() {

@@ -214,12 +214,41 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 	}
 	c := &cs[0]
 	ip.c = c
+	setClone(c, s.Net, p.root, files, cgroupFD, st2.Session)
+	base, err := pickBaseDir()
+	if err != nil {
+		return err
+	}
+	if c.base, err = ip.cstring(base); err != nil {
+		return err
+	}
+	if err := ip.compileMounts(c, s, p); err != nil {
+		return err
+	}
+	if err := ip.compileEtc(c, s); err != nil {
+		return err
+	}
+	if err := ip.compileLandlock(c, p); err != nil {
+		return err
+	}
+	if ip.stage2, err = prepareStage2(&ip.arena, &c.stage2, st2); err != nil {
+		return err
+	}
+	if ip.enforced != nil {
+		ip.stage2.abi = ip.enforced.ABI
+	}
+	return nil
+}
+
+// setClone sets how the init is cloned (its namespaces, its cgroup), the
+// descriptors it takes and what it may do as root.
+func setClone(c *C.struct_tj_init, net NetMode, root bool, files initFiles, cgroupFD int, session bool) {
 	flags := unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
-	if s.Net != NetHost {
+	if net != NetHost {
 		flags |= unix.CLONE_NEWNET
 		c.netnone = 1
 	}
-	if s.Net == NetAllow {
+	if net == NetAllow {
 		c.netallow = 1
 		for i, port := range []int{ProxyHTTPPort, ProxySOCKS5Port, DNSPort} {
 			c.net_ports[i] = C.int(port)
@@ -232,20 +261,17 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 	}
 	// Real root may drop its supplementary groups; an unprivileged user
 	// namespace denies setgroups.
-	if p.root {
+	if root {
 		c.drop_groups = 1
 	}
-	if st2.Session {
+	if session {
 		c.session = 1
 	}
-	base, err := pickBaseDir()
-	if err != nil {
-		return err
-	}
-	if c.base, err = ip.cstring(base); err != nil {
-		return err
-	}
+}
 
+// compileMounts compiles the mounts in the plan's order, reserves the
+// late part and names the device nodes.
+func (ip *initPlan) compileMounts(c *C.struct_tj_init, s *Spec, p *plan) error {
 	// planMounts sorted them, and the sources the supervisor opened are
 	// indexed in that order: one slice, not a second sort.
 	ip.mounts = p.mounts
@@ -275,7 +301,13 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 		return err
 	}
 	c.ndev_nodes = C.int(len(nodes))
+	return nil
+}
 
+// compileEtc compiles the host name and the /etc files the jail writes
+// for itself.
+func (ip *initPlan) compileEtc(c *C.struct_tj_init, s *Spec) error {
+	var err error
 	hostname := s.Hostname
 	if hostname == "" {
 		hostname = "tooljail"
@@ -309,7 +341,11 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 			return err
 		}
 	}
+	return nil
+}
 
+// compileLandlock compiles the plan's Landlock policy, when it has one.
+func (ip *initPlan) compileLandlock(c *C.struct_tj_init, p *plan) error {
 	if p.landlock != nil {
 		lp, en, err := landlock.Compile(*p.landlock)
 		if err != nil {
@@ -319,12 +355,6 @@ func (ip *initPlan) compile(s *Spec, p *plan, files initFiles, cgroupFD int, st2
 		if c.landlock, err = ip.clandlock(&lp); err != nil {
 			return err
 		}
-	}
-	if ip.stage2, err = prepareStage2(&ip.arena, &c.stage2, st2); err != nil {
-		return err
-	}
-	if ip.enforced != nil {
-		ip.stage2.abi = ip.enforced.ABI
 	}
 	return nil
 }

@@ -3,17 +3,16 @@ package jail
 import (
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/network/proxy"
 	"github.com/tooljail/tooljail/network/resolver"
+	"github.com/tooljail/tooljail/network/runnet"
 )
 
 // The allow mode (NetAllow, DESIGN.md section 11). The jail keeps a
@@ -29,10 +28,31 @@ import (
 
 // The ports of the allow mode's listeners on 127.0.0.1 in the jail.
 const (
-	ProxyHTTPPort   = 3128
-	ProxySOCKS5Port = 1080
-	DNSPort         = 53
+	ProxyHTTPPort   = runnet.ProxyHTTPPort
+	ProxySOCKS5Port = runnet.ProxySOCKS5Port
+	DNSPort         = runnet.DNSPort
 )
+
+// NetworkEntry is one line of the report's "network" list in the allow
+// mode (package runnet keeps the log).
+type NetworkEntry = runnet.Entry
+
+// upstreamLookup resolves the allowed names; nil is the host's resolver.
+// Only this package's tests set it (SetUpstreamLookup in export_test.go),
+// to map made-up names to the addresses a test needs: no flag, profile key
+// or environment variable reaches it.
+var upstreamLookup resolver.Lookup
+
+// fileListener is net.FileListener; a test makes it fail
+// (FailNetListeners in export_test.go).
+var fileListener = net.FileListener
+
+// startNetwork serves the four sockets the init sent for list, within
+// the run's limits (runnet.Start).
+func startNetwork(list allow.List, limits Limits, files []*os.File) (*runnet.Server, error) {
+	return runnet.Start(runnet.Config{Allow: list, MaxConns: limits.NetConns, MaxBytes: limits.NetBytes,
+		Lookup: upstreamLookup, FileListener: fileListener}, files)
+}
 
 // allowResolvConf is the jail's /etc/resolv.conf in the allow mode.
 const allowResolvConf = "# tooljail allow mode: the supervisor answers for the allowed names only\nnameserver 127.0.0.1\n"
@@ -105,126 +125,43 @@ func allowEnforcement(ll *landlock.Policy, abi int) *NetworkEnforcement {
 	return e
 }
 
-// allowModeLayers are check's lines for the allow mode: it needs what
-// every jail needs (userns, the user and network namespaces tried for
-// real), and Landlock ABI 4 for its second wall.
-func allowModeLayers(userns Layer, abi int) []Layer {
-	mode := Layer{Name: "network allow", Enforced: userns.Enforced}
-	if mode.Enforced {
-		mode.Detail = "--net allow: proxies and DNS served from listeners the jail makes in its own network namespace"
-	} else {
-		mode.Reason, mode.Fix = "it needs user and network namespaces: "+userns.Reason, userns.Fix
+// networkViolations are the refusals among entries, as violations of kind
+// "network", one per host, port and reason, in the order first seen.
+func networkViolations(entries []NetworkEntry) []Violation {
+	type key struct {
+		host, reason string
+		port         int
 	}
-	tcp := Layer{Name: "landlock tcp", Enforced: abi >= 4}
-	if tcp.Enforced {
-		tcp.Detail = fmt.Sprintf("ABI %d: in the allow mode TCP connect reaches only the proxies and DNS", abi)
-	} else {
-		tcp.Reason = fmt.Sprintf("Landlock ABI %d has no TCP rules: the allow mode relies on its namespace alone (no route out)", abi)
-		tcp.Fix = "Linux 6.7 or later with Landlock enabled (ABI 4)"
-	}
-	return []Layer{mode, tcp}
-}
-
-// upstreamLookup resolves the allowed names; nil is the host's resolver.
-// Only this package's tests set it (SetUpstreamLookup in export_test.go),
-// to map made-up names to the addresses a test needs: no flag, profile key
-// or environment variable reaches it.
-var upstreamLookup resolver.Lookup
-
-// fileListener is net.FileListener; a test makes it fail
-// (FailNetListeners in export_test.go).
-var fileListener = net.FileListener
-
-// netServer serves the allow mode's listeners for one run.
-type netServer struct {
-	proxy *proxy.Proxy
-	dns   *resolver.Server
-	log   *netLog
-	wg    sync.WaitGroup
-}
-
-// startNetwork serves the four sockets the init sent (TJ_REC_NET, in the
-// order of tj_net_listeners) for list. It takes the files: on return they
-// are closed, their descriptors now the listeners'.
-func startNetwork(list allow.List, limits Limits, files []*os.File) (*netServer, error) {
-	defer func() {
-		for _, f := range files {
-			f.Close()
+	index := map[key]int{}
+	var out []Violation
+	for _, e := range entries {
+		if !e.Refused() {
+			continue
 		}
-	}()
-	if len(files) != 4 {
-		return nil, fmt.Errorf("network allow mode: the init sent %d sockets, want 4", len(files))
+		k := key{e.Host, e.Decision, e.Port}
+		if i, ok := index[k]; ok {
+			out[i].Count += e.Count
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, Violation{Kind: "network", Host: e.Host, Port: e.Port, Reason: e.Decision, Count: e.Count, Action: "denied"})
 	}
-	var ls [3]net.Listener
-	var pc net.PacketConn
-	closeAll := func() {
-		for _, l := range ls {
-			if l != nil {
-				l.Close()
+	return out
+}
+
+// netLimitHits counts, per limit ("connection limit", "byte limit"),
+// the connections it refused or cut.
+func netLimitHits(entries []NetworkEntry) map[string]int {
+	hits := map[string]int{}
+	for _, e := range entries {
+		for _, r := range []string{e.Decision, e.Cut} {
+			if r == proxy.ReasonConnLimit || r == proxy.ReasonByteLimit {
+				hits[r] += e.Count
 			}
 		}
-		if pc != nil {
-			pc.Close()
-		}
 	}
-	var err error
-	for i, f := range []*os.File{files[0], files[1], files[3]} {
-		if ls[i], err = fileListener(f); err != nil {
-			closeAll()
-			return nil, fmt.Errorf("network allow mode: listener %d: %w", i, err)
-		}
+	if len(hits) == 0 {
+		return nil
 	}
-	if pc, err = net.FilePacketConn(files[2]); err != nil {
-		closeAll()
-		return nil, fmt.Errorf("network allow mode: DNS socket: %w", err)
-	}
-	// Each is what its server expects, or the record is not the init's.
-	for i, a := range []net.Addr{ls[0].Addr(), ls[1].Addr(), ls[2].Addr(), pc.LocalAddr()} {
-		if !loopbackPort(a, []int{ProxyHTTPPort, ProxySOCKS5Port, DNSPort, DNSPort}[i]) {
-			closeAll()
-			return nil, fmt.Errorf("network allow mode: socket %d is on %s, not where the init makes it", i, a)
-		}
-	}
-	n := &netServer{log: newNetLog()}
-	cache := resolver.NewAddrCache(upstreamLookup, 0, 0)
-	n.dns = resolver.New(resolver.Config{Allow: list, Cache: cache, Events: n.log.dnsEvent})
-	n.proxy, err = proxy.New(proxy.Config{
-		Allow:    list,
-		Resolver: cache,
-		Limits:   proxy.Limits{MaxConns: limits.NetConns, MaxBytes: limits.NetBytes},
-		Events:   n.log.proxyEvent,
-	})
-	if err != nil {
-		closeAll()
-		n.dns.Close()
-		return nil, fmt.Errorf("network allow mode: %w", err)
-	}
-	serve := func(f func() error) {
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			f()
-		}()
-	}
-	serve(func() error { return n.proxy.ServeHTTP(ls[0]) })
-	serve(func() error { return n.proxy.ServeSOCKS5(ls[1]) })
-	serve(func() error { return n.dns.ServeTCP(ls[2]) })
-	serve(func() error { return n.dns.ServeUDP(pc) })
-	return n, nil
-}
-
-// loopbackPort says whether a is 127.0.0.1:port (TCP or UDP).
-func loopbackPort(a net.Addr, port int) bool {
-	ap, err := netip.ParseAddrPort(a.String())
-	return err == nil && ap == netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port))
-}
-
-// stop closes every listener and connection, waits for every goroutine
-// the servers started, and returns what the run's network did.
-func (n *netServer) stop() []NetworkEntry {
-	// What closing the listeners returns says nothing about the run.
-	n.proxy.Close()
-	n.dns.Close()
-	n.wg.Wait()
-	return n.log.entries()
+	return hits
 }

@@ -2,14 +2,11 @@ package jail
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/seccomp"
 )
@@ -74,7 +71,7 @@ var nonsDevNodes = []string{"null", "zero", "full", "random", "urandom"}
 var generatedEtc = []string{"passwd", "group", "hosts", "hostname"}
 
 // planNoNS plans s without namespaces on h, where none can be made.
-func (s *Spec) planNoNS(h Host) (*plan, error) {
+func (s *Spec) planNoNS(h hostprobe.Host) (*plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -263,38 +260,18 @@ func nonsPaths(priv string, mounts []Mount, dir string, env []string) (string, [
 	return dir, append(out, "HOME="+priv, "TMPDIR="+priv)
 }
 
-// hostFor is what s is planned against: probeHost, and where s may run
+// hostFor is what s is planned against: hostprobe.Probe, and where s may run
 // without namespaces and the cheap probe found them usable, whether a
 // real set of them can be made (once per process), so that the mode runs
 // only where they cannot.
-func hostFor(s *Spec) Host {
-	h := probeHost()
+func hostFor(s *Spec) hostprobe.Host {
+	h := hostprobe.Probe()
 	if h.UserNS.Enforced && s != nil && s.degradedAllowed(LayerNamespaces) {
-		if p := namespaceProbe(); p.step != "" {
+		if why := hostprobe.NamespacesFailure(); why != "" {
 			h.UserNS.Enforced = false
-			h.UserNS.Reason = p.reason()
+			h.UserNS.Reason = why
 			h.UserNS.Fix = "see `tooljail check` and docs/containers.md"
 		}
 	}
 	return h
-}
-
-// namespaceProbe tries the namespaces the init makes, once per process.
-var namespaceProbe = sync.OnceValue(runNSProbe)
-
-// runNSProbe runs CheckHost's child in a fresh set of namespaces, as the
-// jail's init sets its own, and says how it fared.
-func runNSProbe() nsProbe {
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{argProbe}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
-			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
-	}
-	err := cmd.Run()
-	return parseProbe(stderr.String(), err)
 }

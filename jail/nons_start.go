@@ -80,48 +80,11 @@ func (h *nonsHost) prepare(c *Cmd) error {
 	if h.sources, err = resolveSources(root, nil, mounts, np.spec.Dir); err != nil {
 		return err
 	}
-	euid := os.Geteuid()
-	h.root = euid == 0
-	// Without namespaces, root switches to the jail's identity with CAP_SETUID
-	// (stage 2), which even a container's root has: CAP_SYS_ADMIN is not needed.
-	h.id, h.explicit, err = hostUser(h.root, euid, os.Getegid(), c.Spec.HostUser, workdirOwner(p.mounts, h.sources, np.spec.Dir))
-	if err != nil {
+	if err := h.identify(c, np.spec.Dir); err != nil {
 		return err
 	}
-	if h.root {
-		if err := rootIdentity(h.id, h.explicit, p.mounts, h.sources, np.spec.Dir); err != nil {
-			return err
-		}
-	}
-	h.trusted = append([]*hostpath.Object(nil), c.Spec.Trusted...)
-	if exe := executable(); exe != nil {
-		h.trusted = append(h.trusted, exe)
-	}
-	if p.needsDiskCache(np.spec) {
-		if h.cache = cacheDir(); h.cache != nil {
-			h.trusted = append(h.trusted, h.cache)
-		}
-	}
-	// Landlock cannot take write access away below a directory it grants
-	// it on, and there are no mounts: a protected path in a writable bind
-	// fails the run.
-	prot, dests, err := protectIn(np.spec.Protect, p.mounts, h.sources)
-	for _, o := range prot {
-		o.Close()
-	}
-	if err != nil {
+	if err := h.checkTrusted(c, np.spec); err != nil {
 		return err
-	}
-	if len(dests) > 0 {
-		if !c.Spec.degradedAllowed(LayerProtect) {
-			return fmt.Errorf("%s is a protected path (filesystem.protect: it runs on the host later) inside a read-write bind; without a mount namespace it cannot be made read-only, and the command could change it: run in a directory without it, or allow it writable with --allow-degraded protect (or protect = [] in a profile)", dests[0])
-		}
-		h.protectDegraded = true
-	}
-	for _, o := range overBinds(h.trusted, p.mounts, h.sources) {
-		if o.ReadOnly {
-			return fmt.Errorf("%s is a file tooljail trusts (a profile, this executable or its cache) inside a read-write bind; without a mount namespace it cannot be made read-only there, and the command could change it for the next run: move it out of the bind, or bind another directory", o.Dest)
-		}
 	}
 	tmp, err := makePrivateTmp(c.res.ID, h.id, h.root)
 	if err != nil {
@@ -145,6 +108,65 @@ func (h *nonsHost) prepare(c *Cmd) error {
 	}
 	h.prog, err = p.compileSeccomp(np.spec, dir)
 	return err
+}
+
+// identify picks the host identity the command runs as, and for a root
+// caller checks what that identity may reach.
+func (h *nonsHost) identify(c *Cmd, dir string) error {
+	p := c.plan
+	euid := os.Geteuid()
+	h.root = euid == 0
+	// Without namespaces, root switches to the jail's identity with CAP_SETUID
+	// (stage 2), which even a container's root has: CAP_SYS_ADMIN is not needed.
+	var err error
+	h.id, h.explicit, err = hostUser(h.root, euid, os.Getegid(), c.Spec.HostUser, workdirOwner(p.mounts, h.sources, dir))
+	if err != nil {
+		return err
+	}
+	if h.root {
+		if err := rootIdentity(h.id, h.explicit, p.mounts, h.sources, dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTrusted refuses a run whose read-write binds hold a protected
+// path (unless allowed degraded) or a file tooljail trusts: without a
+// mount namespace nothing can be bound read-only over them.
+func (h *nonsHost) checkTrusted(c *Cmd, spec *Spec) error {
+	p := c.plan
+	h.trusted = append([]*hostpath.Object(nil), c.Spec.Trusted...)
+	if exe := executable(); exe != nil {
+		h.trusted = append(h.trusted, exe)
+	}
+	if p.needsDiskCache(spec) {
+		if h.cache = cacheDir(); h.cache != nil {
+			h.trusted = append(h.trusted, h.cache)
+		}
+	}
+	// Landlock cannot take write access away below a directory it grants
+	// it on, and there are no mounts: a protected path in a writable bind
+	// fails the run.
+	prot, dests, err := protectIn(spec.Protect, p.mounts, h.sources)
+	for _, o := range prot {
+		o.Close()
+	}
+	if err != nil {
+		return err
+	}
+	if len(dests) > 0 {
+		if !c.Spec.degradedAllowed(LayerProtect) {
+			return fmt.Errorf("%s is a protected path (filesystem.protect: it runs on the host later) inside a read-write bind; without a mount namespace it cannot be made read-only, and the command could change it: run in a directory without it, or allow it writable with --allow-degraded protect (or protect = [] in a profile)", dests[0])
+		}
+		h.protectDegraded = true
+	}
+	for _, o := range overBinds(h.trusted, p.mounts, h.sources) {
+		if o.ReadOnly {
+			return fmt.Errorf("%s is a file tooljail trusts (a profile, this executable or its cache) inside a read-write bind; without a mount namespace it cannot be made read-only there, and the command could change it for the next run: move it out of the bind, or bind another directory", o.Dest)
+		}
+	}
+	return nil
 }
 
 // rootIdentity checks, for a root supervisor, that the command can be

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
 // noNSHost is a host where user namespaces are refused and Landlock has abi.
-func noNSHost(abi int) Host {
-	h := Host{UserNS: Layer{Reason: "a seccomp filter refuses clone with CLONE_NEWUSER", Fix: "lift the filter"}}
+func noNSHost(abi int) hostprobe.Host {
+	h := hostprobe.Host{UserNS: hostprobe.Layer{Reason: "a seccomp filter refuses clone with CLONE_NEWUSER", Fix: "lift the filter"}}
 	h.Landlock.ABI = abi
 	h.Seccomp = seccomp.Support{Filter: true, Notify: true}
 	h.Cgroup.Controllers = map[string]bool{}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/seccomp"
 )
@@ -75,7 +76,7 @@ func (s *Spec) Preflight() (Enforcement, error) {
 // plan checks s against h, without touching a host path (Start opens them
 // once, when it runs). A seccomp policy that names syscalls is checked
 // against libseccomp's table here.
-func (s *Spec) plan(h Host) (*plan, error) {
+func (s *Spec) plan(h hostprobe.Host) (*plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -85,7 +86,36 @@ func (s *Spec) plan(h Host) (*plan, error) {
 		}
 		return nil, fmt.Errorf("user namespaces are not available: %s; fix: %s; or run without namespaces, confined by Landlock and seccomp alone: --allow-degraded namespaces (docs/containers.md)", h.UserNS.Reason, h.UserNS.Fix)
 	}
-	p := &plan{
+	p := s.newPlan()
+	if s.Changes.Overlay() {
+		// Only a run that records asks the kernel's version.
+		cp, err := decideChanges(s.Changes, false, hostprobe.OverlayFailure())
+		if err != nil {
+			return nil, err
+		}
+		cp.binds = changeBinds(p.mounts)
+		p.changes = cp
+	}
+	d := &degrader{s: s, enf: &p.enf}
+	p.planLandlock(s, h.Landlock, d)
+	p.enf.UnixSockets = unixSockets(p.enf.LandlockABI, p.mounts)
+	if s.Net == NetAllow {
+		p.enf.Network = allowEnforcement(p.landlock, p.enf.LandlockABI)
+	}
+	if err := p.planSeccomp(s, h.Seccomp, d); err != nil {
+		return nil, err
+	}
+	p.planCaps(s, h.Cgroup, d)
+	if len(d.missing) > 0 {
+		return nil, fmt.Errorf("cannot enforce on this host: %s", strings.Join(d.missing, "; "))
+	}
+	return p, nil
+}
+
+// newPlan is the plan of s before the host is asked: every namespace,
+// no layer yet, the mounts in their order and stage 2's settings.
+func (s *Spec) newPlan() *plan {
+	return &plan{
 		enf: Enforcement{
 			Mode:       ModeNamespaces,
 			Namespaces: Namespaces{User: true, Mount: true, PID: true, Net: s.Net != NetHost, IPC: true, UTS: true, Cgroup: true},
@@ -95,82 +125,91 @@ func (s *Spec) plan(h Host) (*plan, error) {
 			Degraded:   []string{},
 			Toolchains: s.Toolchains,
 		},
+		mounts: planMounts(s),
+		root:   hostprobe.Privileged(),
+		stage2: stage2Config{
+			Args:    s.Args,
+			Env:     commandEnv(s),
+			Dir:     s.Dir,
+			NoFile:  s.Limits.NoFile,
+			FSize:   s.Limits.FSize,
+			CPUTime: int64((s.Limits.CPUTime + time.Second - 1) / time.Second), // RLIMIT_CPU counts whole seconds
+		},
 	}
-	p.mounts = planMounts(s)
-	p.root = privileged()
-	if s.Changes.Overlay() {
-		// Only a run that records asks the kernel's version.
-		cp, err := decideChanges(s.Changes, false, overlayWhy(kernelRelease()))
-		if err != nil {
-			return nil, err
-		}
-		cp.binds = changeBinds(p.mounts)
-		p.changes = cp
-	}
-	p.stage2 = stage2Config{
-		Args:    s.Args,
-		Env:     commandEnv(s),
-		Dir:     s.Dir,
-		NoFile:  s.Limits.NoFile,
-		FSize:   s.Limits.FSize,
-		CPUTime: int64((s.Limits.CPUTime + time.Second - 1) / time.Second), // RLIMIT_CPU counts whole seconds
-	}
+}
 
-	var missing []string
-	degrade := func(layer, why, fix string) {
-		if s.degradedAllowed(layer) {
-			p.enf.Degraded = append(p.enf.Degraded, layer)
-			return
-		}
-		missing = append(missing, fmt.Sprintf("%s: %s (fix: %s, or allow it with --allow-degraded %s)", layer, why, fix, layer))
-	}
+// degrader sorts the layers a run cannot have on this host: allowed
+// degraded (listed in the enforcement) or missing (the run fails closed,
+// each with its fix).
+type degrader struct {
+	s       *Spec
+	enf     *Enforcement
+	missing []string
+}
 
-	if s.Landlock != nil {
-		abi := h.Landlock.ABI
-		switch {
-		case abi == 0:
-			degrade(LayerLandlock, orDefault(h.Landlock.Reason, "Landlock is not available"), orDefault(h.Landlock.Fix, "use a kernel with Landlock enabled"))
-		case abi < s.Landlock.MinABI:
-			degrade(LayerLandlock, fmt.Sprintf("the profile needs Landlock ABI %d and this kernel has %d", s.Landlock.MinABI, abi), "use a newer kernel or lower landlock.min_abi")
-		case s.Landlock.RestrictTCP && abi < 4:
-			// Without ABI 4 the domain cannot handle TCP at all: running
-			// would claim port rules nobody enforces.
-			degrade(LayerLandlock, fmt.Sprintf("TCP port rules (landlock.restrict_tcp) need Landlock ABI 4 and this kernel has %d", abi), "use Linux 6.7 or newer, or set landlock.restrict_tcp = false")
-		default:
-			p.landlock = landlockPolicy(s, p.mounts)
-			p.enf.LandlockABI = abi
+func (d *degrader) degrade(layer, why, fix string) {
+	if d.s.degradedAllowed(layer) {
+		d.enf.Degraded = append(d.enf.Degraded, layer)
+		return
+	}
+	d.missing = append(d.missing, fmt.Sprintf("%s: %s (fix: %s, or allow it with --allow-degraded %s)", layer, why, fix, layer))
+}
+
+// planLandlock plans s's Landlock policy on a kernel with ll.
+func (p *plan) planLandlock(s *Spec, ll landlock.Support, d *degrader) {
+	if s.Landlock == nil {
+		return
+	}
+	abi := ll.ABI
+	switch {
+	case abi == 0:
+		d.degrade(LayerLandlock, orDefault(ll.Reason, "Landlock is not available"), orDefault(ll.Fix, "use a kernel with Landlock enabled"))
+	case abi < s.Landlock.MinABI:
+		d.degrade(LayerLandlock, fmt.Sprintf("the profile needs Landlock ABI %d and this kernel has %d", s.Landlock.MinABI, abi), "use a newer kernel or lower landlock.min_abi")
+	case s.Landlock.RestrictTCP && abi < 4:
+		// Without ABI 4 the domain cannot handle TCP at all: running
+		// would claim port rules nobody enforces.
+		d.degrade(LayerLandlock, fmt.Sprintf("TCP port rules (landlock.restrict_tcp) need Landlock ABI 4 and this kernel has %d", abi), "use Linux 6.7 or newer, or set landlock.restrict_tcp = false")
+	default:
+		p.landlock = landlockPolicy(s, p.mounts)
+		p.enf.LandlockABI = abi
+	}
+}
+
+// planSeccomp plans s's seccomp filter with sc: notify, errno or none.
+// A policy naming a system call libseccomp does not know fails the run.
+func (p *plan) planSeccomp(s *Spec, sc seccomp.Support, d *degrader) error {
+	if s.Seccomp == nil {
+		return nil
+	}
+	switch {
+	case !sc.Filter:
+		d.degrade(LayerSeccomp, orDefault(sc.Reason, "seccomp filters are not available"), orDefault(sc.Fix, "use a kernel with seccomp filters"))
+	case !sc.Notify:
+		d.degrade(LayerSeccompNotify, orDefault(sc.Reason, "seccomp user notification is not available, denied syscalls cannot be named"), orDefault(sc.Fix, "use Linux 5.7+ and libseccomp 2.5+"))
+		p.enf.Seccomp = "errno"
+	default:
+		p.notify = true
+		p.enf.Seccomp = "notify"
+	}
+	p.compile = sc.Filter
+	if p.compile && len(s.Seccomp.Allow)+len(s.Seccomp.Deny) > 0 {
+		// A name the policy gets wrong fails the run here, before
+		// Start builds anything; the default policy names none.
+		if err := seccomp.Validate(*s.Seccomp); err != nil {
+			return fmt.Errorf("seccomp policy: %w", err)
 		}
 	}
-
-	p.enf.UnixSockets = unixSockets(p.enf.LandlockABI, p.mounts)
-	if s.Net == NetAllow {
-		p.enf.Network = allowEnforcement(p.landlock, p.enf.LandlockABI)
+	if !sc.Filter {
+		p.enf.Seccomp = "none"
 	}
+	return nil
+}
 
-	if s.Seccomp != nil {
-		switch {
-		case !h.Seccomp.Filter:
-			degrade(LayerSeccomp, orDefault(h.Seccomp.Reason, "seccomp filters are not available"), orDefault(h.Seccomp.Fix, "use a kernel with seccomp filters"))
-		case !h.Seccomp.Notify:
-			degrade(LayerSeccompNotify, orDefault(h.Seccomp.Reason, "seccomp user notification is not available, denied syscalls cannot be named"), orDefault(h.Seccomp.Fix, "use Linux 5.7+ and libseccomp 2.5+"))
-			p.enf.Seccomp = "errno"
-		default:
-			p.notify = true
-			p.enf.Seccomp = "notify"
-		}
-		p.compile = h.Seccomp.Filter
-		if p.compile && len(s.Seccomp.Allow)+len(s.Seccomp.Deny) > 0 {
-			// A name the policy gets wrong fails the run here, before
-			// Start builds anything; the default policy names none.
-			if err := seccomp.Validate(*s.Seccomp); err != nil {
-				return nil, fmt.Errorf("seccomp policy: %w", err)
-			}
-		}
-		if !h.Seccomp.Filter {
-			p.enf.Seccomp = "none"
-		}
-	}
-
+// planCaps plans s's cgroup caps with the controllers cg can write: a
+// cap that cannot be set is degraded where allowed; the others are
+// missing together, with one fix.
+func (p *plan) planCaps(s *Spec, cg cgroup.Support, d *degrader) {
 	caps := map[string]bool{}
 	want := map[string]bool{LayerMemory: s.Limits.Memory > 0, LayerCPU: s.Limits.CPUs > 0, LayerPids: s.Limits.Pids > 0}
 	var refused []string // caps that cannot be set and are not allowed degraded
@@ -178,7 +217,7 @@ func (s *Spec) plan(h Host) (*plan, error) {
 		if !want[c] {
 			continue
 		}
-		caps[c] = h.Cgroup.Controllers[c]
+		caps[c] = cg.Controllers[c]
 		if caps[c] {
 			continue
 		}
@@ -189,9 +228,9 @@ func (s *Spec) plan(h Host) (*plan, error) {
 		}
 	}
 	if len(refused) > 0 {
-		why := orDefault(h.Cgroup.Reason, fmt.Sprintf("the cgroup controllers cannot be written here (cgroup %s)", h.Cgroup.Mode))
-		fix := orDefault(h.Cgroup.Fix, "run as root or in a delegated cgroup v2 subtree")
-		missing = append(missing, fmt.Sprintf("cgroup caps %s: %s (fix: %s; or allow them with --allow-degraded cgroup)",
+		why := orDefault(cg.Reason, fmt.Sprintf("the cgroup controllers cannot be written here (cgroup %s)", cg.Mode))
+		fix := orDefault(cg.Fix, "run as root or in a delegated cgroup v2 subtree")
+		d.missing = append(d.missing, fmt.Sprintf("cgroup caps %s: %s (fix: %s; or allow them with --allow-degraded cgroup)",
 			strings.Join(refused, ", "), why, fix))
 	}
 	if len(caps) > 0 {
@@ -206,10 +245,6 @@ func (s *Spec) plan(h Host) (*plan, error) {
 	if caps[LayerPids] {
 		p.resources.Pids = s.Limits.Pids
 	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("cannot enforce on this host: %s", strings.Join(missing, "; "))
-	}
-	return p, nil
 }
 
 // planMounts is the Spec's mounts in the order they are made, with the

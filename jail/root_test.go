@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tooljail/tooljail/hostprobe"
 )
 
 func TestValidateRoot(t *testing.T) {
@@ -44,7 +46,7 @@ func TestRootNeedsNamespaces(t *testing.T) {
 	s.Root = "/srv/rootfs"
 	s.AllowDegraded = []string{LayerNamespaces}
 	s.Landlock = &LandlockSpec{}
-	h := Host{}
+	h := hostprobe.Host{}
 	h.Landlock.ABI = 4
 	if _, err := s.plan(h); err == nil || !strings.Contains(err.Error(), "root directory /srv/rootfs can only be shown in a mount namespace") {
 		t.Errorf("plan without namespaces: %v", err)

@@ -446,7 +446,7 @@ func (s *Session) stop(why string) {
 			}
 		}
 		if c.net != nil {
-			c.net.stop()
+			c.net.Stop()
 			c.net = nil
 		}
 		c.cleanup()

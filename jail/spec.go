@@ -7,10 +7,19 @@
 // decisions of its own. Policy (which paths, which limits) lives in profiles.
 //
 // A program that uses this package must call jail.Init() first thing in main:
-// CheckHost re-executes the program's own binary (/proc/self/exe) to try the
-// mount API in a fresh user namespace, and Init dispatches that run. The
+// hostprobe.Check re-executes the program's own binary (/proc/self/exe) to
+// try the mount API in a fresh user namespace, and Init dispatches that run. The
 // jail's init and stage 2 are forked C children of the supervisor (init.c,
 // stage2.c), never a second Go program.
+//
+// It owns the run (Cmd, Spec, Result, the status, the output relays), the
+// C init and stage 2 with their plan, sessions, warm jails, the mode
+// without namespaces and the host side of a run; what the host can
+// enforce is package hostprobe's, the protected paths of a bind package
+// hostprotect's, the allow mode's servers package network/runnet's. It
+// may import those and the other floors below it (hostpath, hostmount,
+// cgroup, seccomp, landlock, changes, network/*, internal/*); never
+// profiles, tools, serve or cmd.
 package jail
 
 import (
@@ -25,6 +34,7 @@ import (
 
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/seccomp"
 )
@@ -229,15 +239,17 @@ const (
 // OnViolations are the actions a Spec accepts for a denied system call.
 var OnViolations = []OnViolation{ViolationDeny, ViolationKill}
 
-// Layers that can be named in Spec.AllowDegraded.
+// Layers that can be named in Spec.AllowDegraded. The names of enforced
+// layers are check's (package hostprobe), so that a line of `tooljail
+// check` and the flag that lets the run go without it spell it alike.
 const (
-	LayerLandlock      = "landlock"
-	LayerSeccomp       = "seccomp"
-	LayerSeccompNotify = "seccomp-notify"
-	LayerCgroup        = "cgroup" // all three caps
-	LayerMemory        = "memory"
-	LayerCPU           = "cpu"
-	LayerPids          = "pids"
+	LayerLandlock      = hostprobe.LayerLandlock
+	LayerSeccomp       = hostprobe.LayerSeccomp
+	LayerSeccompNotify = hostprobe.LayerSeccompNotify
+	LayerCgroup        = hostprobe.LayerCgroup // all three caps
+	LayerMemory        = hostprobe.LayerMemory
+	LayerCPU           = hostprobe.LayerCPU
+	LayerPids          = hostprobe.LayerPids
 	// LayerNamespaces lets a run go without every namespace where none
 	// can be made, confined by Landlock and seccomp alone (nons.go).
 	LayerNamespaces = "namespaces"
@@ -377,6 +389,17 @@ type EnvDrop struct {
 
 // Validate checks what can be checked without touching the host.
 func (s *Spec) Validate() error {
+	for _, check := range []func() error{s.validateCommand, s.validateNet, s.validatePolicy, s.validateFiles, s.validateLimits} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateCommand checks the command, its working directory, home and
+// host name.
+func (s *Spec) validateCommand() error {
 	if len(s.Args) == 0 {
 		return fmt.Errorf("no command given")
 	}
@@ -401,6 +424,11 @@ func (s *Spec) Validate() error {
 	if s.Home != "" && !filepath.IsAbs(s.Home) {
 		return fmt.Errorf("home %q: must be an absolute path", s.Home)
 	}
+	return nil
+}
+
+// validateNet checks the network mode and its allowlist.
+func (s *Spec) validateNet() error {
 	if !slices.Contains(NetModes, s.Net) {
 		return fmt.Errorf("network mode %q: want %q, %q or %q", s.Net, NetNone, NetHost, NetAllow)
 	}
@@ -414,6 +442,12 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("allowed hosts: %w", err)
 		}
 	}
+	return nil
+}
+
+// validatePolicy checks the violation action, the degraded layers, the
+// environment, the protected paths and the changes mode.
+func (s *Spec) validatePolicy() error {
 	if !slices.Contains(OnViolations, s.OnViolation) {
 		return fmt.Errorf("on-violation %q: want %q or %q", s.OnViolation, ViolationDeny, ViolationKill)
 	}
@@ -441,6 +475,11 @@ func (s *Spec) Validate() error {
 	if s.ChangesDir != "" && !filepath.IsAbs(s.ChangesDir) {
 		return fmt.Errorf("change store %q: want an absolute path", s.ChangesDir)
 	}
+	return nil
+}
+
+// validateFiles checks the mounts, the root directory and the host user.
+func (s *Spec) validateFiles() error {
 	for _, m := range s.Mounts {
 		if err := m.validate(); err != nil {
 			return err
@@ -454,6 +493,11 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("host user %d:%d: the jail never runs as the host's root (uid or gid 0); choose an unprivileged uid and gid", h.UID, h.GID)
 		}
 	}
+	return nil
+}
+
+// validateLimits checks the limits are numbers a run can apply.
+func (s *Spec) validateLimits() error {
 	l := s.Limits
 	if l.Memory < 0 || l.CPUs < 0 || l.Pids < 0 || l.Timeout < 0 || l.CPUTime < 0 || l.FSize < 0 || l.OutputLimit < 0 || l.MaxViolations < 0 || l.NetConns < 0 || l.NetBytes < 0 {
 		return fmt.Errorf("limits must not be negative")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -85,7 +86,7 @@ func TestSortMounts(t *testing.T) {
 }
 
 func TestPlanFailsClosed(t *testing.T) {
-	h := Host{UserNS: Layer{Enforced: true}}
+	h := hostprobe.Host{UserNS: hostprobe.Layer{Enforced: true}}
 	h.Cgroup.Controllers = map[string]bool{}
 	s := validSpec()
 	s.Landlock = &LandlockSpec{}
@@ -108,7 +109,7 @@ func TestPlanFailsClosed(t *testing.T) {
 	if _, err := s.plan(h); err == nil || !strings.Contains(err.Error(), "ABI 4") {
 		t.Fatalf("min ABI above the kernel's must fail closed, got %v", err)
 	}
-	h.UserNS = Layer{Reason: "off", Fix: "turn it on"}
+	h.UserNS = hostprobe.Layer{Reason: "off", Fix: "turn it on"}
 	if _, err := validSpec().plan(h); err == nil {
 		t.Fatal("no user namespaces must fail")
 	}
@@ -116,7 +117,7 @@ func TestPlanFailsClosed(t *testing.T) {
 
 func TestPlanMountsAndLandlock(t *testing.T) {
 	dir := t.TempDir()
-	h := Host{UserNS: Layer{Enforced: true}}
+	h := hostprobe.Host{UserNS: hostprobe.Layer{Enforced: true}}
 	h.Landlock.ABI = 7
 	s := validSpec()
 	s.Landlock = &LandlockSpec{}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -390,7 +391,7 @@ func writeIDMaps(pid int, id HostID, root bool) error {
 func (c *Cmd) openGroup() error {
 	r := c.plan.resources
 	capped := r.Memory > 0 || r.CPUs > 0 || r.Pids > 0
-	if !capped && probeHost().Cgroup.Mode == cgroup.ModeNone {
+	if !capped && hostprobe.Probe().Cgroup.Mode == cgroup.ModeNone {
 		return nil
 	}
 	// Groups of dead supervisors are no business of this run: clean them

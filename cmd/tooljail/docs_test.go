@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 	"github.com/tooljail/tooljail/tools/call"
@@ -175,7 +176,7 @@ func TestDocsListEveryReportField(t *testing.T) {
 func TestDocsListEveryCheckField(t *testing.T) {
 	doc := section(t, readDoc(t, "cli.md"), "## `tooljail check`")
 	var c checkReport
-	c.Layers = []jail.Layer{{}}
+	c.Layers = []hostprobe.Layer{{}}
 	for _, p := range emittedPaths(t, &c) {
 		if !strings.Contains(doc, "`"+p+"`") {
 			t.Errorf("docs/cli.md, tooljail check: --json field %s is not documented", p)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/profiles"
 )
 
@@ -26,8 +26,8 @@ Flags:
 
 // checkReport is what `tooljail check --json` prints.
 type checkReport struct {
-	Layers         []jail.Layer   `json:"layers"`
-	Container      jail.Container `json:"container"`
+	Layers         []hostprobe.Layer   `json:"layers"`
+	Container      hostprobe.Container `json:"container"`
 	DefaultProfile struct {
 		Enforceable bool   `json:"enforceable"`
 		Reason      string `json:"reason,omitempty"`
@@ -47,7 +47,7 @@ func newCheckFlagTable(asJSON *bool) []flagDef {
 // layers[0], where the cheap probes of Preflight saw nothing: a
 // container's /proc masks, its AppArmor profile), the profile, its Spec,
 // and what Preflight says of it.
-func defaultProfileError(layers []jail.Layer) string {
+func defaultProfileError(layers []hostprobe.Layer) string {
 	if userns := layers[0]; !userns.Enforced {
 		return "user namespaces: " + userns.Reason + noNamespacesHint(layers)
 	}
@@ -66,7 +66,7 @@ func defaultProfileError(layers []jail.Layer) string {
 }
 
 // printLayers writes one line per layer: enforced, or why not and the fix.
-func printLayers(w io.Writer, layers []jail.Layer) {
+func printLayers(w io.Writer, layers []hostprobe.Layer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, l := range layers {
 		state := "enforced"
@@ -97,12 +97,12 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fail(stderr, "check takes no arguments")
 	}
-	check := jail.Check()
+	check := hostprobe.Check()
 	layers := check.Layers
 	if dir, err := changesDirOf(os.Environ()); err != nil {
-		layers = append(layers, jail.Layer{Name: jail.ChangesLayerName, Reason: err.Error(), Fix: "set HOME or XDG_STATE_HOME, or TOOLJAIL_CHANGES_DIR"})
+		layers = append(layers, hostprobe.Layer{Name: hostprobe.ChangesLayerName, Reason: err.Error(), Fix: "set HOME or XDG_STATE_HOME, or TOOLJAIL_CHANGES_DIR"})
 	} else {
-		layers = append(layers, jail.ChangesLayer(dir, layers[0]))
+		layers = append(layers, hostprobe.ChangesLayer(dir, layers[0]))
 	}
 	defaultErr := defaultProfileError(layers)
 	defaultOK := defaultErr == ""
@@ -128,9 +128,9 @@ func checkCommand(args []string, stdout, stderr io.Writer) int {
 
 // noNamespacesHint names the mode without namespaces where it could run:
 // Landlock is there to confine the files.
-func noNamespacesHint(layers []jail.Layer) string {
+func noNamespacesHint(layers []hostprobe.Layer) string {
 	for _, l := range layers {
-		if l.Name == jail.LayerLandlock && l.Enforced {
+		if l.Name == hostprobe.LayerLandlock && l.Enforced {
 			return "; or run without namespaces, confined by Landlock and seccomp alone: tooljail run --allow-degraded namespaces (docs/containers.md)"
 		}
 	}
@@ -139,7 +139,7 @@ func noNamespacesHint(layers []jail.Layer) string {
 
 // printContainer prints what check found of a container: nothing on a
 // host without one, a note when markers are all there is.
-func printContainer(w io.Writer, c jail.Container) {
+func printContainer(w io.Writer, c hostprobe.Container) {
 	if !c.Detected {
 		for _, s := range c.Signs {
 			fmt.Fprintf(w, "container: none (%s)\n", s)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/internal/term"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
@@ -53,7 +54,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	// The host probe does not depend on the profile: overlap the two. It
 	// only reads (files, system calls), so an early exit leaves nothing.
-	go jail.ProbeHost()
+	go hostprobe.Probe()
 	// So is the first signal.Notify (startSignalRelay).
 	relay := startSignalRelay()
 	defer relay.stop()

@@ -1,4 +1,4 @@
-package jail
+package hostprobe
 
 import (
 	"bytes"
@@ -378,7 +378,7 @@ const filterRemedy = "lift the filter: in a container, run it with the seccomp p
 	"(Docker, Podman: --security-opt seccomp=FILE; Kubernetes: seccompProfile of type Localhost); " +
 	"under systemd, drop RestrictNamespaces= and the SystemCallFilter= that deny it; `tooljail check` says more"
 
-// nsProbe is how CheckHost's child fared: the step that failed ("" when
+// nsProbe is how Check's child fared: the step that failed ("" when
 // none did) and its errno.
 type nsProbe struct {
 	step  string // clone, mount, tmpfs, proc, hostname
@@ -444,7 +444,7 @@ func parseProbe(stderr string, runErr error) nsProbe {
 	return p
 }
 
-// reason says what failed in CheckHost's child.
+// reason says what failed in Check's child.
 func (p nsProbe) reason() string {
 	s := probeStepText[p.step] + " failed"
 	if p.errno != 0 {
@@ -492,7 +492,7 @@ func layerRemedy(l Layer, c Container, in containerInputs, cause userNSCause, p 
 	case l.Name == LayerLandlock && in.landlockErrno == unix.EPERM:
 		return remedySeccompLandlock, remedySeccompLandlock.cause,
 			"a seccomp filter on this process refuses the Landlock system calls", true
-	case (l.Name == LayerSeccomp || l.Name == "seccomp-notify") && in.seccompErrno == unix.EPERM:
+	case (l.Name == LayerSeccomp || l.Name == LayerSeccompNotify) && in.seccompErrno == unix.EPERM:
 		return remedySeccompSeccomp, remedySeccompSeccomp.cause, "a seccomp filter on this process refuses seccomp(2)", true
 	case strings.HasPrefix(l.Name, "cgroup "):
 		r := remedyCgroup
@@ -507,7 +507,7 @@ func layerRemedy(l Layer, c Container, in containerInputs, cause userNSCause, p 
 // diagnose explains, in the container's terms, the layers that are not
 // enforced: it rewrites their reason and fix and, in a container, lists
 // what the container refuses with each engine's fix. cause is why
-// probeHost found user namespaces unusable; p is how CheckHost's child
+// Probe found user namespaces unusable; p is how Check's child
 // fared.
 func diagnose(c *Container, layers []Layer, in containerInputs, cause userNSCause, p nsProbe) {
 	for i := range layers {
@@ -525,7 +525,7 @@ func diagnose(c *Container, layers []Layer, in containerInputs, cause userNSCaus
 			switch {
 			case strings.HasPrefix(name, "cgroup "):
 				name = LayerCgroup
-			case name == "seccomp-notify":
+			case name == LayerSeccompNotify:
 				name = LayerSeccomp
 			}
 			c.refuse(name, r)

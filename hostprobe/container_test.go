@@ -1,4 +1,4 @@
-package jail
+package hostprobe
 
 import (
 	"encoding/json"

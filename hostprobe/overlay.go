@@ -1,4 +1,4 @@
-package jail
+package hostprobe
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -119,4 +120,41 @@ func overlayProbeChild(tmp string) {
 	}
 	unix.Unmount(p("m"), 0)
 	os.Exit(0)
+}
+
+// OverlayFailure says why this kernel cannot mount overlayfs in a user
+// namespace, "" when it can; a run with changes records nothing where it
+// cannot.
+func OverlayFailure() string { return overlayWhy(kernelRelease()) }
+
+// overlayWhy says why this kernel cannot mount overlayfs in a user
+// namespace, "" when it can: that came with Linux 5.11. Whether the
+// change store's and the bind's file systems take part is only known
+// when the jail mounts it (and then fails the run with the reason).
+func overlayWhy(release string) string {
+	major, minor, ok := kernelVersion(release)
+	if ok && (major < 5 || major == 5 && minor < 11) {
+		return fmt.Sprintf("overlayfs in a user namespace needs Linux 5.11 or later, and this kernel is %s", release)
+	}
+	return ""
+}
+
+// kernelVersion reads "6.1.0-18-amd64" as 6, 1.
+func kernelVersion(release string) (major, minor int, ok bool) {
+	f := strings.FieldsFunc(release, func(r rune) bool { return r < '0' || r > '9' })
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	a, err1 := strconv.Atoi(f[0])
+	b, err2 := strconv.Atoi(f[1])
+	return a, b, err1 == nil && err2 == nil
+}
+
+// kernelRelease is uname -r.
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
 }

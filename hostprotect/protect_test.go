@@ -1,4 +1,4 @@
-package jail
+package hostprotect
 
 import (
 	"fmt"
@@ -113,8 +113,7 @@ func protectOf(t testing.TB, dir string) ([]string, error) {
 
 // protectRoot is protectOf with the bind's source opened, as a run has it.
 func protectRoot(t testing.TB, root *hostpath.Object, dir string) ([]string, error) {
-	mounts := []Mount{{Kind: MountBind, Source: dir, Dest: "/work", Writable: true}}
-	objs, dests, err := protectIn([]string{".git/hooks", ".git/config", ".git/info", ".envrc", ".bashrc", ".gitmodules"}, mounts, []source{{obj: root}})
+	objs, dests, err := Open(root, "/work", []string{".git/hooks", ".git/config", ".git/info", ".envrc", ".bashrc", ".gitmodules"})
 	for i, o := range objs {
 		if rel, ok := o.Within(root.ID()); !ok || "/work/"+rel != dests[i] {
 			t.Errorf("object %s does not match %s", o.Path, dests[i])
@@ -201,7 +200,7 @@ func protectNamed(t *testing.T, dir string, names ...string) ([]string, error) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	objs, dests, err := protectIn(names, []Mount{{Kind: MountBind, Source: dir, Dest: "/work", Writable: true}}, []source{{obj: root}})
+	objs, dests, err := Open(root, "/work", names)
 	for _, o := range objs {
 		o.Close()
 	}

@@ -1,4 +1,4 @@
-package jail
+package runnet
 
 import (
 	"sync"
@@ -7,11 +7,11 @@ import (
 	"github.com/tooljail/tooljail/network/resolver"
 )
 
-// NetworkEntry is one line of the report's "network" list in the allow
+// Entry is one line of the report's "network" list in the allow
 // mode: a connection through a proxy or a DNS query, and what became of
 // it. Identical ones (same proto, host, port, address and decision) are
 // one entry with a count and their bytes summed.
-type NetworkEntry struct {
+type Entry struct {
 	// Proto is "http" (a plain HTTP request), "connect" (an HTTP CONNECT
 	// tunnel), "socks5" or "dns".
 	Proto string `json:"proto"`
@@ -46,7 +46,7 @@ const maxNetEntries = 256
 type netLog struct {
 	mu    sync.Mutex
 	index map[netKey]int
-	list  []NetworkEntry
+	list  []Entry
 }
 
 type netKey struct {
@@ -60,7 +60,7 @@ func (l *netLog) proxyEvent(ev proxy.Event) { l.add(proxyEntry(ev)) }
 
 func (l *netLog) dnsEvent(ev resolver.Event) { l.add(dnsEntry(ev)) }
 
-func (l *netLog) add(e NetworkEntry) {
+func (l *netLog) add(e Entry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := netKey{e.Proto, e.Host, e.DNSType, e.Address, e.Decision, e.Cut, e.Port}
@@ -81,15 +81,15 @@ func (l *netLog) add(e NetworkEntry) {
 	p.BytesDown += e.BytesDown
 }
 
-func (l *netLog) entries() []NetworkEntry {
+func (l *netLog) entries() []Entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]NetworkEntry{}, l.list...)
+	return append([]Entry{}, l.list...)
 }
 
 // proxyEntry is a proxy's event as the report shows it.
-func proxyEntry(ev proxy.Event) NetworkEntry {
-	e := NetworkEntry{Proto: ev.Proto, Host: ev.Host, Port: ev.Port, BytesUp: ev.BytesUp, BytesDown: ev.BytesDown, Count: 1}
+func proxyEntry(ev proxy.Event) Entry {
+	e := Entry{Proto: ev.Proto, Host: ev.Host, Port: ev.Port, BytesUp: ev.BytesUp, BytesDown: ev.BytesDown, Count: 1}
 	if ev.Addr.IsValid() {
 		e.Address = ev.Addr.String()
 	}
@@ -105,8 +105,8 @@ func proxyEntry(ev proxy.Event) NetworkEntry {
 
 // dnsEntry is the resolver's event as the report shows it: refused for
 // its reason, else allowed (an allowed name whose lookup failed says so).
-func dnsEntry(ev resolver.Event) NetworkEntry {
-	e := NetworkEntry{Proto: "dns", Host: ev.Name, Count: max(ev.Count, 1), Decision: "allowed"}
+func dnsEntry(ev resolver.Event) Entry {
+	e := Entry{Proto: "dns", Host: ev.Name, Count: max(ev.Count, 1), Decision: "allowed"}
 	if ev.Type != 0 {
 		e.DNSType = resolver.TypeName(ev.Type)
 	}
@@ -139,47 +139,10 @@ var notRefusal = map[string]bool{
 // failed", "lookup failed"), no checked address accepted the connection
 // ("connect failed") or the resolver was busy. Not a refusal: the policy
 // let it through, the outside world did not answer.
-func (e NetworkEntry) UpstreamFailed() bool {
+func (e Entry) UpstreamFailed() bool {
 	return e.Decision != "allowed" && notRefusal[e.Decision]
 }
 
-// networkViolations are the refusals among entries, as violations of kind
-// "network", one per host, port and reason, in the order first seen.
-func networkViolations(entries []NetworkEntry) []Violation {
-	type key struct {
-		host, reason string
-		port         int
-	}
-	index := map[key]int{}
-	var out []Violation
-	for _, e := range entries {
-		if notRefusal[e.Decision] {
-			continue
-		}
-		k := key{e.Host, e.Decision, e.Port}
-		if i, ok := index[k]; ok {
-			out[i].Count += e.Count
-			continue
-		}
-		index[k] = len(out)
-		out = append(out, Violation{Kind: "network", Host: e.Host, Port: e.Port, Reason: e.Decision, Count: e.Count, Action: "denied"})
-	}
-	return out
-}
-
-// netLimitHits counts, per limit ("connection limit", "byte limit"),
-// the connections it refused or cut.
-func netLimitHits(entries []NetworkEntry) map[string]int {
-	hits := map[string]int{}
-	for _, e := range entries {
-		for _, r := range []string{e.Decision, e.Cut} {
-			if r == proxy.ReasonConnLimit || r == proxy.ReasonByteLimit {
-				hits[r] += e.Count
-			}
-		}
-	}
-	if len(hits) == 0 {
-		return nil
-	}
-	return hits
-}
+// Refused says whether the entry is one of the policy's refusals (a
+// violation of the run), not an allowed request or an upstream failure.
+func (e Entry) Refused() bool { return !notRefusal[e.Decision] }

@@ -1,11 +1,13 @@
-package jail
+package hostprobe
 
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -24,6 +26,18 @@ type Host struct {
 	userNSCause userNSCause
 }
 
+// The names of check's lines that a run may also be let go without
+// (jail.Spec.AllowDegraded spells them alike).
+const (
+	LayerLandlock      = "landlock"
+	LayerSeccomp       = "seccomp"
+	LayerSeccompNotify = "seccomp-notify"
+	LayerCgroup        = "cgroup"
+	LayerMemory        = "memory"
+	LayerCPU           = "cpu"
+	LayerPids          = "pids"
+)
+
 // Layer is one line of `tooljail check`.
 type Layer struct {
 	Name     string `json:"name"`
@@ -38,15 +52,12 @@ var (
 	hostInfo Host
 )
 
-// ProbeHost reads what this host and user can enforce (without trying a
-// user namespace, unlike CheckHost). It is done once per process and
-// cached; Start uses it. A caller may call it early, in a goroutine, to
+// Probe reads what this host and user can enforce (without trying a
+// user namespace, unlike Check). It is done once per process and cached;
+// a jail's start uses it. A caller may call it early, in a goroutine, to
 // overlap it with its own start-up work (the CLI does, while it loads the
 // profile).
-func ProbeHost() Host { return probeHost() }
-
-// probeHost reads what the layers can do here; cheap, done once per process.
-func probeHost() Host {
+func Probe() Host {
 	hostOnce.Do(func() {
 		hostInfo = Host{
 			Landlock: landlock.Probe(),
@@ -89,12 +100,12 @@ func readUserNSKnobs() userNSKnobs {
 	}
 }
 
-// privileged says whether this process is real root: uid 0 with
+// Privileged says whether this process is real root: uid 0 with
 // CAP_SYS_ADMIN. Root in a container usually lacks the capability, and
 // cannot do what only real root may (clone a mount of the namespace it
 // is in, idmap a mount, keep setgroups); a run treats it as any other
 // caller: the jail runs as this process's own identity.
-func privileged() bool { return os.Geteuid() == 0 && hasCapSysAdmin() }
+func Privileged() bool { return os.Geteuid() == 0 && hasCapSysAdmin() }
 
 // hasCapSysAdmin says whether CAP_SYS_ADMIN is in this thread's
 // effective set (root in a container usually lacks it).
@@ -140,7 +151,21 @@ func readInt(path string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
+// argProbe is the argv[0] of Check's re-execution (runNSProbe).
 const argProbe = "tooljail-probe"
+
+// Child runs one of check's children when this process is one (the
+// namespaces and the mount API tried by Check, or the overlay tried by
+// ChangesLayer), and never returns in that case; otherwise it returns at
+// once. jail.Init calls it first thing in main.
+func Child() {
+	if len(os.Args) > 0 && os.Args[0] == argProbe {
+		probeChild()
+	}
+	if len(os.Args) == 2 && os.Args[0] == argOverlayProbe {
+		overlayProbeChild(os.Args[1])
+	}
+}
 
 // probeChild runs in a fresh set of namespaces, as the jail's init does,
 // and tries what the init needs: a private mount tree, a tmpfs through the
@@ -202,14 +227,11 @@ type HostCheck struct {
 	Container Container
 }
 
-// CheckHost probes every layer, including a real user namespace.
-func CheckHost() []Layer { return Check().Layers }
-
 // Check probes every layer, including a real user namespace set up as
 // the jail's init sets its own, and explains the layers a container
 // refuses.
 func Check() HostCheck {
-	h := probeHost()
+	h := Probe()
 	userns := h.UserNS
 	var probe nsProbe
 	if userns.Enforced {
@@ -256,4 +278,54 @@ func Check() HostCheck {
 	diagnose(&c, layers, in, h.userNSCause, probe)
 	layers = append(layers, allowModeLayers(userns, h.Landlock.ABI)...)
 	return HostCheck{Layers: layers, Container: c}
+}
+
+// allowModeLayers are check's lines for the allow mode: it needs what
+// every jail needs (userns, the user and network namespaces tried for
+// real), and Landlock ABI 4 for its second wall.
+func allowModeLayers(userns Layer, abi int) []Layer {
+	mode := Layer{Name: "network allow", Enforced: userns.Enforced}
+	if mode.Enforced {
+		mode.Detail = "--net allow: proxies and DNS served from listeners the jail makes in its own network namespace"
+	} else {
+		mode.Reason, mode.Fix = "it needs user and network namespaces: "+userns.Reason, userns.Fix
+	}
+	tcp := Layer{Name: "landlock tcp", Enforced: abi >= 4}
+	if tcp.Enforced {
+		tcp.Detail = fmt.Sprintf("ABI %d: in the allow mode TCP connect reaches only the proxies and DNS", abi)
+	} else {
+		tcp.Reason = fmt.Sprintf("Landlock ABI %d has no TCP rules: the allow mode relies on its namespace alone (no route out)", abi)
+		tcp.Fix = "Linux 6.7 or later with Landlock enabled (ABI 4)"
+	}
+	return []Layer{mode, tcp}
+}
+
+// NamespacesFailure tries, once per process, the namespaces the jail's
+// init makes, and says why they cannot be made ("" when they can). Probe
+// only reads the knobs that forbid them; this tries them for real.
+func NamespacesFailure() string {
+	if p := namespaceProbe(); p.step != "" {
+		return p.reason()
+	}
+	return ""
+}
+
+// namespaceProbe tries the namespaces the init makes, once per process.
+var namespaceProbe = sync.OnceValue(runNSProbe)
+
+// runNSProbe runs Check's child in a fresh set of namespaces, as the
+// jail's init sets its own, and says how it fared.
+func runNSProbe() nsProbe {
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{argProbe}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
+			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
+	}
+	err := cmd.Run()
+	return parseProbe(stderr.String(), err)
 }

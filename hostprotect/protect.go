@@ -1,4 +1,4 @@
-package jail
+package hostprotect
 
 import (
 	"bufio"
@@ -16,15 +16,6 @@ import (
 
 	"github.com/tooljail/tooljail/hostpath"
 )
-
-// Protected paths (Spec.Protect): in every writable bind, files that run on
-// the host later (git hooks and config, shell rc files, editor and agent
-// configuration) are bound read-only over themselves, as trusted files
-// are. Only names are looked at, never a walk: the bind's root, the
-// repositories at its first two levels, their submodules' git directories
-// and a core.hooksPath. What does not exist when the run starts cannot be
-// protected (a mount needs a mount point, and tooljail creates nothing on
-// the host); what git needs to find a repository's hooks must exist.
 
 // Bounds on what one bind's lookup reads, so that a workdir with huge
 // directories costs no more than this.
@@ -54,47 +45,33 @@ type protectLookup struct {
 	err error
 }
 
-// protectIn opens what names asks to protect in every writable bind of
-// mounts (srcs their opened sources) and returns the objects, to be bound
-// read-only over themselves, and their destinations in the jail, sorted.
-func protectIn(names []string, mounts []Mount, srcs []source) (objs []*hostpath.Object, dests []string, err error) {
-	if len(names) == 0 {
-		return nil, nil, nil
+// Open opens, below root (the opened source of one writable bind, shown
+// at dest in the jail), what names asks to protect, and returns the
+// objects, to be bound read-only over themselves, and their destinations
+// in the jail, sorted. On an error it closes what it opened.
+func Open(root *hostpath.Object, dest string, names []string) (objs []*hostpath.Object, dests []string, err error) {
+	l := &protectLookup{root: int(root.File.Fd()), host: root.Path, entries: names,
+		rels: map[string]bool{}, required: map[string]string{}, dirs: map[string]map[string]uint8{},
+		kinds: map[string]uint32{}}
+	l.find()
+	if l.err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dest, l.err)
 	}
-	defer func() {
-		if err != nil {
-			for _, o := range objs {
-				o.Close()
-			}
-			objs, dests = nil, nil
+	walk := root.Walk()
+	defer walk.Close()
+	if err := l.openAll(dest, walk, &objs, &dests); err != nil {
+		for _, o := range objs {
+			o.Close()
 		}
-	}()
-	for i, m := range mounts {
-		if m.Kind != MountBind || !m.Writable || i >= len(srcs) || srcs[i].obj == nil || !srcs[i].obj.IsDir() {
-			continue
-		}
-		root := srcs[i].obj
-		l := &protectLookup{root: int(root.File.Fd()), host: root.Path, entries: names,
-			rels: map[string]bool{}, required: map[string]string{}, dirs: map[string]map[string]uint8{},
-			kinds: map[string]uint32{}}
-		l.find()
-		if l.err != nil {
-			return objs, dests, fmt.Errorf("%s: %w", m.Dest, l.err)
-		}
-		walk := root.Walk()
-		err := l.openAll(m, walk, &objs, &dests)
-		walk.Close()
-		if err != nil {
-			return objs, dests, err
-		}
+		return nil, nil, err
 	}
-	sort.Sort(byDest{objs, dests})
 	return objs, dests, nil
 }
 
 // openAll opens l.rels, each through the directories walk opened before:
-// the objects and their destinations in m are appended to objs and dests.
-func (l *protectLookup) openAll(m Mount, walk *hostpath.Walker, objs *[]*hostpath.Object, dests *[]string) error {
+// the objects and their destinations below dest are appended to objs and
+// dests, in the order of their names.
+func (l *protectLookup) openAll(dest string, walk *hostpath.Walker, objs *[]*hostpath.Object, dests *[]string) error {
 	// Most names are not there. A directory asked for many (a worktree's
 	// top: every rc file and editor directory) is listed, once; for a
 	// few (a git directory's info, config.worktree) a failed open is
@@ -111,15 +88,15 @@ func (l *protectLookup) openAll(m Mount, walk *hostpath.Walker, objs *[]*hostpat
 		o, err := walk.Open(rel)
 		if err != nil {
 			if why, ok := l.required[rel]; ok {
-				return fmt.Errorf("%s: %s %s, so a command in the jail could plant what git runs on the host later; fix: %s", m.Dest, path.Join(m.Dest, rel), missingWhat(err), why)
+				return fmt.Errorf("%s: %s %s, so a command in the jail could plant what git runs on the host later; fix: %s", dest, path.Join(dest, rel), missingWhat(err), why)
 			}
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, hostpath.ErrSymlinkBeneath) || errors.Is(err, unix.ENOTDIR) {
 				continue // cannot be protected: the command could replace it anyway
 			}
-			return fmt.Errorf("protected path %s: %w", path.Join(m.Dest, rel), err)
+			return fmt.Errorf("protected path %s: %w", path.Join(dest, rel), err)
 		}
 		*objs = append(*objs, o)
-		*dests = append(*dests, path.Join(m.Dest, rel))
+		*dests = append(*dests, path.Join(dest, rel))
 	}
 	return nil
 }
@@ -572,17 +549,4 @@ func hooksPath(config []byte) string {
 		return ""
 	}
 	return value
-}
-
-// byDest sorts objects and their destinations together, by destination.
-type byDest struct {
-	objs  []*hostpath.Object
-	dests []string
-}
-
-func (b byDest) Len() int           { return len(b.dests) }
-func (b byDest) Less(i, j int) bool { return b.dests[i] < b.dests[j] }
-func (b byDest) Swap(i, j int) {
-	b.objs[i], b.objs[j] = b.objs[j], b.objs[i]
-	b.dests[i], b.dests[j] = b.dests[j], b.dests[i]
 }
