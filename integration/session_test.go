@@ -54,7 +54,7 @@ func TestSessionCLI(t *testing.T) {
 			t.Fatalf("call 1: %s", o)
 		}
 		o = tj("run", "-q", "--session", id, "--", "/bin/sh", "-c",
-			`cat /tmp/f; pwd; echo "one=$ONE"; sleep 2000`+marker+` & for i in $(seq 50); do `+helper+` fetch `+port+` && break; sleep 0.1; done`)
+			`cat /tmp/f; pwd; echo "one=$ONE"; sleep 2000`+marker+` & for i in $(seq 50); do r=$(`+helper+` fetch `+port+`); case "$r" in value*) echo "$r"; break;; esac; sleep 0.1; done`)
 		lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
 		if o.code != 0 || len(lines) < 4 || lines[0] != "kept" || lines[1] != w || lines[2] != "one=" ||
 			!strings.HasPrefix(lines[len(lines)-1], `value "hello from `) {
