@@ -39,8 +39,7 @@ type backend interface {
 	dirFD() int
 	addProc(pid int) error
 	joinThread() (leave func() error, err error)
-	stats() Stats
-	counters() Stats
+	stats(f Figures) Stats
 	kill() error
 	// remove removes the group's directories and, once they are gone,
 	// frees what the group held; on error it may be called again.
@@ -148,12 +147,28 @@ func (g *Group) AddProc(pid int) error { return g.b.addProc(pid) }
 func (g *Group) JoinThread() (leave func() error, err error) { return g.b.joinThread() }
 
 // Stats reads the figures. Call it before Delete.
-func (g *Group) Stats() Stats { return g.b.stats() }
+func (g *Group) Stats() Stats { return g.b.stats(AllFigures) }
 
-// Counters reads only the figures that count events (OOMKills,
-// PidsLimitHits, CPUThrottledUs), the others nil: a third of Stats's
-// files, for a baseline that a later Stats is compared with.
-func (g *Group) Counters() Stats { return g.b.counters() }
+// Figures reads only the figures of f, the others nil: fewer files, for
+// a reader that needs only some (a session's call).
+func (g *Group) Figures(f Figures) Stats { return g.b.stats(f) }
+
+// Figures is a set of a group's figures, by the files they come from.
+type Figures uint8
+
+const (
+	// Counters: OOMKills, PidsLimitHits, CPUThrottledUs (the figures that
+	// count events, for a baseline that a later read is compared with).
+	Counters Figures = 1 << iota
+	// Peaks: MemoryPeak, PidsPeak.
+	Peaks
+	// CPUUsage: CPUUserUsec, CPUSystemUsec.
+	CPUUsage
+	// Limit: MemoryLimit.
+	Limit
+
+	AllFigures = Counters | Peaks | CPUUsage | Limit
+)
 
 // Kill kills every process in the group and waits (up to 2 s) until the
 // group is empty.

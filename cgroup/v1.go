@@ -269,21 +269,15 @@ func (g *v1Group) joinThread() (leave func() error, err error) {
 	return back, nil
 }
 
-// stats adds the processes the OOM watcher killed to the kernel's count.
-func (g *v1Group) stats() Stats { return g.read(false) }
-
-// counters reads only the event counters (Group.Counters).
-func (g *v1Group) counters() Stats { return g.read(true) }
-
-// read settles the OOM watcher first, so that figures read right after
+// stats settles the OOM watcher first, so that figures read right after
 // the command died include the rest of the group, and adds what it
 // killed to the kernel's count.
-func (g *v1Group) read(counters bool) Stats {
+func (g *v1Group) stats(f Figures) Stats {
 	var extra int64
 	if g.oom != nil {
 		extra = g.oom.settle()
 	}
-	st := statsV1(g.dirs, g.res, counters)
+	st := statsV1(g.dirs, g.res, f)
 	if st.OOMKills != nil {
 		v := *st.OOMKills + extra
 		st.OOMKills = &v
@@ -308,26 +302,29 @@ func (g *v1Group) remove() error {
 	return errors.Join(errs...)
 }
 
-// statsV1 reads the figures of v1 group directories; only the event
-// counters when counters is set.
-func statsV1(dirs v1Dirs, r Resources, counters bool) Stats {
+// statsV1 reads the figures f of v1 group directories.
+func statsV1(dirs v1Dirs, r Resources, f Figures) Stats {
 	var st Stats
 	if d, ok := dirs[Memory]; ok {
-		if !counters {
+		if f&Peaks != 0 {
 			st.MemoryPeak = intFile(d, "memory.max_usage_in_bytes")
-			if r.Memory > 0 {
-				st.MemoryLimit = intFile(d, "memory.limit_in_bytes")
-			}
 		}
-		st.OOMKills = keyed(d, "memory.oom_control", "oom_kill")
+		if f&Limit != 0 && r.Memory > 0 {
+			st.MemoryLimit = intFile(d, "memory.limit_in_bytes")
+		}
+		if f&Counters != 0 {
+			st.OOMKills = keyed(d, "memory.oom_control", "oom_kill")
+		}
 	}
 	if d, ok := dirs[Pids]; ok {
-		if !counters {
+		if f&Peaks != 0 {
 			st.PidsPeak = intFile(d, "pids.peak")
 		}
-		st.PidsLimitHits = keyed(d, "pids.events", "max")
+		if f&Counters != 0 {
+			st.PidsLimitHits = keyed(d, "pids.events", "max")
+		}
 	}
-	if d, ok := dirs["cpuacct"]; ok && !counters {
+	if d, ok := dirs["cpuacct"]; ok && f&CPUUsage != 0 {
 		// usage_user/usage_sys are nanoseconds (4.7+); cpuacct.stat is
 		// in USER_HZ ticks, the fallback.
 		u, uerr := readInt(d, "cpuacct.usage_user")
@@ -340,7 +337,7 @@ func statsV1(dirs v1Dirs, r Resources, counters bool) Stats {
 			st.CPUSystemUsec = ticksToUsec(m, "system")
 		}
 	}
-	if d, ok := dirs[CPU]; ok {
+	if d, ok := dirs[CPU]; ok && f&Counters != 0 {
 		if ns := keyed(d, "cpu.stat", "throttled_time"); ns != nil {
 			us := *ns / 1000
 			st.CPUThrottledUs = &us

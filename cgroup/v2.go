@@ -171,16 +171,7 @@ func (g *v2Group) joinThread() (func() error, error) {
 	return nil, fmt.Errorf("cgroup: JoinThread is for v1 groups; on v2 clone into the group with DirFD")
 }
 
-func (g *v2Group) stats() Stats { return statsV2(g.dir, g.res) }
-
-// counters reads only the event counters (Group.Counters).
-func (g *v2Group) counters() Stats {
-	st := Stats{OOMKills: keyed(g.dir, "memory.events", "oom_kill"), PidsLimitHits: keyed(g.dir, "pids.events", "max")}
-	if cpu, err := readKeyed(g.dir, "cpu.stat"); err == nil {
-		st.CPUThrottledUs = ptr(cpu, "throttled_usec")
-	}
-	return st
-}
+func (g *v2Group) stats(f Figures) Stats { return statsV2(g.dir, g.res, f) }
 
 func (g *v2Group) kill() error { return killV2(g.dir) }
 
@@ -198,20 +189,31 @@ func (g *v2Group) remove() error {
 	return nil
 }
 
-// statsV2 reads the figures of a v2 group directory.
-func statsV2(dir string, r Resources) Stats {
+// statsV2 reads the figures f of a v2 group directory.
+func statsV2(dir string, r Resources, f Figures) Stats {
 	var st Stats
-	st.MemoryPeak = intFile(dir, "memory.peak")
-	if r.Memory > 0 {
+	if f&Peaks != 0 {
+		st.MemoryPeak = intFile(dir, "memory.peak")
+		st.PidsPeak = intFile(dir, "pids.peak")
+	}
+	if f&Limit != 0 && r.Memory > 0 {
 		st.MemoryLimit = intFile(dir, "memory.max")
 	}
-	st.OOMKills = keyed(dir, "memory.events", "oom_kill")
-	st.PidsPeak = intFile(dir, "pids.peak")
-	st.PidsLimitHits = keyed(dir, "pids.events", "max")
+	if f&Counters != 0 {
+		st.OOMKills = keyed(dir, "memory.events", "oom_kill")
+		st.PidsLimitHits = keyed(dir, "pids.events", "max")
+	}
+	if f&(CPUUsage|Counters) == 0 {
+		return st
+	}
 	if cpu, err := readKeyed(dir, "cpu.stat"); err == nil {
-		st.CPUUserUsec = ptr(cpu, "user_usec")
-		st.CPUSystemUsec = ptr(cpu, "system_usec")
-		st.CPUThrottledUs = ptr(cpu, "throttled_usec")
+		if f&CPUUsage != 0 {
+			st.CPUUserUsec = ptr(cpu, "user_usec")
+			st.CPUSystemUsec = ptr(cpu, "system_usec")
+		}
+		if f&Counters != 0 {
+			st.CPUThrottledUs = ptr(cpu, "throttled_usec")
+		}
 	}
 	return st
 }

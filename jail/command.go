@@ -552,7 +552,11 @@ func (c *Cmd) collectEvidence() (violations []seccomp.Violation, denials []landl
 	}
 	switch {
 	case c.sessionCall() && c.sess.init.group != nil:
-		stats = sessionCallStats(c.groupStart, c.sess.init.group.Stats())
+		// What a call's report takes of the session's figures (its CPU
+		// time is its own, from its exit record).
+		end := c.sess.init.group.Figures(cgroup.Counters | cgroup.Peaks)
+		end.MemoryLimit = c.sess.memoryLimit()
+		stats = sessionCallStats(c.groupStart, end)
 	case c.group != nil:
 		stats = c.group.Stats()
 	}

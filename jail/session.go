@@ -58,10 +58,13 @@ type Session struct {
 	last     time.Time // the last call's end (or the start)
 	stopped  bool
 	stopOnce sync.Once
-	kept     []*seccomp.Monitor // of calls that kept their processes
-	result   *SessionResult
-	idle     *time.Timer
-	maxLife  *time.Timer
+	// The memory cap as the kernel stored it, read once (memoryLimit).
+	limitOnce sync.Once
+	memLimit  *int64
+	kept      []*seccomp.Monitor // of calls that kept their processes
+	result    *SessionResult
+	idle      *time.Timer
+	maxLife   *time.Timer
 }
 
 // SessionLimits bound a session's life; zero is no bound.
@@ -292,7 +295,7 @@ func (c *Cmd) startSessionCall() error {
 	c.res.Session = &SessionCall{ID: s.id, Call: s.calls, KeepRunning: c.KeepRunning}
 	s.mu.Unlock()
 	if init.group != nil {
-		c.groupStart = init.group.Counters()
+		c.groupStart = init.group.Figures(cgroup.Counters)
 	}
 	err := c.giveCall(&init.mu, callMsg{dir: c.Spec.Dir, tty: c.TTY, keep: c.KeepRunning}, "the session")
 	if err != nil {
@@ -361,6 +364,13 @@ func (c *Cmd) killCall() {
 func (c *Cmd) sendKill() {
 	msg := binary.NativeEndian.AppendUint32(nil, C.TJ_KILL_MAGIC)
 	unix.Sendmsg(c.sock, msg, nil, nil, unix.MSG_NOSIGNAL)
+}
+
+// memoryLimit is the session's memory cap as the kernel stored it: it
+// does not change, so the first call reads it.
+func (s *Session) memoryLimit() *int64 {
+	s.limitOnce.Do(func() { s.memLimit = s.init.group.Figures(cgroup.Limit).MemoryLimit })
+	return s.memLimit
 }
 
 // sessionCallStats is a call's share of the session's cgroup figures,
