@@ -83,28 +83,9 @@ int tj_net_listeners(struct tj_builder *b) {
 		struct tj_record rec;
 		memset(&rec, 0, offsetof(struct tj_record, path) + 1);
 		rec.type = TJ_REC_NET;
-		struct iovec iov = {&rec, tj_record_size(&rec)};
-		union {
-			char buf[CMSG_SPACE(sizeof fds)];
-			struct cmsghdr align;
-		} u;
-		memset(&u, 0, sizeof u);
-		struct msghdr mh;
-		memset(&mh, 0, sizeof mh);
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof u.buf;
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof fds);
-		memcpy(CMSG_DATA(c), fds, sizeof fds);
-		ssize_t n;
-		while ((n = sendmsg(b->sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-		}
+		long n = tj_send_fds(b->sock, &rec, tj_record_size(&rec), fds, 4);
 		if (n < 0) {
-			r = tj_failed(b, TJ_I_NET_LISTEN, TJ_OP_SEND, errno, 0, NULL);
+			r = tj_failed(b, TJ_I_NET_LISTEN, TJ_OP_SEND, (int)-n, 0, NULL);
 		}
 	}
 	// Wait for the supervisor's byte: it serves them. Without it the

@@ -334,29 +334,9 @@ static int tj_go_ahead(struct tj_builder *b, const int fds[3]) {
 		return -1;
 	}
 	char go = 'g';
-	struct iovec iov = {&go, 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 3)];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof u);
-	struct msghdr mh;
-	memset(&mh, 0, sizeof mh);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof u.buf;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * 3);
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * 3);
-	ssize_t n;
-	do {
-		n = sendmsg(tj_ahead.go_fd, &mh, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
+	long n = tj_send_fds(tj_ahead.go_fd, &go, 1, fds, 3);
 	char took = 0;
-	if (n == 1) {
+	if (n == 0) {
 		do {
 			n = read(tj_ahead.go_fd, &took, 1);
 		} while (n < 0 && errno == EINTR);

@@ -109,29 +109,36 @@ size_t tj_record_size(const struct tj_record *r) {
 }
 
 long tj_send_record(int sock, const struct tj_record *r, size_t n, int fd) {
-	struct iovec iov = {(void *)r, n};
+	return tj_send_fds(sock, r, n, &fd, fd >= 0 ? 1 : 0);
+}
+
+long tj_send_fds(int sock, const void *data, size_t n, const int *fds, int nfds) {
+	struct iovec iov = {(void *)data, n};
 	struct msghdr mh;
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * TJ_MAX_SEND_FDS)];
 		struct cmsghdr align;
 	} u;
+	if (nfds < 0 || nfds > TJ_MAX_SEND_FDS) {
+		return -EINVAL;
+	}
 	memset(&mh, 0, sizeof mh);
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
-	if (fd >= 0) {
+	if (nfds > 0) {
 		memset(&u, 0, sizeof u);
 		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
 		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
 	}
-	long r2;
-	while ((r2 = SYS3(SYS_sendmsg, sock, &mh, MSG_NOSIGNAL)) == -EINTR) {
+	long r;
+	while ((r = SYS3(SYS_sendmsg, sock, &mh, MSG_NOSIGNAL)) == -EINTR) {
 	}
-	return r2 < 0 ? r2 : 0;
+	return r < 0 ? r : 0;
 }
 
 // tj_fail tells the init what failed (it passes the record on to the

@@ -151,6 +151,11 @@ long tj_stage2_start(const struct tj_stage2 *s);
 // SCM_RIGHTS; 0 or -errno.
 long tj_send_record(int sock, const struct tj_record *r, size_t n, int fd);
 
+// tj_send_fds sends the n bytes of data with the nfds descriptors of fds
+// (at most TJ_MAX_SEND_FDS) as SCM_RIGHTS, in one packet; 0 or -errno.
+#define TJ_MAX_SEND_FDS 4
+long tj_send_fds(int sock, const void *data, size_t n, const int *fds, int nfds);
+
 // tj_record_size is the part of r to send: up to the end of its path.
 size_t tj_record_size(const struct tj_record *r);
 
