@@ -73,8 +73,14 @@ func readFile(p string) ([]byte, error) {
 	}
 }
 
-func readString(dir, name string) (string, error) {
-	b, err := readFile(filepath.Join(dir, name))
+// reader reads a whole file by its path: readFile, or a group's
+// figureFiles.
+type reader func(path string) ([]byte, error)
+
+func readString(dir, name string) (string, error) { return readStringBy(readFile, dir, name) }
+
+func readStringBy(rd reader, dir, name string) (string, error) {
+	b, err := rd(filepath.Join(dir, name))
 	if err != nil {
 		return "", err
 	}
@@ -82,8 +88,10 @@ func readString(dir, name string) (string, error) {
 }
 
 // readInt reads a file holding one integer ("max" reads as -1).
-func readInt(dir, name string) (int64, error) {
-	s, err := readString(dir, name)
+func readInt(dir, name string) (int64, error) { return readIntBy(readFile, dir, name) }
+
+func readIntBy(rd reader, dir, name string) (int64, error) {
+	s, err := readStringBy(rd, dir, name)
 	if err != nil {
 		return 0, err
 	}
@@ -116,8 +124,10 @@ func parseKeyed(b []byte) map[string]int64 {
 	return m
 }
 
-func readKeyed(dir, name string) (map[string]int64, error) {
-	b, err := readFile(filepath.Join(dir, name))
+func readKeyed(dir, name string) (map[string]int64, error) { return readKeyedBy(readFile, dir, name) }
+
+func readKeyedBy(rd reader, dir, name string) (map[string]int64, error) {
+	b, err := rd(filepath.Join(dir, name))
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +136,10 @@ func readKeyed(dir, name string) (map[string]int64, error) {
 
 // keyed returns a pointer to key of file name, or nil when the file or the
 // key is absent: a figure the host cannot give is never a made-up zero.
-func keyed(dir, name, key string) *int64 {
-	m, err := readKeyed(dir, name)
+func keyed(dir, name, key string) *int64 { return keyedBy(readFile, dir, name, key) }
+
+func keyedBy(rd reader, dir, name, key string) *int64 {
+	m, err := readKeyedBy(rd, dir, name)
 	if err != nil {
 		return nil
 	}
@@ -138,8 +150,10 @@ func keyed(dir, name, key string) *int64 {
 	return &v
 }
 
-func intFile(dir, name string) *int64 {
-	v, err := readInt(dir, name)
+func intFile(dir, name string) *int64 { return intFileBy(readFile, dir, name) }
+
+func intFileBy(rd reader, dir, name string) *int64 {
+	v, err := readIntBy(rd, dir, name)
 	if err != nil {
 		return nil
 	}

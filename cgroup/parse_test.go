@@ -148,7 +148,7 @@ func TestStatsV2Fake(t *testing.T) {
 		"pids.events":   "max 7\n",
 		"cpu.stat":      "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 20\nnr_throttled 9\nthrottled_usec 4242\n",
 	})
-	st := statsV2(d, Resources{Memory: 512 * mib}, AllFigures)
+	st := statsV2(readFile, d, Resources{Memory: 512 * mib}, AllFigures)
 	want := map[string]int64{"peak": 104857600, "limit": 536870912, "oom": 3, "pidspeak": 32, "hits": 7, "user": 1000, "sys": 500, "thr": 4242}
 	got := map[string]*int64{"peak": st.MemoryPeak, "limit": st.MemoryLimit, "oom": st.OOMKills, "pidspeak": st.PidsPeak, "hits": st.PidsLimitHits, "user": st.CPUUserUsec, "sys": st.CPUSystemUsec, "thr": st.CPUThrottledUs}
 	for k, w := range want {
@@ -162,7 +162,7 @@ func TestStatsV2Fake(t *testing.T) {
 		"memory.events": "oom_kill 0\n",
 		"cpu.stat":      "usage_usec 10\nuser_usec 6\nsystem_usec 4\n",
 	})
-	st = statsV2(d, Resources{}, AllFigures)
+	st = statsV2(readFile, d, Resources{}, AllFigures)
 	if st.MemoryPeak != nil || st.PidsPeak != nil || st.PidsLimitHits != nil || st.CPUThrottledUs != nil || st.MemoryLimit != nil {
 		t.Errorf("absent figures reported: %+v", st)
 	}
@@ -181,7 +181,7 @@ func TestStatsV1Fake(t *testing.T) {
 	cpu := fakeDir(t, map[string]string{"cpu.stat": "nr_periods 3\nnr_throttled 2\nthrottled_time 5000000\n"})
 	pids := fakeDir(t, map[string]string{"pids.events": "max 4\n"})
 	dirs := v1Dirs{Memory: mem, "cpuacct": acct, CPU: cpu, Pids: pids}
-	st := statsV1(dirs, Resources{Memory: 4096}, AllFigures)
+	st := statsV1(readFile, dirs, Resources{Memory: 4096}, AllFigures)
 	chk := func(name string, p *int64, want int64) {
 		if p == nil || *p != want {
 			t.Errorf("%s = %s, want %d", name, fmtp(p), want)
@@ -198,7 +198,7 @@ func TestStatsV1Fake(t *testing.T) {
 		t.Errorf("pids.peak absent but PidsPeak = %d", *st.PidsPeak)
 	}
 	// The counters alone: the same counts, and nothing else read.
-	c := statsV1(dirs, Resources{Memory: 4096}, Counters)
+	c := statsV1(readFile, dirs, Resources{Memory: 4096}, Counters)
 	chk("counters: oom", c.OOMKills, 2)
 	chk("counters: hits", c.PidsLimitHits, 4)
 	chk("counters: throttled", c.CPUThrottledUs, 5000)

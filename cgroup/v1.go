@@ -205,6 +205,7 @@ type v1Group struct {
 	homes map[string]string // hierarchy -> the supervisor's own cgroup
 	res   Resources
 	oom   *oomWatcher // with a memory cap: v1 has no memory.oom.group
+	files figureFiles
 }
 
 // v1JoinOrder is the order addProc and joinThread enter the v1
@@ -277,7 +278,7 @@ func (g *v1Group) stats(f Figures) Stats {
 	if g.oom != nil {
 		extra = g.oom.settle()
 	}
-	st := statsV1(g.dirs, g.res, f)
+	st := statsV1(g.files.read, g.dirs, g.res, f)
 	if st.OOMKills != nil {
 		v := *st.OOMKills + extra
 		st.OOMKills = &v
@@ -290,11 +291,13 @@ func (g *v1Group) kill() error {
 	return err
 }
 
-// remove stops the OOM watcher and removes every directory.
+// remove stops the OOM watcher, closes the figure files and removes every
+// directory.
 func (g *v1Group) remove() error {
 	if g.oom != nil {
 		g.oom.stop()
 	}
+	g.files.close()
 	var errs []error
 	for _, d := range g.dirs.sorted() {
 		errs = append(errs, rmdirRetry(d))
@@ -303,42 +306,42 @@ func (g *v1Group) remove() error {
 }
 
 // statsV1 reads the figures f of v1 group directories.
-func statsV1(dirs v1Dirs, r Resources, f Figures) Stats {
+func statsV1(rd reader, dirs v1Dirs, r Resources, f Figures) Stats {
 	var st Stats
 	if d, ok := dirs[Memory]; ok {
 		if f&Peaks != 0 {
-			st.MemoryPeak = intFile(d, "memory.max_usage_in_bytes")
+			st.MemoryPeak = intFileBy(rd, d, "memory.max_usage_in_bytes")
 		}
 		if f&Limit != 0 && r.Memory > 0 {
-			st.MemoryLimit = intFile(d, "memory.limit_in_bytes")
+			st.MemoryLimit = intFileBy(rd, d, "memory.limit_in_bytes")
 		}
 		if f&Counters != 0 {
-			st.OOMKills = keyed(d, "memory.oom_control", "oom_kill")
+			st.OOMKills = keyedBy(rd, d, "memory.oom_control", "oom_kill")
 		}
 	}
 	if d, ok := dirs[Pids]; ok {
 		if f&Peaks != 0 {
-			st.PidsPeak = intFile(d, "pids.peak")
+			st.PidsPeak = intFileBy(rd, d, "pids.peak")
 		}
 		if f&Counters != 0 {
-			st.PidsLimitHits = keyed(d, "pids.events", "max")
+			st.PidsLimitHits = keyedBy(rd, d, "pids.events", "max")
 		}
 	}
 	if d, ok := dirs["cpuacct"]; ok && f&CPUUsage != 0 {
 		// usage_user/usage_sys are nanoseconds (4.7+); cpuacct.stat is
 		// in USER_HZ ticks, the fallback.
-		u, uerr := readInt(d, "cpuacct.usage_user")
-		s, serr := readInt(d, "cpuacct.usage_sys")
+		u, uerr := readIntBy(rd, d, "cpuacct.usage_user")
+		s, serr := readIntBy(rd, d, "cpuacct.usage_sys")
 		if uerr == nil && serr == nil {
 			u, s = u/1000, s/1000
 			st.CPUUserUsec, st.CPUSystemUsec = &u, &s
-		} else if m, err := readKeyed(d, "cpuacct.stat"); err == nil {
+		} else if m, err := readKeyedBy(rd, d, "cpuacct.stat"); err == nil {
 			st.CPUUserUsec = ticksToUsec(m, "user")
 			st.CPUSystemUsec = ticksToUsec(m, "system")
 		}
 	}
 	if d, ok := dirs[CPU]; ok && f&Counters != 0 {
-		if ns := keyed(d, "cpu.stat", "throttled_time"); ns != nil {
+		if ns := keyedBy(rd, d, "cpu.stat", "throttled_time"); ns != nil {
 			us := *ns / 1000
 			st.CPUThrottledUs = &us
 		}

@@ -154,9 +154,10 @@ func applyV2(dir string, r Resources) error {
 // v2Group is a run's group on cgroup v2: one directory, entered by
 // CLONE_INTO_CGROUP through fd.
 type v2Group struct {
-	dir string
-	fd  int // O_PATH fd of dir until remove, then -1
-	res Resources
+	dir   string
+	fd    int // O_PATH fd of dir until remove, then -1
+	res   Resources
+	files figureFiles
 }
 
 func (g *v2Group) mode() Mode { return ModeV2 }
@@ -171,13 +172,14 @@ func (g *v2Group) joinThread() (func() error, error) {
 	return nil, fmt.Errorf("cgroup: JoinThread is for v1 groups; on v2 clone into the group with DirFD")
 }
 
-func (g *v2Group) stats(f Figures) Stats { return statsV2(g.dir, g.res, f) }
+func (g *v2Group) stats(f Figures) Stats { return statsV2(g.files.read, g.dir, g.res, f) }
 
 func (g *v2Group) kill() error { return killV2(g.dir) }
 
 // remove removes the directory, then closes the fd and drops the group's
 // hold on the owner directory (the last one removes it).
 func (g *v2Group) remove() error {
+	g.files.close()
 	if err := rmdirRetry(g.dir); err != nil {
 		return err
 	}
@@ -190,23 +192,23 @@ func (g *v2Group) remove() error {
 }
 
 // statsV2 reads the figures f of a v2 group directory.
-func statsV2(dir string, r Resources, f Figures) Stats {
+func statsV2(rd reader, dir string, r Resources, f Figures) Stats {
 	var st Stats
 	if f&Peaks != 0 {
-		st.MemoryPeak = intFile(dir, "memory.peak")
-		st.PidsPeak = intFile(dir, "pids.peak")
+		st.MemoryPeak = intFileBy(rd, dir, "memory.peak")
+		st.PidsPeak = intFileBy(rd, dir, "pids.peak")
 	}
 	if f&Limit != 0 && r.Memory > 0 {
-		st.MemoryLimit = intFile(dir, "memory.max")
+		st.MemoryLimit = intFileBy(rd, dir, "memory.max")
 	}
 	if f&Counters != 0 {
-		st.OOMKills = keyed(dir, "memory.events", "oom_kill")
-		st.PidsLimitHits = keyed(dir, "pids.events", "max")
+		st.OOMKills = keyedBy(rd, dir, "memory.events", "oom_kill")
+		st.PidsLimitHits = keyedBy(rd, dir, "pids.events", "max")
 	}
 	if f&(CPUUsage|Counters) == 0 {
 		return st
 	}
-	if cpu, err := readKeyed(dir, "cpu.stat"); err == nil {
+	if cpu, err := readKeyedBy(rd, dir, "cpu.stat"); err == nil {
 		if f&CPUUsage != 0 {
 			st.CPUUserUsec = ptr(cpu, "user_usec")
 			st.CPUSystemUsec = ptr(cpu, "system_usec")
