@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,6 +108,64 @@ func TestSessionCLI(t *testing.T) {
 		audit, _ := os.ReadFile(s.audit)
 		if n := strings.Count(string(audit), `"session":{"id":"`); n != 3 {
 			t.Errorf("%d session lines in the audit log, want 3:\n%s", n, audit)
+		}
+	})
+}
+
+// Every call of a session is confined as a run's command is, whichever
+// way its stage 2 started: ahead of the call (the session's workdir), or
+// for the call (another working directory), and again ahead after that.
+// Each has no capability and one seccomp filter, its denied mount is
+// refused and in its own report, and /usr stays read-only.
+func TestSessionCallsConfined(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.startServer(t, "")
+		w := u.workdir(t)
+		tj := func(args ...string) *outcome {
+			t.Helper()
+			return u.exec(t, run{args: args, dir: w, env: []string{"TOOLJAIL_SERVER=" + s.sock}})
+		}
+		args := []string{"session", "start", "--workdir", w}
+		if s.profile != "" {
+			args = append(args, "--profile", s.profile)
+		}
+		o := tj(args...)
+		id := strings.TrimSpace(o.stdout)
+		if o.code != 0 || len(id) != 32 {
+			t.Fatalf("session start: %s", o)
+		}
+		defer tj("session", "stop", id)
+		rep := filepath.Join(u.dir(t), "report.json")
+		for i, dir := range []string{"", "/tmp", ""} {
+			call := []string{"run", "--session", id, "--report", rep}
+			if dir != "" {
+				call = append(call, "--workdir", dir)
+			}
+			o := tj(append(call, "--", filepath.Join(w, "tjhelper"), "caps", ";", "mount-tmpfs", "/tmp", ";", "write", "/usr/tjtest", "1")...)
+			lines := o.ok(t, 3)
+			var caps map[string]string
+			o.value(t, 0, &caps)
+			for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+				if caps[k] != "0000000000000000" {
+					t.Errorf("call %d: %s = %q, want all zero", i, k, caps[k])
+				}
+			}
+			if caps["NoNewPrivs"] != "1" || caps["Seccomp"] != "2" || caps["Seccomp_filters"] != "1" {
+				t.Errorf("call %d: no_new_privs %q, seccomp %q with %q filters; want 1, 2 (filter) and one", i, caps["NoNewPrivs"], caps["Seccomp"], caps["Seccomp_filters"])
+			}
+			if lines[1] != "errno EPERM" || !failed(lines[2]) {
+				t.Errorf("call %d: mount %s (want EPERM), write /usr %s (want a failure)", i, lines[1], lines[2])
+			}
+			b, err := os.ReadFile(rep)
+			var r struct {
+				Violations []struct{ Kind, Syscall string } `json:"violations"`
+			}
+			if err != nil || json.Unmarshal(b, &r) != nil || len(r.Violations) != 1 || r.Violations[0].Syscall != "mount" {
+				t.Errorf("call %d's report: violations %+v (%v), want its mount", i, r.Violations, err)
+			}
+		}
+		if _, err := os.Stat("/usr/tjtest"); err == nil {
+			t.Error("a session call wrote /usr/tjtest on the host")
 		}
 	})
 }
