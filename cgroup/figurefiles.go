@@ -32,23 +32,7 @@ func (f *figureFiles) read(p string) ([]byte, error) {
 		}
 		f.fds[p] = fd
 	}
-	b := make([]byte, 0, 512)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := unix.Pread(fd, b[len(b):cap(b)], int64(len(b)))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: p, Err: err}
-		}
-		if n == 0 {
-			return b, nil
-		}
-		b = b[:len(b)+n]
-	}
+	return readAt0(fd, p)
 }
 
 // close closes every descriptor; read opens them again if called after.

@@ -54,12 +54,19 @@ func readFile(p string) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer unix.Close(fd)
+	return readAt0(fd, p)
+}
+
+// readAt0 reads the open file fd (at path p, for errors) whole from
+// offset 0, whatever was read of it before: a cgroupfs or procfs file's
+// text is made anew by a read from its start (figureFiles relies on it).
+func readAt0(fd int, p string) ([]byte, error) {
 	b := make([]byte, 0, 4096)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
+		n, err := unix.Pread(fd, b[len(b):cap(b)], int64(len(b)))
 		if err == unix.EINTR {
 			continue
 		}
