@@ -21,23 +21,7 @@ func TestSessionCLI(t *testing.T) {
 		s := u.startServer(t, "")
 		w := u.workdir(t)
 		helper := filepath.Join(w, "tjhelper")
-		tj := func(args ...string) *outcome {
-			t.Helper()
-			return u.exec(t, run{args: args, dir: w, env: []string{"TOOLJAIL_SERVER=" + s.sock}})
-		}
-		start := func(extra ...string) string {
-			t.Helper()
-			args := append([]string{"session", "start", "--workdir", w}, extra...)
-			if s.profile != "" {
-				args = append(args, "--profile", s.profile)
-			}
-			o := tj(args...)
-			id := strings.TrimSpace(o.stdout)
-			if o.code != 0 || len(id) != 32 {
-				t.Fatalf("session start: %s", o)
-			}
-			return id
-		}
+		tj, start := sessionCLI(t, u, s, w)
 		fds := func() int {
 			ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.cmd.Process.Pid))
 			return len(ents)
@@ -121,19 +105,8 @@ func TestSessionCallsConfined(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		s := u.startServer(t, "")
 		w := u.workdir(t)
-		tj := func(args ...string) *outcome {
-			t.Helper()
-			return u.exec(t, run{args: args, dir: w, env: []string{"TOOLJAIL_SERVER=" + s.sock}})
-		}
-		args := []string{"session", "start", "--workdir", w}
-		if s.profile != "" {
-			args = append(args, "--profile", s.profile)
-		}
-		o := tj(args...)
-		id := strings.TrimSpace(o.stdout)
-		if o.code != 0 || len(id) != 32 {
-			t.Fatalf("session start: %s", o)
-		}
+		tj, start := sessionCLI(t, u, s, w)
+		id := start()
 		defer tj("session", "stop", id)
 		rep := filepath.Join(u.dir(t), "report.json")
 		for i, dir := range []string{"", "/tmp", ""} {
@@ -168,4 +141,27 @@ func TestSessionCallsConfined(t *testing.T) {
 			t.Error("a session call wrote /usr/tjtest on the host")
 		}
 	})
+}
+
+// sessionCLI is u's CLI in workdir w against server s (tj), and a session
+// start there with the server's profile that returns the session's id.
+func sessionCLI(t *testing.T, u *user, s *server, w string) (tj func(args ...string) *outcome, start func(extra ...string) string) {
+	tj = func(args ...string) *outcome {
+		t.Helper()
+		return u.exec(t, run{args: args, dir: w, env: []string{"TOOLJAIL_SERVER=" + s.sock}})
+	}
+	start = func(extra ...string) string {
+		t.Helper()
+		args := append([]string{"session", "start", "--workdir", w}, extra...)
+		if s.profile != "" {
+			args = append(args, "--profile", s.profile)
+		}
+		o := tj(args...)
+		id := strings.TrimSpace(o.stdout)
+		if o.code != 0 || len(id) != 32 {
+			t.Fatalf("session start: %s", o)
+		}
+		return id
+	}
+	return tj, start
 }
