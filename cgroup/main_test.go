@@ -49,6 +49,15 @@ func runChild(mode string, args []string) {
 		leaderJoin()
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "ownname": // print the owner name it reads of itself, 200 times
+		for i := 0; i < 200; i++ {
+			start, err := procStartTime(os.Getpid())
+			if err != nil {
+				os.Exit(5)
+			}
+			fmt.Println(ownerName(os.Getpid(), start, pidNS()))
+		}
+		time.Sleep(time.Hour)
 	case "touch": // touch args[0] MiB, then exit
 		n, _ := strconv.Atoi(args[0])
 		touch(n)

@@ -1,8 +1,10 @@
 package cgroup
 
 import (
+	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -250,6 +252,37 @@ func TestStaleDirsFake(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("staleDirs = %+v, want %+v", got, want)
+	}
+}
+
+// A supervisor's name for itself is the name another supervisor reads of
+// it, every time: else each judges the other dead and removes its groups.
+// Under qemu-user (the arm64 unit tests) a read of /proc/<own pid>/stat by
+// path gets an invented start time that moves between reads.
+func TestOwnerNameAgreesWithOthers(t *testing.T) {
+	c := exec.Command("/proc/self/exe")
+	c.Env = append(os.Environ(), "TJCG_CHILD=ownname")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	sc := bufio.NewScanner(out)
+	n := 0
+	for ; n < 200 && sc.Scan(); n++ {
+		start, err := procStartTime(c.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if theirs, ours := sc.Text(), ownerName(c.Process.Pid, start, pidNS()); theirs != ours {
+			t.Fatalf("read %d: the child names itself %s, another process names it %s", n, theirs, ours)
+		}
+	}
+	if n != 200 {
+		t.Fatalf("the child printed %d names, want 200 (%v)", n, sc.Err())
 	}
 }
 

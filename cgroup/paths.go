@@ -119,11 +119,36 @@ func pidNS() uint64 {
 
 // procStartTime reads the start time (clock ticks after boot) of pid.
 func procStartTime(pid int) (uint64, error) {
-	b, err := readFile(fmt.Sprintf("/proc/%d/stat", pid))
+	b, err := readProcStat(pid)
 	if err != nil {
 		return 0, err
 	}
 	return parseStatStartTime(b)
+}
+
+// procDir is a descriptor of /proc, opened once.
+var procDir = sync.OnceValues(func() (int, error) {
+	return unix.Open("/proc", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+})
+
+// readProcStat reads /proc/<pid>/stat through a descriptor of /proc, not by
+// its path: qemu-user answers an open of "/proc/<own pid>/stat" with a
+// made-up line whose start time moves by a few ticks from read to read and
+// is not the kernel's, so an emulated supervisor's owner name would not
+// match what another supervisor reads of it, and each would judge the other
+// dead and remove its groups. The kernel's line comes through openat.
+func readProcStat(pid int) ([]byte, error) {
+	d, err := procDir()
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: "/proc", Err: err}
+	}
+	name := strconv.Itoa(pid) + "/stat"
+	fd, err := unix.Openat(d, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: "/proc/" + name, Err: err}
+	}
+	defer unix.Close(fd)
+	return readAt0(fd, "/proc/"+name)
 }
 
 // parseStatStartTime takes field 22 of a /proc/<pid>/stat line. The comm
@@ -147,7 +172,7 @@ func parseStatStartTime(b []byte) (uint64, error) {
 // PID 1, which may take its time) reaps it, and its groups must go at the
 // next server's start all the same.
 func ownerAlive(pid int, start uint64) bool {
-	b, err := readFile(fmt.Sprintf("/proc/%d/stat", pid))
+	b, err := readProcStat(pid)
 	if err != nil {
 		return false
 	}
