@@ -11,7 +11,8 @@ import (
 // open: a session's calls read the same ones at every call, and an open
 // cgroup file read again from offset 0 gives its text made anew (the
 // kernel's seq_file starts over at offset 0), without the path lookup of
-// another open. close closes them, before the group's directories go.
+// another open. Only figure files, made in one piece (readFigureAt0).
+// close closes them, before the group's directories go.
 type figureFiles struct {
 	mu  sync.Mutex
 	fds map[string]int
@@ -32,7 +33,7 @@ func (f *figureFiles) read(p string) ([]byte, error) {
 		}
 		f.fds[p] = fd
 	}
-	return readAt0(fd, p)
+	return readFigureAt0(fd, p)
 }
 
 // close closes every descriptor; read opens them again if called after.

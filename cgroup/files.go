@@ -60,12 +60,23 @@ func readFile(p string) ([]byte, error) {
 // readAt0 reads the open file fd (at path p, for errors) whole from
 // offset 0, whatever was read of it before: a cgroupfs or procfs file's
 // text is made anew by a read from its start (figureFiles relies on it).
-func readAt0(fd int, p string) ([]byte, error) {
+// It reads until a read returns nothing: a seq_file of many records (a
+// cgroup.procs) returns short reads at record boundaries before its end.
+func readAt0(fd int, p string) ([]byte, error) { return readFrom0(fd, p, false) }
+
+// readFigureAt0 is readAt0 for a cgroup figure file, which the kernel
+// makes in one piece (one seq_show, no seq_start: kernfs then works as
+// single_open does), so a read shorter than asked is the end: one read, not
+// two, for each figure a call reads.
+func readFigureAt0(fd int, p string) ([]byte, error) { return readFrom0(fd, p, true) }
+
+func readFrom0(fd int, p string, onePiece bool) ([]byte, error) {
 	b := make([]byte, 0, 4096)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
+		asked := cap(b) - len(b)
 		n, err := unix.Pread(fd, b[len(b):cap(b)], int64(len(b)))
 		if err == unix.EINTR {
 			continue
@@ -73,10 +84,10 @@ func readAt0(fd int, p string) ([]byte, error) {
 		if err != nil {
 			return nil, &os.PathError{Op: "read", Path: p, Err: err}
 		}
-		if n == 0 {
+		b = b[:len(b)+n]
+		if n == 0 || onePiece && n < asked {
 			return b, nil
 		}
-		b = b[:len(b)+n]
 	}
 }
 

@@ -113,7 +113,7 @@ func (h v1Host) newGroup(id string, r Resources) (backend, error) {
 		return fail(err)
 	}
 	if r.Memory > 0 {
-		w, err := watchOOM(g.dirs)
+		w, err := watchOOM(g.dirs, g.files.read)
 		if err != nil {
 			return fail(fmt.Errorf("cgroup: watch OOM events of %s: %w", g.dirs[Memory], err))
 		}

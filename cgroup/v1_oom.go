@@ -16,6 +16,7 @@ import (
 // on half-killed.
 type oomWatcher struct {
 	dirs   v1Dirs
+	read   reader // the group's open figure files
 	efd    *os.File
 	done   chan struct{}
 	closed atomic.Bool
@@ -25,7 +26,7 @@ type oomWatcher struct {
 	killed int64 // processes the watcher killed
 }
 
-func watchOOM(dirs v1Dirs) (*oomWatcher, error) {
+func watchOOM(dirs v1Dirs, rd reader) (*oomWatcher, error) {
 	dir := dirs[Memory]
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
@@ -44,7 +45,7 @@ func watchOOM(dirs v1Dirs) (*oomWatcher, error) {
 		return nil, err
 	}
 	// A non-blocking fd goes to the runtime poller, so Close wakes the Read.
-	w := &oomWatcher{dirs: dirs, efd: os.NewFile(uintptr(efd), "oom-eventfd"), done: make(chan struct{})}
+	w := &oomWatcher{dirs: dirs, read: rd, efd: os.NewFile(uintptr(efd), "oom-eventfd"), done: make(chan struct{})}
 	go w.loop()
 	return w, nil
 }
@@ -71,7 +72,7 @@ func (w *oomWatcher) loop() {
 }
 
 func (w *oomWatcher) oomKills() *int64 {
-	return keyed(w.dirs[Memory], "memory.oom_control", "oom_kill")
+	return keyedBy(w.read, w.dirs[Memory], "memory.oom_control", "oom_kill")
 }
 
 // settle kills the rest of the group if the kernel OOM-killed a process

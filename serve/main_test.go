@@ -30,7 +30,7 @@ type testServer struct {
 // profile is the name under which the tests serve the shipped profile
 // name: itself as root, else a child of it that allows the cgroup layer
 // to be degraded, as a user on a cgroup v1 host (no delegation) needs.
-func profile(t *testing.T, name string) string {
+func profile(t testing.TB, name string) string {
 	t.Helper()
 	if os.Geteuid() == 0 {
 		return name
@@ -45,14 +45,14 @@ func profile(t *testing.T, name string) string {
 
 // start starts a server of profiles (none: "default"), each as profile
 // maps it, and stops it when the test ends.
-func start(t *testing.T, profileNames ...string) *testServer {
+func start(t testing.TB, profileNames ...string) *testServer {
 	t.Helper()
 	return startWith(t, nil, profileNames...)
 }
 
 // startWith is start with set, when not nil, called on the Server before
 // it serves.
-func startWith(t *testing.T, set func(*Server), profileNames ...string) *testServer {
+func startWith(t testing.TB, set func(*Server), profileNames ...string) *testServer {
 	t.Helper()
 	if len(profileNames) == 0 {
 		profileNames = []string{"default"}

@@ -11,7 +11,7 @@ import (
 	"github.com/tooljail/tooljail/jail"
 )
 
-func startSessionReq(t *testing.T, c *Client, workdir string, detach bool) (SessionInfo, func() error) {
+func startSessionReq(t testing.TB, c *Client, workdir string, detach bool) (SessionInfo, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -115,5 +115,25 @@ func TestSessionServed(t *testing.T) {
 	audit := string(b)
 	if strings.Count(audit, `"session":{"id":"`) != 2 {
 		t.Errorf("the audit log has not both sessions' lines:\n%s", audit)
+	}
+}
+
+// BenchmarkServedSessionCall is one call of /bin/true in a live session
+// through the server and the Go client: with jail's BenchmarkSessionCall
+// (the same call embedded), what the server and the protocol add.
+func BenchmarkServedSessionCall(b *testing.B) {
+	ts := start(b)
+	c := ts.client()
+	w := b.TempDir()
+	os.Chmod(w, 0o777)
+	info, closeIt := startSessionReq(b, c, w, false)
+	defer closeIt()
+	req := Request{Session: info.ID, Argv: []string{"/bin/true"}}
+	b.ResetTimer()
+	for range b.N {
+		r, err := c.Run(context.Background(), req)
+		if err != nil || r.ExitCode != 0 {
+			b.Fatalf("%v %+v", err, r)
+		}
 	}
 }
