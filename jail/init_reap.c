@@ -201,6 +201,7 @@ long tj_fork_stage2(struct tj_builder *b, int *status_fd, int *mntns_fd, struct 
 		close(status[0]);
 		kill((pid_t)pid, SIGKILL);
 		waitpid((pid_t)pid, NULL, __WALL);
+		tj_stage2_release(pid);
 		return -1;
 	}
 	*status_fd = status[0];
@@ -233,6 +234,10 @@ void tj_await_stage2(struct tj_builder *b, long pid, int status_fd, int own_thp)
 	}
 	if (n > (ssize_t)offsetof(struct tj_record, path)) {
 		tj_pass_failure(b, &rec); // stage 2 failed, and exits
+	} else if (n == 0) {
+		// Its execve closed the pipe (or its end did): it runs on its
+		// stack no more.
+		tj_stage2_release(pid);
 	}
 	// A session's next call restricts itself with the same ruleset.
 	if (s->landlock_fd >= 0 && !b->p->session) {

@@ -282,6 +282,7 @@ static void tj_drop_ahead(void) {
 	if (tj_ahead.pid > 0) {
 		kill(tj_ahead.pid, SIGKILL);
 		waitpid(tj_ahead.pid, NULL, __WALL);
+		tj_stage2_release(tj_ahead.pid);
 	}
 	tj_ahead_forget();
 	if (tj_init_thp >= 0) {
@@ -451,6 +452,9 @@ static void tj_session_reap(struct tj_builder *b, pid_t *call) {
 		if (got <= 0) {
 			return;
 		}
+		// A stage 2 that failed, or died parked, ran on its stack until
+		// its end.
+		tj_stage2_release(got);
 		if (got == tj_ahead.pid) {
 			tj_ahead_forget(); // it died parked: the next call starts its own
 			continue;

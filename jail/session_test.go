@@ -143,6 +143,73 @@ func TestSessionCallStartedAhead(t *testing.T) {
 	}
 }
 
+// A session's init starts a stage 2 for every call, each on a stack of
+// its own in the memory they share: the init gives each back once that
+// stage 2 has exec'd or ended, so its memory stays the same however many
+// calls run. The calls take every path: started ahead, in another
+// working directory (its own stage 2, the parked one dropped), a command
+// not found (stage 2 fails and exits), a stage 2 killed while it waits.
+func TestSessionInitMemoryStays(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	s := startSession(t, dir, jail.SessionLimits{})
+	inits := childrenNamed(os.Getpid(), "tooljail-init")
+	if len(inits) != 1 {
+		t.Fatalf("%d session inits among this process's children, want 1", len(inits))
+	}
+	vmSize := func() int64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", inits[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmSize:"); ok {
+				kib, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				return kib
+			}
+		}
+		t.Fatal("no VmSize")
+		return 0
+	}
+	run := func(i int) {
+		sp := s.Spec()
+		sp.Args = []string{"/bin/true"}
+		switch i % 4 {
+		case 1:
+			sp.Dir = "/tmp"
+		case 2:
+			sp.Args = []string{"/no/such/command"}
+		case 3:
+			killInitChildren(t) // the stage 2 parked ahead
+		}
+		cmd, err := s.Command(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cmd.Run()
+		switch {
+		case i%4 == 2:
+			if res == nil || res.ExitCode != 127 || res.Status != jail.StatusSetupError {
+				t.Fatalf("call %d of a command not found: %v %+v", i, err, res)
+			}
+		case err != nil || res.ExitCode != 0:
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+	}
+	for i := range 8 {
+		run(i)
+	}
+	before := vmSize()
+	const calls = 120
+	for i := range calls {
+		run(i)
+	}
+	// A stack is 256 KiB: kept, the calls would add 30 MiB.
+	if grew := vmSize() - before; grew > 1024 {
+		t.Errorf("the session's init grew by %d KiB over %d calls", grew, calls)
+	}
+}
+
 // killInitChildren kills the children named tooljail-init of this
 // process's children named tooljail-init (a session's init's stage 2s,
 // before their execve), and returns how many.

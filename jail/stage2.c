@@ -544,9 +544,41 @@ static int tj_child(void *arg) {
 	tj_exec(s);
 }
 
-// The child's stack. It is never unmapped: the child runs on it until it
-// has exec'd or exited, which the init learns only later.
+// The child's stack. The child runs on it until it has exec'd or exited,
+// which the init learns only later (tj_stage2_release).
 #define TJ_STACK_SIZE (256 << 10)
+
+// The stacks of the stage 2s that may still run on them: a run's one, or
+// a session's running call's (until its execve) and the one parked ahead.
+// A session's init starts a stage 2 per call: each stack must be given
+// back, or the session's memory grows with every call (256 KiB of address
+// space, a few pages of memory). A stack the table has no room for is
+// left mapped, as before there was one.
+#define TJ_MAX_STACKS 8
+static struct {
+	long pid;
+	char *stack;
+} tj_stacks[TJ_MAX_STACKS];
+
+void tj_stage2_release(long pid) {
+	for (int i = 0; i < TJ_MAX_STACKS; i++) {
+		if (tj_stacks[i].pid == pid && pid > 0) {
+			munmap(tj_stacks[i].stack, TJ_STACK_SIZE);
+			tj_stacks[i].pid = 0;
+			tj_stacks[i].stack = NULL;
+		}
+	}
+}
+
+static void tj_stack_note(long pid, char *stack) {
+	for (int i = 0; i < TJ_MAX_STACKS; i++) {
+		if (tj_stacks[i].pid == 0) {
+			tj_stacks[i].pid = pid;
+			tj_stacks[i].stack = stack;
+			return;
+		}
+	}
+}
 
 long tj_stage2_start(const struct tj_stage2 *s) {
 	char *stack = mmap(NULL, TJ_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -568,5 +600,6 @@ long tj_stage2_start(const struct tj_stage2 *s) {
 		munmap(stack, TJ_STACK_SIZE);
 		return -e;
 	}
+	tj_stack_note(pid, stack);
 	return pid;
 }

@@ -147,6 +147,11 @@ struct tj_record {
 // its execve (it never returns there), and returns its pid, or -errno.
 long tj_stage2_start(const struct tj_stage2 *s);
 
+// tj_stage2_release unmaps the stack of stage 2 pid, which must run on it
+// no more: it has exec'd (its status pipe closed without a failure
+// record), or been reaped.
+void tj_stage2_release(long pid);
+
 // tj_send_record sends the first n bytes of r, with fd (unless -1) as
 // SCM_RIGHTS; 0 or -errno.
 long tj_send_record(int sock, const struct tj_record *r, size_t n, int fd);
