@@ -142,8 +142,13 @@ func repoWorkdir(dir string) error {
 			return err
 		}
 		data := ""
-		if strings.HasSuffix(f, "/.git") {
+		switch {
+		case strings.HasSuffix(f, "/.git"):
 			data = "gitdir: ../../.git/modules/" + filepath.Base(filepath.Dir(f)) + "\n"
+		case strings.HasSuffix(f, ".go"):
+			// A Go file as a project has it: `gofmt -l .` in the tree
+			// reads these too (bench/.work is ignored by git, not by it).
+			data = "package " + filepath.Base(filepath.Dir(f)) + "\n"
 		}
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 			return err
