@@ -88,7 +88,8 @@ type Stats struct {
 	// PidsLimitHits counts forks refused by pids.max (pids.events max).
 	PidsLimitHits *int64
 	// CPUUserUsec and CPUSystemUsec are the CPU time of every process that
-	// ever ran in the group (v2 cpu.stat; v1 cpuacct.usage_user/usage_sys).
+	// ever ran in the group: v2 cpu.stat; v1 cpuacct.usage split in the
+	// proportion of cpuacct.usage_user/usage_sys, as v2 splits it.
 	CPUUserUsec   *int64
 	CPUSystemUsec *int64
 	// CPUThrottledUs is the time the group was held back by its CPU quota

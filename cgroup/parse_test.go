@@ -209,6 +209,60 @@ func TestStatsV1Fake(t *testing.T) {
 	}
 }
 
+// A v1 group's CPU time is cpuacct.usage (exact), split in the sampled
+// proportion of usage_user/usage_sys, else of cpuacct.stat's ticks.
+func TestStatsV1CPUFake(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		files     map[string]string
+		user, sys int64 // µs; -1: nil
+	}{
+		{"exact total split by the samples", map[string]string{"cpuacct.usage": "1000000000\n", "cpuacct.usage_user": "900000000\n", "cpuacct.usage_sys": "300000000\n", "cpuacct.stat": "user 90\nsystem 30\n"}, 750000, 250000},
+		{"no usage_user: split by cpuacct.stat", map[string]string{"cpuacct.usage": "1000000000\n", "cpuacct.stat": "user 150\nsystem 50\n"}, 750000, 250000},
+		{"no total: the samples as they are", map[string]string{"cpuacct.usage_user": "900000000\n", "cpuacct.usage_sys": "300000000\n"}, 900000, 300000},
+		{"never sampled in system", map[string]string{"cpuacct.usage": "7000\n", "cpuacct.usage_user": "4000000\n", "cpuacct.usage_sys": "0\n"}, 7, 0},
+		{"nothing to read", map[string]string{}, -1, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := statsV1(readFile, v1Dirs{"cpuacct": fakeDir(t, c.files)}, Resources{}, AllFigures)
+			for _, v := range []struct {
+				name string
+				p    *int64
+				want int64
+			}{{"user", st.CPUUserUsec, c.user}, {"sys", st.CPUSystemUsec, c.sys}} {
+				switch {
+				case v.want < 0 && v.p != nil:
+					t.Errorf("%s = %d, want nil", v.name, *v.p)
+				case v.want >= 0 && (v.p == nil || *v.p != v.want):
+					t.Errorf("%s = %s, want %d", v.name, fmtp(v.p), v.want)
+				}
+			}
+		})
+	}
+}
+
+func TestSplitCPU(t *testing.T) {
+	for _, c := range []struct{ total, user, sys, wu, ws int64 }{
+		{100, 3, 1, 75, 25},
+		{100, 0, 0, 100, 0}, // nothing sampled: all user, as cputime_adjust
+		{100, 0, 5, 0, 100},
+		{100, 5, 0, 100, 0},
+		{0, 3, 1, 3, 1},  // no total known: the samples stand
+		{-1, 3, 1, 3, 1}, // nonsense total: likewise
+		{101, 1, 1, 51, 50},
+		// 30 CPU-days in ns: total*sys would overflow int64.
+		{30 * 86400e9, 2, 1, 20 * 86400e9, 10 * 86400e9},
+	} {
+		u, s := splitCPU(c.total, c.user, c.sys)
+		if u != c.wu || s != c.ws {
+			t.Errorf("splitCPU(%d, %d, %d) = %d, %d; want %d, %d", c.total, c.user, c.sys, u, s, c.wu, c.ws)
+		}
+		if c.total > 0 && u+s != c.total {
+			t.Errorf("splitCPU(%d, ...) parts sum to %d", c.total, u+s)
+		}
+	}
+}
+
 func TestCountersV2Fake(t *testing.T) {
 	d := fakeDir(t, map[string]string{
 		"memory.peak":   "104857600\n",

@@ -328,17 +328,7 @@ func statsV1(rd reader, dirs v1Dirs, r Resources, f Figures) Stats {
 		}
 	}
 	if d, ok := dirs["cpuacct"]; ok && f&CPUUsage != 0 {
-		// usage_user/usage_sys are nanoseconds (4.7+); cpuacct.stat is
-		// in USER_HZ ticks, the fallback.
-		u, uerr := readIntBy(rd, d, "cpuacct.usage_user")
-		s, serr := readIntBy(rd, d, "cpuacct.usage_sys")
-		if uerr == nil && serr == nil {
-			u, s = u/1000, s/1000
-			st.CPUUserUsec, st.CPUSystemUsec = &u, &s
-		} else if m, err := readKeyedBy(rd, d, "cpuacct.stat"); err == nil {
-			st.CPUUserUsec = ticksToUsec(m, "user")
-			st.CPUSystemUsec = ticksToUsec(m, "system")
-		}
+		st.CPUUserUsec, st.CPUSystemUsec = v1CPUTimes(rd, d)
 	}
 	if d, ok := dirs[CPU]; ok && f&Counters != 0 {
 		if ns := keyedBy(rd, d, "cpu.stat", "throttled_time"); ns != nil {
@@ -347,6 +337,57 @@ func statsV1(rd reader, dirs v1Dirs, r Resources, f Figures) Stats {
 		}
 	}
 	return st
+}
+
+// v1CPUTimes gives a v1 group's user and system CPU time in µs. Only
+// cpuacct.usage is exact (the run time the scheduler charged, in ns);
+// usage_user and usage_sys (4.7+), like cpuacct.stat, are ticks sampled
+// at each timer interrupt. A throttled group is sampled at its worst: a
+// CFS quota runs out on the tick, and the task then running is charged
+// the whole tick. For a group held to its quota they read 3-8 % above
+// cpuacct.usage on an idle host, and a third above it in one CI run. So the exact total is split in their proportion, which
+// is what v2's cpu.stat does for user_usec and system_usec (the
+// kernel's cputime_adjust).
+func v1CPUTimes(rd reader, d string) (user, sys *int64) {
+	total, terr := readIntBy(rd, d, "cpuacct.usage")
+	u, uerr := readIntBy(rd, d, "cpuacct.usage_user")
+	s, serr := readIntBy(rd, d, "cpuacct.usage_sys")
+	if uerr != nil || serr != nil {
+		m, err := readKeyedBy(rd, d, "cpuacct.stat")
+		if err != nil {
+			return nil, nil
+		}
+		uu, su := ticksToUsec(m, "user"), ticksToUsec(m, "system")
+		if uu == nil || su == nil {
+			return uu, su
+		}
+		u, s = *uu*1000, *su*1000
+	}
+	if terr == nil {
+		u, s = splitCPU(total, u, s)
+	}
+	u, s = u/1000, s/1000
+	return &u, &s
+}
+
+// splitCPU divides total between user and system in the proportion of
+// the sampled user and sys, as the kernel's cputime_adjust does: all to
+// one side when the other was never sampled, and the sampled figures as
+// they are when no total is known.
+func splitCPU(total, user, sys int64) (int64, int64) {
+	switch {
+	case total <= 0:
+		return user, sys
+	case sys <= 0:
+		return total, 0
+	case user <= 0:
+		return 0, total
+	}
+	// The product can overflow int64 after ~2.5 CPU-hours in ns, so
+	// scale in float64: a 53-bit mantissa is exact well past that, and a
+	// report's µs figure needs no more.
+	s := int64(float64(total) * (float64(sys) / float64(user+sys)))
+	return total - s, s
 }
 
 // userHZ is the unit of cpuacct.stat, fixed at 100 by the kernel ABI.
