@@ -207,8 +207,19 @@ func (c *Cmd) fail(e *SetupError) error {
 // A session's init routes its calls' records to the running call.
 func (c *Cmd) readMessages() {
 	defer close(c.msgDone)
+	f, err := pollSocket(c.sock)
+	if err != nil {
+		c.kill(StatusAborted, err.Error())
+		return
+	}
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		c.kill(StatusAborted, err.Error())
+		return
+	}
 	for {
-		pk, err := recvPacket(c.sock)
+		pk, err := recvPacket(rc)
 		files := pk.files
 		if err != nil || len(pk.data) == 0 {
 			closeFiles(files)
@@ -275,7 +286,7 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 		}
 		if w := c.ackWatcher(); w != nil {
 			w.Track(pid)
-			unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
+			sendPacket(c.sock, []byte{0}, nil)
 		}
 		if c.killPending {
 			// After the ack: a kill sent before it would have been it.
@@ -319,7 +330,7 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 				after = func() { c.kill(StatusAborted, "") }
 			} else {
 				c.net = n
-				unix.Sendmsg(c.sock, []byte{0}, nil, nil, unix.MSG_NOSIGNAL)
+				sendPacket(c.sock, []byte{0}, nil)
 			}
 		}
 	}

@@ -156,7 +156,7 @@ func (ip *initPlan) fillLate(srcs []source, over []overBind, prog *seccomp.Progr
 func sendFDs(sock int, fds []int) error {
 	for len(fds) > 0 {
 		n := min(len(fds), C.TJ_FDS_PER_MSG)
-		if err := unix.Sendmsg(sock, []byte{0}, unix.UnixRights(fds[:n]...), nil, unix.MSG_NOSIGNAL); err != nil {
+		if err := sendPacket(sock, []byte{0}, unix.UnixRights(fds[:n]...)); err != nil {
 			return fmt.Errorf("send the host paths' descriptors to the jail's init: %w", err)
 		}
 		fds = fds[n:]

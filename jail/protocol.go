@@ -3,6 +3,7 @@ package jail
 import (
 	"fmt"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,6 +14,14 @@ import (
 // SCM_RIGHTS; the supervisor sends stage 2 a one-byte ack when it
 // asked for one. Stage 2 marks its copy close-on-exec, so the command
 // never sees the socket.
+//
+// The supervisor's end is non-blocking, and its reader waits in the Go
+// runtime's poller (pollSocket): a goroutine blocked in recvmsg holds its
+// P in a system call, and while any P is not idle the runtime's sysmon
+// thread polls every 20 µs instead of sleeping. On a 2-CPU host that
+// woke every ~100 µs through a whole session call, preempting the
+// command on its CPU (BENCHMARKS.md, issue 31). Sends wait for room in
+// sendPacket.
 
 // maxPacket bounds one packet: a record with a path.
 const maxPacket = 1 << 16
@@ -25,14 +34,45 @@ type packet struct {
 	pid   int
 }
 
-// recvPacket reads one packet. End of stream is an empty packet.
-func recvPacket(fd int) (packet, error) {
+// pollSocket is sock as the poller's own descriptor: a duplicate, so that
+// closing it (when the reader is done) leaves sock to its owner. It makes
+// the socket non-blocking, for its other users too.
+func pollSocket(sock int) (*os.File, error) {
+	fd, err := unix.FcntlInt(uintptr(sock), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("the jail's socket: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("the jail's socket: %w", err)
+	}
+	// Non-blocking before NewFile: only then is the file the poller's.
+	return os.NewFile(uintptr(fd), "jail-socket"), nil
+}
+
+// recvPacket reads one packet, waiting for it in the poller. End of
+// stream is an empty packet.
+func recvPacket(rc syscall.RawConn) (packet, error) {
+	var p packet
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		p, rerr = recvPacketNow(int(fd))
+		return rerr != unix.EAGAIN
+	})
+	if err != nil {
+		return packet{}, err
+	}
+	return p, rerr
+}
+
+// recvPacketNow reads the packet that is there, or fails with EAGAIN.
+func recvPacketNow(fd int) (packet, error) {
 	oob := make([]byte, unix.CmsgSpace(4*4)+unix.CmsgSpace(unix.SizeofUcred))
 	for {
 		// The packet's size first (MSG_TRUNC gives a datagram's full
 		// length), so the buffer fits it: most packets are a few dozen
 		// bytes.
-		size, _, _, _, err := unix.Recvmsg(fd, nil, nil, unix.MSG_PEEK|unix.MSG_TRUNC)
+		size, _, _, _, err := unix.Recvmsg(fd, nil, nil, unix.MSG_PEEK|unix.MSG_TRUNC|unix.MSG_DONTWAIT)
 		if err == unix.EINTR {
 			continue
 		}
@@ -40,7 +80,7 @@ func recvPacket(fd int) (packet, error) {
 			return packet{}, err
 		}
 		buf := make([]byte, max(1, min(size, maxPacket)))
-		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT)
 		if err == unix.EINTR {
 			continue
 		}
@@ -68,5 +108,27 @@ func recvPacket(fd int) (packet, error) {
 			}
 		}
 		return p, nil
+	}
+}
+
+// sendPacket sends one packet on the jail's socket, waiting for room
+// when the init has not read the packets before it (the socket is
+// non-blocking: pollSocket). Poll reports room once the queue is down to
+// a quarter of the buffer, where a blocking send goes on with the first
+// free packet's room; the init reads each message as it comes.
+func sendPacket(sock int, data, oob []byte) error {
+	for {
+		err := unix.Sendmsg(sock, data, oob, nil, unix.MSG_NOSIGNAL)
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			fds := []unix.PollFd{{Fd: int32(sock), Events: unix.POLLOUT}}
+			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+				return err
+			}
+			continue
+		}
+		return err
 	}
 }

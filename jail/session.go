@@ -363,7 +363,7 @@ func (c *Cmd) killCall() {
 
 func (c *Cmd) sendKill() {
 	msg := binary.NativeEndian.AppendUint32(nil, C.TJ_KILL_MAGIC)
-	unix.Sendmsg(c.sock, msg, nil, nil, unix.MSG_NOSIGNAL)
+	sendPacket(c.sock, msg, nil)
 }
 
 // memoryLimit is the session's memory cap as the kernel stored it: it

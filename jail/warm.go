@@ -339,7 +339,7 @@ func (c *Cmd) giveCall(mu *sync.Mutex, m callMsg, to string) error {
 	if len(fds) > 0 {
 		rights = unix.UnixRights(fds...)
 	}
-	if err := unix.Sendmsg(c.sock, msg, rights, nil, unix.MSG_NOSIGNAL); err != nil {
+	if err := sendPacket(c.sock, msg, rights); err != nil {
 		return fmt.Errorf("give %s its command: %w", to, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -98,6 +99,12 @@ type Monitor struct {
 
 	mu  sync.Mutex
 	err error // why the loop ended early, if it did
+
+	// waitMu guards the poller's wait for the first notification
+	// (awaitFirst) against Stop.
+	waitMu   sync.Mutex
+	waiter   *os.File
+	stopping bool
 }
 
 // callAnswer is what the monitor does with one (arch, number) pair,
@@ -188,6 +195,14 @@ func (m *Monitor) Total() uint64 { return m.total.Load() }
 // listener is left). Stop may be called more than once.
 func (m *Monitor) Stop() []Violation {
 	m.stopOnce.Do(func() {
+		// A loop still waiting for its first notification is in the
+		// poller: a deadline in the past ends its wait.
+		m.waitMu.Lock()
+		m.stopping = true
+		if m.waiter != nil {
+			m.waiter.SetReadDeadline(time.Unix(1, 0))
+		}
+		m.waitMu.Unlock()
 		if m.wake >= 0 {
 			var one = [8]byte{1}
 			_, _ = unix.Write(m.wake, one[:])
@@ -226,6 +241,9 @@ func (m *Monitor) Err() error {
 
 func (m *Monitor) loop() {
 	defer close(m.done)
+	if !m.awaitFirst() {
+		return
+	}
 	// One thread for the monitor's life, the one the kernel wakes.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -257,6 +275,64 @@ func (m *Monitor) loop() {
 			return // every process using the filter is gone
 		}
 	}
+}
+
+// awaitFirst waits for the listener's first notification in the Go
+// runtime's poller, and says whether the loop goes on (false: Stop came,
+// or every process using the filter is gone first). Most runs make no
+// denied call, and a thread blocked in poll holds a P in a system call:
+// while any P is not idle, the runtime's sysmon thread polls every 20 µs
+// instead of sleeping, and on a 2-CPU host it woke every ~100 µs through
+// a whole session call, preempting the command (BENCHMARKS.md, issue 31).
+// Once a call has been denied, more may follow fast: the locked thread
+// serves them, as the kernel's synchronous wake-ups want. Where the
+// listener cannot be polled this way, it goes straight on.
+func (m *Monitor) awaitFirst() bool {
+	var lfd int
+	if rc, err := m.listener.SyscallConn(); err != nil || rc.Control(func(fd uintptr) { lfd = int(fd) }) != nil {
+		return true
+	}
+	fd, err := unix.FcntlInt(uintptr(lfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return true
+	}
+	// Non-blocking before NewFile: only then is the file the poller's.
+	f := os.NewFile(uintptr(fd), "seccomp-listener")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return true
+	}
+	m.waitMu.Lock()
+	stopping := m.stopping
+	m.waiter = f
+	m.waitMu.Unlock()
+	defer func() {
+		m.waitMu.Lock()
+		m.waiter = nil
+		m.waitMu.Unlock()
+	}()
+	if stopping {
+		return false
+	}
+	var revents int16
+	err = rc.Read(func(fd uintptr) bool {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(p, 0)
+		if err != nil || n == 0 {
+			return false // EINTR, or nothing yet: wait for the poller
+		}
+		revents = p[0].Revents
+		return true
+	})
+	if err != nil {
+		return false // Stop's deadline
+	}
+	return revents&unix.POLLIN != 0 || revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) == 0
 }
 
 // failed is NewMonitor giving up before it serves anything; its caller
