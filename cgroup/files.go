@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -71,7 +70,9 @@ func readAt0(fd int, p string) ([]byte, error) { return readFrom0(fd, p, false) 
 func readFigureAt0(fd int, p string) ([]byte, error) { return readFrom0(fd, p, true) }
 
 func readFrom0(fd int, p string, onePiece bool) ([]byte, error) {
-	b := make([]byte, 0, 4096)
+	// Most figure files are a line or a few: a small first buffer, as a
+	// session reads ten of them at each call.
+	b := make([]byte, 0, 512)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
@@ -127,19 +128,32 @@ func readIntBy(rd reader, dir, name string) (int64, error) {
 // memory.oom_control, pids.events, cpuacct.stat).
 func parseKeyed(b []byte) map[string]int64 {
 	m := map[string]int64{}
-	s := bufio.NewScanner(bytes.NewReader(b))
-	for s.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(s.Text()), " ")
+	eachKeyed(b, func(k []byte, v int64) bool {
+		m[string(k)] = v
+		return true
+	})
+	return m
+}
+
+// eachKeyed calls f with each "key value" line of b whose value is an
+// integer, until f returns false. It allocates nothing: a call's figures
+// are read at each call of a session.
+func eachKeyed(b []byte, f func(k []byte, v int64) bool) {
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		k, v, ok := bytes.Cut(bytes.TrimSpace(line), []byte{' '})
 		if !ok {
 			continue
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
 		if err != nil {
 			continue
 		}
-		m[k] = n
+		if !f(k, n) {
+			return
+		}
 	}
-	return m
 }
 
 func readKeyed(dir, name string) (map[string]int64, error) { return readKeyedBy(readFile, dir, name) }
@@ -157,15 +171,18 @@ func readKeyedBy(rd reader, dir, name string) (map[string]int64, error) {
 func keyed(dir, name, key string) *int64 { return keyedBy(readFile, dir, name, key) }
 
 func keyedBy(rd reader, dir, name, key string) *int64 {
-	m, err := readKeyedBy(rd, dir, name)
+	b, err := rd(filepath.Join(dir, name))
 	if err != nil {
 		return nil
 	}
-	v, ok := m[key]
-	if !ok {
-		return nil
-	}
-	return &v
+	var out *int64
+	eachKeyed(b, func(k []byte, v int64) bool {
+		if string(k) == key {
+			out = &v
+		}
+		return out == nil
+	})
+	return out
 }
 
 func intFile(dir, name string) *int64 { return intFileBy(readFile, dir, name) }

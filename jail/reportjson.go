@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // ReportJSON is a Result's JSON report with the captured output cut out:
@@ -73,11 +74,21 @@ func EncodeReport(r *Result, indent string) (*ReportJSON, error) {
 	return &rep, nil
 }
 
+// reportWriters are WriteTo's buffers, reused: a server writes a report
+// per call, and a fresh 64 KiB buffer each time was a fifth of what a
+// session call allocated (BENCHMARKS.md, issue 31).
+var reportWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
 // WriteTo writes the report to w through a 64 KiB buffer: a report
 // without long outputs goes out in one write.
 func (rep *ReportJSON) WriteTo(w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}
-	bw := bufio.NewWriterSize(cw, 64<<10)
+	bw := reportWriters.Get().(*bufio.Writer)
+	bw.Reset(cw)
+	defer func() {
+		bw.Reset(nil)
+		reportWriters.Put(bw)
+	}()
 	for i, p := range rep.parts {
 		if _, err := bw.Write(p); err != nil {
 			return cw.n, err

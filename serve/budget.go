@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -23,6 +24,34 @@ const RequestBudget = 2 * MaxRequest
 
 // chunkSize is the unit a request line is read and counted in.
 const chunkSize = 64 << 10
+
+// chunks are readLine's first chunk of each request line, reused: a
+// fresh 64 KiB per call was a fifth of what a session call allocated
+// (BENCHMARKS.md, issue 31). A request line that fits one chunk is read
+// into it and decoded from it; putChunk gives it back after.
+var chunks = sync.Pool{New: func() any { b := make([]byte, 0, chunkSize); return &b }}
+
+// putChunk gives back a line readLine read into a pooled chunk; a line
+// joined from several chunks is left to the collector.
+func putChunk(line []byte) {
+	if cap(line) == chunkSize {
+		b := line[:0]
+		chunks.Put(&b)
+	}
+}
+
+// drain reads the client's side of a connection until its end, into a
+// small buffer: the client sends nothing more after its request (an
+// interactive call's input is read elsewhere), and io.Copy through the
+// buffered reader would take a fresh 32 KiB buffer per call.
+func drain(r io.Reader) {
+	var b [512]byte
+	for {
+		if _, err := r.Read(b[:]); err != nil {
+			return
+		}
+	}
+}
 
 // errBudget is a request that does not fit in what is left of the budget.
 var errBudget = errors.New("request budget spent")
@@ -45,8 +74,8 @@ func readLine(ctx context.Context, r io.Reader, b *semaphore.Weighted, after *[]
 		return nil, 0, errBudget
 	}
 	held = chunkSize
-	var chunks [][]byte
-	cur := make([]byte, 0, chunkSize)
+	var full [][]byte
+	cur := (*chunks.Get().(*[]byte))[:0]
 	total := 0
 	for total < MaxRequest+1 {
 		if len(cur) == cap(cur) {
@@ -55,7 +84,7 @@ func readLine(ctx context.Context, r io.Reader, b *semaphore.Weighted, after *[]
 				return nil, 0, errBudget
 			}
 			held += chunkSize
-			chunks = append(chunks, cur)
+			full = append(full, cur)
 			cur = make([]byte, 0, chunkSize)
 		}
 		n, rerr := r.Read(cur[len(cur):min(cap(cur), len(cur)+MaxRequest+1-total)])
@@ -76,22 +105,25 @@ func readLine(ctx context.Context, r io.Reader, b *semaphore.Weighted, after *[]
 	}
 	if total > MaxRequest {
 		b.Release(held)
+		putChunk(cur)
 		return nil, 0, errTooLong
 	}
-	if len(chunks) == 0 {
+	if len(full) == 0 {
 		return cur, held, err
 	}
 	// One slice for the decoder: the copy is counted too, then the chunks
 	// go.
 	if !b.TryAcquire(int64(total)) {
 		b.Release(held)
+		putChunk(full[0])
 		return nil, 0, errBudget
 	}
 	line = make([]byte, 0, total)
-	for _, c := range chunks {
+	for _, c := range full {
 		line = append(line, c...)
 	}
 	line = append(line, cur...)
+	putChunk(full[0])
 	b.Release(held)
 	return line, int64(total), err
 }

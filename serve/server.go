@@ -496,6 +496,9 @@ func (s *Server) serveConn(pc *pendingConn) {
 	var after []byte
 	line, held, err := s.readRequestLine(pc, timeout, &after)
 	defer func() { s.budget.Release(held) }()
+	// Nothing keeps the line's bytes once it is decoded (the request's
+	// fields are copies), but the call's end is the simple place.
+	defer putChunk(line)
 	unpend()
 	s.mu.Lock()
 	evicted := pc.evicted
@@ -766,7 +769,7 @@ func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *R
 			}
 			// Nothing more is expected from the client: any end of its
 			// side, EOF or error, is the client gone.
-			io.Copy(io.Discard, br)
+			drain(br)
 			select {
 			case <-ended:
 			default:

@@ -3,7 +3,6 @@ package serve
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
 	"sort"
@@ -222,7 +221,7 @@ func (s *Server) startSession(conn net.Conn, br *bufio.Reader, out *connWriter, 
 		return
 	}
 	// Attached: the client's end of this connection is the session's.
-	io.Copy(io.Discard, br)
+	drain(br)
 	s.stopSession(js.ID(), peer.UID)
 	conn.Close()
 }

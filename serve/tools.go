@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -151,7 +150,7 @@ func (s *Server) serveTool(conn net.Conn, br *bufio.Reader, out *connWriter, req
 	go func() {
 		defer watch.Done()
 		// As for a run: any end of the client's side is the client gone.
-		io.Copy(io.Discard, br)
+		drain(br)
 		cancel()
 	}()
 	c := &call.Caller{
