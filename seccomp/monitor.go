@@ -323,8 +323,15 @@ func (m *Monitor) awaitFirst() bool {
 	err = rc.Read(func(fd uintptr) bool {
 		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(p, 0)
-		if err != nil || n == 0 {
-			return false // EINTR, or nothing yet: wait for the poller
+		for err == unix.EINTR {
+			n, err = unix.Poll(p, 0)
+		}
+		if err != nil {
+			revents = unix.POLLIN // the locked loop's own poll fails and says why
+			return true
+		}
+		if n == 0 {
+			return false // nothing yet: wait for the poller
 		}
 		revents = p[0].Revents
 		return true
