@@ -344,10 +344,10 @@ func statsV1(rd reader, dirs v1Dirs, r Resources, f Figures) Stats {
 // usage_user and usage_sys (4.7+), like cpuacct.stat, are ticks sampled
 // at each timer interrupt. A throttled group is sampled at its worst: a
 // CFS quota runs out on the tick, and the task then running is charged
-// the whole tick. For a group held to its quota they read 3-8 % above
-// cpuacct.usage on an idle host, and a third above it in one CI run. So the exact total is split in their proportion, which
-// is what v2's cpu.stat does for user_usec and system_usec (the
-// kernel's cputime_adjust).
+// the whole tick, so for a group held to its quota they read above
+// cpuacct.usage (enough to fail TestCPUQuota in CI). The exact total is
+// split in their proportion instead, which is what v2's cpu.stat does
+// for user_usec and system_usec (the kernel's cputime_adjust).
 func v1CPUTimes(rd reader, d string) (user, sys *int64) {
 	total, terr := readIntBy(rd, d, "cpuacct.usage")
 	u, uerr := readIntBy(rd, d, "cpuacct.usage_user")

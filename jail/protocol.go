@@ -18,9 +18,8 @@ import (
 // The supervisor's end is non-blocking, and its reader waits in the Go
 // runtime's poller (pollSocket): a goroutine blocked in recvmsg holds its
 // P in a system call, and while any P is not idle the runtime's sysmon
-// thread polls every 20 µs instead of sleeping. On a 2-CPU host that
-// woke every ~100 µs through a whole session call, preempting the
-// command on its CPU (BENCHMARKS.md, issue 31). Sends wait for room in
+// thread polls instead of sleeping, through the command's whole run and
+// on its CPU (BENCHMARKS.md, issue 31). Sends wait for room in
 // sendPacket.
 
 // maxPacket bounds one packet: a record with a path.

@@ -75,8 +75,8 @@ func EncodeReport(r *Result, indent string) (*ReportJSON, error) {
 }
 
 // reportWriters are WriteTo's buffers, reused: a server writes a report
-// per call, and a fresh 64 KiB buffer each time was a fifth of what a
-// session call allocated (BENCHMARKS.md, issue 31).
+// per call, and a fresh buffer each time was much of what a session call
+// allocated (BENCHMARKS.md, issue 31).
 var reportWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 
 // WriteTo writes the report to w through a 64 KiB buffer: a report

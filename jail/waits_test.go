@@ -71,15 +71,20 @@ func TestSupervisorWaitsInThePoller(t *testing.T) {
 		}
 	}
 
-	cmd := jail.Command(warmSpec(t, dir, nil, "/bin/sleep", "2"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	// during starts c, checks while it runs, and waits for its end.
+	during := func(c *jail.Cmd, what string) {
+		t.Helper()
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		check(what)
+		if _, err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	time.Sleep(300 * time.Millisecond)
-	check("a running command")
-	if _, err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
+
+	during(jail.Command(warmSpec(t, dir, nil, "/bin/sleep", "2")), "a running command")
 
 	s := startSession(t, dir, jail.SessionLimits{})
 	call(t, s, false, "true")
@@ -90,12 +95,5 @@ func TestSupervisorWaitsInThePoller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	check("a session's running call")
-	if _, err := c.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	during(c, "a session's running call")
 }

@@ -281,9 +281,9 @@ func (m *Monitor) loop() {
 // runtime's poller, and says whether the loop goes on (false: Stop came,
 // or every process using the filter is gone first). Most runs make no
 // denied call, and a thread blocked in poll holds a P in a system call:
-// while any P is not idle, the runtime's sysmon thread polls every 20 µs
-// instead of sleeping, and on a 2-CPU host it woke every ~100 µs through
-// a whole session call, preempting the command (BENCHMARKS.md, issue 31).
+// while any P is not idle, the runtime's sysmon thread polls instead of
+// sleeping, through the command's whole run and on its CPU
+// (BENCHMARKS.md, issue 31).
 // Once a call has been denied, more may follow fast: the locked thread
 // serves them, as the kernel's synchronous wake-ups want. Where the
 // listener cannot be polled this way, it goes straight on.

@@ -26,7 +26,7 @@ const RequestBudget = 2 * MaxRequest
 const chunkSize = 64 << 10
 
 // chunks are readLine's first chunk of each request line, reused: a
-// fresh 64 KiB per call was a fifth of what a session call allocated
+// fresh one per call was much of what a session call allocated
 // (BENCHMARKS.md, issue 31). A request line that fits one chunk is read
 // into it and decoded from it; putChunk gives it back after.
 var chunks = sync.Pool{New: func() any { b := make([]byte, 0, chunkSize); return &b }}
@@ -43,7 +43,7 @@ func putChunk(line []byte) {
 // drain reads the client's side of a connection until its end, into a
 // small buffer: the client sends nothing more after its request (an
 // interactive call's input is read elsewhere), and io.Copy through the
-// buffered reader would take a fresh 32 KiB buffer per call.
+// buffered reader would take a fresh large buffer per call.
 func drain(r io.Reader) {
 	var b [512]byte
 	for {
