@@ -600,7 +600,7 @@ func TestStdinAndTTY(t *testing.T) {
 func TestInitHoldsNothingOfTheSupervisor(t *testing.T) {
 	initWatched := map[string]bool{"/tmp": true, "/home/sandbox": true, "/dev/shm": true}
 	// And the command's own mount namespace, held until its exit record
-	// is sent (jail/init_internal.h's held_mntns): named here only when
+	// is sent (jail/internal/initc/init_internal.h's held_mntns): named here only when
 	// it is that of the command, not the init's or the host's.
 	const initFDs = "/dev/shm,/home/sandbox,/tmp,0,1,2,3,the command's mount namespace" // sorted
 	eachUser(t, func(t *testing.T, u *user) {

@@ -1,8 +1,5 @@
 package jail
 
-// #include "init.h"
-import "C"
-
 import (
 	"context"
 	"crypto/rand"
@@ -18,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/network/runnet"
@@ -255,7 +253,7 @@ func (c *Cmd) recordFor(typ int) *Cmd {
 		return c
 	}
 	switch typ {
-	case C.TJ_REC_STAGE2_FAIL, C.TJ_REC_READY, C.TJ_REC_TTY, C.TJ_REC_EXIT:
+	case initc.RecStage2Fail, initc.RecReady, initc.RecTTY, initc.RecExit:
 		return c.sess.current()
 	}
 	return c
@@ -266,16 +264,16 @@ func (c *Cmd) recordFor(typ int) *Cmd {
 func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, func()) {
 	var after func()
 	switch r.typ {
-	case C.TJ_REC_INIT_FAIL, C.TJ_REC_STAGE2_FAIL:
+	case initc.RecInitFail, initc.RecStage2Fail:
 		switch {
 		case c.setupErr != nil || c.initFail != nil:
-		case c.ready && r.typ == C.TJ_REC_INIT_FAIL:
+		case c.ready && r.typ == initc.RecInitFail:
 			// The command is running or ran: not a setup error.
 			c.initFail = c.initPlan.failure(r)
 		default:
 			c.setupErr = c.initPlan.failure(r)
 		}
-	case C.TJ_REC_READY:
+	case initc.RecReady:
 		c.ready = true
 		if len(files) > 0 && c.monitor == nil {
 			var err error
@@ -299,24 +297,24 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 			c.warm.isParked = true
 			close(c.warm.parked)
 		}
-	case C.TJ_REC_TTY:
+	case initc.RecTTY:
 		// From stage 2, before its execve (stage2.c's tj_open_tty).
 		if len(files) > 0 {
 			c.gotTTY(files[0])
 			files = files[1:]
 		}
-	case C.TJ_REC_SESSION:
+	case initc.RecSession:
 		if c.sessionInit() {
 			close(c.sess.ready)
 		}
-	case C.TJ_REC_EXIT:
+	case initc.RecExit:
 		rr := r
 		first := c.exitRec == nil
 		c.exitRec = &rr
 		if first {
 			close(c.exitSeen)
 		}
-	case C.TJ_REC_NET:
+	case initc.RecNet:
 		// Once, from the init, before stage 2 starts.
 		if c.net == nil && !c.ready && c.Spec.Net == NetAllow && c.setupErr == nil {
 			list, _ := allow.ParseList(c.Spec.Allow) // checked by Validate

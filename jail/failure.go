@@ -1,26 +1,5 @@
 package jail
 
-/*
-#include "init.h"
-
-// The rows of init_steps.h, by number, for the supervisor.
-struct tj_phrase {
-	const char *name, *text;
-	int reason;
-};
-#define TJ_ROW_I(name, text) [TJ_I_##name] = {#name, text, 0},
-#define TJ_ROW_STEP(name, text) [TJ_STEP_##name] = {#name, text, 0},
-#define TJ_ROW_CALL(name, text) [TJ_OP_##name] = {#name, text, 0},
-#define TJ_ROW_REASON(name, text) [TJ_OP_##name] = {#name, text, 1},
-static const struct tj_phrase tj_init_phrases[TJ_I_COUNT] = {TJ_INIT_STEPS(TJ_ROW_I)};
-static const struct tj_phrase tj_op_phrases[TJ_OP_COUNT] = {TJ_CALLS(TJ_ROW_CALL) TJ_REASONS(TJ_ROW_REASON)};
-static const struct tj_phrase tj_stage2_phrases[TJ_STEP_COUNT] = {TJ_STAGE2_STEPS(TJ_ROW_STEP)};
-static const struct tj_phrase *tj_init_rows(void) { return tj_init_phrases; }
-static const struct tj_phrase *tj_op_rows(void) { return tj_op_phrases; }
-static const struct tj_phrase *tj_stage2_rows(void) { return tj_stage2_phrases; }
-*/
-import "C"
-
 import (
 	"fmt"
 	"path"
@@ -28,8 +7,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"unsafe"
 
+	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -40,8 +19,8 @@ import (
 
 // The kinds of failure records.
 const (
-	recInitFail   = C.TJ_REC_INIT_FAIL
-	recStage2Fail = C.TJ_REC_STAGE2_FAIL
+	recInitFail   = initc.RecInitFail
+	recStage2Fail = initc.RecStage2Fail
 )
 
 // record is one packet of the init or stage 2 (struct tj_record).
@@ -61,7 +40,7 @@ type record struct {
 // mountFill is one watched tmpfs mount of the jail as the init last sampled it.
 type mountFill struct {
 	mount         int // the index in the plan's mounts; -1: /dev/shm
-	full          int // C.TJ_FULL_* flags
+	full          int // initc.FullSpace, initc.FullInodes
 	size, peakUse int64
 }
 
@@ -73,29 +52,23 @@ type rusage struct {
 	MaxRSSKiB  int64
 }
 
-const recordHeader = C.sizeof_struct_tj_record - C.sizeof_char*4096
-
+// parseRecord reads one record of the init or stage 2.
 func parseRecord(b []byte) (record, bool) {
-	if len(b) < int(recordHeader) {
+	c, ok := initc.ParseRecord(b)
+	if !ok {
 		return record{}, false
 	}
-	var c C.struct_tj_record
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&c)), unsafe.Sizeof(c)), b)
 	r := record{
-		typ: int(c._type), step: int(c.step), op: int(c.op), err: int(c.err), index: int(c.index), code: int(c.code),
-		isDir:    c.is_dir != 0,
-		exitCode: int(c.exit_code), signal: int(c.signal),
-		rusage:   rusage{UserUsec: int64(c.utime_us), SystemUsec: int64(c.stime_us), MaxRSSKiB: int64(c.maxrss_kib)},
-		leftover: int(c.leftover),
+		typ: c.Type, step: c.Step, op: c.Op, err: c.Err, index: c.Index, code: c.Code,
+		isDir:    c.IsDir,
+		exitCode: c.ExitCode, signal: c.Signal,
+		rusage:   rusage{UserUsec: c.UserUsec, SystemUsec: c.SystemUsec, MaxRSSKiB: c.MaxRSSKiB},
+		leftover: c.Leftover,
+		path:     c.Path,
 	}
-	for _, f := range c.fills[:max(0, min(int(c.nfills), len(c.fills)))] {
-		r.fills = append(r.fills, mountFill{mount: int(f.mount), full: int(f.full), size: int64(f.size_bytes), peakUse: int64(f.peak_used_bytes)})
+	for _, f := range c.Fills {
+		r.fills = append(r.fills, mountFill{mount: f.Mount, full: f.Full, size: f.Size, peakUse: f.PeakUse})
 	}
-	p := b[recordHeader:]
-	if i := strings.IndexByte(string(p), 0); i >= 0 {
-		p = p[:i]
-	}
-	r.path = string(p)
 	return r, true
 }
 
@@ -105,22 +78,20 @@ type phrase struct {
 	reason     bool // an op that is no system call: its text replaces the step's
 }
 
-func phrases(rows *C.struct_tj_phrase, n int) []phrase {
-	out := make([]phrase, n)
-	for i, r := range unsafe.Slice(rows, n) {
-		if r.name != nil {
-			out[i] = phrase{C.GoString(r.name), C.GoString(r.text), r.reason != 0}
-		}
+func phrasesOf(rows []initc.Phrase) []phrase {
+	out := make([]phrase, len(rows))
+	for i, r := range rows {
+		out[i] = phrase{r.Name, r.Text, r.Reason}
 	}
 	return out
 }
 
 // The rows of init_steps.h, by step or op number, read when a failure is
-// first explained rather than in init (three cgo calls and every string).
+// first explained.
 var (
-	initSteps   = sync.OnceValue(func() []phrase { return phrases(C.tj_init_rows(), C.TJ_I_COUNT) })
-	initOps     = sync.OnceValue(func() []phrase { return phrases(C.tj_op_rows(), C.TJ_OP_COUNT) })
-	stage2Steps = sync.OnceValue(func() []phrase { return phrases(C.tj_stage2_rows(), C.TJ_STEP_COUNT) })
+	initSteps   = sync.OnceValue(func() []phrase { return phrasesOf(initc.InitSteps()) })
+	initOps     = sync.OnceValue(func() []phrase { return phrasesOf(initc.InitOps()) })
+	stage2Steps = sync.OnceValue(func() []phrase { return phrasesOf(initc.Stage2Steps()) })
 )
 
 // stepText is the text of step, or unknown for a step init_steps.h does
@@ -160,10 +131,10 @@ func (ip *initPlan) initError(r record) error {
 }
 
 // stepExecNotFound is stage 2's step of a command execve did not find.
-const stepExecNotFound = C.TJ_STEP_EXEC_NOT_FOUND
+const stepExecNotFound = initc.StepExecNotFound
 
 // stepFS is the init's step that mounts the jail's own filesystems.
-const stepFS = C.TJ_I_FS
+const stepFS = initc.StepFS
 
 // failureHint is what a user can do about a failure record, when the
 // failure has a known cause outside tooljail; "" otherwise.

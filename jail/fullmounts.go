@@ -1,7 +1,6 @@
 package jail
 
-// #include "stage2.h"
-import "C"
+import "github.com/tooljail/tooljail/jail/internal/initc"
 
 // FullMount is one of the jail's own tmpfs mounts that filled up during
 // the run: a write to it failed with ENOSPC (or would have). The init
@@ -25,8 +24,8 @@ type FullMount struct {
 
 // What a watched mount ran out of (mountFill.full): init_reap.c's flags.
 const (
-	fullSpace  = C.TJ_FULL_SPACE
-	fullInodes = C.TJ_FULL_INODES
+	fullSpace  = initc.FullSpace
+	fullInodes = initc.FullInodes
 )
 
 // DevShmPath is the jail's own /dev/shm, a tmpfs of a fixed size.

@@ -1,10 +1,5 @@
 package jail
 
-/*
-#include "init.h"
-*/
-import "C"
-
 import (
 	"errors"
 	"fmt"
@@ -15,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -25,7 +21,7 @@ import (
 
 // killAllSignal asks the reaper to kill every process of the run
 // (TJ_SIG_KILLALL); a SIGKILL would end the reaper alone.
-const killAllSignal = unix.Signal(C.TJ_SIG_KILLALL)
+const killAllSignal = initc.SigKillAll
 
 func (c *Cmd) startNoNS() error {
 	if err := c.openGroup(); err != nil {
@@ -276,54 +272,36 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 // the Landlock rules on the sources, stage 2 as the init's, with setid
 // (for a root supervisor) the identity it becomes.
 func newNoNSInitPlan(s *Spec, p *plan, files initFiles, cgroupFD int, st2 *stage2Config, setid *HostID) (*initPlan, error) {
-	ip := &initPlan{}
-	if err := ip.compileNoNS(s, p, files, cgroupFD, st2, setid); err != nil {
-		ip.free()
+	// The sources are indexed as the plan's mounts; none is mounted.
+	ip := &initPlan{mounts: p.mounts}
+	if len(ip.mounts) > initc.MaxSources {
+		return nil, fmt.Errorf("%d binds: a run takes at most %d", len(ip.mounts), initc.MaxSources)
+	}
+	if p.landlock == nil {
+		return nil, errors.New("without namespaces: no Landlock policy") // planNoNS makes one
+	}
+	if err := ip.compileLandlock(p); err != nil {
+		return nil, err
+	}
+	cplan := &initc.Plan{
+		NoNS:     true,
+		CgroupFD: cgroupFD,
+		Files:    files.c(),
+		Mounts:   cMounts(ip.mounts),
+		Landlock: ip.ll,
+		Seccomp:  s.Seccomp != nil,
+	}
+	var err error
+	if ip.stage2, cplan.Stage2, err = prepareStage2(st2); err != nil {
+		return nil, err
+	}
+	if setid != nil {
+		cplan.Stage2.SetID = true
+		cplan.Stage2.UID, cplan.Stage2.GID = uint32(setid.UID), uint32(setid.GID)
+	}
+	ip.stage2.abi = ip.enforced.ABI
+	if ip.cp, err = initc.Compile(cplan); err != nil {
 		return nil, err
 	}
 	return ip, nil
-}
-
-func (ip *initPlan) compileNoNS(s *Spec, p *plan, files initFiles, cgroupFD int, st2 *stage2Config, setid *HostID) error {
-	cs, err := allocN[C.struct_tj_init](&ip.arena, 1)
-	if err != nil {
-		return err
-	}
-	c := &cs[0]
-	ip.c = c
-	c.nons = 1
-	c.cgroup_fd = C.int(cgroupFD)
-	for i, fd := range []int{files.stdin, files.stdout, files.stderr, files.sock, files.sync} {
-		c.fds[i] = C.int(fd)
-	}
-	// The sources are indexed as the plan's mounts; none is mounted.
-	ip.mounts = p.mounts
-	if len(ip.mounts) > C.TJ_MAX_SOURCES {
-		return fmt.Errorf("%d binds: a run takes at most %d", len(ip.mounts), C.TJ_MAX_SOURCES)
-	}
-	if err := ip.reserveLate(s.Seccomp != nil); err != nil {
-		return err
-	}
-	if p.landlock == nil {
-		return errors.New("without namespaces: no Landlock policy") // planNoNS makes one
-	}
-	lp, en, err := landlock.Compile(*p.landlock)
-	if err != nil {
-		return err
-	}
-	ip.ll, ip.enforced = &lp, &en
-	if c.landlock, err = ip.clandlock(&lp); err != nil {
-		return err
-	}
-	if ip.stage2, err = prepareStage2(&ip.arena, &c.stage2, st2); err != nil {
-		return err
-	}
-	c.stage2.clone_flags = 0
-	c.stage2.nons = 1
-	if setid != nil {
-		c.stage2.setid = 1
-		c.stage2.uid, c.stage2.gid = C.uint32_t(setid.UID), C.uint32_t(setid.GID)
-	}
-	ip.stage2.abi = ip.enforced.ABI
-	return nil
 }

@@ -14,13 +14,9 @@ import (
 
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/changes"
+	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/seccomp"
 )
-
-/*
-#include "stage2.h"
-*/
-import "C"
 
 // A Session is one jail kept across calls, as an agent's shell keeps one
 // environment for a task: its namespaces, mounts, /tmp, HOME, Landlock
@@ -362,7 +358,7 @@ func (c *Cmd) killCall() {
 }
 
 func (c *Cmd) sendKill() {
-	msg := binary.NativeEndian.AppendUint32(nil, C.TJ_KILL_MAGIC)
+	msg := binary.NativeEndian.AppendUint32(nil, initc.KillMagic)
 	sendPacket(c.sock, msg, nil)
 }
 

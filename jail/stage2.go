@@ -1,10 +1,5 @@
 package jail
 
-/*
-#include "stage2.h"
-*/
-import "C"
-
 import (
 	"errors"
 	"fmt"
@@ -13,12 +8,14 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/jail/internal/initc"
 )
 
 // Stage 2 is the child the init forks to become the command: uid 1000 of
 // a nested user namespace, in a copy of the init's mount namespace, where
 // the init's mounts are locked (they can be neither unmounted nor
-// remounted from inside). It runs C (stage2.c): the supervisor prepares
+// remounted from inside). It runs C (initc's stage2.c): the supervisor prepares
 // everything here, in the init's plan, and the child applies, in this
 // order, capability drop and no_new_privs, working directory, rlimits,
 // huge page setting, Landlock, seccomp (last, so the filter needs to allow
@@ -70,53 +67,32 @@ type rlimitSet struct {
 	cur  uint64
 }
 
-// prepareStage2 fills c, in the init's plan, with the child's
-// instructions. The Landlock ruleset is the init's to build (the rule
-// paths resolve in the jail); c gets its flags there, and the seccomp
-// filter from the plan's late part.
-func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2, error) {
+// prepareStage2 is the child's instructions in the init's plan, and what
+// the supervisor keeps to report its failures. The Landlock ruleset is the
+// init's to build (the rule paths resolve in the jail), and the seccomp
+// filter goes in the plan's late part.
+func prepareStage2(cfg *stage2Config) (*stage2, initc.Stage2, error) {
 	if len(cfg.Args) == 0 {
-		return nil, errors.New("stage 2: no command")
+		return nil, initc.Stage2{}, errors.New("stage 2: no command")
 	}
 	s := &stage2{cfg: cfg}
-	c.clone_flags = C.ulong(unix.CLONE_NEWUSER | unix.CLONE_NEWNS)
-	var err error
-	if c.dir, err = a.cstring(cfg.Dir); err != nil {
-		return nil, err
-	}
-	if cfg.Warm {
-		c.warm = 1
-	} else {
+	c := initc.Stage2{Dir: cfg.Dir, Warm: cfg.Warm, WaitAck: cfg.WaitAck}
+	if !cfg.Warm {
 		s.paths = execCandidates(cfg.Args[0], cfg.Env, cfg.Dir)
-		if c.argv, err = a.cstrings(cfg.Args); err != nil {
-			return nil, err
-		}
-		if c.envp, err = a.cstrings(cfg.Env); err != nil {
-			return nil, err
-		}
-		if c.paths, err = a.cstrings(s.paths); err != nil {
-			return nil, err
-		}
-		c.npaths = C.int(len(s.paths))
-		if cfg.TTY {
-			c.tty, c.tty_rows, c.tty_cols = 1, C.uint16_t(cfg.Rows), C.uint16_t(cfg.Cols)
-		}
+		c.Args, c.Env, c.Paths = cfg.Args, cfg.Env, s.paths
+		c.TTY, c.Rows, c.Cols = cfg.TTY, cfg.Rows, cfg.Cols
 	}
-
 	add := func(name string, res int, cur, max uint64) {
-		r := &c.rlimits[c.nrlimits]
-		r.resource, r.cur, r.max = C.int(res), C.uint64_t(cur), C.uint64_t(max)
-		c.nrlimits++
+		c.Rlimits = append(c.Rlimits, initc.Rlimit{Resource: res, Cur: cur, Max: max})
 		s.rlimits = append(s.rlimits, rlimitSet{name, cur})
 	}
 	add("core", unix.RLIMIT_CORE, 0, 0)
-	switch {
-	case cfg.NoFile > 0:
+	if cfg.NoFile > 0 {
 		add("nofile", unix.RLIMIT_NOFILE, cfg.NoFile, cfg.NoFile)
-	case C.tj_orig_nofile_ok != 0:
+	} else if cur, max, ok := initc.OrigNoFile(); ok {
 		// The Go runtime raised this process's soft limit; the command
 		// gets the one the supervisor's caller gave.
-		add("nofile", unix.RLIMIT_NOFILE, uint64(C.tj_orig_nofile_cur), uint64(C.tj_orig_nofile_max))
+		add("nofile", unix.RLIMIT_NOFILE, cur, max)
 	}
 	if cfg.FSize > 0 {
 		add("fsize", unix.RLIMIT_FSIZE, uint64(cfg.FSize), uint64(cfg.FSize))
@@ -128,13 +104,9 @@ func prepareStage2(a *arena, c *C.struct_tj_stage2, cfg *stage2Config) (*stage2,
 	// The command gets the supervisor's huge page setting, not the one the
 	// supervisor forked the init with (noHugePagesForChildren).
 	if cfg.NoHugePages {
-		c.thp_disable, s.thp = 1, 1
+		c.NoHugePages, s.thp = true, 1
 	}
-	// The seccomp filter is in the plan's late part (fillLate).
-	if cfg.WaitAck {
-		c.wait_ack = 1
-	}
-	return s, nil
+	return s, c, nil
 }
 
 // failure is the run's error for a child that failed: the text of its

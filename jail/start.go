@@ -457,7 +457,7 @@ func (c *Cmd) startInit(ip *initPlan) error {
 	}
 	startCh := make(chan started, 1)
 	c.waitCh = make(chan initEnd, 1)
-	intoGroup := ip.c.cgroup_fd >= 0
+	intoGroup := ip.cp.IntoCgroup()
 	joined := false
 	go func() {
 		runtime.LockOSThread()
@@ -482,7 +482,7 @@ func (c *Cmd) startInit(ip *initPlan) error {
 			// Clone into the cgroup can be refused (clone3 blocked by an
 			// outer seccomp profile, a v1 host): AddProc below.
 			intoGroup = false
-			ip.c.cgroup_fd = -1
+			ip.cp.NoCgroup()
 			proc, err = ip.forkInit()
 		}
 		restoreTHP()

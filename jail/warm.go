@@ -1,10 +1,6 @@
 package jail
 
-// #include "stage2.h"
-import "C"
-
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -13,11 +9,11 @@ import (
 	"sort"
 	"sync"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/jail/internal/initc"
 )
 
 // A warm jail is built ahead of its command, for a caller that runs many
@@ -61,8 +57,8 @@ var ErrWarmUnfit = errors.New("jail: the warm jail does not fit this command")
 // maxCallBytes and maxCallStrings bound a call: one message on the jail's
 // socket, read into stage 2's fixed buffers. A larger call runs cold.
 const (
-	maxCallBytes   = C.TJ_CALL_MAX_BYTES
-	maxCallStrings = C.TJ_CALL_MAX_STRINGS
+	maxCallBytes   = initc.MaxCallBytes
+	maxCallStrings = initc.MaxCallStrings
 )
 
 // Prepare builds spec's jail and returns once it is parked, waiting for
@@ -216,7 +212,7 @@ func workdirID(mounts []Mount, srcs []source, dir string) *fileID {
 
 // callSize is the size of spec's call message, and its number of strings.
 func callSize(s *Spec) (bytes, strings int) {
-	bytes = int(unsafe.Sizeof(C.struct_tj_call_header{}))
+	bytes = initc.CallHeaderSize
 	for _, l := range [][]string{s.Args, s.Env, execCandidates(s.Args[0], s.Env, s.Dir)} {
 		strings += len(l)
 		for _, a := range l {
@@ -239,31 +235,14 @@ type callMsg struct {
 	keep             bool   // a session's call that keeps what it leaves running
 }
 
-// encodeCall is the call message stage2.c reads.
+// encodeCall is the call message stage 2 reads (initc.EncodeCall).
 func encodeCall(m callMsg) []byte {
-	var b bytes.Buffer
-	var dirs []string
-	if m.dir != "" {
-		dirs = []string{m.dir}
-	}
-	h := C.struct_tj_call_header{magic: C.TJ_CALL_MAGIC, argc: C.uint32_t(len(m.args)), envc: C.uint32_t(len(m.env)),
-		npaths: C.uint32_t(len(m.paths)), ndir: C.uint32_t(len(dirs))}
+	c := initc.Call{Args: m.args, Env: m.env, Paths: m.paths, Dir: m.dir, Keep: m.keep}
 	if m.tty != nil {
-		rows, cols := ttySize(*m.tty)
-		h.flags |= C.TJ_CALL_TTY
-		h.tty_rows, h.tty_cols = C.uint16_t(rows), C.uint16_t(cols)
+		c.TTY = true
+		c.Rows, c.Cols = ttySize(*m.tty)
 	}
-	if m.keep {
-		h.flags |= C.TJ_CALL_KEEP
-	}
-	b.Write(unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h)))
-	for _, l := range [][]string{m.args, m.env, m.paths, dirs} {
-		for _, s := range l {
-			b.WriteString(s)
-			b.WriteByte(0)
-		}
-	}
-	return b.Bytes()
+	return initc.EncodeCall(c)
 }
 
 // placeholderStdio is a warm init's stdio until its call: /dev/null.

@@ -27,7 +27,7 @@ import (
 //     without O_DIRECTORY is EINVAL anyway), so only then is it checked.
 //     Modes are umode_t and flags int: the low 32 bits are all the kernel
 //     reads.
-//   - The jail's init (PID 1, jail/init.c) runs as the same host user as
+//   - The jail's init (PID 1, jail/internal/initc/init.c) runs as the same host user as
 //     the command, so the kernel lets the command change its limits; with
 //     RLIMIT_CPU it would kill the init, and the report would say
 //     setup_error about a command that ran. So prlimit64 is denied on any

@@ -20,7 +20,7 @@
 // the directory dir the jail opened (DefaultCacheDir); the shipped
 // profiles' filters are compiled into the binary (builtin_filters.go, from
 // `make generate`), so their runs need neither libseccomp nor a disk
-// cache. The jail's stage 2 (jail/stage2.c) loads the program with its own
+// cache. The jail's stage 2 (jail/internal/initc/stage2.c) loads the program with its own
 // seccomp(2) call and hands the listener to the supervisor over the jail's
 // socket (jail/). This package's tests do the same in a re-executed Go
 // child (main_test.go), on every thread of it.

@@ -24,10 +24,21 @@ var defaultAllow = []string{
 }
 
 // groups is built on first use, not in init: filling it was most of this
-// package's init, which every tooljail command runs.
+// package's init, which every tooljail command runs. Its table is written
+// in three parts, each a function of its own.
 var groups = sync.OnceValue(func() map[string][]string {
+	all := map[string][]string{}
+	for _, part := range []func() map[string][]string{fileGroups, processGroups, deniedGroups} {
+		for g, names := range part() {
+			all[g] = names
+		}
+	}
+	return all
+})
+
+// fileGroups are groups allowed by default: I/O, files, credentials, IPC.
+func fileGroups() map[string][]string {
 	return map[string][]string{
-		// Allowed by default.
 		"@aio": {"io_cancel", "io_destroy", "io_getevents", "io_pgetevents", "io_setup", "io_submit"},
 		"@basic-io": {
 			"close", "close_range", "copy_file_range", "dup", "dup2", "dup3", "ioctl", "lseek",
@@ -63,6 +74,13 @@ var groups = sync.OnceValue(func() map[string][]string {
 			"msgctl", "msgget", "msgrcv", "msgsnd", "pipe", "pipe2", "semctl", "semget", "semop",
 			"semtimedop", "shmat", "shmctl", "shmdt", "shmget",
 		},
+	}
+}
+
+// processGroups are groups allowed by default: memory, network, processes,
+// signals, time.
+func processGroups() map[string][]string {
+	return map[string][]string{
 		"@memory": {
 			"brk", "get_mempolicy", "madvise", "map_shadow_stack", "mbind", "mincore", "mlock", "mlock2",
 			"mlockall", "mmap", "mprotect", "mremap", "mseal", "msync", "munlock", "munlockall",
@@ -102,8 +120,12 @@ var groups = sync.OnceValue(func() map[string][]string {
 			"nanosleep", "setitimer", "time", "timer_create", "timer_delete", "timer_getoverrun",
 			"timer_gettime", "timer_settime", "timerfd_create", "timerfd_gettime", "timerfd_settime",
 		},
+	}
+}
 
-		// Denied by default.
+// deniedGroups are the groups denied by default.
+func deniedGroups() map[string][]string {
+	return map[string][]string{
 		"@bpf":   {"bpf"},
 		"@clock": {"adjtimex", "clock_adjtime", "clock_settime", "settimeofday", "stime"},
 		// clone3 passes its flags in memory, where a filter cannot read them;
@@ -134,10 +156,10 @@ var groups = sync.OnceValue(func() map[string][]string {
 		"@reboot": {"reboot"},
 		"@swap":   {"swapoff", "swapon"},
 	}
-})
+}
 
 // required are the calls the jail's stage 2 (C, no Go runtime: see
-// jail/stage2.c) makes between loading the filter and execve: hand over
+// jail/internal/initc/stage2.c) makes between loading the filter and execve: hand over
 // the listener, wait for the supervisor, mark descriptors close-on-exec,
 // unblock signals, report a failed execve. A policy cannot deny them.
 var required = []string{

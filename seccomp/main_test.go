@@ -116,7 +116,7 @@ func childMain(mode string) int {
 
 // installAllThreads loads prog on every thread of the calling process, a
 // Go program, with the raw seccomp(2) call; the jail's stage 2 is a single
-// thread and loads ThreadArgs' program on itself (jail/stage2.c).
+// thread and loads ThreadArgs' program on itself (jail/internal/initc/stage2.c).
 // no_new_privs must already be set. When prog.Notify, it returns the
 // notification listener, which the caller hands to the test process
 // (sendListener) and closes before running on. From here on everything

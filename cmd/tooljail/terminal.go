@@ -99,7 +99,7 @@ func ttySignal(cmd *jail.Cmd) func(os.Signal) error {
 
 // forwardedSignals are the signals a run jailed here passes to its command
 // (the jail's init forwards the same set to the command's process group,
-// jail/init_reap.c): those a terminal or an agent runtime sends. SIGKILL
+// jail/internal/initc/init_reap.c): those a terminal or an agent runtime sends. SIGKILL
 // cannot be caught: it kills tooljail, and with it the jail (its init has
 // PR_SET_PDEATHSIG).
 var forwardedSignals = []os.Signal{

@@ -1,6 +1,6 @@
 // Package initlandlock runs the jail init's Landlock step outside a jail,
 // for its own tests: they build a ruleset with the C function the init
-// runs (tj_landlock, jail/init_landlock.c, compiled from that file by
+// runs (tj_landlock, jail/internal/initc/init_landlock.c, compiled from that file by
 // shim.c), enter it on one thread, as stage 2 does, and check what it
 // denies. A whole jail cannot show most denials: its read-only mounts
 // fail writes with EROFS before Landlock is asked, nothing outside its
@@ -24,9 +24,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	// The build cache does not see the C files shim.c includes from
-	// ../..; the jail package has them in its own directory, so depending
-	// on it rebuilds this package whenever they change.
-	_ "github.com/tooljail/tooljail/jail"
+	// ../initc; the initc package has them in its own directory, so
+	// depending on it rebuilds this package whenever they change.
+	_ "github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -90,7 +90,7 @@ func Build(p landlock.Policy, binds ...Bind) (Ruleset, landlock.Enforced, error)
 var mu sync.Mutex
 
 // BuildPlan builds lp's ruleset with the init's tj_landlock, after
-// converting it as the supervisor does (jail/initplan.go clandlock). The
+// converting it as the supervisor does (initc's clandlock, plan.go). The
 // error is a *Failure when tj_landlock fails.
 func BuildPlan(lp landlock.Plan, binds ...Bind) (Ruleset, error) {
 	var c cplan

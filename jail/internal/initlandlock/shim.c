@@ -1,12 +1,12 @@
 // The jail init's Landlock step and its failure record, compiled from
-// their own sources (jail/init_landlock.c, jail/init_fail.c) for the tests
-// of this package. Their external names are renamed: the test binary also
-// links the jail package (for the build cache, see initlandlock.go), which
+// their own sources (jail/internal/initc/init_landlock.c, init_fail.c)
+// for the tests of this package. Their external names are renamed: the test binary also
+// links the initc package (for the build cache, see initlandlock.go), which
 // has the originals.
 #define tj_landlock tjt_landlock
 #define tj_failed tjt_failed
-#include "../../init_landlock.c"
-#include "../../init_fail.c"
+#include "../initc/init_landlock.c"
+#include "../initc/init_fail.c"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
 #ifndef TOOLJAIL_INITLANDLOCK_SHIM_H
 #define TOOLJAIL_INITLANDLOCK_SHIM_H
 
-#include "../../init.h"
+#include "../initc/init.h"
 
 // tjt_build runs the init's tj_landlock on plan l, with sources (one per
 // bind, indexed by tj_ll_path.mount) and their descriptors fds, as the

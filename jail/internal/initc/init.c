@@ -2,7 +2,7 @@
 // capabilities there and none on the host. The supervisor forks it with
 // every namespace at once and no exec (init_fork.c): a second Go runtime
 // would start its threads, heap and packages on every run, charged to the
-// run. The supervisor compiles the whole plan in Go (initplan.go); the
+// run. The supervisor compiles the whole plan in Go (plan.go); the
 // init only makes system calls with it, in the order tj_init_main lists:
 //
 //   - descriptors into place, everything else the supervisor had closed;

@@ -1,5 +1,5 @@
 // The jail's init in C: PID 1 of the jail, forked by the supervisor
-// without an exec. See init.c for what it does, initplan.go for the Go
+// without an exec. See init.c for what it does, plan.go for the Go
 // side that compiles its plan and init_steps.h for its failure records.
 #ifndef TOOLJAIL_INIT_H
 #define TOOLJAIL_INIT_H
@@ -113,7 +113,7 @@ struct tj_init {
 	struct tj_mount *mounts;
 	int nmounts;
 	struct tj_late *late; // shared with the supervisor
-	char *const *dev_nodes; // bound from the host: "/dev/null", ... (initplan.go's devNodes)
+	char *const *dev_nodes; // bound from the host: "/dev/null", ... (jail/initplan.go's devNodes)
 	int ndev_nodes;
 	const char *etc_names[TJ_ETC_FILES];
 	const char *etc_data[TJ_ETC_FILES];
@@ -127,7 +127,7 @@ struct tj_init {
 	int net_ports[3];
 	struct tj_landlock *landlock; // NULL: no Landlock
 	struct tj_stage2 stage2;
-	// The plan's own mappings (initplan.go's arena): the fork keeps them
+	// The plan's own mappings (arena.go): the fork keeps them
 	// when it leaves the supervisor's other memory out (tj_init_start).
 	uint64_t keep_lo[TJ_KEEP_MAX], keep_hi[TJ_KEEP_MAX];
 	int nkeep;
