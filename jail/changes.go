@@ -13,6 +13,7 @@ import (
 
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/hostside"
 )
 
 // A run with changes (Spec.Changes) mounts an overlay over each writable
@@ -173,7 +174,7 @@ func (rc *runChanges) bindIndex(i int) int {
 // their host paths and identities, the lower layers to scan after the
 // run (duplicates: the supervisor closes the sources once the init has
 // them), and the owner files written through an idmapped bind get.
-func (rc *runChanges) noteSources(mounts []Mount, srcs []source, idmapped []string, root bool) error {
+func (rc *runChanges) noteSources(mounts []hostside.Mount, srcs []hostside.Source, idmapped []string, root bool) error {
 	if !rc.active() {
 		return nil
 	}
@@ -183,34 +184,34 @@ func (rc *runChanges) noteSources(mounts []Mount, srcs []source, idmapped []stri
 	if err != nil {
 		return fmt.Errorf("--changes: the change store %s: %w", rc.storeDirPath, err)
 	}
-	b := insideWritable(so.Chain, mounts, srcs)
+	b := hostside.InsideWritable(so.Chain, mounts, srcs)
 	so.Close()
 	if b != "" {
 		return fmt.Errorf("--changes %s: the change store %s lies inside %s, which this run binds read-write: the command could rewrite the change sets you apply later; keep the store elsewhere (--changes-dir, TOOLJAIL_CHANGES_DIR)", rc.plan.mode, rc.storeDirPath, b)
 	}
 	for _, i := range rc.plan.binds {
 		m, s := mounts[i], srcs[i]
-		if s.obj == nil || !s.obj.IsDir() {
+		if s.Obj == nil || !s.Obj.IsDir() {
 			return fmt.Errorf("--changes %s: %s is not a directory; changes are recorded for directories only: bind it another way or run with --changes off", rc.plan.mode, m.Source)
 		}
-		dup, err := unix.FcntlInt(s.obj.File.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		dup, err := unix.FcntlInt(s.Obj.File.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("--changes: keep %s open: %w", m.Source, err)
 		}
-		rc.lowers = append(rc.lowers, os.NewFile(uintptr(dup), s.obj.Path))
+		rc.lowers = append(rc.lowers, os.NewFile(uintptr(dup), s.Obj.Path))
 		// The overlay's root takes the upper layer's mode: the workdir
 		// keeps its own in the jail.
 		k := len(rc.lowers) - 1
-		if err := unix.Fchmod(int(rc.pending.Upper[k].Fd()), s.obj.Stat.Mode&0o7777); err != nil {
+		if err := unix.Fchmod(int(rc.pending.Upper[k].Fd()), s.Obj.Stat.Mode&0o7777); err != nil {
 			return fmt.Errorf("--changes: the upper layer of %s: %w", m.Source, err)
 		}
-		bi := changes.BindInfo{Dest: m.Dest, Host: s.obj.Path, Dev: s.obj.ID().Dev, Ino: s.obj.ID().Ino, UID: -1, GID: -1}
+		bi := changes.BindInfo{Dest: m.Dest, Host: s.Obj.Path, Dev: s.Obj.ID().Dev, Ino: s.Obj.ID().Ino, UID: -1, GID: -1}
 		if root {
 			// Root applies the set: what it writes gets the owner it
 			// would have had through the bind.
 			bi.UID, bi.GID = rc.uid, rc.gid
 			if slices.Contains(idmapped, m.Dest) {
-				o := ownerOf(s.obj)
+				o := hostside.OwnerOf(s.Obj)
 				bi.UID, bi.GID = o.UID, o.GID
 			}
 		}
@@ -221,7 +222,7 @@ func (rc *runChanges) noteSources(mounts []Mount, srcs []source, idmapped []stri
 
 // lowerOnly is mounts with the binds under an overlay read-only: what
 // the command can write of the host once the overlays are mounted.
-func (rc *runChanges) lowerOnly(mounts []Mount) []Mount {
+func (rc *runChanges) lowerOnly(mounts []hostside.Mount) []hostside.Mount {
 	if !rc.active() {
 		return mounts
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
 )
@@ -108,7 +109,7 @@ func (ip *initPlan) failure(r record) *SetupError {
 	if r.typ == recStage2Fail {
 		e := ip.stage2.failure(r)
 		if r.step == stepExecNotFound {
-			if hint := danglingHint(ip.stage2.paths, ip.mounts, osHost{}); hint != "" {
+			if hint := hostside.DanglingHint(ip.stage2.paths, hostMounts(ip.mounts), hostside.OSHost{}); hint != "" {
 				e.Err = fmt.Errorf("%w; %s", e.Err, hint)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -15,7 +16,7 @@ import (
 func testPlan() *initPlan {
 	return &initPlan{
 		mounts: []Mount{{Kind: MountBind, Source: "/host/src", Dest: "/data"}},
-		over:   []overBind{{Dest: "/w/.tooljail", ReadOnly: true}, {Dest: "/w", ReadOnly: false}},
+		over:   []hostside.Over{{Dest: "/w/.tooljail", ReadOnly: true}, {Dest: "/w", ReadOnly: false}},
 		ll: &landlock.Plan{
 			Paths: []landlock.PathPlan{{Path: "/usr", Access: landlock.ReadExec}, {Path: "/etc/passwd", Access: landlock.List, DirOnly: true}},
 			Ports: []landlock.PortPlan{{Port: 8080}},

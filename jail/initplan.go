@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
 )
@@ -29,7 +30,7 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 type initPlan struct {
 	cp       *initc.Compiled
 	mounts   []Mount // in the order of the plan's mounts
-	over     []overBind
+	over     []hostside.Over
 	ll       *landlock.Plan
 	enforced *landlock.Enforced // what Landlock enforces, for the report
 	stage2   *stage2

@@ -2,11 +2,10 @@ package jail
 
 import (
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/seccomp"
 )
@@ -17,50 +16,16 @@ import (
 // clone them). It lives in memory shared with the init (region) and is
 // complete before the sync byte.
 
-// source is one bind's source as the supervisor opened it.
-type source struct {
-	obj *hostpath.Object // nil: an optional source that does not exist
-	// tree is a detached mount tree of obj made by a root supervisor (its
-	// attributes set, idmapped where needed), moved into the jail as it
-	// is; nil: the init clones obj itself.
-	tree *os.File
-}
-
-func (s source) fd() int {
-	if s.tree != nil {
-		return int(s.tree.Fd())
-	}
-	return int(s.obj.File.Fd())
-}
-
-func (s source) close() {
-	if s.tree != nil {
-		s.tree.Close()
-	}
-	if s.obj != nil {
-		s.obj.Close()
-	}
-}
-
-// overBind is a trusted file bound read-only over itself in the jail, or a
-// directory above it in a read-write bind, bound over itself so that it
-// cannot be renamed away.
-type overBind struct {
-	Dest     string // inside the jail
-	ID       hostpath.ID
-	ReadOnly bool
-}
-
 // fillLate writes the late part: the sources (srcs, by mount index), the
 // trusted files to bind over themselves and the seccomp filter. It returns
 // the descriptors to send with the sync, in slot order.
-func (ip *initPlan) fillLate(srcs []source, over []overBind, prog *seccomp.Program, chg *runChanges) ([]int, error) {
+func (ip *initPlan) fillLate(srcs []hostside.Source, over []hostside.Over, prog *seccomp.Program, chg *runChanges) ([]int, error) {
 	cs := make([]initc.Source, len(ip.mounts))
 	for i, m := range ip.mounts {
-		if m.Kind != MountBind || srcs[i].obj == nil {
+		if m.Kind != MountBind || srcs[i].Obj == nil {
 			continue
 		}
-		cs[i] = initc.Source{Open: true, FD: srcs[i].fd(), Type: srcs[i].obj.Stat.Mode, Detached: srcs[i].tree != nil}
+		cs[i] = initc.Source{Open: true, FD: srcs[i].FD(), Type: srcs[i].Obj.Stat.Mode, Detached: srcs[i].Tree != nil}
 		if b := chg.bindIndex(i); b >= 0 {
 			// The bind is the lower layer of an overlay (--changes).
 			cs[i].Overlay, cs[i].UpperFD, cs[i].WorkFD = true, int(chg.upper[b].Fd()), int(chg.work[b].Fd())

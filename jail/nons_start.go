@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
 )
@@ -71,9 +73,9 @@ func (h *nonsHost) prepare(c *Cmd) error {
 	}
 	defer root.Close()
 	// The private directory is not a host path to open: it is made below.
-	mounts := append([]Mount(nil), p.mounts...)
-	mounts[np.tmp].Kind = MountTmpfs
-	if h.sources, err = resolveSources(root, nil, mounts, np.spec.Dir); err != nil {
+	mounts := slices.Clone(p.host)
+	mounts[np.tmp].Kind = hostside.Tmpfs
+	if h.sources, err = hostside.Resolve(root, nil, mounts, np.spec.Dir); err != nil {
 		return err
 	}
 	if err := h.identify(c, np.spec.Dir); err != nil {
@@ -87,10 +89,10 @@ func (h *nonsHost) prepare(c *Cmd) error {
 		return err
 	}
 	c.nonsTmp = tmp
-	h.sources[np.tmp] = source{obj: tmp.obj}
+	h.sources[np.tmp] = hostside.Source{Obj: tmp.obj}
 	tmp.obj = nil // the source closes it
 	for _, o := range c.Outputs {
-		if b := insideWritable(o.chain, p.mounts, h.sources); b != "" {
+		if b := hostside.InsideWritable(o.chain, p.host, h.sources); b != "" {
 			o.refuse()
 			return fmt.Errorf("%s lies inside %s, which this run may write: the command could replace it before tooljail writes it; write it elsewhere", o.Path, b)
 		}
@@ -99,7 +101,7 @@ func (h *nonsHost) prepare(c *Cmd) error {
 		}
 	}
 	var dir *os.File
-	if h.cache != nil && insideWritable(h.cache.Chain, p.mounts, h.sources) == "" {
+	if h.cache != nil && hostside.InsideWritable(h.cache.Chain, p.host, h.sources) == "" {
 		dir = h.cache.File
 	}
 	h.prog, err = p.compileSeccomp(np.spec, dir)
@@ -115,12 +117,12 @@ func (h *nonsHost) identify(c *Cmd, dir string) error {
 	// Without namespaces, root switches to the jail's identity with CAP_SETUID
 	// (stage 2), which even a container's root has: CAP_SYS_ADMIN is not needed.
 	var err error
-	h.id, h.explicit, err = hostUser(h.root, euid, os.Getegid(), c.Spec.HostUser, workdirOwner(p.mounts, h.sources, dir))
+	h.id, h.explicit, err = hostside.HostUser(h.root, euid, os.Getegid(), c.Spec.HostUser, hostside.WorkdirOwner(p.host, h.sources, dir), DefaultHostUser)
 	if err != nil {
 		return err
 	}
 	if h.root {
-		if err := rootIdentity(h.id, h.explicit, p.mounts, h.sources, dir); err != nil {
+		if err := rootIdentity(h.id, h.explicit, p.host, h.sources, dir); err != nil {
 			return err
 		}
 	}
@@ -133,18 +135,18 @@ func (h *nonsHost) identify(c *Cmd, dir string) error {
 func (h *nonsHost) checkTrusted(c *Cmd, spec *Spec) error {
 	p := c.plan
 	h.trusted = append([]*hostpath.Object(nil), c.Spec.Trusted...)
-	if exe := executable(); exe != nil {
+	if exe := hostside.Executable(); exe != nil {
 		h.trusted = append(h.trusted, exe)
 	}
 	if p.needsDiskCache(spec) {
-		if h.cache = cacheDir(); h.cache != nil {
+		if h.cache = hostside.CacheDir(); h.cache != nil {
 			h.trusted = append(h.trusted, h.cache)
 		}
 	}
 	// Landlock cannot take write access away below a directory it grants
 	// it on, and there are no mounts: a protected path in a writable bind
 	// fails the run.
-	prot, dests, err := protectIn(spec.Protect, p.mounts, h.sources)
+	prot, dests, err := hostside.ProtectIn(spec.Protect, p.host, h.sources)
 	for _, o := range prot {
 		o.Close()
 	}
@@ -157,7 +159,7 @@ func (h *nonsHost) checkTrusted(c *Cmd, spec *Spec) error {
 		}
 		h.protectDegraded = true
 	}
-	for _, o := range overBinds(h.trusted, p.mounts, h.sources) {
+	for _, o := range hostside.OverBinds(h.trusted, p.host, h.sources) {
 		if o.ReadOnly {
 			return fmt.Errorf("%s is a file tooljail trusts (a profile, this executable or its cache) inside a read-write bind; without a mount namespace it cannot be made read-only there, and the command could change it for the next run: move it out of the bind, or bind another directory", o.Dest)
 		}
@@ -169,7 +171,7 @@ func (h *nonsHost) checkTrusted(c *Cmd, spec *Spec) error {
 // id: mapped in this user namespace (a container's may map root alone),
 // and able to write the writable binds, which cannot be idmapped without
 // a mount namespace.
-func rootIdentity(id HostID, explicit bool, mounts []Mount, srcs []source, dir string) error {
+func rootIdentity(id HostID, explicit bool, mounts []hostside.Mount, srcs []hostside.Source, dir string) error {
 	if err := idMapped("/proc/self/uid_map", id.UID, "uid"); err != nil {
 		return err
 	}
@@ -180,16 +182,16 @@ func rootIdentity(id HostID, explicit bool, mounts []Mount, srcs []source, dir s
 		return nil // the caller chose the identity, and the binds as they are
 	}
 	for i, m := range mounts {
-		if m.Kind != MountBind || !m.Writable || srcs[i].obj == nil {
+		if m.Kind != hostside.Bind || !m.Writable || srcs[i].Obj == nil {
 			continue
 		}
-		if owner := ownerOf(srcs[i].obj); owner != id {
+		if owner := hostside.OwnerOf(srcs[i].Obj); owner != id {
 			fix := fmt.Sprintf("pass --host-user %d:%d (the command then runs as that user)", owner.UID, owner.GID)
 			if owner.UID == 0 || owner.GID == 0 {
 				fix = "use a directory owned by an unprivileged user (the command then runs as that user), or pass --host-user with a user that may write it"
 			}
 			return fmt.Errorf("%s belongs to %d:%d; without namespaces it cannot be idmapped, and the command never runs as root but as %d:%d, which could not write it; fix: %s",
-				bindName(m, dir), owner.UID, owner.GID, id.UID, id.GID, fix)
+				hostside.BindName(m, dir), owner.UID, owner.GID, id.UID, id.GID, fix)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/hostprobe"
+	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/seccomp"
 )
@@ -17,7 +18,8 @@ import (
 // each layer whether it is applied. A layer that was asked for and cannot be
 // enforced fails the run unless the Spec allows it degraded.
 type plan struct {
-	mounts    []Mount // in the order they are made (sortMounts)
+	mounts    []Mount          // in the order they are made (sortMounts)
+	host      []hostside.Mount // mounts as the host side sees them, same order
 	enf       Enforcement
 	landlock  *landlock.Policy
 	notify    bool
@@ -115,6 +117,7 @@ func (s *Spec) plan(h hostprobe.Host) (*plan, error) {
 // newPlan is the plan of s before the host is asked: every namespace,
 // no layer yet, the mounts in their order and stage 2's settings.
 func (s *Spec) newPlan() *plan {
+	mounts := planMounts(s)
 	return &plan{
 		enf: Enforcement{
 			Mode:       ModeNamespaces,
@@ -125,7 +128,8 @@ func (s *Spec) newPlan() *plan {
 			Degraded:   []string{},
 			Toolchains: s.Toolchains,
 		},
-		mounts: planMounts(s),
+		mounts: mounts,
+		host:   hostMounts(mounts),
 		root:   hostprobe.Privileged(),
 		stage2: stage2Config{
 			Args:    s.Args,
@@ -360,4 +364,22 @@ func mountAccess(m Mount) landlock.Access {
 	default:
 		return landlock.Read
 	}
+}
+
+// hostMounts are mounts as the host side (package hostside) sees them.
+func hostMounts(ms []Mount) []hostside.Mount {
+	out := make([]hostside.Mount, len(ms))
+	for i, m := range ms {
+		out[i] = hostside.Mount{Source: m.Source, Dest: m.Dest, Writable: m.Writable, Optional: m.Optional,
+			KeepSymlink: m.KeepSymlink, InRoot: m.InRoot, Cache: m.Cache}
+		switch m.Kind {
+		case MountBind:
+			out[i].Kind = hostside.Bind
+		case MountTmpfs:
+			out[i].Kind = hostside.Tmpfs
+		case MountMask:
+			out[i].Kind = hostside.Mask
+		}
+	}
+	return out
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/hostprobe"
+	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/seccomp"
 )
@@ -47,10 +48,7 @@ const (
 )
 
 // HostID is a user and group of the host.
-type HostID struct {
-	UID int `json:"uid"`
-	GID int `json:"gid"`
-}
+type HostID = hostside.ID
 
 // DefaultHostUser is the host identity of a jail that root starts when
 // its working directory belongs to root, or when it has none: a uid and

@@ -150,51 +150,6 @@ func TestPlanMountsAndLandlock(t *testing.T) {
 	}
 }
 
-// The sources are opened once, by the supervisor: a missing optional one
-// is left out, a missing required one and a refused read-write one fail.
-func TestResolveSources(t *testing.T) {
-	dir := t.TempDir()
-	os.Symlink("usr/bin", dir+"/link")
-	os.WriteFile(dir+"/file", nil, 0o644)
-	root, err := os.Open("/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	mounts := []Mount{
-		{Kind: MountBind, Source: "/usr", Dest: "/usr", Exec: true},
-		{Kind: MountBind, Source: dir + "/missing", Dest: "/opt", Optional: true},
-		{Kind: MountBind, Source: dir, Dest: "/work", Writable: true},
-		{Kind: MountTmpfs, Dest: "/tmp"},
-		{Kind: MountBind, Source: "/bin", Dest: "/bin", KeepSymlink: true, Optional: true},
-	}
-	srcs, err := resolveSources(root, nil, mounts, "/work")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeSources(srcs)
-	if srcs[0].obj == nil || !srcs[0].obj.IsDir() || srcs[1].obj != nil || srcs[2].obj == nil || srcs[3].obj != nil {
-		t.Errorf("sources %+v", srcs)
-	}
-	if fi, err := os.Lstat("/bin"); err == nil && fi.Mode()&os.ModeSymlink != 0 && (srcs[4].obj == nil || !srcs[4].obj.IsSymlink()) {
-		t.Errorf("/bin is a symlink here and must be kept as one: %+v", srcs[4])
-	}
-	for _, c := range []struct {
-		m    Mount
-		want string
-	}{
-		{Mount{Kind: MountBind, Source: dir + "/missing", Dest: "/x"}, "does not exist"},
-		{Mount{Kind: MountBind, Source: "/usr/local", Dest: "/x", Writable: true}, "system directory /usr"},
-		{Mount{Kind: MountBind, Source: "/", Dest: "/work", Writable: true}, "workdir /: refusing"},
-		{Mount{Kind: MountBind, Source: dir + "/link", Dest: "/x"}, "symlink"},
-		{Mount{Kind: MountBind, Source: dir + "/file", Dest: "/work", Writable: true}, "workdir " + dir + "/file: not a directory"},
-	} {
-		if _, err := resolveSources(root, nil, []Mount{c.m}, "/work"); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: err %v, want %q", c.m, err, c.want)
-		}
-	}
-}
-
 func TestRelayBudget(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {

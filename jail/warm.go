@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/hostpath"
+	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 )
 
@@ -200,10 +201,10 @@ func workdirMount(mounts []Mount, dir string) *Mount {
 
 // workdirID is the identity of the workdir bind's source as opened for
 // the run, or nil.
-func workdirID(mounts []Mount, srcs []source, dir string) *fileID {
+func workdirID(mounts []Mount, srcs []hostside.Source, dir string) *fileID {
 	for i, m := range mounts {
-		if m.Kind == MountBind && m.Dest == dir && i < len(srcs) && srcs[i].obj != nil {
-			st := srcs[i].obj.Stat
+		if m.Kind == MountBind && m.Dest == dir && i < len(srcs) && srcs[i].Obj != nil {
+			st := srcs[i].Obj.Stat
 			return &fileID{st.Dev, st.Ino}
 		}
 	}
@@ -344,9 +345,9 @@ func protectChanged(want *Spec, mounts []Mount, have []string) string {
 	if len(want.Protect) == 0 {
 		return ""
 	}
-	writable := make([]Mount, len(mounts))
-	for i, m := range mounts {
-		if m.Kind == MountBind && m.Writable {
+	writable := make([]hostside.Mount, len(mounts))
+	for i, m := range hostMounts(mounts) {
+		if m.Kind == hostside.Bind && m.Writable {
 			writable[i] = m
 		}
 	}
@@ -355,12 +356,12 @@ func protectChanged(want *Spec, mounts []Mount, have []string) string {
 		return "the host's root cannot be opened"
 	}
 	defer root.Close()
-	srcs, err := resolveSources(root, nil, writable, want.Dir)
+	srcs, err := hostside.Resolve(root, nil, writable, want.Dir)
 	if err != nil {
 		return "a read-write bind cannot be opened again: " + err.Error()
 	}
-	defer closeSources(srcs)
-	objs, dests, err := protectIn(want.Protect, writable, srcs)
+	defer hostside.CloseSources(srcs)
+	objs, dests, err := hostside.ProtectIn(want.Protect, writable, srcs)
 	if err != nil {
 		return err.Error()
 	}

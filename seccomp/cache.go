@@ -18,7 +18,7 @@ import (
 // A cached file is loaded into the jail as its syscall filter, so the cache
 // must never be a way around it. A file is used only if:
 //   - the directory the caller opened (the jail, by the rules of every
-//     host path: jail/hostside.go) is a directory owned by the effective
+//     host path: hostside.CacheDir) is a directory owned by the effective
 //     uid, with no group or other permission bits; files are opened
 //     relative to it, so renaming path components afterwards changes
 //     nothing;

@@ -1,4 +1,4 @@
-package jail
+package hostside
 
 import (
 	"io/fs"
@@ -49,14 +49,14 @@ func (h fakeHost) Head(p string) ([]byte, error) {
 
 func TestDanglingHint(t *testing.T) {
 	mounts := []Mount{
-		{Kind: MountBind, Source: "/usr", Dest: "/usr", Exec: true, KeepSymlink: true},
-		{Kind: MountBind, Source: "/bin", Dest: "/bin", Exec: true, KeepSymlink: true},
-		{Kind: MountTmpfs, Dest: "/home/sandbox", Writable: true},
-		{Kind: MountTmpfs, Dest: "/tmp", Writable: true},
-		{Kind: MountBind, Source: "/srv/proj", Dest: "/srv/proj", Writable: true},
-		{Kind: MountBind, Source: "/data/tools", Dest: "/tools"},
-		{Kind: MountBind, Source: "/tmp/w", Dest: "/tmp/w", Writable: true},
-		{Kind: MountMask, Dest: "/srv/proj/secret"},
+		{Kind: Bind, Source: "/usr", Dest: "/usr", KeepSymlink: true},
+		{Kind: Bind, Source: "/bin", Dest: "/bin", KeepSymlink: true},
+		{Kind: Tmpfs, Dest: "/home/sandbox", Writable: true},
+		{Kind: Tmpfs, Dest: "/tmp", Writable: true},
+		{Kind: Bind, Source: "/srv/proj", Dest: "/srv/proj", Writable: true},
+		{Kind: Bind, Source: "/data/tools", Dest: "/tools"},
+		{Kind: Bind, Source: "/tmp/w", Dest: "/tmp/w", Writable: true},
+		{Kind: Mask, Dest: "/srv/proj/secret"},
 	}
 	host := fakeHost{
 		// targets on the host, outside what the jail shows
@@ -123,7 +123,7 @@ func TestDanglingHint(t *testing.T) {
 		{"masked", []string{"/srv/proj/secret"}, ""},
 		{"a loop", []string{"/srv/proj/loop"}, ""},
 	} {
-		got := danglingHint(c.candidates, mounts, host)
+		got := DanglingHint(c.candidates, mounts, host)
 		if c.want == "" && got != "" || c.want != "" && !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}

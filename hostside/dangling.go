@@ -1,4 +1,4 @@
-package jail
+package hostside
 
 import (
 	"bytes"
@@ -15,11 +15,11 @@ import (
 // whose target or #! interpreter lies outside what the jail shows: a
 // virtualenv's python links to a pyenv or uv interpreter under the
 // caller's home, a project's tool links to /opt. execve says only ENOENT.
-// danglingHint finds that target by walking the command's candidates
+// DanglingHint finds that target by walking the command's candidates
 // through the Spec's mounts on the host, and says what would show it.
 
-// hostLooker is what danglingHint reads of the host.
-type hostLooker interface {
+// Looker is what DanglingHint reads of the host.
+type Looker interface {
 	// Lstat returns the type of path, without following a last symlink.
 	Lstat(path string) (fs.FileMode, error)
 	Readlink(path string) (string, error)
@@ -73,9 +73,9 @@ func inJail(p string, mounts []Mount) (what shown, host string, m Mount, root bo
 	}
 	m = mounts[best]
 	switch m.Kind {
-	case MountMask:
+	case Mask:
 		return shownNothing, "", m, false
-	case MountTmpfs:
+	case Tmpfs:
 		// The way to a mount below (a workdir in /tmp) the jail made;
 		// nothing else is there before the command runs.
 		for _, mt := range mounts {
@@ -101,7 +101,7 @@ type walk struct {
 // resolve follows p in the jail, component by component, through the
 // symlinks it finds on the host, until a component the jail does not
 // show, a file, or something it cannot know.
-func resolve(p string, mounts []Mount, h hostLooker) walk {
+func resolve(p string, mounts []Mount, h Looker) walk {
 	w := walk{}
 	links := 0
 	rest := strings.Split(strings.TrimPrefix(path.Clean(p), "/"), "/")
@@ -179,12 +179,12 @@ func interpreter(head []byte) string {
 	return f[0]
 }
 
-// danglingHint says why a command execve could not find (candidates: the
+// DanglingHint says why a command execve could not find (candidates: the
 // jail paths tried, in order) is missing, when the host shows the cause:
 // a candidate that is a symlink to what the jail does not show but the
 // host has, or a script whose #! interpreter is such; "" otherwise (a
 // target that is nowhere is what the plain message says).
-func danglingHint(candidates []string, mounts []Mount, h hostLooker) string {
+func DanglingHint(candidates []string, mounts []Mount, h Looker) string {
 	onHost := func(w walk) bool {
 		_, err := h.Lstat(w.path)
 		return w.missing && err == nil
@@ -250,11 +250,11 @@ func hostOf(p string, mounts []Mount) string {
 	return host
 }
 
-// osHost reads the host for danglingHint, as the supervisor: nothing it
+// OSHost reads the host for DanglingHint, as the supervisor: nothing it
 // opens can block (a FIFO) or be more than a regular file.
-type osHost struct{}
+type OSHost struct{}
 
-func (osHost) Lstat(p string) (fs.FileMode, error) {
+func (OSHost) Lstat(p string) (fs.FileMode, error) {
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return 0, err
@@ -262,9 +262,9 @@ func (osHost) Lstat(p string) (fs.FileMode, error) {
 	return fi.Mode(), nil
 }
 
-func (osHost) Readlink(p string) (string, error) { return os.Readlink(p) }
+func (OSHost) Readlink(p string) (string, error) { return os.Readlink(p) }
 
-func (osHost) Head(p string) ([]byte, error) {
+func (OSHost) Head(p string) ([]byte, error) {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
