@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
 )
 
 func TestPlanMounts(t *testing.T) {
