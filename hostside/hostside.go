@@ -10,7 +10,8 @@
 //   - what tooljail trusts and what a profile protects inside a read-write
 //     bind is found, to be bound over itself (trusted.go: OverBinds,
 //     ProtectIn, InsideWritable), and the directories tooljail itself
-//     makes on the host are made by the same rules (MakeDirs, MakeCaches);
+//     makes on the host are made by the same rules (MakeDirs, MakeCaches,
+//     and privatetmp.go: the private TMPDIR of a run without namespaces);
 //   - a command the jail cannot find is explained by what the host shows
 //     through the jail's mounts (dangling.go: DanglingHint).
 //

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
@@ -68,8 +69,8 @@ type Cmd struct {
 	group    *cgroup.Group
 	monitor  *seccomp.Monitor
 	watcher  *landlock.Watcher
-	nonsTmp  *tmpDir        // the private temporary directory of a run without namespaces
-	net      *runnet.Server // the allow mode's proxies and resolver
+	nonsTmp  *hostside.PrivateTmp // the private temporary directory of a run without namespaces
+	net      *runnet.Server       // the allow mode's proxies and resolver
 	sock     int
 	timer    *time.Timer
 	// staleDone is closed when CleanupStale, started by openGroup, is done.
@@ -596,7 +597,7 @@ func (c *Cmd) cleanup() {
 	if c.nonsTmp != nil {
 		// Every process of the run is gone: the reaper killed them, and
 		// the group above.
-		c.nonsTmp.remove()
+		c.nonsTmp.Remove()
 		c.nonsTmp = nil
 	}
 }

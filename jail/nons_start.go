@@ -84,13 +84,12 @@ func (h *nonsHost) prepare(c *Cmd) error {
 	if err := h.checkTrusted(c, np.spec); err != nil {
 		return err
 	}
-	tmp, err := makePrivateTmp(c.res.ID, h.id, h.root)
+	tmp, err := hostside.MakePrivateTmp(c.res.ID, h.id, h.root)
 	if err != nil {
 		return err
 	}
 	c.nonsTmp = tmp
-	h.sources[np.tmp] = hostside.Source{Obj: tmp.obj}
-	tmp.obj = nil // the source closes it
+	h.sources[np.tmp] = hostside.Source{Obj: tmp.TakeObject()} // the source closes it
 	for _, o := range c.Outputs {
 		if b := hostside.InsideWritable(o.chain, p.host, h.sources); b != "" {
 			o.refuse()
@@ -236,7 +235,7 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 	}
 	defer lf.close()
 	st2 := c.stage2Config()
-	st2.Dir, st2.Env = nonsPaths(c.nonsTmp.path, c.Spec.Mounts, st2.Dir, st2.Env)
+	st2.Dir, st2.Env = nonsPaths(c.nonsTmp.Path(), c.Spec.Mounts, st2.Dir, st2.Env)
 	var setid *HostID
 	if hs.root {
 		setid = &hs.id

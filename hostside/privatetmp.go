@@ -1,4 +1,4 @@
-package jail
+package hostside
 
 import (
 	"errors"
@@ -20,8 +20,8 @@ import (
 // A supervisor that was killed leaves its directory unlocked: the next
 // run of the same identity in the same place removes it.
 
-// tmpDir is one run's private directory.
-type tmpDir struct {
+// PrivateTmp is one run's private directory.
+type PrivateTmp struct {
 	parent *hostpath.Object
 	name   string
 	path   string
@@ -35,10 +35,10 @@ var tmpName = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^tooljail-[0-9a-f]{16}(-[0-9])?$`)
 })
 
-// makePrivateTmp makes the private directory of run id for owner (chown
+// MakePrivateTmp makes the private directory of run id for owner (chown
 // when the supervisor is root), after removing those of dead runs of
 // owner.
-func makePrivateTmp(run string, owner HostID, chown bool) (*tmpDir, error) {
+func MakePrivateTmp(run string, owner ID, chown bool) (*PrivateTmp, error) {
 	parent, err := hostpath.Open(os.TempDir(), hostpath.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("the run's private temporary directory: open %s: %w", os.TempDir(), err)
@@ -64,14 +64,14 @@ func makePrivateTmp(run string, owner HostID, chown bool) (*tmpDir, error) {
 
 // lockedTmp makes and locks the directory name in parent; on failure
 // nothing is left of it.
-func lockedTmp(parent *hostpath.Object, name string, owner HostID, chown bool) (*tmpDir, error) {
+func lockedTmp(parent *hostpath.Object, name string, owner ID, chown bool) (*PrivateTmp, error) {
 	pfd := int(parent.File.Fd())
-	t := &tmpDir{parent: parent, name: name, path: path.Join(parent.Path, name), lock: -1}
+	t := &PrivateTmp{parent: parent, name: name, path: path.Join(parent.Path, name), lock: -1}
 	if err := unix.Mkdirat(pfd, name, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", t.path, err)
 	}
-	fail := func(err error) (*tmpDir, error) {
-		t.close()
+	fail := func(err error) (*PrivateTmp, error) {
+		t.Close()
 		// Only what this call made, checked by inode: never another's.
 		if t.id != (hostpath.ID{}) {
 			t.removeIfSame()
@@ -118,7 +118,7 @@ func lockedTmp(parent *hostpath.Object, name string, owner HostID, chown bool) (
 
 // removeStaleTmps removes the private directories of owner's runs whose
 // supervisor is gone (nobody holds their lock). Best effort.
-func removeStaleTmps(parent *hostpath.Object, owner HostID) {
+func removeStaleTmps(parent *hostpath.Object, owner ID) {
 	dfd, err := unix.Openat(int(parent.File.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
@@ -139,27 +139,27 @@ func removeStaleTmps(parent *hostpath.Object, owner HostID) {
 			unix.Close(fd)
 			continue
 		}
-		t := &tmpDir{parent: parent, name: name, path: path.Join(parent.Path, name), id: hostpath.ID{Dev: st.Dev, Ino: st.Ino}, lock: fd}
+		t := &PrivateTmp{parent: parent, name: name, path: path.Join(parent.Path, name), id: hostpath.ID{Dev: st.Dev, Ino: st.Ino}, lock: fd}
 		t.removeIfSame()
-		t.close()
+		t.Close()
 	}
 }
 
-// remove removes the directory and everything the run left in it, by
+// Remove removes the directory and everything the run left in it, by
 // descriptor (nothing below it is followed), then lets it go.
-func (t *tmpDir) remove() error {
+func (t *PrivateTmp) Remove() error {
 	if t.parent == nil {
 		return nil
 	}
 	err := t.removeIfSame()
-	t.close()
+	t.Close()
 	t.parent.Close()
 	t.parent = nil
 	return err
 }
 
 // removeIfSame removes the directory if its name still names it.
-func (t *tmpDir) removeIfSame() error {
+func (t *PrivateTmp) removeIfSame() error {
 	pfd := int(t.parent.File.Fd())
 	fd, err := unix.Openat(pfd, t.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -181,8 +181,20 @@ func (t *tmpDir) removeIfSame() error {
 	return nil
 }
 
-// close releases the lock and the O_PATH descriptor.
-func (t *tmpDir) close() {
+// Path is the directory's path on the host.
+func (t *PrivateTmp) Path() string { return t.path }
+
+// TakeObject hands over the directory, opened O_PATH, to the caller, who
+// closes it (as the run's bind source).
+func (t *PrivateTmp) TakeObject() *hostpath.Object {
+	o := t.obj
+	t.obj = nil
+	return o
+}
+
+// Close releases the lock and the O_PATH descriptor, leaving the
+// directory: what a supervisor that died leaves (the next run removes it).
+func (t *PrivateTmp) Close() {
 	if t.obj != nil {
 		t.obj.Close()
 		t.obj = nil
