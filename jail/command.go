@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
@@ -91,7 +92,7 @@ type Cmd struct {
 	// warm is set for a jail built ahead of its command (warm.go).
 	warm *warmState
 	// chg is the run's change set (Spec.Changes, changes.go), or nil.
-	chg *runChanges
+	chg *changes.Run
 	// ttyIn is a copy of the terminal's master (tty.go), under mu: typed
 	// into and resized until the run is over. ttyResized: Resize was
 	// called, and its size is set when the terminal comes.

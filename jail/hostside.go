@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/seccomp"
@@ -231,7 +232,7 @@ type hostSide struct {
 	idmapped        []string // destinations of idmapped binds
 	finished        bool
 	// chg is the run's change set (Spec.Changes), or nil.
-	chg *runChanges
+	chg *changes.Run
 }
 
 // prepare opens what needs no init: the outputs, the files tooljail
@@ -257,7 +258,7 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 		if err != nil {
 			return err
 		}
-		h.chg, err = createChanges(c.Spec, p.changes, h.id)
+		h.chg, err = changes.NewRun(p.changes, c.Spec.changesDir, h.id.UID, h.id.GID)
 		return err
 	}
 	if err := h.resolveIn(c, "/"); err != nil {
@@ -268,7 +269,7 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	if err != nil {
 		return err
 	}
-	if h.chg, err = createChanges(c.Spec, p.changes, h.id); err != nil {
+	if h.chg, err = changes.NewRun(p.changes, c.Spec.changesDir, h.id.UID, h.id.GID); err != nil {
 		return err
 	}
 	if h.idmapped, err = hostside.Detach(p.host, h.sources, c.Spec.Dir, h.id, h.explicit, p.compile); err != nil {
@@ -321,14 +322,14 @@ func (h *hostSide) finish(c *Cmd) error {
 			h.trusted = append(h.trusted, h.cache)
 		}
 	}
-	if err := h.chg.noteSources(mounts, h.sources, h.idmapped, h.root); err != nil {
+	if err := h.chg.NoteSources(mounts, h.sources, h.idmapped, h.root); err != nil {
 		return err
 	}
 	// A bind under an overlay (--changes) is not written by the command:
 	// what it protects and trusts there needs no bind over itself (the
 	// overlay would hide it anyway); applying the set keeps the
 	// protected paths instead (package changes).
-	guarded := h.chg.lowerOnly(mounts)
+	guarded := h.chg.LowerOnly(mounts)
 	prot, dests, err := hostside.ProtectIn(c.Spec.Protect, guarded, h.sources)
 	if err != nil {
 		return err

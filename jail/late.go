@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/seccomp"
@@ -19,16 +20,17 @@ import (
 // fillLate writes the late part: the sources (srcs, by mount index), the
 // trusted files to bind over themselves and the seccomp filter. It returns
 // the descriptors to send with the sync, in slot order.
-func (ip *initPlan) fillLate(srcs []hostside.Source, over []hostside.Over, prog *seccomp.Program, chg *runChanges) ([]int, error) {
+func (ip *initPlan) fillLate(srcs []hostside.Source, over []hostside.Over, prog *seccomp.Program, chg *changes.Run) ([]int, error) {
 	cs := make([]initc.Source, len(ip.mounts))
 	for i, m := range ip.mounts {
 		if m.Kind != MountBind || srcs[i].Obj == nil {
 			continue
 		}
 		cs[i] = initc.Source{Open: true, FD: srcs[i].FD(), Type: srcs[i].Obj.Stat.Mode, Detached: srcs[i].Tree != nil}
-		if b := chg.bindIndex(i); b >= 0 {
+		if b := chg.BindIndex(i); b >= 0 {
 			// The bind is the lower layer of an overlay (--changes).
-			cs[i].Overlay, cs[i].UpperFD, cs[i].WorkFD = true, int(chg.upper[b].Fd()), int(chg.work[b].Fd())
+			upper, work := chg.Layers(b)
+			cs[i].Overlay, cs[i].UpperFD, cs[i].WorkFD = true, int(upper.Fd()), int(work.Fd())
 		}
 	}
 	if len(over) > initc.MaxOver {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/seccomp"
@@ -99,7 +100,7 @@ func (s *Spec) planNoNS(h hostprobe.Host) (*plan, error) {
 		}
 		return nil, err
 	}
-	if p.changes, err = decideChanges(s.Changes, true, ""); err != nil {
+	if p.changes, err = changes.Decide(s.Changes, true, ""); err != nil {
 		return nil, err
 	}
 	p.nons = &nonsPlan{spec: ns, tmp: slices.IndexFunc(p.mounts, func(m Mount) bool { return m.Source == privateTmp })}

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
@@ -42,9 +43,9 @@ func (c *Cmd) startNoNS() error {
 	defer stdio.close()
 	hs := &nonsHost{}
 	defer hs.close()
-	// Without namespaces nothing is recorded (decideChanges): the report
+	// Without namespaces nothing is recorded (changes.Decide): the report
 	// says so.
-	c.chg = &runChanges{plan: c.plan.changes}
+	c.chg = changes.Unrecorded(c.plan.changes)
 	if err := hs.prepare(c); err != nil {
 		return err
 	}

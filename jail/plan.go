@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/cgroup"
+	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/landlock"
@@ -32,7 +33,7 @@ type plan struct {
 	// nons is the run without namespaces (nons.go), or nil.
 	nons *nonsPlan
 	// changes is what the run records of its writes (changes.go).
-	changes changesPlan
+	changes changes.Plan
 }
 
 // compileSeccomp compiles the seccomp filter the plan calls for, or takes
@@ -91,11 +92,11 @@ func (s *Spec) plan(h hostprobe.Host) (*plan, error) {
 	p := s.newPlan()
 	if s.Changes.Overlay() {
 		// Only a run that records asks the kernel's version.
-		cp, err := decideChanges(s.Changes, false, hostprobe.OverlayFailure())
+		cp, err := changes.Decide(s.Changes, false, hostprobe.OverlayFailure())
 		if err != nil {
 			return nil, err
 		}
-		cp.binds = changeBinds(p.mounts)
+		cp.Binds = changes.Binds(p.host)
 		p.changes = cp
 	}
 	d := &degrader{s: s, enf: &p.enf}

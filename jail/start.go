@@ -27,7 +27,7 @@ func (c *Cmd) start() (retErr error) {
 	// host side: a run that never started leaves no change set.
 	defer func() {
 		if retErr != nil {
-			layers.hs.chg.abort()
+			layers.hs.chg.Abort()
 		} else {
 			c.chg = layers.hs.chg
 		}
@@ -314,10 +314,10 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 	if err := hs.finish(c); err != nil {
 		return err
 	}
-	if err := hs.chg.openLayers(fmt.Sprintf("/proc/%d/root", c.proc.pid)); err != nil {
+	if err := hs.chg.OpenLayers(fmt.Sprintf("/proc/%d/root", c.proc.pid)); err != nil {
 		return err
 	}
-	defer hs.chg.closeLayers()
+	defer hs.chg.CloseLayers()
 	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
 	c.res.Enforcement.Idmapped = hs.idmapped
 	c.res.Enforcement.Protected = hs.protectedDests
