@@ -18,6 +18,7 @@ import (
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
+	"github.com/tooljail/tooljail/jail/internal/relay"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/network/runnet"
@@ -66,7 +67,7 @@ type Cmd struct {
 	// exitSeen is closed at the init's exit record: the command ended and
 	// nothing else of the jail is left (init_reap.c, tj_report).
 	exitSeen chan struct{}
-	relays   [2]*relay
+	relays   [2]*relay.Relay
 	group    *cgroup.Group
 	monitor  *seccomp.Monitor
 	watcher  *landlock.Watcher
@@ -525,21 +526,21 @@ func (c *Cmd) collectStreams() {
 		c.net = nil
 	}
 	// A terminal's master came before the exit record, or never will.
-	c.relays[0].attach(nil)
+	c.relays[0].Attach(nil)
 	if c.sessionCall() && c.KeepRunning {
 		// What the call kept may hold its output open: the call's
 		// output ends with its command.
 		for _, r := range c.relays {
 			if r != nil {
-				r.cut()
+				r.Cut()
 			}
 		}
 	}
-	c.res.Stdout = c.relays[0].stream()
+	c.res.Stdout = streamOf(c.relays[0].Result())
 	c.res.Stdout.TTY = c.TTY != nil
 	c.closeTTY()
 	if c.relays[1] != nil {
-		c.res.Stderr = c.relays[1].stream()
+		c.res.Stderr = streamOf(c.relays[1].Result())
 	} else {
 		c.res.Stderr = Stream{Merged: true}
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/tooljail/tooljail/jail/internal/relay"
 )
 
 // captured is a stream entry as a run's capture makes it of text.
@@ -180,7 +182,7 @@ func TestRelayCaptureExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rel := newRelay(r, nil, &outputBudget{remaining: -1}, true)
+		rel := relay.New(r, nil, relay.NewBudget(-1), true)
 		go func() {
 			rest := data
 			for len(rest) > 0 {
@@ -190,7 +192,7 @@ func TestRelayCaptureExact(t *testing.T) {
 			}
 			w.Close()
 		}()
-		s := rel.stream()
+		s := streamOf(rel.Result())
 		if (s.Base64 != nil) != c.b64 {
 			t.Errorf("%s: base64 %v, want %v", c.name, s.Base64 != nil, c.b64)
 		}

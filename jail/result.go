@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/tooljail/tooljail/changes"
+	"github.com/tooljail/tooljail/jail/internal/relay"
 )
 
 // Schema names the report format; fields are added, never renamed or
@@ -169,6 +170,11 @@ func (s Stream) MarshalJSON() ([]byte, error) {
 }
 
 // withBase64 is s with Base64 set as a run's capture sets it: Text's
+// streamOf is the report's entry of what a relay saw of a stream.
+func streamOf(r relay.Result) Stream {
+	return Stream{Bytes: r.Bytes, Truncated: r.Truncated, Text: r.Text}.withBase64()
+}
+
 // bytes when they are not valid UTF-8, else none.
 func (s Stream) withBase64() Stream {
 	s.Base64 = nil

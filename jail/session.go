@@ -296,7 +296,7 @@ func (c *Cmd) startSessionCall() error {
 	err := c.giveCall(&init.mu, callMsg{dir: c.Spec.Dir, tty: c.TTY, keep: c.KeepRunning}, "the session")
 	if err != nil {
 		if c.relays[0] != nil {
-			c.relays[0].attach(nil)
+			c.relays[0].Attach(nil)
 		}
 		s.callEnded(c)
 		return c.fail(&SetupError{Code: ExitSetup, Err: err})

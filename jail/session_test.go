@@ -273,7 +273,9 @@ func TestSessionForkBombKillsTheCallOnly(t *testing.T) {
 	if res.Status != jail.StatusTimeout || res.KilledLeftoverProcesses == nil || *res.KilledLeftoverProcesses == 0 {
 		t.Errorf("the bomb's call: %s (%s), killed after it %v; want timeout and the bomb killed", res.Status, res.Reason, res.KilledLeftoverProcesses)
 	}
-	r := call(t, s, false, `ps -e -o args= | grep -c '^sleep `+marker+`00'; ps -e -o comm= | grep -c '^sh$'`)
+	// ps alone, then grep: in a pipeline, grep's side may not have exec'd
+	// yet when ps reads /proc, and would count as a second shell.
+	r := call(t, s, false, `ps -e -o args=,comm= >/tmp/ps; grep -c '^sleep `+marker+`00' /tmp/ps; grep -c ' sh$' /tmp/ps`)
 	if got := *r.Stdout.Text; got != "1\n1\n" {
 		t.Errorf("after the bomb: kept sleeps and shells %q, want the kept sleep and this call's shell", got)
 	}

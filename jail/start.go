@@ -12,6 +12,7 @@ import (
 
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/hostprobe"
+	"github.com/tooljail/tooljail/jail/internal/relay"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -125,9 +126,9 @@ func (c *Cmd) childStdio() (*childStdio, error) {
 	if c.MergeStderr && c.Stderr != nil && !sameWriter(c.Stderr, c.Stdout) {
 		return nil, errors.New("Cmd.MergeStderr sends the command's stderr to Stdout: leave Stderr nil")
 	}
-	budget := &outputBudget{remaining: -1}
+	budget := relay.NewBudget(-1)
 	if n := c.Spec.Limits.OutputLimit; n > 0 {
-		budget.remaining = n
+		budget = relay.NewBudget(n)
 	}
 	if c.TTY != nil {
 		return c.ttyStdio(budget)
@@ -147,7 +148,7 @@ func (c *Cmd) childStdio() (*childStdio, error) {
 		}
 		growPipe(w)
 		s.out[0], s.out[1] = w, w
-		c.relays[0] = newRelay(r, c.Stdout, budget, c.CaptureOutput)
+		c.relays[0] = relay.New(r, c.Stdout, budget, c.CaptureOutput)
 		return s, nil
 	}
 	for i, dst := range []io.Writer{c.Stdout, c.Stderr} {
@@ -158,7 +159,7 @@ func (c *Cmd) childStdio() (*childStdio, error) {
 		}
 		growPipe(w)
 		s.out[i] = w
-		c.relays[i] = newRelay(r, dst, budget, c.CaptureOutput)
+		c.relays[i] = relay.New(r, dst, budget, c.CaptureOutput)
 	}
 	return s, nil
 }
@@ -171,7 +172,7 @@ func (c *Cmd) childStdio() (*childStdio, error) {
 // (/proc/sys/fs/pipe-user-pages-soft, 64 MiB: past it the user's new
 // pipes get two pages): 256 KiB a pipe leaves room for 64 runs at once
 // and the pipes of their commands.
-const outputPipeSize = 256 << 10
+const outputPipeSize = relay.PipeSize
 
 // growPipe asks for outputPipeSize; a refusal (a user over its pipe
 // budget) keeps the default.

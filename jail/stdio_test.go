@@ -27,7 +27,7 @@ func TestChildStdioPipes(t *testing.T) {
 		s.close()
 		for _, r := range c.relays {
 			if r != nil {
-				<-r.done
+				r.Result() // returns once the relay has ended
 			}
 		}
 	}

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
-	"unsafe"
 )
 
 // oddRunes are sequences whose escaping depends on their neighbours or
@@ -87,57 +85,5 @@ func TestTextCut(t *testing.T) {
 		if got := textCut(c.text, c.n); got != c.want {
 			t.Errorf("textCut(%q, %d) = %d, want %d", c.text, c.n, got, c.want)
 		}
-	}
-}
-
-// A stream that reaches the output limit is held in one buffer of about
-// the limit, and its text (marker and tail included) is made in it.
-func TestRelayCaptureInPlace(t *testing.T) {
-	const limit = 1<<20 + 12345
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	budget := &outputBudget{remaining: limit}
-	rel := newRelay(r, nil, budget, true)
-	chunk := bytes.Repeat([]byte{1}, 50000)
-	go func() {
-		for range 30 {
-			w.Write(chunk)
-		}
-		w.Close()
-	}()
-	<-rel.done
-	head := rel.head
-	if len(head) != limit || cap(head) > limit+markerRoom+tailKeep {
-		t.Fatalf("head of %d bytes in a buffer of %d (limit %d)", len(head), cap(head), limit)
-	}
-	s := rel.stream()
-	if !s.Truncated || s.Bytes != 30*50000 || s.Text == nil {
-		t.Fatalf("stream %+v", s)
-	}
-	text := *s.Text
-	if unsafe.StringData(text) != unsafe.SliceData(head) {
-		t.Errorf("the text was copied out of the capture buffer")
-	}
-	if !strings.HasPrefix(text, string(chunk[:100])) || !strings.HasSuffix(text, "follow]\n"+string(chunk[:tailKeep])) ||
-		!strings.Contains(text, "[tooljail: 439079 bytes over the output limit dropped; the last 4096 follow]") {
-		t.Errorf("text: %q ... %q", text[:40], text[limit-40:])
-	}
-	if s2 := rel.stream(); s2.Text != s.Text {
-		t.Errorf("a second stream call made the text again")
-	}
-}
-
-// Captured but empty: an empty text, not none.
-func TestRelayCaptureEmpty(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	s := newRelay(r, nil, &outputBudget{remaining: -1}, true).stream()
-	if s.Text == nil || *s.Text != "" || s.Bytes != 0 {
-		t.Errorf("stream %+v", s)
 	}
 }

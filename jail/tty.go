@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/jail/internal/relay"
 )
 
 // TTY gives the command a pseudo-terminal instead of pipes: one of the
@@ -82,7 +84,7 @@ func (l *lastByte) Write(p []byte) (int, error) {
 // ttyStdio checks that the Cmd's fields fit a terminal and makes the
 // init's stdio for it: /dev/null (stage 2 replaces its 0, 1 and 2 with
 // the terminal), with a relay that waits for the master.
-func (c *Cmd) ttyStdio(budget *outputBudget) (*childStdio, error) {
+func (c *Cmd) ttyStdio(budget *relay.Budget) (*childStdio, error) {
 	if c.Stderr != nil && !sameWriter(c.Stderr, c.Stdout) {
 		return nil, errors.New("Cmd.TTY sends the command's stderr, the terminal's, to Stdout: leave Stderr nil")
 	}
@@ -90,7 +92,7 @@ func (c *Cmd) ttyStdio(budget *outputBudget) (*childStdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.relays[0] = newLateRelay(c.Stdout, budget, c.CaptureOutput)
+	c.relays[0] = relay.NewLate(c.Stdout, budget, c.CaptureOutput)
 	return s, nil
 }
 
@@ -102,7 +104,7 @@ func (c *Cmd) gotTTY(received *os.File) {
 		return
 	}
 	// Non-blocking, so that os.File polls it and a read can be given a
-	// deadline (relay.cut); received blocking, it would not be.
+	// deadline (relay.Relay.Cut); received blocking, it would not be.
 	master := received
 	if fd, err := unix.Dup(int(received.Fd())); err == nil {
 		unix.CloseOnExec(fd)
@@ -117,14 +119,14 @@ func (c *Cmd) gotTTY(received *os.File) {
 	if err != nil {
 		// Without a copy to type into, the command still gets its
 		// terminal and its output; its input ends at once.
-		c.relays[0].attach(master)
+		c.relays[0].Attach(master)
 		return
 	}
 	c.ttyIn = os.NewFile(uintptr(fd), "tty-master")
 	if c.ttyResized {
 		c.setWinsize()
 	}
-	c.relays[0].attach(master)
+	c.relays[0].Attach(master)
 	go typeInto(c.ttyIn, c.Stdin)
 }
 

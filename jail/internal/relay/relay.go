@@ -1,4 +1,14 @@
-package jail
+// Package relay copies one output stream of a jailed command to where the
+// caller wants it, within a byte budget that stdout and stderr share,
+// counting every byte, and when capturing keeps a copy: the head that fit
+// the budget and, for a stream that went over, a marker line and the tail
+// of what was dropped. A source may come late (a terminal's master, which
+// stage 2 sends), and a stream may be cut at its command's end while
+// processes a session's call kept still hold it open.
+//
+// It knows nothing of jails: package jail makes the pipes and turns a
+// Result into the report's stream.
+package relay
 
 import (
 	"errors"
@@ -13,14 +23,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// outputBudget is the byte budget shared by stdout and stderr.
-type outputBudget struct {
+// PipeSize is the buffer a command's output pipe is given (package jail
+// asks for it), and so the most one read takes.
+const PipeSize = 256 << 10
+
+// Budget is the byte budget shared by stdout and stderr.
+type Budget struct {
 	mu        sync.Mutex
 	remaining int64 // < 0: unlimited
 }
 
+// NewBudget is a budget of limit bytes; a limit < 0 is none.
+func NewBudget(limit int64) *Budget { return &Budget{remaining: limit} }
+
 // take returns how many of n bytes may still be relayed.
-func (b *outputBudget) take(n int) int {
+func (b *Budget) take(n int) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.remaining < 0 {
@@ -34,7 +51,7 @@ func (b *outputBudget) take(n int) int {
 }
 
 // left is how many bytes may still be relayed; < 0: unlimited.
-func (b *outputBudget) left() int64 {
+func (b *Budget) left() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.remaining
@@ -48,22 +65,20 @@ const markerRoom = 128
 
 // relay copies one output stream of the command to w within the budget,
 // counting everything, and keeps a copy when capturing.
-type relay struct {
+type Relay struct {
 	src     *os.File
 	dst     io.Writer // nil: discard
-	budget  *outputBudget
+	budget  *Budget
 	capture bool
 
 	bytes     int64
 	truncated bool
 	// head is what was relayed, when capturing; it becomes the text
-	// without a copy (see stream).
+	// without a copy (see Result).
 	head []byte
 	tail []byte // last tailKeep bytes of what was dropped
 	done chan struct{}
-	text *string // made by the first stream call
-	// base64 is the text's bytes when they are not valid UTF-8 (Stream.Base64).
-	base64 []byte
+	text *string // made by the first Result call
 	// late, for a relay made before its source exists (a terminal's
 	// master, which stage 2 sends), brings the source, or nil for none.
 	late       chan *os.File
@@ -74,24 +89,26 @@ type relay struct {
 	srcSet  chan struct{} // closed once src is known (a late relay's too)
 }
 
-func newRelay(src *os.File, dst io.Writer, budget *outputBudget, capture bool) *relay {
-	r := &relay{src: src, dst: dst, budget: budget, capture: capture, done: make(chan struct{}), srcSet: make(chan struct{})}
+// New relays src to dst (nil: discard) within budget, keeping a copy when
+// capture is set.
+func New(src *os.File, dst io.Writer, budget *Budget, capture bool) *Relay {
+	r := &Relay{src: src, dst: dst, budget: budget, capture: capture, done: make(chan struct{}), srcSet: make(chan struct{})}
 	close(r.srcSet)
 	go r.run()
 	return r
 }
 
-// newLateRelay is a relay whose source attach gives later.
-func newLateRelay(dst io.Writer, budget *outputBudget, capture bool) *relay {
-	r := &relay{dst: dst, budget: budget, capture: capture, done: make(chan struct{}), late: make(chan *os.File, 1),
+// NewLate is a relay whose source attach gives later.
+func NewLate(dst io.Writer, budget *Budget, capture bool) *Relay {
+	r := &Relay{dst: dst, budget: budget, capture: capture, done: make(chan struct{}), late: make(chan *os.File, 1),
 		srcSet: make(chan struct{})}
 	go r.run()
 	return r
 }
 
-// attach gives a late relay its source, once; nil says none will come.
+// Attach gives a late relay its source, once; nil says none will come.
 // It does nothing for a relay made with its source.
-func (r *relay) attach(f *os.File) {
+func (r *Relay) Attach(f *os.File) {
 	if r.late == nil {
 		return
 	}
@@ -102,7 +119,7 @@ func (r *relay) attach(f *os.File) {
 	}
 }
 
-func (r *relay) run() {
+func (r *Relay) run() {
 	defer close(r.done)
 	if r.late != nil {
 		r.src = <-r.late
@@ -117,7 +134,7 @@ func (r *relay) run() {
 			r.src.Close()
 		}
 	}()
-	// A read takes what the pipe holds, outputPipeSize at most. A
+	// A read takes what the pipe holds, PipeSize at most. A
 	// capture reads 64 KiB at a time: with larger reads its growing head
 	// left more garbage for the collector to catch up with, and the peak
 	// of a 16 MiB --json run varied from 47 to 58 MiB (steady at 47
@@ -176,19 +193,19 @@ func (r *relay) run() {
 // The relays' read buffers, reused across runs: a served run's would
 // otherwise be fresh memory each time, page faults included.
 var (
-	relayBufs   = sync.Pool{New: func() any { b := make([]byte, outputPipeSize); return &b }}
+	relayBufs   = sync.Pool{New: func() any { b := make([]byte, PipeSize); return &b }}
 	captureBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 )
 
 // cutWait bounds how long cut waits for what the source already holds.
 const cutWait = time.Second
 
-// cut ends the stream here, for a session's call whose command ended but
+// Cut ends the stream here, for a session's call whose command ended but
 // whose kept processes hold its output open: what the source holds now is
 // read first (up to cutWait), then the relay stops at a deadline, and the
 // rest is drained (run). A source that cannot take a deadline ends with
 // its writers, as without cut.
-func (r *relay) cut() {
+func (r *Relay) Cut() {
 	<-r.srcSet
 	if r.src == nil {
 		return
@@ -205,7 +222,7 @@ func (r *relay) cut() {
 
 // fd is the source's descriptor without making it blocking (os.File.Fd
 // would).
-func (r *relay) fd() uintptr {
+func (r *Relay) fd() uintptr {
 	var fd uintptr
 	if sc, err := r.src.SyscallConn(); err == nil {
 		sc.Control(func(f uintptr) { fd = f })
@@ -218,7 +235,7 @@ func (r *relay) fd() uintptr {
 // for the marker line and the tail: a stream that reaches the output limit
 // is held in one buffer of about the limit, not one of up to twice it, and
 // stream makes the text in place.
-func (r *relay) keep(p []byte) {
+func (r *Relay) keep(p []byte) {
 	need := len(r.head) + len(p)
 	if need > cap(r.head) {
 		n := max(2*cap(r.head), 64<<10)
@@ -232,14 +249,21 @@ func (r *relay) keep(p []byte) {
 	r.head = append(r.head, p...)
 }
 
-// stream waits for the end of the stream and returns its report entry.
-// The captured text is the head, and for a truncated stream a marker line
+// Result is what a relay saw of its stream.
+type Result struct {
+	Bytes     int64   // every byte the command wrote
+	Truncated bool    // some went over the budget and were dropped
+	Text      *string // the capture; nil when not capturing
+}
+
+// Result waits for the end of the stream and returns what it saw. The
+// captured text is the head, and for a truncated stream a marker line
 // and the tail, in the head's own buffer: it is not copied.
-func (r *relay) stream() Stream {
+func (r *Relay) Result() Result {
 	<-r.done
-	s := Stream{Bytes: r.bytes, Truncated: r.truncated}
+	res := Result{Bytes: r.bytes, Truncated: r.truncated}
 	if !r.capture {
-		return s
+		return res
 	}
 	if r.text == nil {
 		b := r.head
@@ -253,8 +277,7 @@ func (r *relay) stream() Stream {
 		// String does.
 		text := unsafe.String(unsafe.SliceData(b), len(b))
 		r.text, r.head, r.tail = &text, nil, nil
-		r.base64 = Stream{Text: r.text}.withBase64().Base64
 	}
-	s.Text, s.Base64 = r.text, r.base64
-	return s
+	res.Text = r.text
+	return res
 }
