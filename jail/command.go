@@ -226,8 +226,8 @@ func (c *Cmd) readMessages() {
 			closeFiles(files)
 			return
 		}
-		r, ok := parseRecord(pk.data)
-		t := c.recordFor(r.typ)
+		r, ok := initc.ParseRecord(pk.data)
+		t := c.recordFor(r.Type)
 		if !ok || t == nil {
 			closeFiles(files)
 			continue
@@ -266,11 +266,11 @@ func (c *Cmd) recordFor(typ int) *Cmd {
 // it did not keep and what to do once c.mu is released (a kill).
 func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, func()) {
 	var after func()
-	switch r.typ {
+	switch r.Type {
 	case initc.RecInitFail, initc.RecStage2Fail:
 		switch {
 		case c.setupErr != nil || c.initFail != nil:
-		case c.ready && r.typ == initc.RecInitFail:
+		case c.ready && r.Type == initc.RecInitFail:
 			// The command is running or ran: not a setup error.
 			c.initFail = c.initPlan.failure(r)
 		default:
@@ -627,14 +627,14 @@ func (c *Cmd) finish(end initEnd, wall time.Duration, violations []seccomp.Viola
 		r.Enforcement.LandlockScopes = ll.Scopes
 	}
 	if e := c.exitRec; e != nil {
-		r.CPUUserMs = int64p(e.rusage.UserUsec / 1000)
-		r.CPUSystemMs = int64p(e.rusage.SystemUsec / 1000)
-		r.MaxRSSBytes = int64p(e.rusage.MaxRSSKiB * 1024)
-		if e.leftover >= 0 {
-			r.KilledLeftoverProcesses = int64p(int64(e.leftover))
+		r.CPUUserMs = int64p(e.Rusage.UserUsec / 1000)
+		r.CPUSystemMs = int64p(e.Rusage.SystemUsec / 1000)
+		r.MaxRSSBytes = int64p(e.Rusage.MaxRSSKiB * 1024)
+		if e.Leftover >= 0 {
+			r.KilledLeftoverProcesses = int64p(int64(e.Leftover))
 		}
 		if c.initPlan != nil {
-			r.FullMounts = fullMounts(e.fills, c.initPlan.mounts)
+			r.FullMounts = fullMounts(e.Fills, c.initPlan.mounts)
 		}
 	}
 	c.applyCgroupStats(st)
@@ -677,7 +677,7 @@ func (c *Cmd) outcome(end initEnd, st cgroup.Stats) outcome {
 		truncated: r.Stdout.Truncated || r.Stderr.Truncated,
 	}
 	if e := c.exitRec; e != nil {
-		o.exit = &exitFacts{code: e.exitCode, signal: syscall.Signal(e.signal)}
+		o.exit = &exitFacts{code: e.ExitCode, signal: syscall.Signal(e.Signal)}
 	}
 	if o.oom {
 		o.oomReason = c.oomReason(st)
@@ -721,7 +721,7 @@ func (c *Cmd) oomReason(st cgroup.Stats) string {
 	if c.initPlan != nil {
 		var fills []mountFill
 		if c.exitRec != nil {
-			fills = c.exitRec.fills
+			fills = c.exitRec.Fills
 		}
 		held = heldInTmpfs(fills, c.initPlan.mounts)
 	}

@@ -76,7 +76,7 @@ func TestKillAfterExitRecord(t *testing.T) {
 	if c.killedFor != StatusTimeout {
 		t.Fatalf("kill before the exit record: killedFor %q", c.killedFor)
 	}
-	c = &Cmd{exitRec: &record{exitCode: 0}}
+	c = &Cmd{exitRec: &record{ExitCode: 0}}
 	c.kill(StatusTimeout, "wall-clock limit")
 	c.kill(StatusSignaled, "cancelled")
 	if c.killedFor != "" {
@@ -84,7 +84,7 @@ func TestKillAfterExitRecord(t *testing.T) {
 	}
 	// The monitor kills the caller of a denied call before the run: the
 	// caller's death may come first, and the violation still counts.
-	c = &Cmd{exitRec: &record{signal: 9, exitCode: 137}}
+	c = &Cmd{exitRec: &record{Signal: 9, ExitCode: 137}}
 	c.kill(StatusViolation, "")
 	if c.killedFor != StatusViolation {
 		t.Fatalf("violation kill after the exit record: killedFor %q", c.killedFor)

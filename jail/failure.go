@@ -5,7 +5,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/tooljail/tooljail/hostside"
@@ -24,91 +23,39 @@ const (
 	recStage2Fail = initc.RecStage2Fail
 )
 
-// record is one packet of the init or stage 2 (struct tj_record).
-type record struct {
-	typ, step, op, err, index, code int
-	isDir                           bool
-	exitCode, signal                int
-	rusage                          rusage
-	// The exit record's: processes killed because they were still running
-	// when the command ended (-1: not counted), and the watched tmpfs
-	// mounts (init_reap.c).
-	leftover int
-	fills    []mountFill
-	path     string
-}
-
-// mountFill is one watched tmpfs mount of the jail as the init last sampled it.
-type mountFill struct {
-	mount         int // the index in the plan's mounts; -1: /dev/shm
-	full          int // initc.FullSpace, initc.FullInodes
-	size, peakUse int64
-}
-
-// rusage is what the init's children (the command and every orphan the init
-// reaped) used, from getrusage(RUSAGE_CHILDREN).
-type rusage struct {
-	UserUsec   int64
-	SystemUsec int64
-	MaxRSSKiB  int64
-}
-
-// parseRecord reads one record of the init or stage 2.
-func parseRecord(b []byte) (record, bool) {
-	c, ok := initc.ParseRecord(b)
-	if !ok {
-		return record{}, false
-	}
-	r := record{
-		typ: c.Type, step: c.Step, op: c.Op, err: c.Err, index: c.Index, code: c.Code,
-		isDir:    c.IsDir,
-		exitCode: c.ExitCode, signal: c.Signal,
-		rusage:   rusage{UserUsec: c.UserUsec, SystemUsec: c.SystemUsec, MaxRSSKiB: c.MaxRSSKiB},
-		leftover: c.Leftover,
-		path:     c.Path,
-	}
-	for _, f := range c.Fills {
-		r.fills = append(r.fills, mountFill{mount: f.Mount, full: f.Full, size: f.Size, peakUse: f.PeakUse})
-	}
-	return r, true
-}
+// record is one packet of the init or stage 2 (struct tj_record); a
+// mountFill, one watched tmpfs mount of the jail as the init last sampled
+// it; rusage, what the init's children used.
+type (
+	record    = initc.Record
+	mountFill = initc.Fill
+	rusage    = initc.Rusage
+)
 
 // phrase is one row of init_steps.h.
-type phrase struct {
-	name, text string
-	reason     bool // an op that is no system call: its text replaces the step's
-}
+type phrase = initc.Phrase
 
-func phrasesOf(rows []initc.Phrase) []phrase {
-	out := make([]phrase, len(rows))
-	for i, r := range rows {
-		out[i] = phrase{r.Name, r.Text, r.Reason}
-	}
-	return out
-}
-
-// The rows of init_steps.h, by step or op number, read when a failure is
-// first explained.
+// The rows of init_steps.h, by step or op number.
 var (
-	initSteps   = sync.OnceValue(func() []phrase { return phrasesOf(initc.InitSteps()) })
-	initOps     = sync.OnceValue(func() []phrase { return phrasesOf(initc.InitOps()) })
-	stage2Steps = sync.OnceValue(func() []phrase { return phrasesOf(initc.Stage2Steps()) })
+	initSteps   = initc.InitSteps
+	initOps     = initc.InitOps
+	stage2Steps = initc.Stage2Steps
 )
 
 // stepText is the text of step, or unknown for a step init_steps.h does
 // not have.
 func stepText(steps []phrase, step int, unknown string) string {
 	if step > 0 && step < len(steps) {
-		return steps[step].text
+		return steps[step].Text
 	}
 	return unknown
 }
 
 // failure turns a failure record into the run's error.
 func (ip *initPlan) failure(r record) *SetupError {
-	if r.typ == recStage2Fail {
+	if r.Type == recStage2Fail {
 		e := ip.stage2.failure(r)
-		if r.step == stepExecNotFound {
+		if r.Step == stepExecNotFound {
 			if hint := hostside.DanglingHint(ip.stage2.paths, hostMounts(ip.mounts), hostside.OSHost{}); hint != "" {
 				e.Err = fmt.Errorf("%w; %s", e.Err, hint)
 			}
@@ -120,9 +67,9 @@ func (ip *initPlan) failure(r record) *SetupError {
 
 // initError says what failed in the init, in the words of the plan.
 func (ip *initPlan) initError(r record) error {
-	text := stepText(initSteps(), r.step, "the jail's init failed at step {step}: {cause}")
-	if ops := initOps(); r.op > 0 && r.op < len(ops) && ops[r.op].reason {
-		text = ops[r.op].text
+	text := stepText(initSteps(), r.Step, "the jail's init failed at step {step}: {cause}")
+	if ops := initOps(); r.Op > 0 && r.Op < len(ops) && ops[r.Op].Reason {
+		text = ops[r.Op].Text
 	}
 	err := describe(r, text, ip.word)
 	if hint := failureHint(r); hint != "" {
@@ -142,7 +89,7 @@ const stepFS = initc.StepFS
 func failureHint(r record) string {
 	// The kernel refuses a fresh procfs in a user namespace while parts of
 	// the /proc it can see are hidden: a container's masked /proc paths.
-	if r.typ == recInitFail && r.step == stepFS && r.path == "/proc" && syscall.Errno(r.err) == syscall.EPERM {
+	if r.Type == recInitFail && r.Step == stepFS && r.Path == "/proc" && syscall.Errno(r.Err) == syscall.EPERM {
 		return "a container that masks paths in /proc prevents a fresh /proc for the jail: see `tooljail check` and docs/containers.md; or run without namespaces, confined by Landlock and seccomp alone: --allow-degraded namespaces"
 	}
 	return ""
@@ -152,33 +99,33 @@ func failureHint(r record) string {
 func (ip *initPlan) word(r record, name string) (string, bool) {
 	switch name {
 	case "source", "dest":
-		m := Mount{Dest: r.path}
-		if r.index >= 0 && r.index < len(ip.mounts) {
-			m = ip.mounts[r.index]
+		m := Mount{Dest: r.Path}
+		if r.Index >= 0 && r.Index < len(ip.mounts) {
+			m = ip.mounts[r.Index]
 		}
 		if name == "source" {
 			return m.Source, true
 		}
 		return m.Dest, true
 	case "base_name":
-		return path.Base(r.path), true
+		return path.Base(r.Path), true
 	case "hostname":
-		return strconv.Quote(r.path), true
+		return strconv.Quote(r.Path), true
 	case "trusted":
-		if r.index >= 0 && r.index < len(ip.over) && !ip.over[r.index].ReadOnly {
+		if r.Index >= 0 && r.Index < len(ip.over) && !ip.over[r.Index].ReadOnly {
 			return "a directory holding a file tooljail trusts", true
 		}
 		return "a file tooljail trusts", true
 	case "access":
 		access := landlock.Access("?")
-		if ip.ll != nil && r.index >= 0 && r.index < len(ip.ll.Paths) {
-			access = ip.ll.Paths[r.index].Access
+		if ip.ll != nil && r.Index >= 0 && r.Index < len(ip.ll.Paths) {
+			access = ip.ll.Paths[r.Index].Access
 		}
 		return string(access), true
 	case "port":
 		port := -1
-		if ip.ll != nil && r.index >= 0 && r.index < len(ip.ll.Ports) {
-			port = int(ip.ll.Ports[r.index].Port)
+		if ip.ll != nil && r.Index >= 0 && r.Index < len(ip.ll.Ports) {
+			port = int(ip.ll.Ports[r.Index].Port)
 		}
 		return strconv.Itoa(port), true
 	case "abi":
@@ -190,22 +137,22 @@ func (ip *initPlan) word(r record, name string) (string, bool) {
 // describe fills text in for record r: with the record's own values, then
 // with words, the plan's.
 func describe(r record, text string, words func(r record, name string) (string, bool)) error {
-	errno := syscall.Errno(r.err)
+	errno := syscall.Errno(r.Err)
 	value := func(name string) (string, bool) {
 		switch name {
 		case "path":
-			return r.path, true
+			return r.Path, true
 		case "index":
-			return strconv.Itoa(r.index), true
+			return strconv.Itoa(r.Index), true
 		case "step":
-			return strconv.Itoa(r.step), true
+			return strconv.Itoa(r.Step), true
 		case "is_dir":
-			return cflag(r.isDir), true
+			return cflag(r.IsDir), true
 		case "errno":
 			return errnoText(errno), true
 		case "cause":
-			if ops := initOps(); r.op > 0 && r.op < len(ops) && !ops[r.op].reason {
-				return ops[r.op].text + ": " + errnoText(errno), true
+			if ops := initOps(); r.Op > 0 && r.Op < len(ops) && !ops[r.Op].Reason {
+				return ops[r.Op].Text + ": " + errnoText(errno), true
 			}
 			return errnoText(errno), true
 		}

@@ -36,7 +36,7 @@ func testPlan() *initPlan {
 func number(t *testing.T, rows []phrase, name string) int {
 	t.Helper()
 	for i, r := range rows {
-		if i > 0 && r.name == name {
+		if i > 0 && r.Name == name {
 			return i
 		}
 	}
@@ -144,9 +144,9 @@ var stage2Cases = []failureCase{
 }
 
 func (c failureCase) record(t *testing.T, typ int, steps []phrase) record {
-	r := record{typ: typ, step: number(t, steps, c.step), err: int(c.err), index: c.index, path: c.path, isDir: c.isDir}
+	r := record{Type: typ, Step: number(t, steps, c.step), Err: int(c.err), Index: c.index, Path: c.path, IsDir: c.isDir}
 	if c.op != "" {
-		r.op = number(t, initOps(), c.op)
+		r.Op = number(t, initOps(), c.op)
 	}
 	return r
 }
@@ -163,7 +163,7 @@ func TestInitFailures(t *testing.T) {
 			t.Errorf("%s/%s: %v does not wrap %v", c.step, c.op, e, c.err)
 		}
 	}
-	if got, want := ip.failure(record{typ: recInitFail, step: 999, err: int(syscall.EPERM)}).Error(), "the jail's init failed at step 999: operation not permitted"; got != want {
+	if got, want := ip.failure(record{Type: recInitFail, Step: 999, Err: int(syscall.EPERM)}).Error(), "the jail's init failed at step 999: operation not permitted"; got != want {
 		t.Errorf("unknown step: %q, want %q", got, want)
 	}
 }
@@ -172,7 +172,7 @@ func TestStage2Failures(t *testing.T) {
 	ip := testPlan()
 	for _, c := range stage2Cases {
 		r := c.record(t, recStage2Fail, stage2Steps())
-		r.code = 126
+		r.Code = 126
 		e := ip.failure(r)
 		if e.Code != 126 || e.Error() != c.want {
 			t.Errorf("%s: %d %q\nwant 126 %q", c.step, e.Code, e.Error(), c.want)
@@ -181,11 +181,11 @@ func TestStage2Failures(t *testing.T) {
 	// A command given as a path is not looked up; a record without an
 	// exit code is a setup error.
 	ip.stage2.cfg.Args = []string{"./tool"}
-	r := record{typ: recStage2Fail, step: number(t, stage2Steps(), "EXEC_NOT_FOUND"), err: int(syscall.ENOENT), index: -1}
+	r := record{Type: recStage2Fail, Step: number(t, stage2Steps(), "EXEC_NOT_FOUND"), Err: int(syscall.ENOENT), Index: -1}
 	if e := ip.failure(r); e.Code != ExitSetup || e.Error() != "./tool: no such file in the jail" {
 		t.Errorf("a path not found: %d %q", e.Code, e.Error())
 	}
-	r = record{typ: recStage2Fail, step: 999, err: int(syscall.EPERM)}
+	r = record{Type: recStage2Fail, Step: 999, Err: int(syscall.EPERM)}
 	if got, want := ip.failure(r).Error(), "stage 2 failed at step 999: operation not permitted"; got != want {
 		t.Errorf("unknown step: %q, want %q", got, want)
 	}
@@ -196,7 +196,7 @@ func TestFailureCasesCoverEveryRow(t *testing.T) {
 	covered := map[string]bool{}
 	for _, c := range initCases {
 		covered["init "+c.step] = true
-		if c.op != "" && initOps()[number(t, initOps(), c.op)].reason {
+		if c.op != "" && initOps()[number(t, initOps(), c.op)].Reason {
 			covered["reason "+c.op] = true
 		}
 	}
@@ -205,8 +205,8 @@ func TestFailureCasesCoverEveryRow(t *testing.T) {
 	}
 	for kind, rows := range map[string][]phrase{"init": initSteps(), "stage2": stage2Steps(), "reason": initOps()} {
 		for _, r := range rows[1:] {
-			if (kind != "reason" || r.reason) && !covered[kind+" "+r.name] {
-				t.Errorf("no test case for %s %s of init_steps.h", kind, r.name)
+			if (kind != "reason" || r.Reason) && !covered[kind+" "+r.Name] {
+				t.Errorf("no test case for %s %s of init_steps.h", kind, r.Name)
 			}
 		}
 	}
@@ -221,13 +221,13 @@ func TestFailureTextsDoNotStutter(t *testing.T) {
 	var texts []string
 	for step := 1; step < len(initSteps()); step++ {
 		for op := 0; op < len(initOps()); op++ {
-			r := record{typ: recInitFail, step: step, op: op, err: int(syscall.EPERM), path: "/x/y"}
+			r := record{Type: recInitFail, Step: step, Op: op, Err: int(syscall.EPERM), Path: "/x/y"}
 			texts = append(texts, ip.failure(r).Error())
 		}
 	}
 	for step := 1; step < len(stage2Steps()); step++ {
 		for _, isDir := range []bool{false, true} {
-			r := record{typ: recStage2Fail, step: step, err: int(syscall.EPERM), isDir: isDir, path: "/x/y"}
+			r := record{Type: recStage2Fail, Step: step, Err: int(syscall.EPERM), IsDir: isDir, Path: "/x/y"}
 			texts = append(texts, ip.failure(r).Error())
 		}
 	}
@@ -321,16 +321,16 @@ func TestFailureHint(t *testing.T) {
 		r    record
 		hint bool
 	}{
-		{record{typ: recInitFail, step: stepFS, err: int(syscall.EPERM), path: "/proc"}, true},
-		{record{typ: recInitFail, step: stepFS, err: int(syscall.EACCES), path: "/proc"}, false},
-		{record{typ: recInitFail, step: stepFS, err: int(syscall.EPERM), path: "/dev/pts"}, false},
-		{record{typ: recInitFail, step: stepFS + 1, err: int(syscall.EPERM), path: "/proc"}, false},
+		{record{Type: recInitFail, Step: stepFS, Err: int(syscall.EPERM), Path: "/proc"}, true},
+		{record{Type: recInitFail, Step: stepFS, Err: int(syscall.EACCES), Path: "/proc"}, false},
+		{record{Type: recInitFail, Step: stepFS, Err: int(syscall.EPERM), Path: "/dev/pts"}, false},
+		{record{Type: recInitFail, Step: stepFS + 1, Err: int(syscall.EPERM), Path: "/proc"}, false},
 	} {
 		e := ip.failure(c.r)
 		if got := strings.Contains(e.Error(), "docs/containers.md"); got != c.hint {
 			t.Errorf("%+v: %q, hint %v, want %v", c.r, e.Error(), got, c.hint)
 		}
-		if !errors.Is(e, syscall.Errno(c.r.err)) {
+		if !errors.Is(e, syscall.Errno(c.r.Err)) {
 			t.Errorf("%+v: %v does not wrap its errno", c.r, e)
 		}
 	}

@@ -36,18 +36,18 @@ const DevShmPath = "/dev/shm"
 func fullMounts(fills []mountFill, mounts []Mount) []FullMount {
 	var out []FullMount
 	for _, f := range fills {
-		if f.full == 0 {
+		if f.Full == 0 {
 			continue
 		}
-		fm := FullMount{Path: DevShmPath, SizeBytes: f.size, PeakUsedBytes: f.peakUse, Full: "inodes"}
-		if f.full&fullSpace != 0 {
+		fm := FullMount{Path: DevShmPath, SizeBytes: f.Size, PeakUsedBytes: f.PeakUse, Full: "inodes"}
+		if f.Full&fullSpace != 0 {
 			fm.Full = "space"
 		}
-		if f.mount >= 0 {
-			if f.mount >= len(mounts) {
+		if f.Mount >= 0 {
+			if f.Mount >= len(mounts) {
 				continue // not a mount of this plan: nothing to name
 			}
-			fm.Path, fm.RaiseWith = mounts[f.mount].Dest, mounts[f.mount].Raise
+			fm.Path, fm.RaiseWith = mounts[f.Mount].Dest, mounts[f.Mount].Raise
 		}
 		out = append(out, fm)
 	}

@@ -20,15 +20,15 @@ func TestFullMounts(t *testing.T) {
 		want  []FullMount
 	}{
 		{"none", nil, nil},
-		{"none full", []mountFill{{mount: 1, size: 64 << 20, peakUse: 1 << 20}, {mount: -1, size: 64 << 20}}, nil},
-		{"tmp", []mountFill{{mount: 1, size: 64 << 20}, {mount: 2, full: fullSpace, size: 8 << 20, peakUse: 8 << 20}},
+		{"none full", []mountFill{{Mount: 1, Size: 64 << 20, PeakUse: 1 << 20}, {Mount: -1, Size: 64 << 20}}, nil},
+		{"tmp", []mountFill{{Mount: 1, Size: 64 << 20}, {Mount: 2, Full: fullSpace, Size: 8 << 20, PeakUse: 8 << 20}},
 			[]FullMount{{Path: "/tmp", SizeBytes: 8 << 20, PeakUsedBytes: 8 << 20, Full: "space", RaiseWith: "--tmpfs /tmp:SIZE"}}},
-		{"home inodes, shm both", []mountFill{{mount: 1, full: fullInodes, size: 64 << 20, peakUse: 4096}, {mount: -1, full: fullSpace | fullInodes, size: 64 << 20, peakUse: 64 << 20}},
+		{"home inodes, shm both", []mountFill{{Mount: 1, Full: fullInodes, Size: 64 << 20, PeakUse: 4096}, {Mount: -1, Full: fullSpace | fullInodes, Size: 64 << 20, PeakUse: 64 << 20}},
 			[]FullMount{
 				{Path: "/home/sandbox", SizeBytes: 64 << 20, PeakUsedBytes: 4096, Full: "inodes", RaiseWith: "home_size"},
 				{Path: DevShmPath, SizeBytes: 64 << 20, PeakUsedBytes: 64 << 20, Full: "space"},
 			}},
-		{"unknown index", []mountFill{{mount: 7, full: fullSpace, size: 1}}, nil},
+		{"unknown index", []mountFill{{Mount: 7, Full: fullSpace, Size: 1}}, nil},
 	} {
 		if got := fullMounts(c.fills, mounts); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)

@@ -116,15 +116,7 @@ func setClone(c *initc.Plan, net NetMode, root bool, session bool) {
 func cMounts(ms []Mount) []initc.Mount {
 	out := make([]initc.Mount, len(ms))
 	for i, m := range ms {
-		out[i] = initc.Mount{Writable: m.Writable, Size: m.Size, Source: m.Source, Dest: m.Dest}
-		switch m.Kind {
-		case MountBind:
-			out[i].Kind = initc.Bind
-		case MountTmpfs:
-			out[i].Kind = initc.Tmpfs
-		case MountMask:
-			out[i].Kind = initc.Mask
-		}
+		out[i] = initc.Mount{Kind: mountKinds[m.Kind].init, Writable: m.Writable, Size: m.Size, Source: m.Source, Dest: m.Dest}
 	}
 	return out
 }

@@ -76,13 +76,13 @@ func heldInTmpfs(fills []mountFill, mounts []Mount) []tmpfsHeld {
 	}
 	for _, f := range fills {
 		path := DevShmPath
-		if f.mount >= 0 {
-			if f.mount >= len(mounts) {
+		if f.Mount >= 0 {
+			if f.Mount >= len(mounts) {
 				continue
 			}
-			path = mounts[f.mount].Dest
+			path = mounts[f.Mount].Dest
 		}
-		out = append(out, tmpfsHeld{path: path, bytes: f.peakUse})
+		out = append(out, tmpfsHeld{path: path, bytes: f.PeakUse})
 	}
 	return out
 }

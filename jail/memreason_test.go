@@ -40,7 +40,7 @@ func TestMemoryReason(t *testing.T) {
 // the plan does not have is dropped.
 func TestHeldInTmpfs(t *testing.T) {
 	mounts := []Mount{{Kind: MountBind, Dest: "/usr"}, {Kind: MountTmpfs, Dest: "/tmp", Writable: true}}
-	got := heldInTmpfs([]mountFill{{mount: 1, peakUse: 5}, {mount: -1, peakUse: 7}, {mount: 9, peakUse: 1}}, mounts)
+	got := heldInTmpfs([]mountFill{{Mount: 1, PeakUse: 5}, {Mount: -1, PeakUse: 7}, {Mount: 9, PeakUse: 1}}, mounts)
 	want := []tmpfsHeld{{"/tmp", 5}, {DevShmPath, 7}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%+v, want %+v", got, want)

@@ -11,6 +11,7 @@ import (
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/hostside"
+	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/seccomp"
 )
@@ -367,20 +368,22 @@ func mountAccess(m Mount) landlock.Access {
 	}
 }
 
+// mountKinds are a Mount's kind as the host side and the init name it.
+var mountKinds = map[MountKind]struct {
+	host hostside.Kind
+	init initc.MountKind
+}{
+	MountBind:  {hostside.Bind, initc.Bind},
+	MountTmpfs: {hostside.Tmpfs, initc.Tmpfs},
+	MountMask:  {hostside.Mask, initc.Mask},
+}
+
 // hostMounts are mounts as the host side (package hostside) sees them.
 func hostMounts(ms []Mount) []hostside.Mount {
 	out := make([]hostside.Mount, len(ms))
 	for i, m := range ms {
-		out[i] = hostside.Mount{Source: m.Source, Dest: m.Dest, Writable: m.Writable, Optional: m.Optional,
-			KeepSymlink: m.KeepSymlink, InRoot: m.InRoot, Cache: m.Cache}
-		switch m.Kind {
-		case MountBind:
-			out[i].Kind = hostside.Bind
-		case MountTmpfs:
-			out[i].Kind = hostside.Tmpfs
-		case MountMask:
-			out[i].Kind = hostside.Mask
-		}
+		out[i] = hostside.Mount{Kind: mountKinds[m.Kind].host, Source: m.Source, Dest: m.Dest, Writable: m.Writable,
+			Optional: m.Optional, KeepSymlink: m.KeepSymlink, InRoot: m.InRoot, Cache: m.Cache}
 	}
 	return out
 }

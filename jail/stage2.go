@@ -112,11 +112,11 @@ func prepareStage2(cfg *stage2Config) (*stage2, initc.Stage2, error) {
 // failure is the run's error for a child that failed: the text of its
 // step in init_steps.h, with the command's words.
 func (s *stage2) failure(r record) *SetupError {
-	code := r.code
+	code := r.Code
 	if code == 0 {
 		code = ExitSetup
 	}
-	text := stepText(stage2Steps(), r.step, "stage 2 failed at step {step}: {errno}")
+	text := stepText(stage2Steps(), r.Step, "stage 2 failed at step {step}: {errno}")
 	return &SetupError{Code: code, Err: describe(r, text, s.word)}
 }
 
@@ -133,8 +133,8 @@ func (s *stage2) word(r record, name string) (string, bool) {
 		return s.cfg.Dir, true
 	case "rlimit", "rlimit_value":
 		l := rlimitSet{name: "?"}
-		if r.index >= 0 && r.index < len(s.rlimits) {
-			l = s.rlimits[r.index]
+		if r.Index >= 0 && r.Index < len(s.rlimits) {
+			l = s.rlimits[r.Index]
 		}
 		if name == "rlimit" {
 			return l.name, true

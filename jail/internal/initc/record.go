@@ -57,14 +57,21 @@ type Record struct {
 	Type, Step, Op, Err, Index, Code int
 	IsDir                            bool
 	ExitCode, Signal                 int
-	// What the init's children used (getrusage(RUSAGE_CHILDREN)).
-	UserUsec, SystemUsec, MaxRSSKiB int64
+	Rusage                           Rusage
 	// The exit record's: processes killed because they were still running
 	// when the command ended (-1: not counted), and the watched tmpfs
 	// mounts (init_reap.c).
 	Leftover int
 	Fills    []Fill
 	Path     string
+}
+
+// Rusage is what the init's children (the command and every orphan the
+// init reaped) used, from getrusage(RUSAGE_CHILDREN).
+type Rusage struct {
+	UserUsec   int64
+	SystemUsec int64
+	MaxRSSKiB  int64
 }
 
 // Fill is one watched tmpfs mount of the jail as the init last sampled it.
@@ -88,7 +95,7 @@ func ParseRecord(b []byte) (Record, bool) {
 		Type: int(c._type), Step: int(c.step), Op: int(c.op), Err: int(c.err), Index: int(c.index), Code: int(c.code),
 		IsDir:    c.is_dir != 0,
 		ExitCode: int(c.exit_code), Signal: int(c.signal),
-		UserUsec: int64(c.utime_us), SystemUsec: int64(c.stime_us), MaxRSSKiB: int64(c.maxrss_kib),
+		Rusage:   Rusage{UserUsec: int64(c.utime_us), SystemUsec: int64(c.stime_us), MaxRSSKiB: int64(c.maxrss_kib)},
 		Leftover: int(c.leftover),
 	}
 	for _, f := range c.fills[:max(0, min(int(c.nfills), len(c.fills)))] {
