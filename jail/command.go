@@ -18,6 +18,7 @@ import (
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
+	"github.com/tooljail/tooljail/jail/internal/initlink"
 	"github.com/tooljail/tooljail/jail/internal/relay"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
@@ -61,8 +62,8 @@ type Cmd struct {
 	started time.Time
 	plan    *plan
 
-	proc    *initProc
-	waitCh  chan initEnd // how the init ended
+	proc    *initlink.Proc
+	waitCh  chan initlink.End // how the init ended
 	msgDone chan struct{}
 	// exitSeen is closed at the init's exit record: the command ended and
 	// nothing else of the jail is left (init_reap.c, tj_report).
@@ -187,7 +188,7 @@ func (c *Cmd) Start() error {
 		if c.proc != nil {
 			// The init was forked (it waits for the sync byte): end it,
 			// so that Wait reports the setup error and nothing is left.
-			c.proc.kill()
+			c.proc.Kill()
 			<-c.waitCh
 			c.proc = nil
 		}
@@ -208,7 +209,7 @@ func (c *Cmd) fail(e *SetupError) error {
 // A session's init routes its calls' records to the running call.
 func (c *Cmd) readMessages() {
 	defer close(c.msgDone)
-	f, err := pollSocket(c.sock)
+	f, err := initlink.PollSocket(c.sock)
 	if err != nil {
 		c.kill(StatusAborted, err.Error())
 		return
@@ -220,20 +221,20 @@ func (c *Cmd) readMessages() {
 		return
 	}
 	for {
-		pk, err := recvPacket(rc)
-		files := pk.files
-		if err != nil || len(pk.data) == 0 {
+		pk, err := initlink.RecvPacket(rc)
+		files := pk.Files
+		if err != nil || len(pk.Data) == 0 {
 			closeFiles(files)
 			return
 		}
-		r, ok := initc.ParseRecord(pk.data)
+		r, ok := initc.ParseRecord(pk.Data)
 		t := c.recordFor(r.Type)
 		if !ok || t == nil {
 			closeFiles(files)
 			continue
 		}
 		t.mu.Lock()
-		files, after := t.handleRecord(r, files, pk.pid)
+		files, after := t.handleRecord(r, files, pk.PID)
 		t.mu.Unlock()
 		closeFiles(files)
 		if after != nil {
@@ -287,7 +288,7 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 		}
 		if w := c.ackWatcher(); w != nil {
 			w.Track(pid)
-			sendPacket(c.sock, []byte{0}, nil)
+			initlink.SendPacket(c.sock, []byte{0}, nil)
 		}
 		if c.killPending {
 			// After the ack: a kill sent before it would have been it.
@@ -331,7 +332,7 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 				after = func() { c.kill(StatusAborted, "") }
 			} else {
 				c.net = n
-				sendPacket(c.sock, []byte{0}, nil)
+				initlink.SendPacket(c.sock, []byte{0}, nil)
 			}
 		}
 	}
@@ -390,7 +391,7 @@ func (c *Cmd) kill(why Status, note string) {
 		return
 	}
 	if c.proc != nil {
-		c.proc.kill()
+		c.proc.Kill()
 	}
 	if c.group != nil {
 		c.group.Kill()
@@ -412,7 +413,7 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	if !ok {
 		return fmt.Errorf("jail: unsupported signal %v", sig)
 	}
-	return c.proc.signal(s)
+	return c.proc.Signal(s)
 }
 
 // Cancel kills the whole run, as the context does, and has it reported as
@@ -494,8 +495,8 @@ func (c *Cmd) WaitResult() (*Result, error) {
 // waitEnd waits for the exit record, or else the init's end (it failed,
 // or was killed; for a session's call, the session's end), and returns
 // that end (zero on the exit record).
-func (c *Cmd) waitEnd() initEnd {
-	var end initEnd
+func (c *Cmd) waitEnd() initlink.End {
+	var end initlink.End
 	switch {
 	case c.sessionCall():
 		select {
@@ -613,7 +614,7 @@ func (c *Cmd) finishSetupError() {
 
 // finish fills the Result with what the run measured, and its verdict
 // (decide, in status.go).
-func (c *Cmd) finish(end initEnd, wall time.Duration, violations []seccomp.Violation, denials []landlock.Denial, st cgroup.Stats) {
+func (c *Cmd) finish(end initlink.End, wall time.Duration, violations []seccomp.Violation, denials []landlock.Denial, st cgroup.Stats) {
 	r := c.res
 	r.WallTimeMs = ms(wall)
 	r.Violations = append(r.Violations, reportViolations(violations, denials)...)
@@ -663,7 +664,7 @@ func reportViolations(violations []seccomp.Violation, denials []landlock.Denial)
 }
 
 // outcome gathers what decides the status, as Wait learned it.
-func (c *Cmd) outcome(end initEnd, st cgroup.Stats) outcome {
+func (c *Cmd) outcome(end initlink.End, st cgroup.Stats) outcome {
 	r := c.res
 	o := outcome{
 		setupErr:  c.setupErr,

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/jail/internal/initlink"
 )
 
 func TestDecide(t *testing.T) {
@@ -50,9 +52,9 @@ func TestDecide(t *testing.T) {
 		{"cancelled before an OOM kill's record", outcome{started: true, killedFor: StatusCancelled, killNote: "client went away", oom: true, oomReason: "memory", exit: killedBy(syscall.SIGKILL)}, StatusCancelled, 137, "SIGKILL", "client went away"},
 		{"monitor failed", outcome{started: true, killedFor: StatusAborted, killNote: "its seccomp monitor failed", exit: killedBy(syscall.SIGKILL)}, StatusAborted, ExitSetup, "", "monitor failed"},
 		{"monitor failed, then a timeout", outcome{started: true, killedFor: StatusAborted, killNote: "its seccomp monitor failed"}, StatusAborted, ExitSetup, "", "monitor failed"},
-		{"init killed after start", outcome{started: true, init: initEnd{desc: "signal: SIGXCPU", signal: syscall.SIGXCPU}}, StatusAborted, 128 + int(syscall.SIGXCPU), "SIGXCPU", "may have run"},
-		{"init failed after start", outcome{started: true, initFail: initFail, init: initEnd{desc: "exit status 125"}}, StatusAborted, ExitSetup, "", "reap: EINTR"},
-		{"init ended before start", outcome{init: initEnd{desc: "exit status 125"}}, StatusSetupError, ExitSetup, "", "without a status"},
+		{"init killed after start", outcome{started: true, init: initlink.End{Desc: "signal: SIGXCPU", Signal: syscall.SIGXCPU}}, StatusAborted, 128 + int(syscall.SIGXCPU), "SIGXCPU", "may have run"},
+		{"init failed after start", outcome{started: true, initFail: initFail, init: initlink.End{Desc: "exit status 125"}}, StatusAborted, ExitSetup, "", "reap: EINTR"},
+		{"init ended before start", outcome{init: initlink.End{Desc: "exit status 125"}}, StatusSetupError, ExitSetup, "", "without a status"},
 		{"init failed before start", outcome{initFail: initFail}, StatusSetupError, ExitSetup, "", "reap"},
 	} {
 		if c.o.limits == nil {
@@ -119,9 +121,9 @@ func TestDecideEveryCombination(t *testing.T) {
 							oom, arch, truncated, initKilled := bits&1 != 0, bits&2 != 0, bits&4 != 0, bits&8 != 0
 							o := outcome{setupErr: se, initFail: inf, started: started, exit: exit, killedFor: k.why, killNote: k.note,
 								oom: oom, oomReason: "memory limit 1 MiB reached", arch: arch, archCall: "x32:getpid",
-								firstSyscall: "keyctl", limits: limits, truncated: truncated, init: initEnd{desc: "exit status 125"}}
+								firstSyscall: "keyctl", limits: limits, truncated: truncated, init: initlink.End{Desc: "exit status 125"}}
 							if initKilled {
-								o.init = initEnd{desc: "signal: SIGKILL", signal: syscall.SIGKILL}
+								o.init = initlink.End{Desc: "signal: SIGKILL", Signal: syscall.SIGKILL}
 							}
 							n++
 							checkVerdict(t, o, decide(o))

@@ -10,7 +10,7 @@ import (
 
 // InitPID is the pid of a started run's init, for tests that look at it
 // from the host.
-func InitPID(c *Cmd) int { return c.proc.pid }
+func InitPID(c *Cmd) int { return c.proc.PID }
 
 // ForgeWarmCalls makes every warm call's message and descriptors pass
 // through f until the returned function restores them. Tests that set it

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
+	"github.com/tooljail/tooljail/jail/internal/initlink"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -169,12 +170,12 @@ func (ip *initPlan) compileLandlock(p *plan) error {
 
 // forkInit forks the init with the plan; the calling thread must be
 // locked (the init's parent death signal is tied to it).
-func (ip *initPlan) forkInit() (*initProc, error) {
+func (ip *initPlan) forkInit() (*initlink.Proc, error) {
 	pid, pidfd, err := ip.cp.Fork()
 	if err != nil {
 		return nil, err
 	}
-	return newInitProc(pid, pidfd), nil
+	return initlink.NewProc(pid, pidfd), nil
 }
 
 // pickBaseDir finds a directory to mount the temporary root on. It is only

@@ -3,8 +3,6 @@ package jail
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
@@ -55,16 +53,4 @@ func (ip *initPlan) fillLate(srcs []hostside.Source, over []hostside.Over, prog 
 	}
 	ip.over = over
 	return fds, nil
-}
-
-// sendFDs sends the sources' descriptors to the init, before the sync byte.
-func sendFDs(sock int, fds []int) error {
-	for len(fds) > 0 {
-		n := min(len(fds), initc.FDsPerMsg)
-		if err := sendPacket(sock, []byte{0}, unix.UnixRights(fds[:n]...)); err != nil {
-			return fmt.Errorf("send the host paths' descriptors to the jail's init: %w", err)
-		}
-		fds = fds[n:]
-	}
-	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
+	"github.com/tooljail/tooljail/jail/internal/initlink"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -250,7 +251,7 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 	if err := c.startInit(ip); err != nil {
 		return err
 	}
-	c.proc.killSig = killAllSignal
+	c.proc.KillSig = killAllSignal
 	lf.syncR.Close()
 	c.res.Enforcement.HostUID, c.res.Enforcement.HostGID = &hs.id.UID, &hs.id.GID
 	if hs.protectDegraded {
@@ -260,7 +261,7 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 	if err != nil {
 		return err
 	}
-	if err := sendFDs(c.sock, fdList); err != nil {
+	if err := initlink.SendFDs(c.sock, fdList); err != nil {
 		return err
 	}
 	if _, err := lf.syncW.Write([]byte{0}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail/internal/initc"
+	"github.com/tooljail/tooljail/jail/internal/initlink"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
@@ -44,7 +45,7 @@ type Session struct {
 	init   *Cmd
 	ready  chan struct{} // closed at the init's TJ_REC_SESSION
 	ended  chan struct{} // closed when the init is gone
-	end    initEnd
+	end    initlink.End
 	start  time.Time
 	limits SessionLimits
 
@@ -166,7 +167,7 @@ func StartSession(spec *Spec, limits SessionLimits) (*Session, error) {
 		if c.setupErr != nil {
 			return nil, c.setupErr
 		}
-		return nil, &SetupError{Code: ExitSetup, Err: fmt.Errorf("the session's init ended before it was ready (%s)", s.end.desc)}
+		return nil, &SetupError{Code: ExitSetup, Err: fmt.Errorf("the session's init ended before it was ready (%s)", s.end.Desc)}
 	}
 	s.start = time.Now()
 	s.last = s.start
@@ -359,7 +360,7 @@ func (c *Cmd) killCall() {
 
 func (c *Cmd) sendKill() {
 	msg := binary.NativeEndian.AppendUint32(nil, initc.KillMagic)
-	sendPacket(c.sock, msg, nil)
+	initlink.SendPacket(c.sock, msg, nil)
 }
 
 // memoryLimit is the session's memory cap as the kernel stored it: it
@@ -429,7 +430,7 @@ func (s *Session) stop(why string) {
 		case <-s.ended:
 		case <-time.After(10 * time.Second):
 			// It should have; the kernel does it for sure.
-			c.proc.kill()
+			c.proc.Kill()
 			<-s.ended
 		}
 		<-c.msgDone

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/hostprobe"
+	"github.com/tooljail/tooljail/jail/internal/initlink"
 	"github.com/tooljail/tooljail/jail/internal/relay"
 	"github.com/tooljail/tooljail/landlock"
 )
@@ -304,18 +305,18 @@ func (c *Cmd) openSocket() (*os.File, error) {
 // maps, the host paths' descriptors (opened in the init's mount namespace
 // when unprivileged, where it may clone them), and the plan's late part.
 func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
-	if err := writeIDMaps(c.proc.pid, hs.id, hs.root); err != nil {
+	if err := writeIDMaps(c.proc.PID, hs.id, hs.root); err != nil {
 		return err
 	}
 	if !hs.root {
-		if err := hs.resolveIn(c, fmt.Sprintf("/proc/%d/root", c.proc.pid)); err != nil {
+		if err := hs.resolveIn(c, fmt.Sprintf("/proc/%d/root", c.proc.PID)); err != nil {
 			return err
 		}
 	}
 	if err := hs.finish(c); err != nil {
 		return err
 	}
-	if err := hs.chg.OpenLayers(fmt.Sprintf("/proc/%d/root", c.proc.pid)); err != nil {
+	if err := hs.chg.OpenLayers(fmt.Sprintf("/proc/%d/root", c.proc.PID)); err != nil {
 		return err
 	}
 	defer hs.chg.CloseLayers()
@@ -334,7 +335,7 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 	if err != nil {
 		return err
 	}
-	return sendFDs(c.sock, fdList)
+	return initlink.SendFDs(c.sock, fdList)
 }
 
 // supervise starts watching the running jail: its records, the wall
@@ -453,11 +454,11 @@ func thpDisabled() bool {
 // forking thread ends, not the process.
 func (c *Cmd) startInit(ip *initPlan) error {
 	type started struct {
-		proc *initProc
+		proc *initlink.Proc
 		err  error
 	}
 	startCh := make(chan started, 1)
-	c.waitCh = make(chan initEnd, 1)
+	c.waitCh = make(chan initlink.End, 1)
 	intoGroup := ip.cp.IntoCgroup()
 	joined := false
 	go func() {
@@ -492,8 +493,8 @@ func (c *Cmd) startInit(ip *initPlan) error {
 				// This thread is stuck in the run's group: end the init,
 				// and the thread with this goroutine (it stays locked).
 				if err == nil {
-					proc.kill()
-					proc.wait()
+					proc.Kill()
+					proc.Wait()
 				}
 				startCh <- started{err: errors.Join(err, lerr)}
 				return
@@ -504,7 +505,7 @@ func (c *Cmd) startInit(ip *initPlan) error {
 		if err != nil {
 			return
 		}
-		c.waitCh <- proc.wait()
+		c.waitCh <- proc.Wait()
 	}()
 	st := <-startCh
 	if st.err != nil {
@@ -512,7 +513,7 @@ func (c *Cmd) startInit(ip *initPlan) error {
 	}
 	c.proc = st.proc
 	if c.group != nil && !intoGroup && !joined {
-		if err := c.group.AddProc(c.proc.pid); err != nil {
+		if err := c.group.AddProc(c.proc.PID); err != nil {
 			return fmt.Errorf("move the jail into its cgroup: %w", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tooljail/tooljail/internal/units"
+	"github.com/tooljail/tooljail/jail/internal/initlink"
 )
 
 // exitFacts is the command's end as the init saw it.
@@ -32,7 +33,7 @@ type outcome struct {
 	arch         bool
 	archCall     string
 	firstSyscall string // the first denied call recorded, for a kill's reason
-	init         initEnd
+	init         initlink.End
 	limits       *Limits
 	truncated    bool // output over the limit was dropped
 }
@@ -92,17 +93,17 @@ func decide(o outcome) verdict {
 		v = verdict{StatusSignaled, 128 + int(syscall.SIGKILL), "SIGKILL", o.killNote}
 	case o.started:
 		v = verdict{StatusAborted, ExitSetup, "", ""}
-		what := "ended (" + o.init.desc + ")"
+		what := "ended (" + o.init.Desc + ")"
 		if o.initFail != nil {
 			what = "failed: " + o.initFail.Error()
 		}
-		if o.init.signal != 0 {
-			v.exitCode, v.signal = 128+int(o.init.signal), unix.SignalName(o.init.signal)
+		if o.init.Signal != 0 {
+			v.exitCode, v.signal = 128+int(o.init.Signal), unix.SignalName(o.init.Signal)
 			what = "was killed by " + v.signal
 		}
 		v.reason = "the jail's init " + what + " after the command started; the command may have run and changed files, and its exit status is unknown"
 	default:
-		v = verdict{StatusSetupError, ExitSetup, "", fmt.Sprintf("the jail's init ended without a status (%s)", o.init.desc)}
+		v = verdict{StatusSetupError, ExitSetup, "", fmt.Sprintf("the jail's init ended without a status (%s)", o.init.Desc)}
 		if o.initFail != nil {
 			v.reason = o.initFail.Error()
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
+	"github.com/tooljail/tooljail/jail/internal/initlink"
 )
 
 // A warm jail is built ahead of its command, for a caller that runs many
@@ -150,7 +151,7 @@ func (w *Warm) Close() {
 // end kills the unused jail's init and removes what it had.
 func (w *Warm) end() {
 	c := w.c
-	c.proc.kill()
+	c.proc.Kill()
 	<-c.waitCh
 	<-c.msgDone
 	c.cleanup()
@@ -275,7 +276,7 @@ func (c *Cmd) startCall() error {
 	c.mu.Unlock()
 	err := c.giveCall(&c.mu, callMsg{tty: c.TTY}, "the warm jail")
 	if err != nil {
-		c.proc.kill()
+		c.proc.Kill()
 		<-c.waitCh
 		<-c.msgDone
 		c.proc = nil
@@ -319,7 +320,7 @@ func (c *Cmd) giveCall(mu *sync.Mutex, m callMsg, to string) error {
 	if len(fds) > 0 {
 		rights = unix.UnixRights(fds...)
 	}
-	if err := sendPacket(c.sock, msg, rights); err != nil {
+	if err := initlink.SendPacket(c.sock, msg, rights); err != nil {
 		return fmt.Errorf("give %s its command: %w", to, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package jail
+package initlink
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func startWithPidfd(t *testing.T, args ...string) *initProc {
+func startWithPidfd(t *testing.T, args ...string) *Proc {
 	t.Helper()
 	fd := -1
 	cmd := exec.Command(args[0], args[1:]...)
@@ -19,7 +19,7 @@ func startWithPidfd(t *testing.T, args ...string) *initProc {
 	if fd < 0 {
 		t.Fatal("no pidfd from the clone")
 	}
-	return newInitProc(cmd.Process.Pid, fd)
+	return NewProc(cmd.Process.Pid, fd)
 }
 
 // wait says how the process ended; a signal after the reaping is refused
@@ -29,17 +29,17 @@ func TestInitProc(t *testing.T) {
 		t.Skip("no /bin/sh here")
 	}
 	p := startWithPidfd(t, "/bin/sh", "-c", "exit 3")
-	if got := p.wait(); got != (initEnd{desc: "exit status 3"}) {
+	if got := p.Wait(); got != (End{Desc: "exit status 3"}) {
 		t.Errorf("wait = %+v, want exit status 3", got)
 	}
-	if err := p.signal(syscall.SIGTERM); !errors.Is(err, os.ErrProcessDone) {
+	if err := p.Signal(syscall.SIGTERM); !errors.Is(err, os.ErrProcessDone) {
 		t.Errorf("signal after wait = %v, want os.ErrProcessDone", err)
 	}
 	p = startWithPidfd(t, "/bin/sh", "-c", "sleep 10")
-	if err := p.signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.wait(); got != (initEnd{desc: "signal: SIGTERM", signal: syscall.SIGTERM}) {
+	if got := p.Wait(); got != (End{Desc: "signal: SIGTERM", Signal: syscall.SIGTERM}) {
 		t.Errorf("wait = %+v, want signal: SIGTERM", got)
 	}
 }

@@ -1,4 +1,4 @@
-package jail
+package initlink
 
 import (
 	"errors"
@@ -10,28 +10,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// initProc is the forked init, held by the pidfd its clone returned: a
+// Proc is the forked init, held by the pidfd its clone returned: a
 // signal can never reach a later process that reused the pid. The os
 // package would do the same with os.FindProcess, but checks first, once
 // per process, that pidfds work by cloning a throw-away child; the clone's
 // own pidfd needs no check.
-type initProc struct {
-	pid int
+type Proc struct {
+	PID int
 
 	mu sync.Mutex
 	fd int // -1 once the init is reaped
-	// killSig is what kill sends: SIGKILL ends a jail's init and with it
+	// KillSig is what kill sends: SIGKILL ends a jail's init and with it
 	// its PID namespace; the reaper of a run without namespaces kills
-	// the run's processes on killAllSignal instead.
-	killSig syscall.Signal
+	// the run's processes on initc.SigKillAll instead.
+	KillSig syscall.Signal
 }
 
-func newInitProc(pid, pidfd int) *initProc {
-	return &initProc{pid: pid, fd: pidfd}
+func NewProc(pid, pidfd int) *Proc {
+	return &Proc{PID: pid, fd: pidfd}
 }
 
-// signal sends sig to the init; os.ErrProcessDone once it has ended.
-func (p *initProc) signal(sig syscall.Signal) error {
+// Signal sends sig to the init; os.ErrProcessDone once it has ended.
+func (p *Proc) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fd < 0 {
@@ -47,29 +47,29 @@ func (p *initProc) signal(sig syscall.Signal) error {
 	return nil
 }
 
-func (p *initProc) kill() {
-	sig := p.killSig
+func (p *Proc) Kill() {
+	sig := p.KillSig
 	if sig == 0 {
 		sig = unix.SIGKILL
 	}
-	p.signal(sig)
+	p.Signal(sig)
 }
 
-// initEnd is how the init ended: a description ("exit status 0",
+// End is how the init ended: a description ("exit status 0",
 // "signal: SIGKILL") and the signal that killed it, 0 when none did.
-type initEnd struct {
-	desc   string
-	signal syscall.Signal
+type End struct {
+	Desc   string
+	Signal syscall.Signal
 }
 
-// wait reaps the init and says how it ended, for a report whose init sent
+// Wait reaps the init and says how it ended, for a report whose init sent
 // no exit record. Waiting by pid is safe: the init is this process's
-// child, and its pid is not free for reuse until this wait has reaped it.
-func (p *initProc) wait() initEnd {
+// child, and its pid is not free for reuse until this Wait has reaped it.
+func (p *Proc) Wait() End {
 	var ws unix.WaitStatus
 	var err error
 	for {
-		_, err = unix.Wait4(p.pid, &ws, 0, nil)
+		_, err = unix.Wait4(p.PID, &ws, 0, nil)
 		if err != unix.EINTR {
 			break
 		}
@@ -82,11 +82,11 @@ func (p *initProc) wait() initEnd {
 	p.mu.Unlock()
 	switch {
 	case err != nil:
-		return initEnd{desc: fmt.Sprintf("wait4: %v", err)}
+		return End{Desc: fmt.Sprintf("wait4: %v", err)}
 	case ws.Exited():
-		return initEnd{desc: fmt.Sprintf("exit status %d", ws.ExitStatus())}
+		return End{Desc: fmt.Sprintf("exit status %d", ws.ExitStatus())}
 	case ws.Signaled():
-		return initEnd{desc: "signal: " + unix.SignalName(ws.Signal()), signal: ws.Signal()}
+		return End{Desc: "signal: " + unix.SignalName(ws.Signal()), Signal: ws.Signal()}
 	}
-	return initEnd{desc: fmt.Sprintf("wait status %#x", uint32(ws))}
+	return End{Desc: fmt.Sprintf("wait status %#x", uint32(ws))}
 }

@@ -1,4 +1,10 @@
-package jail
+// Package initlink is the supervisor's end of its link with a jail's
+// init: the SOCK_SEQPACKET socket's packets, waited for in Go's poller,
+// the descriptors sent before the sync byte, and the init process itself,
+// held by its pidfd (signals, its end). What the packets say is package
+// initc's (records, call messages); what they mean for a run, package
+// jail's.
+package initlink
 
 import (
 	"fmt"
@@ -6,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tooljail/tooljail/jail/internal/initc"
 )
 
 // The supervisor, the init and stage 2 talk over one SOCK_SEQPACKET
@@ -16,27 +24,27 @@ import (
 // never sees the socket.
 //
 // The supervisor's end is non-blocking, and its reader waits in the Go
-// runtime's poller (pollSocket): a goroutine blocked in recvmsg holds its
+// runtime's poller (PollSocket): a goroutine blocked in recvmsg holds its
 // P in a system call, and while any P is not idle the runtime's sysmon
 // thread polls instead of sleeping, through the command's whole run and
 // on its CPU (BENCHMARKS.md, issue 31). Sends wait for room in
-// sendPacket.
+// SendPacket.
 
 // maxPacket bounds one packet: a record with a path.
 const maxPacket = 1 << 16
 
-// packet is one message as received, with its fds and, when the socket has
+// Packet is one message as received, with its fds and, when the socket has
 // SO_PASSCRED, the sender's pid as the receiver's PID namespace sees it.
-type packet struct {
-	data  []byte
-	files []*os.File
-	pid   int
+type Packet struct {
+	Data  []byte
+	Files []*os.File
+	PID   int
 }
 
-// pollSocket is sock as the poller's own descriptor: a duplicate, so that
+// PollSocket is sock as the poller's own descriptor: a duplicate, so that
 // closing it (when the reader is done) leaves sock to its owner. It makes
 // the socket non-blocking, for its other users too.
-func pollSocket(sock int) (*os.File, error) {
+func PollSocket(sock int) (*os.File, error) {
 	fd, err := unix.FcntlInt(uintptr(sock), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("the jail's socket: %w", err)
@@ -49,23 +57,23 @@ func pollSocket(sock int) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "jail-socket"), nil
 }
 
-// recvPacket reads one packet, waiting for it in the poller. End of
+// RecvPacket reads one packet, waiting for it in the poller. End of
 // stream is an empty packet.
-func recvPacket(rc syscall.RawConn) (packet, error) {
-	var p packet
+func RecvPacket(rc syscall.RawConn) (Packet, error) {
+	var p Packet
 	var rerr error
 	err := rc.Read(func(fd uintptr) bool {
-		p, rerr = recvPacketNow(int(fd))
+		p, rerr = RecvPacketNow(int(fd))
 		return rerr != unix.EAGAIN
 	})
 	if err != nil {
-		return packet{}, err
+		return Packet{}, err
 	}
 	return p, rerr
 }
 
-// recvPacketNow reads the packet that is there, or fails with EAGAIN.
-func recvPacketNow(fd int) (packet, error) {
+// RecvPacketNow reads the packet that is there, or fails with EAGAIN.
+func RecvPacketNow(fd int) (Packet, error) {
 	oob := make([]byte, unix.CmsgSpace(4*4)+unix.CmsgSpace(unix.SizeofUcred))
 	for {
 		// The packet's size first (MSG_TRUNC gives a datagram's full
@@ -76,7 +84,7 @@ func recvPacketNow(fd int) (packet, error) {
 			continue
 		}
 		if err != nil {
-			return packet{}, err
+			return Packet{}, err
 		}
 		buf := make([]byte, max(1, min(size, maxPacket)))
 		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT)
@@ -84,17 +92,17 @@ func recvPacketNow(fd int) (packet, error) {
 			continue
 		}
 		if err != nil {
-			return packet{}, err
+			return Packet{}, err
 		}
-		p := packet{data: buf[:n]}
+		p := Packet{Data: buf[:n]}
 		if oobn > 0 {
 			cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 			if err != nil {
-				return packet{}, fmt.Errorf("parse control message: %w", err)
+				return Packet{}, fmt.Errorf("parse control message: %w", err)
 			}
 			for _, c := range cmsgs {
 				if cred, err := unix.ParseUnixCredentials(&c); err == nil {
-					p.pid = int(cred.Pid)
+					p.PID = int(cred.Pid)
 					continue
 				}
 				fds, err := unix.ParseUnixRights(&c)
@@ -102,7 +110,7 @@ func recvPacketNow(fd int) (packet, error) {
 					continue
 				}
 				for _, f := range fds {
-					p.files = append(p.files, os.NewFile(uintptr(f), "jail-fd"))
+					p.Files = append(p.Files, os.NewFile(uintptr(f), "jail-fd"))
 				}
 			}
 		}
@@ -110,12 +118,12 @@ func recvPacketNow(fd int) (packet, error) {
 	}
 }
 
-// sendPacket sends one packet on the jail's socket, waiting for room
+// SendPacket sends one packet on the jail's socket, waiting for room
 // when the init has not read the packets before it (the socket is
-// non-blocking: pollSocket). Poll reports room once the queue is down to
+// non-blocking: PollSocket). Poll reports room once the queue is down to
 // a quarter of the buffer, where a blocking send goes on with the first
 // free packet's room; the init reads each message as it comes.
-func sendPacket(sock int, data, oob []byte) error {
+func SendPacket(sock int, data, oob []byte) error {
 	for {
 		err := unix.Sendmsg(sock, data, oob, nil, unix.MSG_NOSIGNAL)
 		switch err {
@@ -130,4 +138,16 @@ func sendPacket(sock int, data, oob []byte) error {
 		}
 		return err
 	}
+}
+
+// SendFDs sends the sources' descriptors to the init, before the sync byte.
+func SendFDs(sock int, fds []int) error {
+	for len(fds) > 0 {
+		n := min(len(fds), initc.FDsPerMsg)
+		if err := SendPacket(sock, []byte{0}, unix.UnixRights(fds[:n]...)); err != nil {
+			return fmt.Errorf("send the host paths' descriptors to the jail's init: %w", err)
+		}
+		fds = fds[n:]
+	}
+	return nil
 }

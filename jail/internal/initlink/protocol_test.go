@@ -1,4 +1,4 @@
-package jail
+package initlink
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestRecvPacketFromPoller(t *testing.T) {
 	if err := unix.SetsockoptInt(sup, unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
 		t.Fatal(err)
 	}
-	f, err := pollSocket(sup)
+	f, err := PollSocket(sup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,16 +42,16 @@ func TestRecvPacketFromPoller(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	got := make(chan packet, 3)
+	got := make(chan Packet, 3)
 	go func() {
 		for {
-			p, err := recvPacket(rc)
+			p, err := RecvPacket(rc)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			got <- p
-			if len(p.data) == 0 {
+			if len(p.Data) == 0 {
 				return
 			}
 		}
@@ -67,32 +67,32 @@ func TestRecvPacketFromPoller(t *testing.T) {
 	}
 	unix.Shutdown(init, unix.SHUT_WR)
 	p := <-got
-	if !bytes.Equal(p.data, big) || len(p.files) != 1 || p.pid != os.Getpid() {
-		t.Fatalf("first packet: %d bytes, %d files, pid %d (want %d, 1, %d)", len(p.data), len(p.files), p.pid, len(big), os.Getpid())
+	if !bytes.Equal(p.Data, big) || len(p.Files) != 1 || p.PID != os.Getpid() {
+		t.Fatalf("first packet: %d bytes, %d files, pid %d (want %d, 1, %d)", len(p.Data), len(p.Files), p.PID, len(big), os.Getpid())
 	}
 	// The descriptor is the pipe's write end.
-	if _, err := p.files[0].Write([]byte("z")); err != nil {
+	if _, err := p.Files[0].Write([]byte("z")); err != nil {
 		t.Fatal(err)
 	}
-	p.files[0].Close()
+	p.Files[0].Close()
 	b := make([]byte, 1)
 	if n, _ := r.Read(b); n != 1 || b[0] != 'z' {
 		t.Fatalf("the passed descriptor is not the pipe: read %q", b[:n])
 	}
-	if p := <-got; string(p.data) != "two" || len(p.files) != 0 {
-		t.Fatalf("second packet %q, %d files", p.data, len(p.files))
+	if p := <-got; string(p.Data) != "two" || len(p.Files) != 0 {
+		t.Fatalf("second packet %q, %d files", p.Data, len(p.Files))
 	}
-	if p := <-got; len(p.data) != 0 {
-		t.Fatalf("after the peer's end: %q, want the empty packet", p.data)
+	if p := <-got; len(p.Data) != 0 {
+		t.Fatalf("after the peer's end: %q, want the empty packet", p.Data)
 	}
 }
 
 // The poller makes the supervisor's end non-blocking for its senders too:
-// sendPacket waits for room as a blocking send would, rather than fail
+// SendPacket waits for room as a blocking send would, rather than fail
 // with EAGAIN when the init has not read what came before.
 func TestSendPacketWaitsForRoom(t *testing.T) {
 	sup, init := seqpacketPair(t)
-	f, err := pollSocket(sup)
+	f, err := PollSocket(sup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,10 +110,10 @@ func TestSendPacketWaitsForRoom(t *testing.T) {
 		}
 	}
 	sent := make(chan error, 1)
-	go func() { sent <- sendPacket(sup, []byte("last"), nil) }()
+	go func() { sent <- SendPacket(sup, []byte("last"), nil) }()
 	select {
 	case err := <-sent:
-		t.Fatalf("sendPacket returned %v on a full socket", err)
+		t.Fatalf("SendPacket returned %v on a full socket", err)
 	case <-time.After(100 * time.Millisecond):
 	}
 	// A blocking send would go on as soon as one packet's room is free;
@@ -128,10 +128,10 @@ func TestSendPacketWaitsForRoom(t *testing.T) {
 	select {
 	case err := <-sent:
 		if err != nil {
-			t.Fatalf("sendPacket: %v", err)
+			t.Fatalf("SendPacket: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("sendPacket still waiting after the queue was drained")
+		t.Fatal("SendPacket still waiting after the queue was drained")
 	}
 	if k, _, _, _, err := unix.Recvmsg(init, buf, nil, 0); err != nil || string(buf[:k]) != "last" {
 		t.Fatalf("last packet %q, %v", buf[:k], err)
