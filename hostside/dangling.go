@@ -16,7 +16,7 @@ import (
 // virtualenv's python links to a pyenv or uv interpreter under the
 // caller's home, a project's tool links to /opt. execve says only ENOENT.
 // DanglingHint finds that target by walking the command's candidates
-// through the Spec's mounts on the host, and says what would show it.
+// through the jail's mounts on the host, and says what would show it.
 
 // Looker is what DanglingHint reads of the host.
 type Looker interface {

@@ -8,9 +8,11 @@ import (
 	"github.com/tooljail/tooljail/hostpath"
 )
 
-// HostUser decides the host identity of the jail (see Spec.HostUser):
+// HostUser decides the host identity of the jail (jail's Spec.HostUser):
 // root says the supervisor is real root (privileged), euid and egid are
-// its ids, owner the owner of the workdir's bind (nil when there is none).
+// its ids, asked the identity the caller chose (nil: none), owner the
+// owner of the workdir's bind (nil when there is none), def the identity
+// of a root supervisor's jail that nothing else decides.
 // Any other caller, root in a container without CAP_SYS_ADMIN too, runs
 // the jail as itself.
 func HostUser(root bool, euid, egid int, asked, owner *ID, def ID) (id ID, explicit bool, err error) {

@@ -11,9 +11,9 @@ import (
 	"github.com/tooljail/tooljail/hostpath"
 )
 
-// Resolve opens the source of every bind of mounts with root
-// standing for "/", or for a bind InRoot, in tree (Spec.Root, opened),
-// and checks what it opened.
+// Resolve opens the source of every bind of mounts with root standing
+// for "/", or for a bind InRoot, in tree (the run's root directory,
+// jail's Spec.Root, opened), and checks what it opened.
 func Resolve(root *os.File, tree *hostpath.Object, mounts []Mount, dir string) ([]Source, error) {
 	srcs := make([]Source, len(mounts))
 	for i, m := range mounts {
@@ -122,7 +122,7 @@ func check(m Mount, o *hostpath.Object, dir string) error {
 	return nil
 }
 
-// OpenTree opens the root directory p (Spec.Root) from root, by the rules
+// OpenTree opens the root directory p (jail's Spec.Root) from root, by the rules
 // of every host path, and checks it may be used (hostpath.CheckTree).
 func OpenTree(root *os.File, p string) (*hostpath.Object, error) {
 	tree, err := hostpath.OpenTreeIn(root, p)

@@ -18,7 +18,7 @@ import (
 
 // The supervisor, the init and stage 2 talk over one SOCK_SEQPACKET
 // socketpair. The init and stage 2 send records (struct tj_record,
-// failure.go), one per packet, with stage 2's seccomp listener as
+// initc.ParseRecord), one per packet, with stage 2's seccomp listener as
 // SCM_RIGHTS; the supervisor sends stage 2 a one-byte ack when it
 // asked for one. Stage 2 marks its copy close-on-exec, so the command
 // never sees the socket.
