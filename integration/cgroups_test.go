@@ -347,11 +347,15 @@ func TestCgroupCPU(t *testing.T) {
 		}
 		cpu := *r.CPUUserMs + *r.CPUSystemMs
 		if slow > 1 {
-			// As on the host (below): a loop that got less than the
-			// quota's 1000 ms (967 ms in a guest beside a CPU hog, once)
-			// may never have used a whole period's share.
-			if *r.CPUThrottledMs <= 0 && cpu < 950 {
-				t.Skipf("the loop got only %d ms of CPU in 2 s: the guest is too busy to reach the quota", cpu)
+			// As on the host (below): a loop that got no more than the
+			// quota's 1000 ms may never have used a whole period's
+			// share. In a guest its CPU clock also runs apart from the
+			// wall clock, so the bound is wider: beside a CPU hog a guest
+			// reported 967, 988 and 1129 ms with no throttling. A loop
+			// without the quota gets the idle guest's whole vCPU, about
+			// 2000 ms, and still fails below.
+			if *r.CPUThrottledMs <= 0 && cpu < 1200 {
+				t.Skipf("the loop got only %d ms of CPU in 2 s: the guest is too busy to show the quota", cpu)
 			}
 			if *r.CPUThrottledMs <= 0 {
 				t.Errorf("cpu_throttled_ms %d after a 2 s busy loop under --cpus 0.5 (%d ms of CPU): the quota was not applied", *r.CPUThrottledMs, cpu)
