@@ -155,10 +155,19 @@ func (r *ttyRun) end(t *testing.T) (int, *report) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	// Everything written before the exit is in the terminal's buffer: the
-	// peer stays open (r.peer), so read it with a deadline of the reader's.
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) && !r.drained() {
+	// Everything written before the exit is in the terminal's buffers: the
+	// peer stays open (r.peer), so read until the output has been quiet a
+	// while. An empty master queue alone is not enough: what the slave
+	// wrote last may still wait in the pty's flip buffer for a kworker,
+	// which a busy host runs late (the last line was lost once so).
+	deadline := time.Now().Add(2 * time.Second * slow)
+	quietSince, seen := time.Now(), len(r.output())
+	for time.Now().Before(deadline) {
+		if n := len(r.output()); n != seen || !r.drained() {
+			quietSince, seen = time.Now(), n
+		} else if time.Since(quietSince) >= 200*time.Millisecond {
+			break
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	var rep report
