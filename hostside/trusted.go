@@ -78,7 +78,9 @@ func InsideWritable(chain []hostpath.Elem, mounts []Mount, srcs []Source) string
 
 // Executable is this program's file, opened once per process: a file
 // tooljail trusts (the next run executes it).
-var Executable = sync.OnceValue(func() *hostpath.Object {
+func Executable() *hostpath.Object { return executable() }
+
+var executable = sync.OnceValue(func() *hostpath.Object {
 	p, err := os.Executable()
 	if err != nil {
 		return nil

@@ -14,8 +14,9 @@ import (
 	"github.com/tooljail/tooljail/seccomp"
 )
 
-// The host side of a run: every host path it uses is opened once, here,
-// and checked on what was opened; the jail's init mounts the descriptors.
+// The host side of a run: every host path it uses is opened once and
+// checked on what was opened, by package hostside's rules in the order
+// this file gives them; the jail's init mounts the descriptors.
 //
 //   - A root supervisor opens the bind sources in its own mount namespace
 //     before the init is forked, and clones each into a detached mount

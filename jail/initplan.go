@@ -58,12 +58,10 @@ func (f initFiles) c() initc.Files {
 // newInitPlan compiles the run into the init's plan. Errors are setup
 // errors (exit 125).
 func newInitPlan(s *Spec, p *plan, files initFiles, cgroupFD int, st2 *stage2Config) (*initPlan, error) {
-	ip := &initPlan{mounts: p.mounts}
 	// planMounts sorted them, and the sources the supervisor opened are
-	// indexed in that order: one slice, not a second sort.
-	if len(ip.mounts) > initc.MaxSources {
-		return nil, fmt.Errorf("%d mounts: a jail takes at most %d", len(ip.mounts), initc.MaxSources)
-	}
+	// indexed in that order: one slice, not a second sort. initc.Compile
+	// refuses more than it can take.
+	ip := &initPlan{mounts: p.mounts}
 	base, err := pickBaseDir()
 	if err != nil {
 		return nil, err

@@ -127,10 +127,11 @@ func (c *Cmd) childStdio() (*childStdio, error) {
 	if c.MergeStderr && c.Stderr != nil && !sameWriter(c.Stderr, c.Stdout) {
 		return nil, errors.New("Cmd.MergeStderr sends the command's stderr to Stdout: leave Stderr nil")
 	}
-	budget := relay.NewBudget(-1)
+	limit := int64(-1) // none
 	if n := c.Spec.Limits.OutputLimit; n > 0 {
-		budget = relay.NewBudget(n)
+		limit = n
 	}
+	budget := relay.NewBudget(limit)
 	if c.TTY != nil {
 		return c.ttyStdio(budget)
 	}
