@@ -15,9 +15,9 @@
 #                        and user-nouserns run the tests of the mode without namespaces
 #                        after user.max_user_namespaces=0 (from then on: put them last)
 #   VM_TIMEOUT           hard limit in seconds for the whole boot and run (default 900)
-#   VM_BOOT_TRIES        boots in all when a kernel dies before the guest is ready, or
-#                        a run fails with a guest clock far from the host's (default 2;
-#                        no other failure is retried)
+#   VM_BOOT_TRIES        boots in all when a kernel dies before the guest is ready,
+#                        panics, or a run fails with a guest clock far from the host's
+#                        (default 2; no other failure is retried)
 #   VM_MEM, VM_SMP       guest memory in MiB (default 3072) and CPUs (default 2)
 #   VM_LOG               serial console log (default .cache/logs/SERIES.log)
 #   VM_QUIET=1           do not echo the console while it runs (the log is still written
@@ -307,7 +307,11 @@ boot_guest() {
 # A kernel that dies before /init says it is ready never ran a test: under TCG the 6.12
 # kernel has panicked at boot now and then (an int3 oops while patching its own code,
 # about 3 s in). That boot is retried, up to VM_BOOT_TRIES in all (default 2); the dead
-# boot's console is kept as $log.bootN.
+# boot's console is kept as $log.bootN. A kernel panic after that is retried the same way:
+# 6.12 under TCG has also died in the scheduler (dequeue_entity, "Fatal exception in
+# interrupt") 2 s after the guest was ready, before a test could have done anything. A
+# panic our tests cause comes back on the next boot and fails it; either way the summary
+# line names the panic of every retried boot.
 # A guest whose clock ran far from the host's gave timing results that mean nothing: under
 # TCG on a loaded host the kernel can calibrate its TSC wrong at boot (seen: 6.12's clock
 # running 3.7x fast, so a 1 s CPU limit took "20 s"). A failed run with such a clock is
@@ -318,7 +322,17 @@ skew() {
 	g=$(grep -ao '^\[ *[0-9]*\.[0-9]*\]' "$log" | tail -n1 | tr -d '[] ' | cut -d. -f1)
 	[ -n "$g" ] && [ "$1" -gt 0 ] && echo $((g * 100 / $1)) || echo 100
 }
+# panic_site: the panic's message and, when the oops names one, the kernel function it died
+# in: "Fatal exception in interrupt, RIP dequeue_entity+0x101".
+panic_site() {
+	local msg rip
+	msg=$(tr -d '\r' <"$log" | grep -ao 'Kernel panic - not syncing: .*' | head -n1 | sed 's/^Kernel panic - not syncing: //' || true)
+	rip=$(grep -aoE '(RIP: [0-9a-f]+:|pc : )[A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+' "$log" | head -n1 |
+		sed -E 's/^(RIP: [0-9a-f]+:|pc : )//' || true)
+	echo "${msg:-no panic message}${rip:+, RIP $rip}"
+}
 tries=${VM_BOOT_TRIES:-2}
+retried=
 for try in $(seq 1 "$tries"); do
 	t_boot=$(date +%s)
 	boot_guest
@@ -326,6 +340,8 @@ for try in $(seq 1 "$tries"); do
 	why=
 	if ! grep -aq "ready at uptime" "$log"; then
 		why="died before the guest was ready"
+	elif grep -aq 'Kernel panic' "$log"; then
+		why="panicked after the guest was ready ($(panic_site))"
 	elif { [ "$ratio" -gt 150 ] || [ "$ratio" -lt 66 ]; } && ! grep -aq '@@TJVM RESULT rc=0@@' "$log"; then
 		why="failed with a guest clock at $((ratio / 100)).$((ratio % 100 / 10))x the host's"
 	fi
@@ -334,6 +350,7 @@ for try in $(seq 1 "$tries"); do
 	fi
 	cp "$log" "$log.boot$try"
 	echo "$prog: kernel $label $why (console kept in $log.boot$try); booting again" >&2
+	retried="${retried:+$retried; }boot $try $why"
 done
 elapsed=$(( ($(date +%s%N) - start) / 1000000000 ))
 
@@ -347,14 +364,15 @@ reason=
 if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
 	reason="timed out after ${timeout_s}s (VM_TIMEOUT)"
 elif grep -aq 'Kernel panic' <<<"$clean"; then
-	reason="kernel panic"
+	reason="kernel panic ($(panic_site))"
 elif grep -aq '@@TJVM INIT-FAILED' <<<"$clean"; then
 	reason="guest init failed: $(grep -ao '@@TJVM INIT-FAILED[^@]*@@' <<<"$clean" | head -n1)"
 elif [ -z "$result" ]; then
 	reason="no result marker on the console (qemu exit $qrc): boot failure or the guest died"
 fi
-printf "%s: kernel %s: %s; guest ready after %s, total %ss%s\n" "$prog" "$label" \
-	"${reason:-suites: ${summary:-none}}" "${boot:-?}" "$elapsed" "${took:+ (suites took: $took)}" >&2
+printf "%s: kernel %s: %s; guest ready after %s, total %ss%s%s\n" "$prog" "$label" \
+	"${reason:-suites: ${summary:-none}}" "${boot:-?}" "$elapsed" "${took:+ (suites took: $took)}" \
+	"${retried:+ (retried: $retried)}" >&2
 if [ -n "$reason" ] || [ "$result" != 0 ]; then
 	if [ "${VM_QUIET:-0}" = 1 ] || [ -n "$reason" ]; then
 		echo "---- last 80 lines of $log ----" >&2
