@@ -1,5 +1,5 @@
 // Package auditlog reads an audit log back: the lines of runs
-// (jail.AuditLine), of requests a server refused, and of tool calls
+// (report.AuditLine), of requests a server refused, and of tool calls
 // (call.Line), one JSON object a line. It is the reading end of the trail
 // that `tooljail audit show` prints.
 //
@@ -19,7 +19,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools/call"
 )
 
@@ -142,7 +142,7 @@ func (f Filter) Match(e *Entry) bool {
 
 // Statuses are the statuses a line can have: a run's, refused, and a
 // stopped session's.
-var Statuses = []jail.Status{
-	jail.StatusExited, jail.StatusSignaled, jail.StatusTimeout, jail.StatusMemoryLimit, jail.StatusViolation,
-	jail.StatusSetupError, jail.StatusAborted, jail.StatusCancelled, jail.StatusRefused, jail.StatusSession,
+var Statuses = []report.Status{
+	report.StatusExited, report.StatusSignaled, report.StatusTimeout, report.StatusMemoryLimit, report.StatusViolation,
+	report.StatusSetupError, report.StatusAborted, report.StatusCancelled, report.StatusRefused, report.StatusSession,
 }

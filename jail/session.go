@@ -72,47 +72,6 @@ type SessionLimits struct {
 	MaxLife time.Duration
 }
 
-// SessionResult is a stopped session's final report.
-type SessionResult struct {
-	ID        string    `json:"id"`
-	StartedAt time.Time `json:"started_at"`
-	// WallTimeMs is the session's life, from its start to its stop.
-	WallTimeMs int64 `json:"wall_time_ms"`
-	Calls      int   `json:"calls"`
-	// StoppedFor says why it stopped: "stop", "idle", "max_life", or
-	// "ended" (its init ended: a failure, or killed).
-	StoppedFor string `json:"stopped_for"`
-	// KilledRunning says whether a call was running when the session
-	// stopped (it was killed with it).
-	KilledRunning bool `json:"killed_running_call,omitempty"`
-	// The cgroup's figures over the session's life.
-	MemoryPeakBytes *int64 `json:"memory_peak_bytes,omitempty"`
-	OOMKills        *int64 `json:"oom_kills,omitempty"`
-	PidsPeak        *int64 `json:"pids_peak,omitempty"`
-	PidsLimitHits   *int64 `json:"pids_limit_hits,omitempty"`
-	CPUUserMs       *int64 `json:"cpu_user_ms,omitempty"`
-	CPUSystemMs     *int64 `json:"cpu_system_ms,omitempty"`
-	// Violations are the denied calls of the processes calls kept, after
-	// their calls ended (each call's report has its own).
-	Violations []Violation `json:"violations"`
-}
-
-// SessionCall is a call's place in its session, in the call's report.
-type SessionCall struct {
-	ID   string `json:"id"`
-	Call int    `json:"call"` // 1 for the first
-	// KeepRunning: what the call left running stays in the session.
-	KeepRunning bool `json:"keep_running,omitempty"`
-}
-
-// Session stop reasons (SessionResult.StoppedFor).
-const (
-	StopAsked   = "stop"
-	StopIdle    = "idle"
-	StopMaxLife = "max_life"
-	StopEnded   = "ended"
-)
-
 // newSessionID is an unguessable id: 128 random bits, in hex.
 func newSessionID() string {
 	var b [16]byte

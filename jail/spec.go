@@ -362,29 +362,6 @@ type Spec struct {
 	ChangesOwner int
 }
 
-// Toolchain is one toolchain a run shows (Spec.Toolchains), as the report
-// lists it.
-type Toolchain struct {
-	Kind     string   `json:"kind"`
-	Prefixes []string `json:"prefixes"`
-	Bin      []string `json:"bin"`
-	// Env are the variables set for it ("K=V").
-	Env []string `json:"env,omitempty"`
-	// From is where it was asked for: "auto" (found for the program by
-	// --toolchain auto or a toolchains entry "auto"), "flag" (a path
-	// named by --toolchain or a served request's toolchains) or
-	// "profile" (a path named by filesystem.toolchains).
-	From string `json:"from"`
-}
-
-// EnvDrop is one variable a caller gave that the command does not get.
-type EnvDrop struct {
-	Name string `json:"name"`
-	// Reason is "jail" (a variable the jail sets itself, such as HOME) or
-	// "credential" (the name matches the profile's env.deny).
-	Reason string `json:"reason"`
-}
-
 // Validate checks what can be checked without touching the host.
 func (s *Spec) Validate() error {
 	for _, check := range []func() error{s.validateCommand, s.validateNet, s.validatePolicy, s.validateFiles, s.validateLimits} {

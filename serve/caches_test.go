@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 )
 
 // A served profile's caches are the server user's: tooljail's own
@@ -18,7 +18,7 @@ func TestServedCachesAreTheServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Filesystem.Caches = []string{"go-build"}
-	s, err := spec(p, &Request{Argv: []string{"true"}, Workdir: t.TempDir()}, &jail.Peer{UID: -1, GID: -1, PID: -1})
+	s, err := spec(p, &Request{Argv: []string{"true"}, Workdir: t.TempDir()}, &report.Peer{UID: -1, GID: -1, PID: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

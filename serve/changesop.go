@@ -11,13 +11,13 @@ import (
 	"strings"
 
 	"github.com/tooljail/tooljail/changes"
-	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 )
 
 // serveChangesOp answers a changes_op request with one line: the result,
 // or an error line. It runs no jail and takes no run slot; Shutdown waits
 // for it as for a call.
-func (s *Server) serveChangesOp(out *connWriter, req *Request, peer *jail.Peer) {
+func (s *Server) serveChangesOp(out *connWriter, req *Request, peer *report.Peer) {
 	if e := checkChangesOp(req); e != nil {
 		s.refuseCall(out, peer, req, e)
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools/call"
 )
 
@@ -161,7 +162,7 @@ func TestChangesOpOwners(t *testing.T) {
 	// A set of uid 65534, as a root server keeps it for that client.
 	spec := &jail.Spec{Args: []string{"/bin/sh", "-c", "echo theirs > t.txt"}, Dir: dir, Changes: changes.Review,
 		ChangesDir: filepath.Join(store, "uid-65534"), ChangesOwner: 65534}
-	sp, err := ts.spec(&Request{Argv: spec.Args, Workdir: dir, Changes: "review"}, &jail.Peer{UID: 65534, GID: 65534, PID: -1})
+	sp, err := ts.spec(&Request{Argv: spec.Args, Workdir: dir, Changes: "review"}, &report.Peer{UID: 65534, GID: 65534, PID: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 )
 
 // MaxRequest is the longest request line a server reads.
@@ -136,7 +137,7 @@ func limitText(raw json.RawMessage) (string, error) {
 // builds the jail.Spec of the call. p is not changed: the call's limits
 // and env go into a copy. peer is the client (nil: unknown), whose view
 // the toolchains are found in (toolchainFinder).
-func spec(p *profiles.Profile, r *Request, peer *jail.Peer) (*jail.Spec, error) {
+func spec(p *profiles.Profile, r *Request, peer *report.Peer) (*jail.Spec, error) {
 	if len(r.Argv) == 0 || r.Argv[0] == "" {
 		return nil, refuse("argv: empty; give the command and its arguments, [\"cmd\", \"arg\", ...]")
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 )
 
 // Timeouts of a connection: a client gets this long from its connection
@@ -62,7 +63,7 @@ type Server struct {
 	// when Serve starts; a request names one by the same string. The first
 	// is the default; none means "default".
 	Profiles []string
-	// AuditLog is a file that gets one JSON line per run (jail.AppendAudit,
+	// AuditLog is a file that gets one JSON line per run (report.AppendAudit,
 	// with the client's uid, gid and pid, and its request id), and one per
 	// refused request (status "refused"); "" for none. It is opened for
 	// appending when Serve starts.
@@ -458,7 +459,7 @@ func (s *Server) refuseConn(conn net.Conn, e *Error) {
 // refuseCall audits a refused request (req is nil when none was read) and
 // sends the client its error line. The audit line comes first, as a run's
 // comes before its report.
-func (s *Server) refuseCall(out *connWriter, peer *jail.Peer, req *Request, e *Error) {
+func (s *Server) refuseCall(out *connWriter, peer *report.Peer, req *Request, e *Error) {
 	profile := ""
 	if req != nil {
 		name := req.Profile
@@ -587,7 +588,7 @@ func (s *Server) admitLine(line []byte, held *int64) (*Request, error) {
 }
 
 // refuseErr refuses the call with err, as an *Error when it is one.
-func (s *Server) refuseErr(out *connWriter, peer *jail.Peer, req *Request, err error) {
+func (s *Server) refuseErr(out *connWriter, peer *report.Peer, req *Request, err error) {
 	var e *Error
 	if !errors.As(err, &e) {
 		e = refuse("%v", err)
@@ -597,7 +598,7 @@ func (s *Server) refuseErr(out *connWriter, peer *jail.Peer, req *Request, err e
 
 // route serves an admitted request by its kind: a change set's or a
 // session's operation, a session's call, a tool's call, or a run.
-func (s *Server) route(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer) {
+func (s *Server) route(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *report.Peer) {
 	switch {
 	case req.ChangesOp != nil:
 		s.serveChangesOp(out, req, peer)
@@ -622,7 +623,7 @@ func (s *Server) route(conn net.Conn, br *bufio.Reader, out *connWriter, req *Re
 
 // serveRun runs a request's command once its profile gives a spec that
 // shows none of the server's hidden files.
-func (s *Server) serveRun(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer) {
+func (s *Server) serveRun(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *report.Peer) {
 	spec, err := s.spec(req, peer)
 	if err == nil {
 		s.mu.Lock()
@@ -641,7 +642,7 @@ func (s *Server) serveRun(conn net.Conn, br *bufio.Reader, out *connWriter, req 
 
 // inSlot runs call once the client has one of the run slots (waitSlot),
 // and refuses the request when it gets none.
-func (s *Server) inSlot(out *connWriter, req *Request, peer *jail.Peer, call func()) {
+func (s *Server) inSlot(out *connWriter, req *Request, peer *report.Peer, call func()) {
 	release, e := s.waitSlot(peerKey{peer.UID, peer.PID})
 	if e != nil {
 		s.refuseCall(out, peer, req, e)
@@ -653,7 +654,7 @@ func (s *Server) inSlot(out *connWriter, req *Request, peer *jail.Peer, call fun
 
 // spec picks the request's profile, served or its own (profile_toml),
 // and builds the Spec.
-func (s *Server) spec(r *Request, peer *jail.Peer) (*jail.Spec, error) {
+func (s *Server) spec(r *Request, peer *report.Peer) (*jail.Spec, error) {
 	var p *profiles.Profile
 	if r.ProfileTOML != "" {
 		var err error
@@ -682,7 +683,7 @@ func (s *Server) spec(r *Request, peer *jail.Peer) (*jail.Spec, error) {
 
 // changesSpec makes a run's change set its client's (changes.go): kept
 // in the client's store, with the client as its owner.
-func (s *Server) changesSpec(sp *jail.Spec, peer *jail.Peer) *Error {
+func (s *Server) changesSpec(sp *jail.Spec, peer *report.Peer) *Error {
 	if !sp.Changes.Overlay() {
 		return nil
 	}
@@ -715,13 +716,13 @@ func (s *Server) servedNames() string {
 
 // run runs the call and writes its report. While it runs, the connection
 // is read: its end means the client went away, and the run is cancelled.
-func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, spec *jail.Spec, peer *jail.Peer) {
+func (s *Server) run(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, spec *jail.Spec, peer *report.Peer) {
 	// Only an admitted call takes a warm jail: one it took runs.
 	s.runCmd(conn, br, out, req, peer, func() *jail.Cmd { return s.command(req, spec) })
 }
 
 // runCmd is run with the Cmd newCmd makes once the call is admitted.
-func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer, newCmd func() *jail.Cmd) {
+func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *report.Peer, newCmd func() *jail.Cmd) {
 	if e := s.track(); e != nil {
 		s.refuseCall(out, peer, req, e)
 		return
@@ -852,7 +853,7 @@ func (s *Server) untrack(cmd *jail.Cmd) {
 	s.calls.Done()
 }
 
-func (s *Server) writeAudit(r *jail.Result, peer *jail.Peer) {
+func (s *Server) writeAudit(r *jail.Result, peer *report.Peer) {
 	if r == nil {
 		return
 	}
@@ -861,15 +862,15 @@ func (s *Server) writeAudit(r *jail.Result, peer *jail.Peer) {
 	if s.audit == nil {
 		return
 	}
-	if err := jail.AppendAuditPeer(s.audit, r, peer); err != nil && s.ErrorLog != nil {
+	if err := report.AppendAuditPeer(s.audit, r, peer); err != nil && s.ErrorLog != nil {
 		s.ErrorLog.Printf("audit log: %v", err)
 	}
 }
 
 // peerOf is the client's identity as the kernel recorded it when it
 // connected (SO_PEERCRED); -1s when it cannot be had.
-func peerOf(conn net.Conn) *jail.Peer {
-	p := &jail.Peer{UID: -1, GID: -1, PID: -1}
+func peerOf(conn net.Conn) *report.Peer {
+	p := &report.Peer{UID: -1, GID: -1, PID: -1}
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return p
@@ -931,11 +932,11 @@ func (w *connWriter) writeError(e *Error) {
 	}{e})
 }
 
-// writeReport writes the report line as jail.EncodeReport does: the
+// writeReport writes the report line as report.EncodeReport does: the
 // captured output is escaped into it a piece at a time, never held whole
 // in its encoded form (up to six times the output).
 func (w *connWriter) writeReport(r *jail.Result) error {
-	rep, err := jail.EncodeReport(r, "")
+	rep, err := report.EncodeReport(r, "")
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 )
 
 // Sessions (docs/sessions.md): a jail the server keeps across one
@@ -120,7 +121,7 @@ func sessionDuration(v string) (time.Duration, error) {
 }
 
 // serveSessionOp answers a session_op request.
-func (s *Server) serveSessionOp(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer) {
+func (s *Server) serveSessionOp(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *report.Peer) {
 	if e := checkSessionOp(req); e != nil {
 		s.refuseCall(out, peer, req, e)
 		return
@@ -146,7 +147,7 @@ func (s *Server) serveSessionOp(conn net.Conn, br *bufio.Reader, out *connWriter
 
 // startSession builds the session's jail, answers with its id, and for
 // an attached session keeps the connection until the client ends it.
-func (s *Server) startSession(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer) {
+func (s *Server) startSession(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *report.Peer) {
 	op := req.SessionOp
 	base := *req
 	base.SessionOp = nil
@@ -318,8 +319,8 @@ func (s *Server) writeSessionAudit(e *session, res *jail.SessionResult) {
 	if s.audit == nil {
 		return
 	}
-	line := jail.NewSessionAuditLine(res, e.info.UID, e.info.Profile, e.info.Workdir)
-	if err := jail.AppendAuditLine(s.audit, line); err != nil && s.ErrorLog != nil {
+	line := report.NewSessionAuditLine(res, e.info.UID, e.info.Profile, e.info.Workdir)
+	if err := report.AppendAuditLine(s.audit, line); err != nil && s.ErrorLog != nil {
 		s.ErrorLog.Printf("audit log: %v", err)
 	}
 }
@@ -340,7 +341,7 @@ func (s *Server) stopSessions() {
 // sessionCall builds the Cmd of a run request in a session: the session's
 // jail with the request's command, environment (the profile's rules, as
 // for a run), working directory, timeout and output limit.
-func (s *Server) sessionCall(req *Request, peer *jail.Peer) (*jail.Cmd, *Error) {
+func (s *Server) sessionCall(req *Request, peer *report.Peer) (*jail.Cmd, *Error) {
 	if e := checkSessionCall(req); e != nil {
 		return nil, e
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 )
 
 func startSessionReq(t testing.TB, c *Client, workdir string, detach bool) (SessionInfo, func() error) {
@@ -79,7 +80,7 @@ func TestSessionServed(t *testing.T) {
 	if _, e := ts.Server.stopSession(info.ID, 4242); e == nil || !strings.Contains(e.Message, "no such session") {
 		t.Errorf("uid 4242 stops another's session: %v", e)
 	}
-	if _, e := ts.Server.sessionCall(&Request{Session: info.ID, Argv: []string{"true"}}, &jail.Peer{UID: 4242}); e == nil {
+	if _, e := ts.Server.sessionCall(&Request{Session: info.ID, Argv: []string{"true"}}, &report.Peer{UID: 4242}); e == nil {
 		t.Error("uid 4242 runs a call in another's session")
 	}
 	if n := len(listSessions(t, c)); n != 1 {

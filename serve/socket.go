@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 )
 
 // DefaultPath is the socket a server listens on when none is given:
@@ -319,4 +319,4 @@ func removeStale(path string) error {
 // when it connected (SO_PEERCRED on a unix socket); -1s when it cannot be
 // had (a TCP connection: internal/tcppeer names a loopback one).
 // `tooljail mcp --listen` records its unix socket's HTTP clients with it.
-func PeerOf(conn net.Conn) *jail.Peer { return peerOf(conn) }
+func PeerOf(conn net.Conn) *report.Peer { return peerOf(conn) }

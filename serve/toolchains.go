@@ -4,8 +4,8 @@ import (
 	"os/user"
 	"strconv"
 
-	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/toolchain"
 )
 
@@ -15,7 +15,7 @@ import (
 // prefix itself by the mode bits (every directory on the way searchable,
 // the prefix readable), so that a toolchain shows it nothing more than
 // it could read on the host. A client of unknown identity gets none.
-func toolchainFinder(path string, peer *jail.Peer) (*profiles.Finder, *Error) {
+func toolchainFinder(path string, peer *report.Peer) (*profiles.Finder, *Error) {
 	if peer == nil || peer.UID < 0 {
 		return nil, refuse("toolchains: the client's identity is unknown (no SO_PEERCRED), so what it may read is too; send the run without toolchains")
 	}

@@ -6,22 +6,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 )
 
 func TestToolchainFinder(t *testing.T) {
 	if _, e := toolchainFinder("/usr/bin", nil); e == nil || !strings.Contains(e.Message, "identity is unknown") {
 		t.Errorf("unknown peer: %v", e)
 	}
-	if _, e := toolchainFinder("/usr/bin", &jail.Peer{UID: -1}); e == nil {
+	if _, e := toolchainFinder("/usr/bin", &report.Peer{UID: -1}); e == nil {
 		t.Error("peer -1 accepted")
 	}
-	f, e := toolchainFinder("/x/bin", &jail.Peer{UID: 0, GID: 0})
+	f, e := toolchainFinder("/x/bin", &report.Peer{UID: 0, GID: 0})
 	if e != nil || f.Check != nil || f.Environ[0] != "PATH=/x/bin" {
 		t.Errorf("root: %+v %v", f, e)
 	}
-	f, e = toolchainFinder("/x/bin", &jail.Peer{UID: 65534, GID: 65534})
+	f, e = toolchainFinder("/x/bin", &report.Peer{UID: 65534, GID: 65534})
 	if e != nil || f.Check == nil {
 		t.Fatalf("nobody: %+v %v", f, e)
 	}
@@ -57,7 +57,7 @@ func TestSpecToolchainsServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nobody := &jail.Peer{UID: 65534, GID: 65534}
+	nobody := &report.Peer{UID: 65534, GID: 65534}
 	s, err := spec(p, &Request{Argv: []string{"true"}, Toolchains: []string{open}}, nobody)
 	if err != nil || len(s.Toolchains) != 1 || s.Toolchains[0].From != profiles.FromFlag || s.Toolchains[0].Prefixes[0] != open {
 		t.Fatalf("open: %+v %v", s, err)
@@ -65,7 +65,7 @@ func TestSpecToolchainsServed(t *testing.T) {
 	if _, err := spec(p, &Request{Argv: []string{"true"}, Toolchains: []string{shut}}, nobody); err == nil || !strings.Contains(err.Error(), "may not search "+filepath.Dir(shut)) {
 		t.Errorf("shut: %v", err)
 	}
-	if _, err := spec(p, &Request{Argv: []string{"true"}, Toolchains: []string{shut}}, &jail.Peer{UID: 0}); err != nil {
+	if _, err := spec(p, &Request{Argv: []string{"true"}, Toolchains: []string{shut}}, &report.Peer{UID: 0}); err != nil {
 		t.Errorf("root: %v", err)
 	}
 	// The served profile's toolchains need no request field, and are

@@ -13,6 +13,7 @@ import (
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools"
 	"github.com/tooljail/tooljail/tools/call"
 )
@@ -129,7 +130,7 @@ func checkToolRequest(r *Request) *Error {
 // serveTool makes one tool call and writes its outcome: the line of
 // `tooljail tools call --json` (docs/serve.md), or an error line when the
 // call was refused. The call's audit line is tools/call's.
-func (s *Server) serveTool(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *jail.Peer) {
+func (s *Server) serveTool(conn net.Conn, br *bufio.Reader, out *connWriter, req *Request, peer *report.Peer) {
 	if s.tools == nil {
 		s.refuseCall(out, peer, req, refuse("tool %q: this server serves no tools; start it with --tools FILE", req.Tool))
 		return
@@ -162,7 +163,7 @@ func (s *Server) serveTool(conn net.Conn, br *bufio.Reader, out *connWriter, req
 			return s.hidden.check(spec)
 		},
 		// A tool call's change set is its client's, as a run's is.
-		ChangeStore: func(client jail.Peer) (string, int, error) {
+		ChangeStore: func(client report.Peer) (string, int, error) {
 			dir, e := peerStore(os.Geteuid(), client.UID, s.ChangesDir)
 			if e != nil {
 				return "", 0, e

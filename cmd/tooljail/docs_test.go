@@ -17,6 +17,7 @@ import (
 	"github.com/tooljail/tooljail/hostprobe"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools/call"
 )
 
@@ -128,8 +129,8 @@ func TestDocsListEveryExitCode(t *testing.T) {
 }
 
 func TestDocsListEveryReportField(t *testing.T) {
-	report := readDoc(t, "report.md")
-	fields := section(t, report, "## Fields")
+	reportDoc := readDoc(t, "report.md")
+	fields := section(t, reportDoc, "## Fields")
 	paths := emittedPaths(t, &jail.Result{})
 	if len(paths) < 50 {
 		t.Fatalf("only %d report fields found: %q", len(paths), paths)
@@ -140,7 +141,7 @@ func TestDocsListEveryReportField(t *testing.T) {
 		}
 	}
 
-	// The audit log's line, as jail.AppendAudit writes it.
+	// The audit log's line, as report.AppendAudit writes it.
 	f, err := os.OpenFile(filepath.Join(t.TempDir(), "audit.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -148,14 +149,14 @@ func TestDocsListEveryReportField(t *testing.T) {
 	defer f.Close()
 	var r jail.Result
 	fill(reflect.ValueOf(&r).Elem())
-	if err := jail.AppendAudit(f, &r); err != nil {
+	if err := report.AppendAudit(f, &r); err != nil {
 		t.Fatal(err)
 	}
 	line, err := os.ReadFile(f.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit := section(t, report, "## The audit log")
+	audit := section(t, reportDoc, "## The audit log")
 	keys := jsonPaths(t, line)
 	if len(keys) < 9 {
 		t.Fatalf("only %d audit fields found: %q", len(keys), keys)

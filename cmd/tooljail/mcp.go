@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools/call"
 	"github.com/tooljail/tooljail/tools/mcpserver"
 )
@@ -87,7 +88,7 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 		return mcpHTTP(ctx, c, f.listen.value, stderr)
 	}
 	// Over stdio the client is the host that started this process.
-	client := jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}
+	client := report.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}
 	srv, err := mcpserver.New(c, client)
 	if err != nil {
 		return fail(stderr, "%v", err)

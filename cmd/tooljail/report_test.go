@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 )
 
 func reportWithTexts(stdout, stderr *string) *jail.Result {
@@ -35,7 +36,7 @@ func TestWriteReportStreams(t *testing.T) {
 	text := strings.Repeat("\x01\xff", 100000)
 	r := reportWithTexts(&text, nil)
 	r.Stdout.Base64 = []byte(text)
-	rep, err := jail.EncodeReport(r, "  ")
+	rep, err := report.EncodeReport(r, "  ")
 	if err != nil {
 		t.Fatal(err)
 	}

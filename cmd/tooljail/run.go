@@ -15,6 +15,7 @@ import (
 	"github.com/tooljail/tooljail/internal/term"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 )
 
 const runUsage = `Usage: tooljail run [flags] -- CMD [ARG...]
@@ -369,20 +370,20 @@ func (f *runFlags) overlayPolicy(p *profiles.Profile) error {
 // exit code. Outputs the jail did not open (a failed Start) are skipped.
 func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout, stderr io.Writer) int {
 	code := r.ExitCode
-	var report *jail.ReportJSON
+	var rep *report.ReportJSON
 	if f.report.value != "" || f.json {
 		// Only when it is wanted: encoding it costs a noticeable part of
 		// a short run.
 		var err error
-		if report, err = jail.EncodeReport(r, "  "); err != nil {
+		if rep, err = report.EncodeReport(r, "  "); err != nil {
 			return fail(stderr, "encode report: %v", err)
 		}
 	}
 	if f.report.value == "-" {
-		report.WriteTo(stderr)
+		rep.WriteTo(stderr)
 	}
 	if o := outs.report; o != nil && o.File != nil {
-		err := writeReport(o.File, report)
+		err := writeReport(o.File, rep)
 		o.File = nil // closed
 		if err != nil {
 			fmt.Fprintf(stderr, "tooljail: write report %s: %v\n", o.Path, err)
@@ -390,10 +391,10 @@ func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout,
 		}
 	}
 	if f.json {
-		report.WriteTo(stdout)
+		rep.WriteTo(stdout)
 	}
 	if o := outs.audit; o != nil && o.File != nil {
-		if err := jail.AppendAudit(o.File, r); err != nil {
+		if err := report.AppendAudit(o.File, r); err != nil {
 			fmt.Fprintf(stderr, "tooljail: audit log %s: %v\n", o.Path, err)
 			code = jail.ExitSetup
 		}
@@ -417,7 +418,7 @@ var errReasonShown = errors.New("the reason went out on the stderr stream")
 // writeReport replaces the content of the report file with report and
 // closes it. The file was opened before the run without truncating it, so
 // that a previous report stays whole until this one is ready.
-func writeReport(f *os.File, report *jail.ReportJSON) error {
+func writeReport(f *os.File, report *report.ReportJSON) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools"
 	"github.com/tooljail/tooljail/tools/call"
 )
@@ -418,7 +419,7 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 	defer closeCaller()
 	t := c.File.Lookup(pos[1])
-	req := call.Request{Tool: pos[1], Args: callArgs(t, f.args), Client: jail.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}}
+	req := call.Request{Tool: pos[1], Args: callArgs(t, f.args), Client: report.Peer{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getppid()}}
 	if argv != nil {
 		req.Args[tools.ArgvArg] = words(argv)
 	}

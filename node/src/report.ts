@@ -1,8 +1,8 @@
 // The jail's report, schema tooljail.report/v1 (docs/report.md), as the Go
-// struct jail.Result writes it. Fields are only ever added within v1; a
-// figure the host could not measure is absent (never a made-up zero), so
-// those fields are optional. test/report.test.js checks these names against
-// a real report and jail/result.go, so this type cannot drift.
+// struct report.Result (jail.Result) writes it. Fields are only ever added
+// within v1; a figure the host could not measure is absent (never a made-up
+// zero), so those fields are optional. test/types.test.js checks these names
+// against a real report, so this type cannot drift.
 
 export type Status =
   | "exited"

@@ -27,6 +27,7 @@ import (
 	"github.com/tooljail/tooljail/internal/units"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools"
 )
 
@@ -64,7 +65,7 @@ type Caller struct {
 	// whose it is, for the call's client (a server keeps each client's
 	// apart, serve.peerStore); nil: the jail's default store, and the
 	// caller's own uid. Its error fails the run as a setup error.
-	ChangeStore func(client jail.Peer) (dir string, owner int, err error)
+	ChangeStore func(client report.Peer) (dir string, owner int, err error)
 
 	mu sync.Mutex // guards Limiter when the first call builds it
 }
@@ -83,7 +84,7 @@ type Request struct {
 	Stdin []byte
 	// Client is who asked (its uid, gid and pid as the kernel or the
 	// process tree names it).
-	Client jail.Peer
+	Client report.Peer
 }
 
 // Outcome is what a call came to.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools"
 )
 
@@ -126,7 +127,7 @@ func setup(t *testing.T) (*Caller, string) {
 
 func call(t *testing.T, c *Caller, tool string, args map[string]any) *Outcome {
 	t.Helper()
-	o, err := c.Call(context.Background(), Request{Tool: tool, Args: args, Client: jail.Peer{UID: 7, GID: 8, PID: 9}})
+	o, err := c.Call(context.Background(), Request{Tool: tool, Args: args, Client: report.Peer{UID: 7, GID: 8, PID: 9}})
 	if err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}

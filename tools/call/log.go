@@ -16,6 +16,7 @@ import (
 
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 )
 
 // Log is an audit log that tool calls append to. It fails closed: once a
@@ -136,17 +137,17 @@ func (l *Log) append(line any) error {
 	if l.broken != nil {
 		return l.broken
 	}
-	if err := jail.AppendAuditLine(l.f, line); err != nil {
+	if err := report.AppendAuditLine(l.f, line); err != nil {
 		l.broken = fmt.Errorf("%w: %v", ErrLogBroken, err)
 		return l.broken
 	}
 	return nil
 }
 
-// Line is the audit line of a tool call: a run's line (jail.AuditLine;
+// Line is the audit line of a tool call: a run's line (report.AuditLine;
 // status "refused" for a refused call) and the call's own fields.
 type Line struct {
-	jail.AuditLine
+	report.AuditLine
 	CallID string `json:"call_id"`
 	Tool   string `json:"tool"`
 	// Arguments are the call's arguments as it gave them, each value
@@ -257,7 +258,7 @@ func callLine(o *Outcome, req Request) Line {
 func refusedLine(o *Outcome, req Request, start time.Time) Line {
 	l := callLine(o, req)
 	peer := req.Client
-	l.AuditLine = jail.NewAuditLine(&jail.Result{
+	l.AuditLine = report.NewAuditLine(&jail.Result{
 		Command: []string{}, StartedAt: start.UTC(), Status: jail.StatusRefused,
 		ExitCode: jail.ExitSetup, Reason: o.Error,
 	}, os.Getuid(), &peer)
@@ -268,7 +269,7 @@ func refusedLine(o *Outcome, req Request, start time.Time) Line {
 func admittedLine(o *Outcome, req Request) Line {
 	l := callLine(o, req)
 	peer := req.Client
-	l.AuditLine = jail.NewAuditLine(o.Report, os.Getuid(), &peer)
+	l.AuditLine = report.NewAuditLine(o.Report, os.Getuid(), &peer)
 	// The command holds the argument values: clipped as they are.
 	l.Command = clipCommand(l.Command)
 	if o.Error != "" && o.Report.Status == jail.StatusExited {

@@ -10,12 +10,13 @@ import (
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools"
 )
 
 // run jails argv under t's policy and waits for it. The error is the
 // run's setup error (the command never ran); the Result is never nil.
-func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, timeout time.Duration, stdin []byte, client jail.Peer) (*jail.Result, error) {
+func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, timeout time.Duration, stdin []byte, client report.Peer) (*jail.Result, error) {
 	spec, p, err := c.spec(t, argv, timeout)
 	if err != nil {
 		return setupFailure(argv, err), err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools"
 	"github.com/tooljail/tooljail/tools/call"
 )
@@ -32,15 +32,15 @@ changes = "review"
 	c, _ := testCaller(t)
 	c.File = f
 	store := filepath.Join(t.TempDir(), "store")
-	var asked jail.Peer
-	c.ChangeStore = func(client jail.Peer) (string, int, error) {
+	var asked report.Peer
+	c.ChangeStore = func(client report.Peer) (string, int, error) {
 		asked = client
 		return store, 4242, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ct, st := mcp.NewInMemoryTransports()
-	srv, err := New(c, jail.Peer{UID: 7, GID: 8, PID: 9})
+	srv, err := New(c, report.Peer{UID: 7, GID: 8, PID: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ changes = "record"
 	c, _ := testCaller(t)
 	c.File = f
 	store := filepath.Join(t.TempDir(), "store")
-	c.ChangeStore = func(jail.Peer) (string, int, error) { return store, -1, nil }
+	c.ChangeStore = func(report.Peer) (string, int, error) { return store, -1, nil }
 	o, err := c.Call(context.Background(), call.Request{Tool: "gen", Args: map[string]any{}})
 	if err != nil || o.Report == nil || o.Report.Changes == nil {
 		t.Fatalf("call: %v, %+v", err, o)

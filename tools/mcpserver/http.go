@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tooljail/tooljail/internal/tcppeer"
-	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/serve"
 	"github.com/tooljail/tooljail/tools/call"
 )
@@ -85,8 +85,8 @@ type peerKey struct{}
 // value the client sent.
 func withPeerHeader(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := &jail.Peer{UID: -1, GID: -1, PID: -1}
-		if peer, ok := r.Context().Value(peerKey{}).(func() *jail.Peer); ok {
+		p := &report.Peer{UID: -1, GID: -1, PID: -1}
+		if peer, ok := r.Context().Value(peerKey{}).(func() *report.Peer); ok {
 			p = peer()
 		}
 		r.Header.Set(peerHeader, fmt.Sprintf("%d %d %d", p.UID, p.GID, p.PID))
@@ -99,15 +99,15 @@ func withPeerHeader(h http.Handler) http.Handler {
 func peerContext(ctx context.Context, conn net.Conn) context.Context {
 	if _, ok := conn.(*net.UnixConn); ok {
 		p := serve.PeerOf(conn)
-		return context.WithValue(ctx, peerKey{}, func() *jail.Peer { return p })
+		return context.WithValue(ctx, peerKey{}, func() *report.Peer { return p })
 	}
 	// SO_PEERCRED of a TCP socket names no one: the socket tables do.
 	// They are read once per connection, as soon as it is accepted (while
 	// the client surely holds it), off the accept loop (a scan of
 	// /proc/*/fd takes a while).
-	peer := make(chan *jail.Peer, 1)
+	peer := make(chan *report.Peer, 1)
 	go func() { peer <- tcpPeer(conn) }()
-	return context.WithValue(ctx, peerKey{}, sync.OnceValue(func() *jail.Peer { return <-peer }))
+	return context.WithValue(ctx, peerKey{}, sync.OnceValue(func() *report.Peer { return <-peer }))
 }
 
 // ServeHTTP serves the tools of c over MCP's streamable HTTP transport
@@ -171,12 +171,12 @@ func ServeHTTP(ctx context.Context, c *call.Caller, l net.Listener, grace time.D
 
 // tcpPeer is the client of a loopback TCP connection, -1s when the
 // kernel's tables do not show it.
-func tcpPeer(conn net.Conn) *jail.Peer {
+func tcpPeer(conn net.Conn) *report.Peer {
 	o, err := tcppeer.Of(conn)
 	if err != nil {
-		return &jail.Peer{UID: -1, GID: -1, PID: -1}
+		return &report.Peer{UID: -1, GID: -1, PID: -1}
 	}
-	return &jail.Peer{UID: o.UID, GID: o.GID, PID: o.PID}
+	return &report.Peer{UID: o.UID, GID: o.GID, PID: o.PID}
 }
 
 // counter counts running calls; wait returns once none runs. Unlike a
@@ -217,8 +217,8 @@ func (c *counter) wait() {
 }
 
 // peerFromHeader is the client ServeHTTP put in a call's request.
-func peerFromHeader(req *mcp.CallToolRequest) jail.Peer {
-	p := jail.Peer{UID: -1, GID: -1, PID: -1}
+func peerFromHeader(req *mcp.CallToolRequest) report.Peer {
+	p := report.Peer{UID: -1, GID: -1, PID: -1}
 	if req.Extra == nil || req.Extra.Header == nil {
 		return p
 	}
@@ -234,5 +234,5 @@ func peerFromHeader(req *mcp.CallToolRequest) jail.Peer {
 		}
 		n[i] = v
 	}
-	return jail.Peer{UID: n[0], GID: n[1], PID: n[2]}
+	return report.Peer{UID: n[0], GID: n[1], PID: n[2]}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools/call"
 )
 
@@ -19,8 +20,8 @@ import (
 // transport (mcp.StdioTransport). Each tool's profile is loaded with its
 // limits first (call.Resolve): a tool that could never run is an error
 // here, before any client sees it.
-func New(c *call.Caller, client jail.Peer) (*mcp.Server, error) {
-	return newServer(c, serverOptions{done: context.Background(), clientOf: func(*mcp.CallToolRequest) jail.Peer { return client }})
+func New(c *call.Caller, client report.Peer) (*mcp.Server, error) {
+	return newServer(c, serverOptions{done: context.Background(), clientOf: func(*mcp.CallToolRequest) report.Peer { return client }})
 }
 
 // serverOptions are what a server over HTTP needs beyond New's.
@@ -29,7 +30,7 @@ type serverOptions struct {
 	// tree; the call is recorded).
 	done context.Context
 	// clientOf names the client of a call.
-	clientOf func(*mcp.CallToolRequest) jail.Peer
+	clientOf func(*mcp.CallToolRequest) report.Peer
 	// running, when not nil, counts the calls whose handler has not
 	// returned.
 	running *counter

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 	"github.com/tooljail/tooljail/tools"
 	"github.com/tooljail/tooljail/tools/call"
 )
@@ -55,7 +56,7 @@ func connect(t *testing.T) (*mcp.ClientSession, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ct, st := mcp.NewInMemoryTransports()
-	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	srv, err := New(c, report.Peer{UID: 1, GID: 2, PID: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestNewRefusesAToolThatCannotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(&call.Caller{File: f, Defaults: tools.ServerDefaults, Workdir: "/tmp"}, jail.Peer{})
+	_, err = New(&call.Caller{File: f, Defaults: tools.ServerDefaults, Workdir: "/tmp"}, report.Peer{})
 	if err == nil || !strings.Contains(err.Error(), "tool t: profile /nonexistent/profiles/missing.toml") {
 		t.Errorf("New: %v", err)
 	}
@@ -219,7 +220,7 @@ func TestRunCommandOverMCP(t *testing.T) {
 	}
 	c.File = f
 	ct, st := mcp.NewInMemoryTransports()
-	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	srv, err := New(c, report.Peer{UID: 1, GID: 2, PID: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestCancelledInQueue(t *testing.T) {
 	}
 	defer hold()
 	ct, st := mcp.NewInMemoryTransports()
-	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	srv, err := New(c, report.Peer{UID: 1, GID: 2, PID: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tooljail/tooljail/jail"
+	"github.com/tooljail/tooljail/report"
 )
 
 func TestCheckLine(t *testing.T) {
@@ -65,7 +65,7 @@ func TestCheckLine(t *testing.T) {
 // with its JSON-RPC error, and the call after it is answered too.
 func TestStdioSurvivesBadLines(t *testing.T) {
 	c, _ := testCaller(t)
-	srv, err := New(c, jail.Peer{UID: 1, GID: 2, PID: 3})
+	srv, err := New(c, report.Peer{UID: 1, GID: 2, PID: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
