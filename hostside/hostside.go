@@ -14,6 +14,10 @@
 //     and privatetmp.go: the private TMPDIR of a run without namespaces);
 //   - a command the jail cannot find is explained by what the host shows
 //     through the jail's mounts (dangling.go: DanglingHint).
+//   - the files the caller writes after the run (a report, an audit log)
+//     are opened before anything runs, a regular file only, never
+//     through a symlink, and refused inside a read-write bind (output.go:
+//     Output).
 //
 // It decides on what it is given and returns descriptors and decisions;
 // package jail orders the steps (before or after the init's fork) and

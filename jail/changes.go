@@ -13,7 +13,7 @@ import (
 
 // changesDir is the change store a run of s uses: Spec.ChangesDir, or
 // the default of the supervisor's user (changes.DefaultDir).
-func (s *Spec) changesDir() (string, error) {
+func changesDir(s *Spec) (string, error) {
 	if s.ChangesDir != "" {
 		return s.ChangesDir, nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/jail/internal/initlink"
 	"github.com/tooljail/tooljail/jail/internal/relay"
+	"github.com/tooljail/tooljail/jail/internal/verdict"
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
 	"github.com/tooljail/tooljail/network/runnet"
@@ -159,20 +160,20 @@ func (c *Cmd) Start() error {
 	c.res.Profile = c.Spec.Profile
 	c.res.EnvDropped = c.Spec.EnvDropped
 	c.res.Limits = c.Spec.Limits.Report()
-	p, err := c.Spec.plan(hostFor(c.Spec))
+	p, err := makePlan(c.Spec, hostFor(c.Spec))
 	if err != nil {
-		settleOutputs(c.Outputs)
+		hostside.SettleOutputs(c.Outputs)
 		return c.fail(&SetupError{Code: ExitSetup, Err: err})
 	}
 	c.plan = p
 	c.res.Enforcement = p.enf
 	start := c.start
 	if p.nons != nil && c.sessionInit() {
-		settleOutputs(c.Outputs)
+		hostside.SettleOutputs(c.Outputs)
 		return c.fail(&SetupError{Code: ExitSetup, Err: errors.New("a session needs the jail's namespaces, which this host does not allow (the run would be without namespaces): run without a session, or where user namespaces are allowed (tooljail check)")})
 	}
 	if p.nons != nil && c.TTY != nil {
-		settleOutputs(c.Outputs)
+		hostside.SettleOutputs(c.Outputs)
 		return c.fail(&SetupError{Code: ExitSetup, Err: errors.New("a terminal (--tty) needs the jail's own devpts instance, which a run without namespaces does not have: run without --tty, or where user namespaces are allowed (tooljail check)")})
 	}
 	if p.nons != nil {
@@ -193,7 +194,7 @@ func (c *Cmd) Start() error {
 			c.proc = nil
 		}
 		c.cleanup()
-		settleOutputs(c.Outputs)
+		hostside.SettleOutputs(c.Outputs)
 		return c.fail(&SetupError{Code: ExitSetup, Err: err})
 	}
 	return nil
@@ -548,7 +549,7 @@ func (c *Cmd) collectStreams() {
 }
 
 // collectEvidence stops the seccomp monitor and the Landlock watcher and
-// reads the cgroup's figures: what decide weighs besides the end.
+// reads the cgroup's figures: what verdict.Decide weighs besides the end.
 func (c *Cmd) collectEvidence() (violations []seccomp.Violation, denials []landlock.Denial, stats cgroup.Stats) {
 	switch {
 	case c.monitor != nil && c.sessionCall() && c.KeepRunning:
@@ -613,13 +614,13 @@ func (c *Cmd) finishSetupError() {
 }
 
 // finish fills the Result with what the run measured, and its verdict
-// (decide, in status.go).
+// (verdict.Decide).
 func (c *Cmd) finish(end initlink.End, wall time.Duration, violations []seccomp.Violation, denials []landlock.Denial, st cgroup.Stats) {
 	r := c.res
 	r.WallTimeMs = ms(wall)
-	r.Violations = append(r.Violations, reportViolations(violations, denials)...)
-	r.Violations = append(r.Violations, networkViolations(r.Network)...)
-	r.NetworkLimitHits = netLimitHits(r.Network)
+	r.Violations = append(r.Violations, verdict.Violations(violations, denials)...)
+	r.Violations = append(r.Violations, verdict.NetworkViolations(r.Network)...)
+	r.NetworkLimitHits = verdict.NetLimitHits(r.Network)
 	if c.ready && c.initPlan != nil && c.initPlan.enforced != nil {
 		ll := c.initPlan.enforced
 		r.Enforcement.LandlockABI = ll.ABI
@@ -639,56 +640,39 @@ func (c *Cmd) finish(end initlink.End, wall time.Duration, violations []seccomp.
 		}
 	}
 	c.applyCgroupStats(st)
-	d := decide(c.outcome(end, st))
-	r.Status, r.ExitCode, r.Signal, r.Reason = d.status, d.exitCode, d.signal, d.reason
-	if d.status == StatusSetupError && c.setupErr == nil {
-		c.setupErr = &SetupError{Code: ExitSetup, Err: errors.New(d.reason)}
+	d := verdict.Decide(c.outcome(end, st))
+	r.Status, r.ExitCode, r.Signal, r.Reason = d.Status, d.ExitCode, d.Signal, d.Reason
+	if d.Status == StatusSetupError && c.setupErr == nil {
+		c.setupErr = &SetupError{Code: ExitSetup, Err: errors.New(d.Reason)}
 	}
-}
-
-// reportViolations is the report's list: the seccomp monitor's, then the
-// Landlock denials.
-func reportViolations(violations []seccomp.Violation, denials []landlock.Denial) []Violation {
-	var out []Violation
-	for _, v := range violations {
-		out = append(out, Violation{
-			Kind: v.Kind, Syscall: v.Syscall, Args: v.Args, Pid: v.Pid, JailPid: v.JailPid, Count: v.Count, Action: v.Action,
-		})
-	}
-	for _, d := range denials {
-		out = append(out, Violation{
-			Kind: "landlock", Path: d.Path, Access: d.Access, Pid: d.Pid, Count: d.Count, Action: "denied",
-		})
-	}
-	return out
 }
 
 // outcome gathers what decides the status, as Wait learned it.
-func (c *Cmd) outcome(end initlink.End, st cgroup.Stats) outcome {
+func (c *Cmd) outcome(end initlink.End, st cgroup.Stats) verdict.Outcome {
 	r := c.res
-	o := outcome{
-		setupErr:  c.setupErr,
-		initFail:  c.initFail,
-		started:   c.ready,
-		killedFor: c.killedFor,
-		killNote:  c.killNote,
-		oom:       st.OOMKills != nil && *st.OOMKills > 0,
-		init:      end,
-		limits:    &c.Spec.Limits,
-		truncated: r.Stdout.Truncated || r.Stderr.Truncated,
+	o := verdict.Outcome{
+		SetupErr:  c.setupErr,
+		InitFail:  c.initFail,
+		Started:   c.ready,
+		KilledFor: c.killedFor,
+		KillNote:  c.killNote,
+		OOM:       st.OOMKills != nil && *st.OOMKills > 0,
+		Init:      end,
+		Limits:    &c.Spec.Limits,
+		Truncated: r.Stdout.Truncated || r.Stderr.Truncated,
 	}
 	if e := c.exitRec; e != nil {
-		o.exit = &exitFacts{code: e.ExitCode, signal: syscall.Signal(e.Signal)}
+		o.Exit = &verdict.Exit{Code: e.ExitCode, Signal: syscall.Signal(e.Signal)}
 	}
-	if o.oom {
-		o.oomReason = c.oomReason(st)
+	if o.OOM {
+		o.OOMReason = c.oomReason(st)
 	}
 	for _, v := range r.Violations {
-		if o.firstSyscall == "" && v.Kind == "syscall" {
-			o.firstSyscall = v.Syscall
+		if o.FirstSyscall == "" && v.Kind == "syscall" {
+			o.FirstSyscall = v.Syscall
 		}
-		if v.Kind == "arch" && v.Action == "killed" && !o.arch {
-			o.arch, o.archCall = true, v.Syscall
+		if v.Kind == "arch" && v.Action == "killed" && !o.Arch {
+			o.Arch, o.ArchCall = true, v.Syscall
 		}
 	}
 	return o
@@ -718,7 +702,7 @@ func (c *Cmd) oomReason(st cgroup.Stats) string {
 	if st.MemoryLimit != nil {
 		limit = *st.MemoryLimit // as the kernel stored it
 	}
-	var held []tmpfsHeld
+	var held []verdict.TmpfsHeld
 	if c.initPlan != nil {
 		var fills []mountFill
 		if c.exitRec != nil {
@@ -726,5 +710,5 @@ func (c *Cmd) oomReason(st cgroup.Stats) string {
 		}
 		held = heldInTmpfs(fills, c.initPlan.mounts)
 	}
-	return memoryReason(limit, st.MemoryPeak, *st.OOMKills, held, c.Spec.RaiseMemory)
+	return verdict.MemoryReason(limit, st.MemoryPeak, *st.OOMKills, held, c.Spec.RaiseMemory)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tooljail/tooljail/landlock"
 	"github.com/tooljail/tooljail/network/allow"
-	"github.com/tooljail/tooljail/network/proxy"
 	"github.com/tooljail/tooljail/network/resolver"
 	"github.com/tooljail/tooljail/network/runnet"
 )
@@ -123,45 +122,4 @@ func allowEnforcement(ll *landlock.Policy, abi int) *NetworkEnforcement {
 		e.LandlockConnect = "tcp connect only to ports " + strings.Join(ports, ", ")
 	}
 	return e
-}
-
-// networkViolations are the refusals among entries, as violations of kind
-// "network", one per host, port and reason, in the order first seen.
-func networkViolations(entries []NetworkEntry) []Violation {
-	type key struct {
-		host, reason string
-		port         int
-	}
-	index := map[key]int{}
-	var out []Violation
-	for _, e := range entries {
-		if !e.Refused() {
-			continue
-		}
-		k := key{e.Host, e.Decision, e.Port}
-		if i, ok := index[k]; ok {
-			out[i].Count += e.Count
-			continue
-		}
-		index[k] = len(out)
-		out = append(out, Violation{Kind: "network", Host: e.Host, Port: e.Port, Reason: e.Decision, Count: e.Count, Action: "denied"})
-	}
-	return out
-}
-
-// netLimitHits counts, per limit ("connection limit", "byte limit"),
-// the connections it refused or cut.
-func netLimitHits(entries []NetworkEntry) map[string]int {
-	hits := map[string]int{}
-	for _, e := range entries {
-		for _, r := range []string{e.Decision, e.Cut} {
-			if r == proxy.ReasonConnLimit || r == proxy.ReasonByteLimit {
-				hits[r] += e.Count
-			}
-		}
-	}
-	if len(hits) == 0 {
-		return nil
-	}
-	return hits
 }

@@ -87,40 +87,6 @@ func TestAllowEnforcement(t *testing.T) {
 	}
 }
 
-// Refusals become violations (one per host, port and reason); failures
-// that are not the policy's do not; limit hits are counted per limit.
-func TestNetworkViolationsAndLimits(t *testing.T) {
-	entries := []NetworkEntry{
-		{Proto: "connect", Host: "pypi.org", Port: 443, Decision: "allowed", Count: 4},
-		{Proto: "http", Host: "evil.example", Port: 80, Decision: "not in allowlist", Count: 2},
-		{Proto: "connect", Host: "evil.example", Port: 80, Decision: "not in allowlist", Count: 1},
-		{Proto: "dns", Host: "evil.example", DNSType: "TXT", Decision: "dns refused", Count: 7},
-		{Proto: "connect", Host: "down.example", Port: 443, Decision: "connect failed", Count: 1},
-		{Proto: "connect", Host: "nx.example", Port: 443, Decision: "dns failed", Count: 1},
-		{Proto: "dns", Host: "pypi.org", DNSType: "A", Decision: "lookup failed", Count: 1},
-		{Proto: "socks5", Host: "big.example", Port: 443, Decision: "allowed", Cut: "byte limit", Count: 1},
-		{Proto: "socks5", Host: "big.example", Port: 443, Decision: "byte limit", Count: 2},
-		{Proto: "http", Decision: "connection limit", Count: 5},
-	}
-	got := networkViolations(entries)
-	want := []Violation{
-		{Kind: "network", Host: "evil.example", Port: 80, Reason: "not in allowlist", Count: 3, Action: "denied"},
-		{Kind: "network", Host: "evil.example", Reason: "dns refused", Count: 7, Action: "denied"},
-		{Kind: "network", Host: "big.example", Port: 443, Reason: "byte limit", Count: 2, Action: "denied"},
-		{Kind: "network", Reason: "connection limit", Count: 5, Action: "denied"},
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("violations\n got %+v\nwant %+v", got, want)
-	}
-	hits := netLimitHits(entries)
-	if len(hits) != 2 || hits["byte limit"] != 3 || hits["connection limit"] != 5 {
-		t.Errorf("limit hits %v", hits)
-	}
-	if netLimitHits(entries[:3]) != nil {
-		t.Errorf("limit hits without any: %v", netLimitHits(entries[:3]))
-	}
-}
-
 // The test resolver's table: entries parse or fail naming themselves, and
 // a lookup answers a family's addresses only (an IPv4-mapped one is IPv6
 // to DNS but an IPv4 address to connect to, as the host resolver's).

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/tooljail/tooljail/hostside"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/jail/internal/initlink"
+	"github.com/tooljail/tooljail/jail/internal/nons"
 	"github.com/tooljail/tooljail/landlock"
 )
 
@@ -65,7 +64,7 @@ type nonsHost struct {
 func (h *nonsHost) prepare(c *Cmd) error {
 	p, np := c.plan, c.plan.nons
 	for _, o := range c.Outputs {
-		if err := o.open(); err != nil {
+		if err := o.Open(); err != nil {
 			return err
 		}
 	}
@@ -93,11 +92,11 @@ func (h *nonsHost) prepare(c *Cmd) error {
 	c.nonsTmp = tmp
 	h.sources[np.tmp] = hostside.Source{Obj: tmp.TakeObject()} // the source closes it
 	for _, o := range c.Outputs {
-		if b := hostside.InsideWritable(o.chain, p.host, h.sources); b != "" {
-			o.refuse()
+		if b := hostside.InsideWritable(o.Chain(), p.host, h.sources); b != "" {
+			o.Refuse()
 			return fmt.Errorf("%s lies inside %s, which this run may write: the command could replace it before tooljail writes it; write it elsewhere", o.Path, b)
 		}
-		if err := o.create(); err != nil {
+		if err := o.Create(); err != nil {
 			return err
 		}
 	}
@@ -123,7 +122,7 @@ func (h *nonsHost) identify(c *Cmd, dir string) error {
 		return err
 	}
 	if h.root {
-		if err := rootIdentity(h.id, h.explicit, p.host, h.sources, dir); err != nil {
+		if err := nons.RootIdentity(h.id, h.explicit, p.host, h.sources, dir); err != nil {
 			return err
 		}
 	}
@@ -155,7 +154,7 @@ func (h *nonsHost) checkTrusted(c *Cmd, spec *Spec) error {
 		return err
 	}
 	if len(dests) > 0 {
-		if !c.Spec.degradedAllowed(LayerProtect) {
+		if !c.Spec.DegradedAllowed(LayerProtect) {
 			return fmt.Errorf("%s is a protected path (filesystem.protect: it runs on the host later) inside a read-write bind; without a mount namespace it cannot be made read-only, and the command could change it: run in a directory without it, or allow it writable with --allow-degraded protect (or protect = [] in a profile)", dests[0])
 		}
 		h.protectDegraded = true
@@ -168,65 +167,6 @@ func (h *nonsHost) checkTrusted(c *Cmd, spec *Spec) error {
 	return nil
 }
 
-// rootIdentity checks, for a root supervisor, that the command can be
-// id: mapped in this user namespace (a container's may map root alone),
-// and able to write the writable binds, which cannot be idmapped without
-// a mount namespace.
-func rootIdentity(id HostID, explicit bool, mounts []hostside.Mount, srcs []hostside.Source, dir string) error {
-	if err := idMapped("/proc/self/uid_map", id.UID, "uid"); err != nil {
-		return err
-	}
-	if err := idMapped("/proc/self/gid_map", id.GID, "gid"); err != nil {
-		return err
-	}
-	if explicit {
-		return nil // the caller chose the identity, and the binds as they are
-	}
-	for i, m := range mounts {
-		if m.Kind != hostside.Bind || !m.Writable || srcs[i].Obj == nil {
-			continue
-		}
-		if owner := hostside.OwnerOf(srcs[i].Obj); owner != id {
-			fix := fmt.Sprintf("pass --host-user %d:%d (the command then runs as that user)", owner.UID, owner.GID)
-			if owner.UID == 0 || owner.GID == 0 {
-				fix = "use a directory owned by an unprivileged user (the command then runs as that user), or pass --host-user with a user that may write it"
-			}
-			return fmt.Errorf("%s belongs to %d:%d; without namespaces it cannot be idmapped, and the command never runs as root but as %d:%d, which could not write it; fix: %s",
-				hostside.BindName(m, dir), owner.UID, owner.GID, id.UID, id.GID, fix)
-		}
-	}
-	return nil
-}
-
-// idMapped says why id is not mapped in the id map file at path.
-func idMapped(path string, id int, what string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	if mapsID(string(b), uint64(id)) {
-		return nil
-	}
-	return fmt.Errorf("the command would run as %s %d, which this user namespace does not map (%s: %s); without namespaces the command never runs as root, but as an unprivileged identity the namespace maps: pass --host-user with one, or run tooljail as an unprivileged user",
-		what, id, path, strings.Join(strings.Fields(string(b)), " "))
-}
-
-// mapsID says whether an id map ("inside outside count" lines) maps id.
-func mapsID(idMap string, id uint64) bool {
-	for _, line := range strings.Split(idMap, "\n") {
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			continue
-		}
-		lo, err1 := strconv.ParseUint(f[0], 10, 64)
-		n, err2 := strconv.ParseUint(f[2], 10, 64)
-		if err1 == nil && err2 == nil && id >= lo && id-lo < n {
-			return true
-		}
-	}
-	return false
-}
-
 // launchNoNS forks the reaper, hands it the sources and the filter, and
 // lets it go.
 func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
@@ -237,7 +177,7 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 	}
 	defer lf.close()
 	st2 := c.stage2Config()
-	st2.Dir, st2.Env = nonsPaths(c.nonsTmp.Path(), c.Spec.Mounts, st2.Dir, st2.Env)
+	st2.Dir, st2.Env = nons.Paths(c.nonsTmp.Path(), c.Spec.Mounts, st2.Dir, st2.Env)
 	var setid *HostID
 	if hs.root {
 		setid = &hs.id

@@ -58,19 +58,10 @@ func (p *plan) needsDiskCache(s *Spec) bool {
 	return p.compile && s.Seccomp != nil && seccomp.Builtin(*s.Seccomp, p.notify) == nil
 }
 
-// SetupError is a run that failed before the command started.
-type SetupError struct {
-	Code int // exit code: 125, or 126/127 when the command cannot be executed
-	Err  error
-}
-
-func (e *SetupError) Error() string { return e.Err.Error() }
-func (e *SetupError) Unwrap() error { return e.Err }
-
 // Preflight says what a run of s would enforce on this host, or why it
 // cannot run.
-func (s *Spec) Preflight() (Enforcement, error) {
-	p, err := s.plan(hostFor(s))
+func Preflight(s *Spec) (Enforcement, error) {
+	p, err := makePlan(s, hostFor(s))
 	if err != nil {
 		return Enforcement{}, err
 	}
@@ -80,17 +71,17 @@ func (s *Spec) Preflight() (Enforcement, error) {
 // plan checks s against h, without touching a host path (Start opens them
 // once, when it runs). A seccomp policy that names syscalls is checked
 // against libseccomp's table here.
-func (s *Spec) plan(h hostprobe.Host) (*plan, error) {
+func makePlan(s *Spec, h hostprobe.Host) (*plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	if !h.UserNS.Enforced {
-		if s.degradedAllowed(LayerNamespaces) {
-			return s.planNoNS(h)
+		if s.DegradedAllowed(LayerNamespaces) {
+			return planNoNS(s, h)
 		}
 		return nil, fmt.Errorf("user namespaces are not available: %s; fix: %s; or run without namespaces, confined by Landlock and seccomp alone: --allow-degraded namespaces (docs/containers.md)", h.UserNS.Reason, h.UserNS.Fix)
 	}
-	p := s.newPlan()
+	p := emptyPlan(s)
 	if s.Changes.Overlay() {
 		// Only a run that records asks the kernel's version.
 		cp, err := changes.Decide(s.Changes, false, hostprobe.OverlayFailure())
@@ -118,7 +109,7 @@ func (s *Spec) plan(h hostprobe.Host) (*plan, error) {
 
 // newPlan is the plan of s before the host is asked: every namespace,
 // no layer yet, the mounts in their order and stage 2's settings.
-func (s *Spec) newPlan() *plan {
+func emptyPlan(s *Spec) *plan {
 	mounts := planMounts(s)
 	return &plan{
 		enf: Enforcement{
@@ -154,7 +145,7 @@ type degrader struct {
 }
 
 func (d *degrader) degrade(layer, why, fix string) {
-	if d.s.degradedAllowed(layer) {
+	if d.s.DegradedAllowed(layer) {
 		d.enf.Degraded = append(d.enf.Degraded, layer)
 		return
 	}
@@ -227,7 +218,7 @@ func (p *plan) planCaps(s *Spec, cg cgroup.Support, d *degrader) {
 		if caps[c] {
 			continue
 		}
-		if s.degradedAllowed(c) {
+		if s.DegradedAllowed(c) {
 			p.enf.Degraded = append(p.enf.Degraded, c)
 		} else {
 			refused = append(refused, c)

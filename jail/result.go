@@ -24,6 +24,7 @@ type (
 	FullMount          = report.FullMount
 	SessionCall        = report.SessionCall
 	SessionResult      = report.SessionResult
+	SetupError         = report.SetupError
 )
 
 // Schema names the report format (report.Schema).
@@ -49,6 +50,12 @@ const (
 	ExitSetup         = report.ExitSetup
 	ExitNotExecutable = report.ExitNotExecutable
 	ExitNotFound      = report.ExitNotFound
+)
+
+// Modes of Enforcement.Mode (report's).
+const (
+	ModeNamespaces      = report.ModeNamespaces
+	ModeLandlockSeccomp = report.ModeLandlockSeccomp
 )
 
 // Session stop reasons (SessionResult.StoppedFor).

@@ -46,7 +46,7 @@ func TestRootNeedsNamespaces(t *testing.T) {
 	s.Landlock = &LandlockSpec{}
 	h := hostprobe.Host{}
 	h.Landlock.ABI = 4
-	if _, err := s.plan(h); err == nil || !strings.Contains(err.Error(), "root directory /srv/rootfs can only be shown in a mount namespace") {
+	if _, err := makePlan(s, h); err == nil || !strings.Contains(err.Error(), "root directory /srv/rootfs can only be shown in a mount namespace") {
 		t.Errorf("plan without namespaces: %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -14,8 +13,10 @@ import (
 
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/changes"
+	"github.com/tooljail/tooljail/jail/internal/fit"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/jail/internal/initlink"
+	"github.com/tooljail/tooljail/jail/internal/verdict"
 	"github.com/tooljail/tooljail/seccomp"
 )
 
@@ -170,27 +171,6 @@ func (s *Session) armIdle() {
 	})
 }
 
-// sessionCallFits says why call cannot be a call of a session started
-// with base, or "": a call may change only its arguments, environment,
-// working directory, timeout and output limit; everything else (the
-// binds, the network, the other limits, the identity) is the session's.
-func sessionCallFits(base, call *Spec) string {
-	b, c := *base, *call
-	b.Args, c.Args = nil, nil
-	b.Env, c.Env = nil, nil
-	b.EnvDropped, c.EnvDropped = nil, nil
-	b.Dir, c.Dir = "", ""
-	b.Limits.Timeout, c.Limits.Timeout = 0, 0
-	b.Limits.OutputLimit, c.Limits.OutputLimit = 0, 0
-	if !reflect.DeepEqual(b.Limits, c.Limits) {
-		return "limits other than the timeout and the output limit are the session's"
-	}
-	if !reflect.DeepEqual(b, c) {
-		return "only the arguments, environment, working directory, timeout and output limit can differ from the session's Spec"
-	}
-	return ""
-}
-
 // Command returns the Cmd of a call in the session: call must be the
 // session's Spec (Session.Spec) but for Args, Env, EnvDropped, Dir (a
 // directory inside the jail; chdir there decides), Limits.Timeout and
@@ -200,7 +180,7 @@ func (s *Session) Command(call *Spec) (*Cmd, error) {
 	if call == nil || len(call.Args) == 0 {
 		return nil, errors.New("jail: a session's call needs a command")
 	}
-	if why := sessionCallFits(&s.spec, call); why != "" {
+	if why := fit.SessionCall(&s.spec, call); why != "" {
 		return nil, fmt.Errorf("jail: not a call of this session: %s", why)
 	}
 	sp := *call
@@ -399,7 +379,7 @@ func (s *Session) stop(why string) {
 		r.Calls = s.calls
 		s.mu.Unlock()
 		for _, m := range kept {
-			r.Violations = append(r.Violations, reportViolations(m.Stop(), nil)...)
+			r.Violations = append(r.Violations, verdict.Violations(m.Stop(), nil)...)
 		}
 		if c.group != nil {
 			st := c.group.Stats()

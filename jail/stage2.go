@@ -116,8 +116,8 @@ func (s *stage2) failure(r record) *SetupError {
 	if code == 0 {
 		code = ExitSetup
 	}
-	text := stepText(stage2Steps(), r.Step, "stage 2 failed at step {step}: {errno}")
-	return &SetupError{Code: code, Err: describe(r, text, s.word)}
+	text := initc.StepText(stage2Steps(), r.Step, "stage 2 failed at step {step}: {errno}")
+	return &SetupError{Code: code, Err: initc.Describe(r, text, s.word)}
 }
 
 // word is what a placeholder of stage 2's texts stands for.
@@ -126,7 +126,7 @@ func (s *stage2) word(r record, name string) (string, bool) {
 	case "command":
 		return s.cfg.Args[0], true
 	case "lookup": // 1: the command is a name looked up in PATH
-		return cflag(!strings.Contains(s.cfg.Args[0], "/")), true
+		return initc.Choice(!strings.Contains(s.cfg.Args[0], "/")), true
 	case "path_var":
 		return envPath(s.cfg.Env), true
 	case "workdir":

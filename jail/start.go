@@ -12,6 +12,7 @@ import (
 
 	"github.com/tooljail/tooljail/cgroup"
 	"github.com/tooljail/tooljail/hostprobe"
+	"github.com/tooljail/tooljail/jail/internal/fit"
 	"github.com/tooljail/tooljail/jail/internal/initlink"
 	"github.com/tooljail/tooljail/jail/internal/relay"
 	"github.com/tooljail/tooljail/landlock"
@@ -329,8 +330,8 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 	}
 	c.res.Enforcement.Caches = cacheBinds(c.plan.mounts)
 	if c.warm != nil {
-		c.warm.workdir = workdirID(c.plan.mounts, hs.sources, c.Spec.Dir)
-		c.warm.protected = protectedIDs(c.res.Enforcement.Protected, hs.protected)
+		c.warm.workdir = fit.WorkdirID(c.plan.mounts, hs.sources, c.Spec.Dir)
+		c.warm.protected = fit.ProtectedIDs(c.res.Enforcement.Protected, hs.protected)
 	}
 	fdList, err := ip.fillLate(hs.sources, hs.over, hs.prog, hs.chg)
 	if err != nil {

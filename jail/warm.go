@@ -4,16 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/hostside"
+	"github.com/tooljail/tooljail/jail/internal/fit"
 	"github.com/tooljail/tooljail/jail/internal/initc"
 	"github.com/tooljail/tooljail/jail/internal/initlink"
 )
@@ -42,14 +40,12 @@ type warmState struct {
 	parked   chan struct{} // closed at the init's parked record
 	isParked bool          // under Cmd.mu
 	taken    bool          // Command gave the Cmd its call
-	workdir  *fileID       // the workdir bind's source as opened, or nil
+	workdir  *fit.FileID   // the workdir bind's source as opened, or nil
 	// protected is what the jail binds read-only (Spec.Protect), as
 	// "DEST dev:ino" lines: a call whose binds hold other ones (a hook
 	// added, a repository cloned since) runs cold.
 	protected []string
 }
-
-type fileID struct{ dev, ino uint64 }
 
 // ErrWarmUnfit is Command's error for a Spec that the warm jail was not
 // built for, or a jail that can no longer run one (its init is gone, or
@@ -113,7 +109,7 @@ func (w *Warm) Command(spec *Spec) (*Cmd, error) {
 		return nil, err
 	}
 	size, n := callSize(spec)
-	why := unfit(c.Spec, spec, c.warm.workdir, size, n)
+	why := fit.Warm(c.Spec, spec, c.warm.workdir, size, n)
 	if why == "" {
 		why = protectChanged(spec, c.plan.mounts, c.warm.protected)
 	}
@@ -155,61 +151,6 @@ func (w *Warm) end() {
 	<-c.waitCh
 	<-c.msgDone
 	c.cleanup()
-}
-
-// unfit says why a warm jail prepared as have (its workdir source
-// opened as dir) cannot run want, or "".
-func unfit(have, want *Spec, dir *fileID, size, n int) string {
-	if size > maxCallBytes || n > maxCallStrings {
-		return fmt.Sprintf("the command's arguments and environment take %d bytes in %d strings, more than %d or %d", size, n, maxCallBytes, maxCallStrings)
-	}
-	if !sameJail(have, want) {
-		return "the Spec differs in more than its arguments and environment"
-	}
-	if dir != nil {
-		var st unix.Stat_t
-		m := workdirMount(want.Mounts, want.Dir)
-		if m == nil || unix.Stat(m.Source, &st) != nil || (fileID{st.Dev, st.Ino}) != *dir {
-			return "the workdir was replaced since the jail was built"
-		}
-	}
-	return ""
-}
-
-// sameJail says whether a and b make the same jail: equal in everything
-// but Args and Env (and EnvDropped, which is about Env), and the same
-// trusted files (by identity: they are open files).
-func sameJail(a, b *Spec) bool {
-	if !slices.Equal(a.Trusted, b.Trusted) {
-		return false
-	}
-	x, y := *a, *b
-	x.Args, y.Args, x.Env, y.Env, x.Trusted, y.Trusted = nil, nil, nil, nil, nil, nil
-	x.EnvDropped, y.EnvDropped = nil, nil
-	return reflect.DeepEqual(x, y)
-}
-
-// workdirMount is the bind whose destination is dir (the workdir,
-// read-write or read-only), or nil.
-func workdirMount(mounts []Mount, dir string) *Mount {
-	for i := range mounts {
-		if mounts[i].Kind == MountBind && mounts[i].Dest == dir {
-			return &mounts[i]
-		}
-	}
-	return nil
-}
-
-// workdirID is the identity of the workdir bind's source as opened for
-// the run, or nil.
-func workdirID(mounts []Mount, srcs []hostside.Source, dir string) *fileID {
-	for i, m := range mounts {
-		if m.Kind == MountBind && m.Dest == dir && i < len(srcs) && srcs[i].Obj != nil {
-			st := srcs[i].Obj.Stat
-			return &fileID{st.Dev, st.Ino}
-		}
-	}
-	return nil
 }
 
 // callSize is the size of spec's call message, and its number of strings.
@@ -326,19 +267,6 @@ func (c *Cmd) giveCall(mu *sync.Mutex, m callMsg, to string) error {
 	return nil
 }
 
-// protectedIDs pairs each protected destination with its object's identity.
-func protectedIDs(dests []string, objs []*hostpath.Object) []string {
-	out := make([]string, 0, len(dests))
-	for i, d := range dests {
-		if i < len(objs) {
-			id := objs[i].ID()
-			out = append(out, fmt.Sprintf("%s %d:%d", d, id.Dev, id.Ino))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // protectChanged says why what want's writable binds hold to protect is no
 // longer what the warm jail binds read-only (have), or "". It opens the
 // binds' sources again: the names are looked up as for a cold run.
@@ -366,7 +294,7 @@ func protectChanged(want *Spec, mounts []Mount, have []string) string {
 	if err != nil {
 		return err.Error()
 	}
-	now := protectedIDs(dests, objs)
+	now := fit.ProtectedIDs(dests, objs)
 	for _, o := range objs {
 		o.Close()
 	}

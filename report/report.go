@@ -51,6 +51,15 @@ const (
 	ExitNotFound      = 127
 )
 
+// SetupError is a run that failed before the command started.
+type SetupError struct {
+	Code int // exit code: 125, or 126/127 when the command cannot be executed
+	Err  error
+}
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
 // Result is what a run did; it is also the JSON report.
 type Result struct {
 	Schema    string    `json:"schema"`
@@ -216,6 +225,12 @@ type Enforcement struct {
 	// Network is how the allow mode was enforced (NetAllow only).
 	Network *NetworkEnforcement `json:"network,omitempty"`
 }
+
+// Modes of Enforcement.Mode.
+const (
+	ModeNamespaces      = "namespaces"
+	ModeLandlockSeccomp = "landlock-seccomp"
+)
 
 // NetworkEnforcement is how the allow mode held on this host.
 type NetworkEnforcement struct {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tooljail/tooljail/hostprobe"
+	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 )
 
@@ -57,7 +58,7 @@ func defaultProfileError(layers []hostprobe.Layer) string {
 	}
 	spec, err := noWorkdir(p).Spec(profiles.Request{Args: []string{"/bin/true"}, Cwd: "/"})
 	if err == nil {
-		_, err = spec.Preflight()
+		_, err = jail.Preflight(spec)
 	}
 	if err != nil {
 		return err.Error()
