@@ -5,6 +5,8 @@
 // may change differs). It also keeps the identities those checks compare
 // (FileID, WorkdirID, ProtectedIDs). Package jail takes or refuses the
 // jail on its answer; a call that does not fit runs cold, or is refused.
+// It imports jail/spec, hostside and hostpath (identities) and initc (the
+// size of a call), never jail.
 package fit
 
 import (

@@ -32,7 +32,8 @@
 // This package is what the mode allows and refuses, as pure functions of
 // a Spec and the host's Landlock ABI, and the identity checks of a root
 // supervisor; package jail plans and starts the run (nons.go,
-// nons_start.go) and the reaper is jail/internal/initc's (nons.c).
+// nons_start.go) and the reaper is jail/internal/initc's (nons.c). It
+// imports jail/spec, seccomp and hostside, never jail.
 package nons
 
 import (

@@ -3,7 +3,10 @@
 // Outcome, in the order of evidence), the reason of a memory-limit kill,
 // and the violations the report lists (the seccomp monitor's, Landlock's,
 // the allow mode's refusals). It is pure: package jail gathers the
-// Outcome after the run and copies the Verdict into the Result.
+// Outcome after the run and copies the Verdict into the Result. It
+// imports report, jail/spec and what the evidence comes in (initlink's
+// end of the init, seccomp's and landlock's records, runnet's entries),
+// never jail.
 package verdict
 
 import (
