@@ -111,7 +111,7 @@ var NetModes = []NetMode{NetNone, NetHost, NetAllow}
 // Limits are the resource caps of a run. Zero means "no limit" for every
 // field except NoFile (0 keeps the inherited limit). This is the one
 // definition of the limits: the report's form (report.ReportLimits, also the JSON
-// form of a Spec), the cgroup caps (cgroup.Resources, in Spec.plan) and
+// form of a Spec), the cgroup caps (cgroup.Resources, in package jail's plan) and
 // the profile keys (profiles' [limits]) are derived from it.
 type Limits struct {
 	Memory      int64         // cgroup memory.max (swap 0)

@@ -15,10 +15,10 @@
 //   - the Spec's seccomp allowlist with namespace creation always denied
 //     (unshare and clone with CLONE_NEW*, setns; clone3 ENOSYS), and no
 //     AF_UNIX socket below Landlock ABI 9 (the host's sockets), no
-//     AF_INET or AF_INET6 socket with no network (nonsSeccomp);
+//     AF_INET or AF_INET6 socket with no network (Seccomp);
 //   - rlimits, no_new_privs, no capabilities; a supervisor that is root
 //     runs the command as the jail's unprivileged host identity
-//     (hostUser), never as root;
+//     (hostside.HostUser), never as root;
 //   - the cgroup caps where a cgroup can be made;
 //   - a reaper (nons.c) that is the run's child subreaper and kills every
 //     process the command leaves.

@@ -74,7 +74,7 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestDecideEveryCombination runs decide on every combination of what can
+// TestDecideEveryCombination runs Decide on every combination of what can
 // happen to a run and checks the rules the report promises, whichever
 // branch decides.
 func TestDecideEveryCombination(t *testing.T) {
