@@ -167,37 +167,58 @@ func (c *Cmd) Start() error {
 	}
 	c.plan = p
 	c.res.Enforcement = p.enf
-	start := c.start
-	if p.nons != nil && c.sessionInit() {
-		hostside.SettleOutputs(c.Outputs)
-		return c.fail(&SetupError{Code: ExitSetup, Err: errors.New("a session needs the jail's namespaces, which this host does not allow (the run would be without namespaces): run without a session, or where user namespaces are allowed (tooljail check)")})
-	}
-	if p.nons != nil && c.TTY != nil {
-		hostside.SettleOutputs(c.Outputs)
-		return c.fail(&SetupError{Code: ExitSetup, Err: errors.New("a terminal (--tty) needs the jail's own devpts instance, which a run without namespaces does not have: run without --tty, or where user namespaces are allowed (tooljail check)")})
-	}
 	if p.nons != nil {
-		start = c.startNoNS
-		if c.warm != nil {
-			// Its reaper and stage 2 take the command at once (nons.c).
-			start = func() error {
-				return errors.New("a run without namespaces cannot be built ahead of its command (warm); run it cold")
-			}
+		if err := noNSRefusal(c.sessionInit(), c.TTY != nil); err != nil {
+			hostside.SettleOutputs(c.Outputs)
+			return c.fail(&SetupError{Code: ExitSetup, Err: err})
 		}
 	}
-	if err := start(); err != nil {
-		if c.proc != nil {
-			// The init was forked (it waits for the sync byte): end it,
-			// so that Wait reports the setup error and nothing is left.
-			c.proc.Kill()
-			<-c.waitCh
-			c.proc = nil
-		}
-		c.cleanup()
-		hostside.SettleOutputs(c.Outputs)
-		return c.fail(&SetupError{Code: ExitSetup, Err: err})
+	if err := c.starter()(); err != nil {
+		return c.abandonStart(err)
 	}
 	return nil
+}
+
+// noNSRefusal is why a run without namespaces cannot be what was asked
+// (a session's init, a terminal), or nil.
+func noNSRefusal(sessionInit, tty bool) error {
+	if sessionInit {
+		return errors.New("a session needs the jail's namespaces, which this host does not allow (the run would be without namespaces): run without a session, or where user namespaces are allowed (tooljail check)")
+	}
+	if tty {
+		return errors.New("a terminal (--tty) needs the jail's own devpts instance, which a run without namespaces does not have: run without --tty, or where user namespaces are allowed (tooljail check)")
+	}
+	return nil
+}
+
+// starter is how the jail of c's plan starts: with its namespaces, or
+// without them (which a warm jail cannot be).
+func (c *Cmd) starter() func() error {
+	if c.plan.nons == nil {
+		return c.start
+	}
+	if c.warm != nil {
+		// Its reaper and stage 2 take the command at once (nons.c).
+		return func() error {
+			return errors.New("a run without namespaces cannot be built ahead of its command (warm); run it cold")
+		}
+	}
+	return c.startNoNS
+}
+
+// abandonStart undoes a start that failed with err, and returns the
+// setup error that Wait reports too.
+func (c *Cmd) abandonStart(err error) error {
+	if c.proc != nil {
+		// The init was forked (it waits for the sync byte): end it,
+		// so that Wait reports the setup error and nothing is left.
+		c.proc.Kill()
+		<-c.waitCh
+		c.proc = nil
+	}
+	c.cleanup()
+	hostside.SettleOutputs(c.Outputs)
+	return c.fail(&SetupError{Code: ExitSetup, Err: err})
 }
 
 func (c *Cmd) fail(e *SetupError) error {
@@ -279,29 +300,7 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 			c.setupErr = c.initPlan.failure(r)
 		}
 	case initc.RecReady:
-		c.ready = true
-		if len(files) > 0 && c.monitor == nil {
-			var err error
-			if c.monitor, err = c.startMonitor(files[0]); err != nil {
-				after = func() { c.kill(StatusAborted, monitorFailed(err)) }
-			}
-			files = files[1:]
-		}
-		if w := c.ackWatcher(); w != nil {
-			w.Track(pid)
-			initlink.SendPacket(c.sock, []byte{0}, nil)
-		}
-		if c.killPending {
-			// After the ack: a kill sent before it would have been it.
-			c.killPending = false
-			after = c.sendKill
-		}
-		if c.warm != nil && !c.warm.isParked {
-			// A warm jail's stage 2 parks after its ready record;
-			// last here: Command may change c.Spec from now on.
-			c.warm.isParked = true
-			close(c.warm.parked)
-		}
+		files, after = c.handleReady(files, pid)
 	case initc.RecTTY:
 		// From stage 2, before its execve (stage2.c's tj_open_tty).
 		if len(files) > 0 {
@@ -322,22 +321,60 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 	case initc.RecNet:
 		// Once, from the init, before stage 2 starts.
 		if c.net == nil && !c.ready && c.Spec.Net == NetAllow && c.setupErr == nil {
-			list, _ := allow.ParseList(c.Spec.Allow) // checked by Validate
-			n, err := startNetwork(list, c.Spec.Limits, files)
+			after = c.openNetwork(files)
 			files = nil // startNetwork closed them
-			if err != nil {
-				// The init waits for the byte below: the command
-				// never starts. Before the command started: the setup
-				// error decides.
-				c.setupErr = &SetupError{Code: ExitSetup, Err: err}
-				after = func() { c.kill(StatusAborted, "") }
-			} else {
-				c.net = n
-				initlink.SendPacket(c.sock, []byte{0}, nil)
-			}
 		}
 	}
 	return files, after
+}
+
+// handleReady takes stage 2's ready record, under c.mu: its first
+// descriptor, if any, is stage 2's seccomp listener. It returns the
+// descriptors it did not keep and what to do once c.mu is released.
+func (c *Cmd) handleReady(files []*os.File, pid int) ([]*os.File, func()) {
+	var after func()
+	c.ready = true
+	if len(files) > 0 && c.monitor == nil {
+		var err error
+		if c.monitor, err = c.startMonitor(files[0]); err != nil {
+			after = func() { c.kill(StatusAborted, monitorFailed(err)) }
+		}
+		files = files[1:]
+	}
+	if w := c.ackWatcher(); w != nil {
+		w.Track(pid)
+		initlink.SendPacket(c.sock, []byte{0}, nil)
+	}
+	if c.killPending {
+		// After the ack: a kill sent before it would have been it.
+		c.killPending = false
+		after = c.sendKill
+	}
+	if c.warm != nil && !c.warm.isParked {
+		// A warm jail's stage 2 parks after its ready record;
+		// last here: Command may change c.Spec from now on.
+		c.warm.isParked = true
+		close(c.warm.parked)
+	}
+	return files, after
+}
+
+// openNetwork, under c.mu, starts the allow mode's proxies and resolver
+// on the descriptors of the init's net record (startNetwork closes them);
+// it returns what to do once c.mu is released.
+func (c *Cmd) openNetwork(files []*os.File) func() {
+	list, _ := allow.ParseList(c.Spec.Allow) // checked by Validate
+	n, err := startNetwork(list, c.Spec.Limits, files)
+	if err != nil {
+		// The init waits for the byte below: the command
+		// never starts. Before the command started: the setup
+		// error decides.
+		c.setupErr = &SetupError{Code: ExitSetup, Err: err}
+		return func() { c.kill(StatusAborted, "") }
+	}
+	c.net = n
+	initlink.SendPacket(c.sock, []byte{0}, nil)
+	return nil
 }
 
 // startMonitor answers the denied calls of stage 2's listener.

@@ -126,3 +126,27 @@ func TestPlanNoNamespacesLandlock(t *testing.T) {
 		t.Errorf("ABI 3 cannot restrict TCP; the plan must not claim it: %v %+v", err, p.landlock)
 	}
 }
+
+// A run without namespaces refuses a session's init first, then a
+// terminal.
+func TestNoNSRefusal(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		sessionInit bool
+		tty         bool
+		want        string // how the error starts; "" for none
+	}{
+		{"plain run", false, false, ""},
+		{"session", true, false, "a session needs"},
+		{"terminal", false, true, "a terminal (--tty) needs"},
+		{"session with a terminal", true, true, "a session needs"},
+	} {
+		err := noNSRefusal(c.sessionInit, c.tty)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: noNSRefusal = %v, want nil", c.name, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%s: noNSRefusal = %v, want %q...", c.name, err, c.want)
+		}
+	}
+}

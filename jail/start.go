@@ -465,31 +465,15 @@ func (c *Cmd) startInit(ip *initPlan) error {
 	joined := false
 	go func() {
 		runtime.LockOSThread()
-		// v1: this thread joins the group and forks the init there (see
-		// cgroup.Group.JoinThread); when it cannot, AddProc below.
-		var leave func() error
-		if c.group != nil && !intoGroup {
-			var err error
-			if leave, err = c.group.JoinThread(); err != nil {
-				if leave != nil {
-					// Stuck in the group: this thread forks nothing
-					// and ends with this goroutine (it stays locked).
-					startCh <- started{err: err}
-					return
-				}
-				// Not joined: AddProc below.
-			}
+		leave, err := c.joinGroupThread(intoGroup)
+		if err != nil {
+			// Stuck in the group: this thread forks nothing
+			// and ends with this goroutine (it stays locked).
+			startCh <- started{err: err}
+			return
 		}
-		restoreTHP := noHugePagesForChildren()
-		proc, err := ip.forkInit()
-		if err != nil && intoGroup {
-			// Clone into the cgroup can be refused (clone3 blocked by an
-			// outer seccomp profile, a v1 host): AddProc below.
-			intoGroup = false
-			ip.cp.NoCgroup()
-			proc, err = ip.forkInit()
-		}
-		restoreTHP()
+		var proc *initlink.Proc
+		proc, intoGroup, err = forkInitFallback(ip, intoGroup)
 		if leave != nil {
 			if lerr := leave(); lerr != nil {
 				// This thread is stuck in the run's group: end the init,
@@ -520,6 +504,42 @@ func (c *Cmd) startInit(ip *initPlan) error {
 		}
 	}
 	return nil
+}
+
+// joinGroupThread is for a group the init is not cloned into. v1: this
+// thread joins the group and forks the init there (see
+// cgroup.Group.JoinThread); when it cannot, AddProc in startInit. leave
+// takes the thread out again (nil: it did not join); an error says the
+// thread is stuck in the group.
+func (c *Cmd) joinGroupThread(intoGroup bool) (leave func() error, err error) {
+	if c.group == nil || intoGroup {
+		return nil, nil
+	}
+	if leave, err = c.group.JoinThread(); err != nil {
+		if leave != nil {
+			return nil, err
+		}
+		// Not joined: AddProc in startInit.
+		return nil, nil
+	}
+	return leave, nil
+}
+
+// forkInitFallback forks the init with transparent huge pages off, and
+// again outside the cgroup if cloning into it failed; it returns whether
+// the init was still cloned into the group.
+func forkInitFallback(ip *initPlan, intoGroup bool) (*initlink.Proc, bool, error) {
+	restoreTHP := noHugePagesForChildren()
+	proc, err := ip.forkInit()
+	if err != nil && intoGroup {
+		// Clone into the cgroup can be refused (clone3 blocked by an
+		// outer seccomp profile, a v1 host): AddProc in startInit.
+		intoGroup = false
+		ip.cp.NoCgroup()
+		proc, err = ip.forkInit()
+	}
+	restoreTHP()
+	return proc, intoGroup, err
 }
 
 // stdinFile gives the init its stdin: /dev/null, or a pipe fed from Stdin.

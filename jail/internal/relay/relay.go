@@ -121,12 +121,8 @@ func (r *Relay) Attach(f *os.File) {
 
 func (r *Relay) run() {
 	defer close(r.done)
-	if r.late != nil {
-		r.src = <-r.late
-		close(r.srcSet)
-		if r.src == nil {
-			return
-		}
+	if !r.awaitSource() {
+		return
 	}
 	kept := false
 	defer func() {
@@ -134,15 +130,7 @@ func (r *Relay) run() {
 			r.src.Close()
 		}
 	}()
-	// A read takes what the pipe holds, PipeSize at most. A
-	// capture reads 64 KiB at a time: with larger reads its growing head
-	// left more garbage for the collector to catch up with, and the peak
-	// of a 16 MiB --json run varied from 47 to 58 MiB (steady at 47
-	// with these), for no gain in speed.
-	pool := &relayBufs
-	if r.capture {
-		pool = &captureBufs
-	}
+	pool := readBufs(r.capture)
 	bp := pool.Get().(*[]byte)
 	defer pool.Put(bp)
 	buf := *bp
@@ -150,44 +138,89 @@ func (r *Relay) run() {
 	for {
 		n, err := r.src.Read(buf)
 		if n > 0 {
-			r.bytes += int64(n)
-			keep := r.budget.take(n)
-			if keep > 0 {
-				if dstOK {
-					// A reader that went away must not stall the command:
-					// keep draining and counting.
-					if _, werr := r.dst.Write(buf[:keep]); werr != nil {
-						dstOK = false
-					}
-				}
-				if r.capture {
-					r.keep(buf[:keep])
-				}
-			}
-			if keep < n {
-				r.truncated = true
-				if r.capture {
-					r.tail = append(r.tail, buf[keep:n]...)
-					if len(r.tail) > tailKeep {
-						r.tail = append(r.tail[:0], r.tail[len(r.tail)-tailKeep:]...)
-					}
-				}
-			}
+			dstOK = r.deliver(buf[:n], dstOK)
 		}
 		if err != nil {
-			if r.cutting.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-				// The processes a session's call kept may write on:
-				// drained, so that they never see a broken pipe.
-				kept = true
-				r.src.SetReadDeadline(time.Time{})
-				go func() {
-					io.Copy(io.Discard, r.src)
-					r.src.Close()
-				}()
-			}
+			kept = r.drainIfCut(err)
 			return
 		}
 	}
+}
+
+// awaitSource waits, for a late relay, for its source, and says whether
+// there is one to read.
+func (r *Relay) awaitSource() bool {
+	if r.late == nil {
+		return true
+	}
+	r.src = <-r.late
+	close(r.srcSet)
+	return r.src != nil
+}
+
+// readBufs is the pool of the read buffers for a relay that captures or
+// not. A read takes what the pipe holds, PipeSize at most. A
+// capture reads 64 KiB at a time: with larger reads its growing head
+// left more garbage for the collector to catch up with, and the peak
+// of a 16 MiB --json run varied from 47 to 58 MiB (steady at 47
+// with these), for no gain in speed.
+func readBufs(capture bool) *sync.Pool {
+	if capture {
+		return &captureBufs
+	}
+	return &relayBufs
+}
+
+// deliver takes one read: it counts all of p, relays and keeps what the
+// budget allows, and keeps the tail of what it drops. It returns whether
+// dst still takes writes.
+func (r *Relay) deliver(p []byte, dstOK bool) bool {
+	r.bytes += int64(len(p))
+	keep := r.budget.take(len(p))
+	if keep > 0 {
+		if dstOK {
+			// A reader that went away must not stall the command:
+			// keep draining and counting.
+			if _, werr := r.dst.Write(p[:keep]); werr != nil {
+				dstOK = false
+			}
+		}
+		if r.capture {
+			r.keep(p[:keep])
+		}
+	}
+	if keep < len(p) {
+		r.truncated = true
+		if r.capture {
+			r.keepTail(p[keep:])
+		}
+	}
+	return dstOK
+}
+
+// keepTail adds dropped bytes to the tail, which keeps the last tailKeep.
+func (r *Relay) keepTail(p []byte) {
+	r.tail = append(r.tail, p...)
+	if len(r.tail) > tailKeep {
+		r.tail = append(r.tail[:0], r.tail[len(r.tail)-tailKeep:]...)
+	}
+}
+
+// drainIfCut takes the error that ended the reads: when it is a cut's
+// deadline, the source is drained and closed in the background, and it
+// returns true (run must not close the source).
+func (r *Relay) drainIfCut(err error) bool {
+	if !r.cutting.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	// The processes a session's call kept may write on:
+	// drained, so that they never see a broken pipe.
+	r.src.SetReadDeadline(time.Time{})
+	go func() {
+		io.Copy(io.Discard, r.src)
+		r.src.Close()
+	}()
+	return true
 }
 
 // The relays' read buffers, reused across runs: a served run's would

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 )
@@ -76,5 +77,28 @@ func TestRelayCaptureEmpty(t *testing.T) {
 	s := New(r, nil, NewBudget(-1), true).Result()
 	if s.Text == nil || *s.Text != "" || s.Bytes != 0 {
 		t.Errorf("stream %+v", s)
+	}
+}
+
+// A capture reads 64 KiB at a time, a relay that does not the whole pipe.
+func TestReadBufs(t *testing.T) {
+	for _, c := range []struct {
+		capture bool
+		want    *sync.Pool
+		size    int
+	}{
+		{false, &relayBufs, PipeSize},
+		{true, &captureBufs, 64 << 10},
+	} {
+		pool := readBufs(c.capture)
+		if pool != c.want {
+			t.Errorf("capture %v: readBufs gave the other pool", c.capture)
+			continue
+		}
+		bp := pool.Get().(*[]byte)
+		if len(*bp) != c.size {
+			t.Errorf("capture %v: a buffer of %d bytes, want %d", c.capture, len(*bp), c.size)
+		}
+		pool.Put(bp)
 	}
 }
