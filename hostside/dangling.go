@@ -104,8 +104,7 @@ type walk struct {
 func resolve(p string, mounts []Mount, h Looker) walk {
 	w := walk{}
 	links := 0
-	rest := strings.Split(strings.TrimPrefix(path.Clean(p), "/"), "/")
-	cur := "/"
+	rest, cur := components(p), "/"
 	for len(rest) > 0 {
 		c := rest[0]
 		rest = rest[1:]
@@ -137,19 +136,14 @@ func resolve(p string, mounts []Mount, h Looker) walk {
 			if links++; links > maxLinks {
 				return walk{}
 			}
-			t, err := h.Readlink(host)
+			full, err := linkTarget(h, host, cur, rest)
 			if err != nil {
 				return walk{}
 			}
-			if !path.IsAbs(t) {
-				t = path.Join(cur, t)
-			}
-			full := path.Join(append([]string{t}, rest...)...)
 			if w.link == "" {
 				w.link, w.target = path.Join(append([]string{next}, rest...)...), full
 			}
-			rest = strings.Split(strings.TrimPrefix(path.Clean(full), "/"), "/")
-			cur = "/"
+			rest, cur = components(full), "/"
 			continue
 		}
 		if len(rest) > 0 && !mode.IsDir() {
@@ -161,6 +155,25 @@ func resolve(p string, mounts []Mount, h Looker) walk {
 		}
 	}
 	return w
+}
+
+// components are the names of the absolute path p, cleaned.
+func components(p string) []string {
+	return strings.Split(strings.TrimPrefix(path.Clean(p), "/"), "/")
+}
+
+// linkTarget is the path the walk goes on with after the symlink at host
+// (a component of the directory cur, rest still to come): its target,
+// taken against cur when relative, with rest.
+func linkTarget(h Looker, host, cur string, rest []string) (string, error) {
+	t, err := h.Readlink(host)
+	if err != nil {
+		return "", err
+	}
+	if !path.IsAbs(t) {
+		t = path.Join(cur, t)
+	}
+	return path.Join(append([]string{t}, rest...)...), nil
 }
 
 // interpreter is the program a "#!" line names, or "".

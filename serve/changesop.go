@@ -75,28 +75,7 @@ func (s *Server) changesOp(op *ChangesOp, peerUID int) (any, *Error) {
 		return nil, e
 	}
 	if op.Action == OpList {
-		all := []changes.Summary{}
-		for _, dir := range dirs {
-			st, err := changes.Open(dir, changes.Options{})
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) {
-					continue
-				}
-				return nil, refuse("changes_op list: %v", err)
-			}
-			sums, err := st.List()
-			st.Close()
-			if err != nil {
-				return nil, refuse("changes_op list: %v", err)
-			}
-			for _, sum := range sums {
-				if mayAct(peerUID, sum.Owner) {
-					all = append(all, sum)
-				}
-			}
-		}
-		sort.SliceStable(all, func(i, j int) bool { return all[i].Created.Before(all[j].Created) })
-		return all, nil
+		return listSets(dirs, peerUID)
 	}
 	st, set, e := s.findSet(dirs, op.ID, peerUID)
 	if e != nil {
@@ -133,6 +112,33 @@ func (s *Server) changesOp(op *ChangesOp, peerUID int) (any, *Error) {
 		return discardAnswer{ID: op.ID, State: "discarded"}, nil
 	}
 	return nil, refuse("changes_op.action %q: want one of %s", op.Action, strings.Join(opActions, ", "))
+}
+
+// listSets is every change set in the stores dirs that the client
+// peerUID may act on, oldest first; a store not made yet holds none.
+func listSets(dirs []string, peerUID int) (any, *Error) {
+	all := []changes.Summary{}
+	for _, dir := range dirs {
+		st, err := changes.Open(dir, changes.Options{})
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, refuse("changes_op list: %v", err)
+		}
+		sums, err := st.List()
+		st.Close()
+		if err != nil {
+			return nil, refuse("changes_op list: %v", err)
+		}
+		for _, sum := range sums {
+			if mayAct(peerUID, sum.Owner) {
+				all = append(all, sum)
+			}
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Created.Before(all[j].Created) })
+	return all, nil
 }
 
 // findSet opens the store in dirs that holds id, a set the client may

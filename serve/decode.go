@@ -78,9 +78,33 @@ func decodeLine(line []byte) (*decoded, error) {
 	if err != nil {
 		return nil, err
 	}
+	cost, e := measureFields(fields)
+	if e != nil {
+		return nil, e
+	}
 	r := &Request{}
 	d := &decoded{Request: r}
 	v := reflect.ValueOf(r).Elem()
+	for _, f := range fields {
+		if err := decodeField(r, v, f); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				return nil, e
+			}
+			return nil, refuse("malformed request: field %q: %v; see docs/serve.md", f.name, err)
+		}
+	}
+	// What the decoded call holds: its input, and its strings with a
+	// header each (a Go string or slice element, and the C copy execve
+	// gets).
+	d.held = int64(len(r.Stdin)) + 2*cost.bytes + 16*cost.count
+	return d, nil
+}
+
+// measureFields checks each field's size before any is decoded: what
+// execve would take of argv, env and a tool call's arguments (their
+// cost, at most ArgMax), a profile's TOML, and any other field.
+func measureFields(fields []rawField) (execCost, *Error) {
 	var cost execCost
 	for _, f := range fields {
 		var err error
@@ -103,37 +127,33 @@ func decodeLine(line []byte) (*decoded, error) {
 			err = fmt.Errorf("%d bytes, longer than %d; a profile is a small TOML file", len(f.raw), maxProfileTOMLField)
 		}
 		if err != nil {
-			return nil, refuse("%s: %v", f.name, err)
+			return cost, refuse("%s: %v", f.name, err)
 		}
 		if cost.bytes > ArgMax {
-			return nil, refuse("argv, env and arguments: more than %d bytes as execve counts them (each string, its NUL and a pointer); no program can be started with them: send large data as stdin or in a file in the workdir", ArgMax)
+			return cost, refuse("argv, env and arguments: more than %d bytes as execve counts them (each string, its NUL and a pointer); no program can be started with them: send large data as stdin or in a file in the workdir", ArgMax)
 		}
 	}
-	for _, f := range fields {
+	return cost, nil
+}
+
+// decodeField decodes one field into r (v is *r): the fields with a form
+// of their own by their decoders, the others as JSON.
+func decodeField(r *Request, v reflect.Value, f rawField) error {
+	switch f.name {
+	case "stdin":
 		var err error
-		switch f.name {
-		case "stdin":
-			r.Stdin, err = decodeBase64(f.raw)
-		case "limits":
-			r.Limits, err = decodeLimits(f.raw)
-		case "changes_op":
-			r.ChangesOp, err = decodeChangesOp(f.raw)
-		default:
-			err = json.Unmarshal(f.raw, v.Field(requestFields[f.name]).Addr().Interface())
-		}
-		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				return nil, e
-			}
-			return nil, refuse("malformed request: field %q: %v; see docs/serve.md", f.name, err)
-		}
+		r.Stdin, err = decodeBase64(f.raw)
+		return err
+	case "limits":
+		var err error
+		r.Limits, err = decodeLimits(f.raw)
+		return err
+	case "changes_op":
+		var err error
+		r.ChangesOp, err = decodeChangesOp(f.raw)
+		return err
 	}
-	// What the decoded call holds: its input, and its strings with a
-	// header each (a Go string or slice element, and the C copy execve
-	// gets).
-	d.held = int64(len(r.Stdin)) + 2*cost.bytes + 16*cost.count
-	return d, nil
+	return json.Unmarshal(f.raw, v.Field(requestFields[f.name]).Addr().Interface())
 }
 
 // notAnObject refuses a tool call's arguments that are not a JSON object

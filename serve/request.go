@@ -138,54 +138,16 @@ func limitText(raw json.RawMessage) (string, error) {
 // and env go into a copy. peer is the client (nil: unknown), whose view
 // the toolchains are found in (toolchainFinder).
 func spec(p *profiles.Profile, r *Request, peer *report.Peer) (*jail.Spec, error) {
-	if len(r.Argv) == 0 || r.Argv[0] == "" {
-		return nil, refuse("argv: empty; give the command and its arguments, [\"cmd\", \"arg\", ...]")
+	if e := checkCallShape(r); e != nil {
+		return nil, e
 	}
-	for i, a := range r.Argv {
-		if strings.ContainsRune(a, 0) {
-			return nil, refuse("argv[%d]: contains a NUL byte", i)
-		}
+	c, err := callProfile(p, r)
+	if err != nil {
+		return nil, err
 	}
-	if r.Workdir != "" && !filepath.IsAbs(r.Workdir) {
-		return nil, refuse("workdir %q: must be an absolute host path", r.Workdir)
-	}
-	if r.Session == "" && (r.KeepRunning || r.Cwd != "") {
-		return nil, refuse("keep_running, cwd: taken only by a call in a session (\"session\": ID)")
-	}
-	if r.StdinStream && r.Stdin != nil {
-		return nil, refuse("stdin and stdin_stream: give the input in the request or after it, not both")
-	}
-	if !r.TTY && (r.TTYRows != 0 || r.TTYCols != 0) {
-		return nil, refuse("tty_rows, tty_cols: the size of a terminal, taken only with \"tty\": true")
-	}
-	c := *p
-	c.Limits = maps.Clone(p.Limits)
-	c.Env.Set = maps.Clone(p.Env.Set)
-	for _, key := range sortedKeys(r.Limits) {
-		if err := setLimit(&c, key, r.Limits[key]); err != nil {
-			return nil, err
-		}
-	}
-	if r.Network != "" {
-		// As --net: any mode, the profile's hosts for "allow".
-		mode := r.Network
-		c.Network.Mode = &mode
-	}
-	if r.Changes != "" {
-		// As --changes: over the profile's filesystem.changes.
-		m, e := changesMode(r.Changes)
-		if e != nil {
-			return nil, e
-		}
-		mode := string(m)
-		c.Filesystem.Changes = &mode
-	}
-	var vars []string
-	for _, k := range sortedKeys(r.Env) {
-		if k == "" || strings.Contains(k, "=") {
-			return nil, refuse("env: name %q: want a variable name without '='", k)
-		}
-		vars = append(vars, k+"="+r.Env[k])
+	vars, e := callVars(r.Env)
+	if e != nil {
+		return nil, e
 	}
 	workdir := r.Workdir != ""
 	c.Filesystem.Workdir = &workdir
@@ -211,6 +173,74 @@ func spec(p *profiles.Profile, r *Request, peer *report.Peer) (*jail.Spec, error
 		return nil, refuse("%v", err)
 	}
 	return s, nil
+}
+
+// checkCallShape refuses a request whose fields cannot go together or
+// cannot be a command: no argv, a NUL in it, a relative workdir, a
+// session's fields outside a session, stdin twice, a size without a tty.
+func checkCallShape(r *Request) *Error {
+	if len(r.Argv) == 0 || r.Argv[0] == "" {
+		return refuse("argv: empty; give the command and its arguments, [\"cmd\", \"arg\", ...]")
+	}
+	for i, a := range r.Argv {
+		if strings.ContainsRune(a, 0) {
+			return refuse("argv[%d]: contains a NUL byte", i)
+		}
+	}
+	if r.Workdir != "" && !filepath.IsAbs(r.Workdir) {
+		return refuse("workdir %q: must be an absolute host path", r.Workdir)
+	}
+	if r.Session == "" && (r.KeepRunning || r.Cwd != "") {
+		return refuse("keep_running, cwd: taken only by a call in a session (\"session\": ID)")
+	}
+	if r.StdinStream && r.Stdin != nil {
+		return refuse("stdin and stdin_stream: give the input in the request or after it, not both")
+	}
+	if !r.TTY && (r.TTYRows != 0 || r.TTYCols != 0) {
+		return refuse("tty_rows, tty_cols: the size of a terminal, taken only with \"tty\": true")
+	}
+	return nil
+}
+
+// callProfile is a copy of p with the call's limits, network mode and
+// changes mode laid over it, as the CLI's flags are; p is not changed.
+func callProfile(p *profiles.Profile, r *Request) (*profiles.Profile, error) {
+	c := *p
+	c.Limits = maps.Clone(p.Limits)
+	c.Env.Set = maps.Clone(p.Env.Set)
+	for _, key := range sortedKeys(r.Limits) {
+		if err := setLimit(&c, key, r.Limits[key]); err != nil {
+			return nil, err
+		}
+	}
+	if r.Network != "" {
+		// As --net: any mode, the profile's hosts for "allow".
+		mode := r.Network
+		c.Network.Mode = &mode
+	}
+	if r.Changes != "" {
+		// As --changes: over the profile's filesystem.changes.
+		m, e := changesMode(r.Changes)
+		if e != nil {
+			return nil, e
+		}
+		mode := string(m)
+		c.Filesystem.Changes = &mode
+	}
+	return &c, nil
+}
+
+// callVars are the request's variables as "K=V", sorted by name, or the
+// refusal of a name that is not one.
+func callVars(env map[string]string) ([]string, *Error) {
+	var vars []string
+	for _, k := range sortedKeys(env) {
+		if k == "" || strings.Contains(k, "=") {
+			return nil, refuse("env: name %q: want a variable name without '='", k)
+		}
+		vars = append(vars, k+"="+env[k])
+	}
+	return vars, nil
 }
 
 // setLimit sets limit key of p to value, as `tooljail run --KEY value`

@@ -201,25 +201,10 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return err
 	}
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		l.Close()
-		return ErrServerClosed
-	}
-	if s.hidden == nil {
-		s.hidden = hiddenSet{}
-	}
-	if err := s.hideLocked(l); err != nil {
-		s.mu.Unlock()
+	if err := s.addListener(l); err != nil {
 		l.Close()
 		return err
 	}
-	if s.listeners == nil {
-		s.listeners = map[net.Listener]struct{}{}
-	}
-	s.listeners[l] = struct{}{}
-	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, l)
@@ -241,14 +226,13 @@ func (s *Server) Serve(l net.Listener) error {
 			if s.shuttingDown() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
-				// Out of descriptors for a moment: wait, as net/http does.
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			if !acceptPassing(err) {
+				return err
 			}
-			return err
+			// Out of descriptors for a moment: wait, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
 		}
 		backoff = 0
 		pc, e := s.pend(conn)
@@ -258,6 +242,34 @@ func (s *Server) Serve(l net.Listener) error {
 		}
 		go s.serveConn(pc)
 	}
+}
+
+// addListener takes l among the server's listeners, with its path
+// hidden from jails, unless the server is closing (ErrServerClosed).
+func (s *Server) addListener(l net.Listener) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return ErrServerClosed
+	}
+	if s.hidden == nil {
+		s.hidden = hiddenSet{}
+	}
+	if err := s.hideLocked(l); err != nil {
+		return err
+	}
+	if s.listeners == nil {
+		s.listeners = map[net.Listener]struct{}{}
+	}
+	s.listeners[l] = struct{}{}
+	return nil
+}
+
+// acceptPassing says whether an Accept error passes (a timeout, or out
+// of descriptors for a moment): Serve waits and accepts again.
+func acceptPassing(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)
 }
 
 // LongestTimeout is the longest wall-clock limit of the served profiles,
@@ -729,30 +741,9 @@ func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *R
 	}
 	cmd := newCmd()
 	defer s.untrack(cmd)
-	// A streamed run's output went to the client as it came: the report
-	// counts it, as `tooljail run` without --json does, rather than send
-	// it twice and hold it here meanwhile.
-	cmd.CaptureOutput = !req.Stream
-	cmd.MergeStderr = req.MergeStderr
-	if req.TTY {
-		cmd.TTY = &jail.TTY{Rows: req.TTYRows, Cols: req.TTYCols}
-	}
-	if req.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(req.Stdin)
-	}
-	// An interactive call's stdin comes on the connection as it is typed.
-	var stdinR *io.PipeReader
-	var stdinW *io.PipeWriter
-	if req.StdinStream {
-		stdinR, stdinW = io.Pipe()
-		cmd.Stdin = stdinR
+	stdinR, stdinW := callStdio(cmd, out, req)
+	if stdinR != nil {
 		defer stdinR.Close() // a writer still waiting is let go
-	}
-	if req.Stream {
-		cmd.Stdout = &streamWriter{out: out, name: "stdout", cancel: cmd.Cancel}
-		if !req.MergeStderr && !req.TTY {
-			cmd.Stderr = &streamWriter{out: out, name: "stderr", cancel: cmd.Cancel}
-		}
 	}
 	var watch sync.WaitGroup
 	ended := make(chan struct{})
@@ -761,21 +752,7 @@ func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *R
 		watch.Add(1)
 		go func() {
 			defer watch.Done()
-			if stdinW != nil {
-				// Input lines until the client's end; a line that is not
-				// one cancels the run.
-				if err := readInput(br, input{stdin: stdinW, resize: cmd.Resize, tty: req.TTY}); err != nil {
-					cmd.Cancel("cancelled: the client sent " + err.Error())
-				}
-			}
-			// Nothing more is expected from the client: any end of its
-			// side, EOF or error, is the client gone.
-			drain(br)
-			select {
-			case <-ended:
-			default:
-				cmd.Cancel(reasonClientGone)
-			}
+			watchClient(br, cmd, stdinW, req.TTY, ended)
 		}()
 	}
 	// The report goes out once it is final; the run's cgroup is removed
@@ -795,6 +772,58 @@ func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *R
 	// Closing ends the watcher's read.
 	conn.Close()
 	watch.Wait()
+}
+
+// callStdio gives cmd the call's stdio: captured or streamed to out, the
+// terminal, and stdin from the request or, for an interactive call, a
+// pipe fed from the connection as it is typed (its ends are returned;
+// nil otherwise).
+func callStdio(cmd *jail.Cmd, out *connWriter, req *Request) (*io.PipeReader, *io.PipeWriter) {
+	// A streamed run's output went to the client as it came: the report
+	// counts it, as `tooljail run` without --json does, rather than send
+	// it twice and hold it here meanwhile.
+	cmd.CaptureOutput = !req.Stream
+	cmd.MergeStderr = req.MergeStderr
+	if req.TTY {
+		cmd.TTY = &jail.TTY{Rows: req.TTYRows, Cols: req.TTYCols}
+	}
+	if req.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(req.Stdin)
+	}
+	var stdinR *io.PipeReader
+	var stdinW *io.PipeWriter
+	if req.StdinStream {
+		stdinR, stdinW = io.Pipe()
+		cmd.Stdin = stdinR
+	}
+	if req.Stream {
+		cmd.Stdout = &streamWriter{out: out, name: "stdout", cancel: cmd.Cancel}
+		if !req.MergeStderr && !req.TTY {
+			cmd.Stderr = &streamWriter{out: out, name: "stderr", cancel: cmd.Cancel}
+		}
+	}
+	return stdinR, stdinW
+}
+
+// watchClient reads the connection while cmd runs: the input lines of an
+// interactive call (stdinW not nil), then anything until the client's
+// end, which cancels a run that has not ended yet.
+func watchClient(br *bufio.Reader, cmd *jail.Cmd, stdinW *io.PipeWriter, tty bool, ended <-chan struct{}) {
+	if stdinW != nil {
+		// Input lines until the client's end; a line that is not
+		// one cancels the run.
+		if err := readInput(br, input{stdin: stdinW, resize: cmd.Resize, tty: tty}); err != nil {
+			cmd.Cancel("cancelled: the client sent " + err.Error())
+		}
+	}
+	// Nothing more is expected from the client: any end of its
+	// side, EOF or error, is the client gone.
+	drain(br)
+	select {
+	case <-ended:
+	default:
+		cmd.Cancel(reasonClientGone)
+	}
 }
 
 // command is the Cmd of a call: a warm jail's when the pool has one for

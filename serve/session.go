@@ -163,51 +163,23 @@ func (s *Server) startSession(conn net.Conn, br *bufio.Reader, out *connWriter, 
 		return
 	}
 	p := s.profileOf(&base)
-	limits := jail.SessionLimits{Idle: DefaultSessionIdle, MaxLife: DefaultSessionMaxLife}
-	if op.Idle != "" {
-		limits.Idle, _ = sessionDuration(op.Idle)
-	}
-	if op.MaxLife != "" {
-		limits.MaxLife, _ = sessionDuration(op.MaxLife)
-	}
-	s.mu.Lock()
-	switch {
-	case s.closing:
-		s.mu.Unlock()
-		out.writeError(refuse("the server is shutting down; retry with a new server"))
-		return
-	case s.sessionsOf(peer.UID) >= MaxSessionsPerUser:
-		s.mu.Unlock()
-		out.writeError(refuse("uid %d keeps %d sessions already, the most one user may; stop one (session_op stop)", peer.UID, MaxSessionsPerUser))
+	limits := sessionLimits(op)
+	if e := s.admitSession(peer.UID); e != nil {
+		out.writeError(e)
 		return
 	}
-	s.mu.Unlock()
 	js, err := jail.StartSession(spec, limits)
 	if err != nil {
 		out.writeError(&Error{Code: jail.ExitSetup, Message: err.Error()})
 		return
 	}
-	name := base.Profile
-	if name == "" {
-		name = s.first
-	}
-	if base.ProfileTOML != "" {
-		name = ClientProfileName
-	}
-	e := &session{s: js, profile: p, start: base, info: SessionInfo{ID: js.ID(), UID: peer.UID, Profile: name, Workdir: spec.Dir,
+	e := &session{s: js, profile: p, start: base, info: SessionInfo{ID: js.ID(), UID: peer.UID, Profile: s.sessionProfileName(&base), Workdir: spec.Dir,
 		StartedAt: time.Now().UTC(), Detached: op.Detach, Idle: limits.Idle.String(), MaxLife: limits.MaxLife.String()}}
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
+	if !s.registerSession(e) {
 		s.endSession(e, nil)
 		out.writeError(refuse("the server is shutting down; retry with a new server"))
 		return
 	}
-	if s.sessions == nil {
-		s.sessions = map[string]*session{}
-	}
-	s.sessions[js.ID()] = e
-	s.mu.Unlock()
 	// However it stops (idle, max life, its init's end), it goes and is
 	// audited.
 	go func() {
@@ -225,6 +197,61 @@ func (s *Server) startSession(conn net.Conn, br *bufio.Reader, out *connWriter, 
 	drain(br)
 	s.stopSession(js.ID(), peer.UID)
 	conn.Close()
+}
+
+// sessionLimits are the life limits a session_op start asks for, or the
+// defaults (the request's durations were checked when it was decoded).
+func sessionLimits(op *SessionOp) jail.SessionLimits {
+	limits := jail.SessionLimits{Idle: DefaultSessionIdle, MaxLife: DefaultSessionMaxLife}
+	if op.Idle != "" {
+		limits.Idle, _ = sessionDuration(op.Idle)
+	}
+	if op.MaxLife != "" {
+		limits.MaxLife, _ = sessionDuration(op.MaxLife)
+	}
+	return limits
+}
+
+// admitSession is why uid may not start a session now (the server is
+// shutting down, or uid keeps the most sessions one user may), or nil.
+func (s *Server) admitSession(uid int) *Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return refuse("the server is shutting down; retry with a new server")
+	case s.sessionsOf(uid) >= MaxSessionsPerUser:
+		return refuse("uid %d keeps %d sessions already, the most one user may; stop one (session_op stop)", uid, MaxSessionsPerUser)
+	}
+	return nil
+}
+
+// sessionProfileName is the profile a session's listing names: the
+// request's, the server's first, or the client's own.
+func (s *Server) sessionProfileName(base *Request) string {
+	name := base.Profile
+	if name == "" {
+		name = s.first
+	}
+	if base.ProfileTOML != "" {
+		name = ClientProfileName
+	}
+	return name
+}
+
+// registerSession lists e among the server's sessions, unless the server
+// began shutting down while its jail was built (then it says false).
+func (s *Server) registerSession(e *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	if s.sessions == nil {
+		s.sessions = map[string]*session{}
+	}
+	s.sessions[e.info.ID] = e
+	return true
 }
 
 // asError is err as the protocol's error.

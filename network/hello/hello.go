@@ -204,12 +204,7 @@ func Parse(b []byte) (Hello, error) {
 			return Hello{}, err
 		}
 		if len(rest) < recordHeaderLen {
-			// The next record brings at least one byte of the message.
-			more := max(1, handshakeHeaderLen-len(msg))
-			if want >= 0 {
-				more = want - len(msg)
-			}
-			return Hello{}, short(b, recordHeaderLen-len(rest)+more)
+			return Hello{}, short(b, headerShortfall(len(rest), len(msg), want))
 		}
 		n := int(rest[3])<<8 | int(rest[4])
 		end := off + recordHeaderLen + n
@@ -218,20 +213,9 @@ func Parse(b []byte) (Hello, error) {
 		}
 		frag := rest[recordHeaderLen:min(len(rest), recordHeaderLen+n)]
 
-		// The handshake header may arrive in pieces; check what is there
-		// so a stream that is no ClientHello is refused at once.
-		var hdr [handshakeHeaderLen]byte
-		k := copy(hdr[:], msg)
-		k += copy(hdr[k:], frag)
-		if k >= 1 && hdr[0] != typeClientHello {
-			return Hello{}, malformed("handshake message of type %d where a ClientHello (1) must come first", hdr[0])
-		}
-		if k == handshakeHeaderLen {
-			want = handshakeHeaderLen + (int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3]))
-			// Each record carries at least one byte behind a header.
-			if want > MaxLen-recordHeaderLen {
-				return Hello{}, ErrTooLong
-			}
+		var err error
+		if want, err = checkHandshakeHeader(msg, frag, want); err != nil {
+			return Hello{}, err
 		}
 
 		if end > len(b) {
@@ -261,6 +245,40 @@ func Parse(b []byte) (Hello, error) {
 			return h, nil
 		}
 	}
+}
+
+// headerShortfall is how many more bytes a hello needs when the next
+// record's header is cut after restLen bytes: the rest of the header and
+// what the message still lacks (its length with header is want, or -1
+// before its own header is whole), at least one byte of it.
+func headerShortfall(restLen, msgLen, want int) int {
+	more := max(1, handshakeHeaderLen-msgLen)
+	if want >= 0 {
+		more = want - msgLen
+	}
+	return recordHeaderLen - restLen + more
+}
+
+// checkHandshakeHeader checks the handshake header as far as the message
+// so far (msg) and the next fragment hold it, since it may arrive in
+// pieces: a stream that is no ClientHello is refused at once. Once the
+// header is whole it returns the message's length with header, else want
+// as given.
+func checkHandshakeHeader(msg, frag []byte, want int) (int, error) {
+	var hdr [handshakeHeaderLen]byte
+	k := copy(hdr[:], msg)
+	k += copy(hdr[k:], frag)
+	if k >= 1 && hdr[0] != typeClientHello {
+		return want, malformed("handshake message of type %d where a ClientHello (1) must come first", hdr[0])
+	}
+	if k == handshakeHeaderLen {
+		want = handshakeHeaderLen + (int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3]))
+		// Each record carries at least one byte behind a header.
+		if want > MaxLen-recordHeaderLen {
+			return want, ErrTooLong
+		}
+	}
+	return want, nil
 }
 
 // short is the ShortError for needing need more bytes after b, or

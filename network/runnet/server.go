@@ -49,42 +49,9 @@ func Start(cfg Config, files []*os.File) (*Server, error) {
 			f.Close()
 		}
 	}()
-	if len(files) != 4 {
-		return nil, fmt.Errorf("network allow mode: the init sent %d sockets, want 4", len(files))
-	}
-	var ls [3]net.Listener
-	var pc net.PacketConn
-	closeAll := func() {
-		for _, l := range ls {
-			if l != nil {
-				l.Close()
-			}
-		}
-		if pc != nil {
-			pc.Close()
-		}
-	}
-	fileListener := cfg.FileListener
-	if fileListener == nil {
-		fileListener = net.FileListener
-	}
-	var err error
-	for i, f := range []*os.File{files[0], files[1], files[3]} {
-		if ls[i], err = fileListener(f); err != nil {
-			closeAll()
-			return nil, fmt.Errorf("network allow mode: listener %d: %w", i, err)
-		}
-	}
-	if pc, err = net.FilePacketConn(files[2]); err != nil {
-		closeAll()
-		return nil, fmt.Errorf("network allow mode: DNS socket: %w", err)
-	}
-	// Each is what its server expects, or the record is not the init's.
-	for i, a := range []net.Addr{ls[0].Addr(), ls[1].Addr(), ls[2].Addr(), pc.LocalAddr()} {
-		if !loopbackPort(a, []int{ProxyHTTPPort, ProxySOCKS5Port, DNSPort, DNSPort}[i]) {
-			closeAll()
-			return nil, fmt.Errorf("network allow mode: socket %d is on %s, not where the init makes it", i, a)
-		}
+	ls, pc, closeAll, err := openSockets(cfg, files)
+	if err != nil {
+		return nil, err
 	}
 	n := &Server{log: newNetLog()}
 	cache := resolver.NewAddrCache(cfg.Lookup, 0, 0)
@@ -112,6 +79,48 @@ func Start(cfg Config, files []*os.File) (*Server, error) {
 	serve(func() error { return n.dns.ServeTCP(ls[2]) })
 	serve(func() error { return n.dns.ServeUDP(pc) })
 	return n, nil
+}
+
+// openSockets makes the listeners and the DNS packet socket of the four
+// files, each checked to be on the loopback port its server expects, and
+// returns with them what closes them all; on an error nothing stays open
+// but the files, which Start closes.
+func openSockets(cfg Config, files []*os.File) (ls [3]net.Listener, pc net.PacketConn, closeAll func(), err error) {
+	if len(files) != 4 {
+		return ls, nil, nil, fmt.Errorf("network allow mode: the init sent %d sockets, want 4", len(files))
+	}
+	closeAll = func() {
+		for _, l := range ls {
+			if l != nil {
+				l.Close()
+			}
+		}
+		if pc != nil {
+			pc.Close()
+		}
+	}
+	fileListener := cfg.FileListener
+	if fileListener == nil {
+		fileListener = net.FileListener
+	}
+	for i, f := range []*os.File{files[0], files[1], files[3]} {
+		if ls[i], err = fileListener(f); err != nil {
+			closeAll()
+			return ls, nil, nil, fmt.Errorf("network allow mode: listener %d: %w", i, err)
+		}
+	}
+	if pc, err = net.FilePacketConn(files[2]); err != nil {
+		closeAll()
+		return ls, nil, nil, fmt.Errorf("network allow mode: DNS socket: %w", err)
+	}
+	// Each is what its server expects, or the record is not the init's.
+	for i, a := range []net.Addr{ls[0].Addr(), ls[1].Addr(), ls[2].Addr(), pc.LocalAddr()} {
+		if !loopbackPort(a, []int{ProxyHTTPPort, ProxySOCKS5Port, DNSPort, DNSPort}[i]) {
+			closeAll()
+			return ls, nil, nil, fmt.Errorf("network allow mode: socket %d is on %s, not where the init makes it", i, a)
+		}
+	}
+	return ls, pc, closeAll, nil
 }
 
 // loopbackPort says whether a is 127.0.0.1:port (TCP or UDP).
