@@ -36,6 +36,8 @@ import (
 	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/profiles"
 	"github.com/tooljail/tooljail/report"
+	"github.com/tooljail/tooljail/serve/internal/sockfile"
+	"github.com/tooljail/tooljail/serve/internal/warmpool"
 )
 
 // Timeouts of a connection: a client gets this long from its connection
@@ -94,7 +96,7 @@ type Server struct {
 	AllowClientProfiles bool
 	// Warm is how many jails the server keeps built ahead of their calls
 	// for each shape of call it sees (a served profile and a workdir;
-	// pool.go); 0 builds every jail when its call arrives. The CLI's
+	// package serve/internal/warmpool); 0 builds every jail when its call arrives. The CLI's
 	// default is DefaultWarm. At most MaxWarm.
 	Warm int
 	// Tools are tool files whose tools requests may call ("tool",
@@ -107,7 +109,7 @@ type Server struct {
 	ChangesDir string
 
 	loadOnce sync.Once
-	pool     *pool // nil without warm jails
+	pool     *warmpool.Pool // nil without warm jails
 	loadErr  error
 	profiles map[string]*profiles.Profile
 	first    string
@@ -185,7 +187,7 @@ func (s *Server) Load() error {
 			return
 		}
 		if s.Warm > 0 {
-			s.pool = newPool(s.Warm)
+			s.pool = warmpool.New(s.Warm)
 		}
 	})
 	return s.loadErr
@@ -301,8 +303,8 @@ func (s *Server) hideLocked(l net.Listener) error {
 			return err
 		}
 	}
-	if ll, ok := l.(*listener); ok {
-		if err := s.hidden.add(ll.lock.path, "lock file"); err != nil {
+	if ll, ok := l.(*sockfile.Listener); ok {
+		if err := s.hidden.add(ll.LockPath(), "lock file"); err != nil {
 			return err
 		}
 	}
@@ -333,10 +335,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.drain)
 	}
 	s.closing = true
-	var locked []*listener
+	var locked []*sockfile.Listener
 	for l := range s.listeners {
-		if ll, ok := l.(*listener); ok {
-			ll.stopAccepting()
+		if ll, ok := l.(*sockfile.Listener); ok {
+			ll.StopAccepting()
 			locked = append(locked, ll)
 		} else {
 			l.Close()
@@ -350,7 +352,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	if s.pool != nil {
 		// No call takes a warm jail from now on: the parked ones go.
-		s.pool.close()
+		s.pool.Close()
 	}
 
 	done := make(chan struct{})
@@ -836,7 +838,7 @@ func (s *Server) command(req *Request, spec *jail.Spec) *jail.Cmd {
 		if name == "" {
 			name = s.first
 		}
-		if cmd := s.pool.take(poolKeyOf(req, name), spec); cmd != nil {
+		if cmd := s.pool.Take(poolKeyOf(req, name), spec); cmd != nil {
 			return cmd
 		}
 	}

@@ -455,7 +455,7 @@ func withoutServer(snap snapshot, s *server) snapshot {
 		return snap
 	}
 	snap.Descendants--
-	// Its warm jails (serve/pool.go) are parked, not left: each is an init
+	// Its warm jails (serve/internal/warmpool) are parked, not left: each is an init
 	// (a child of the server) with its stage 2, in a run group of its own.
 	// They are left out, by their group; any other group of the server's
 	// still counts.
