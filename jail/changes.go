@@ -11,11 +11,11 @@ import (
 // scans, keeps and applies it (changes.Run). This file gives it the run's
 // store and its end.
 
-// changesDir is the change store a run of s uses: Spec.ChangesDir, or
-// the default of the supervisor's user (changes.DefaultDir).
-func changesDir(s *Spec) (string, error) {
-	if s.ChangesDir != "" {
-		return s.ChangesDir, nil
+// changesDir is the change store the run uses: Spec.ChangesDir, or the
+// default of the supervisor's user (changes.DefaultDir).
+func (c *Cmd) changesDir() (string, error) {
+	if c.Spec.ChangesDir != "" {
+		return c.Spec.ChangesDir, nil
 	}
 	return changes.DefaultDir(os.Geteuid(), os.Getenv("HOME"), os.Getenv("XDG_STATE_HOME"))
 }

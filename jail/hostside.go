@@ -88,7 +88,7 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 		if err != nil {
 			return err
 		}
-		h.chg, err = changes.NewRun(p.changes, func() (string, error) { return changesDir(c.Spec) }, h.id.UID, h.id.GID)
+		h.chg, err = changes.NewRun(p.changes, c.changesDir, h.id.UID, h.id.GID)
 		return err
 	}
 	if err := h.resolveIn(c, "/"); err != nil {
@@ -99,7 +99,7 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	if err != nil {
 		return err
 	}
-	if h.chg, err = changes.NewRun(p.changes, func() (string, error) { return changesDir(c.Spec) }, h.id.UID, h.id.GID); err != nil {
+	if h.chg, err = changes.NewRun(p.changes, c.changesDir, h.id.UID, h.id.GID); err != nil {
 		return err
 	}
 	if h.idmapped, err = hostside.Detach(p.host, h.sources, c.Spec.Dir, h.id, h.explicit, p.compile); err != nil {

@@ -25,7 +25,7 @@ func (s *Server) serveChangesOp(out *connWriter, req *Request, peer *report.Peer
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		out.writeError(refuse("the server is shutting down; retry with a new server"))
+		out.writeError(refuseShutdown())
 		return
 	}
 	s.calls.Add(1)

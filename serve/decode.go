@@ -127,10 +127,10 @@ func measureFields(fields []rawField) (execCost, *Error) {
 			err = fmt.Errorf("%d bytes, longer than %d; a profile is a small TOML file", len(f.raw), maxProfileTOMLField)
 		}
 		if err != nil {
-			return cost, refuse("%s: %v", f.name, err)
+			return execCost{}, refuse("%s: %v", f.name, err)
 		}
 		if cost.bytes > ArgMax {
-			return cost, refuse("argv, env and arguments: more than %d bytes as execve counts them (each string, its NUL and a pointer); no program can be started with them: send large data as stdin or in a file in the workdir", ArgMax)
+			return execCost{}, refuse("argv, env and arguments: more than %d bytes as execve counts them (each string, its NUL and a pointer); no program can be started with them: send large data as stdin or in a file in the workdir", ArgMax)
 		}
 	}
 	return cost, nil

@@ -110,6 +110,12 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// refuseShutdown is the refusal of anything asked of a server that is
+// shutting down.
+func refuseShutdown() *Error {
+	return refuse("the server is shutting down; retry with a new server")
+}
+
 // refuse is the error of a refused request: exit code 125, one line.
 func refuse(format string, args ...any) *Error {
 	msg := fmt.Sprintf(format, args...)

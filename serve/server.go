@@ -437,7 +437,7 @@ func (s *Server) waitSlot(peer peerKey) (release func(), e *Error) {
 	case <-timer.C:
 		why = queueRefusal(s.maxRuns(), timeout)
 	case <-drain:
-		why = refuse("the server is shutting down; retry with a new server")
+		why = refuseShutdown()
 	}
 	s.mu.Lock()
 	granted := s.queue.leave(w)
@@ -596,7 +596,7 @@ func (s *Server) admitLine(line []byte, held *int64) (*Request, error) {
 		return req, e
 	}
 	if s.shuttingDown() {
-		return req, refuse("the server is shutting down; retry with a new server")
+		return req, refuseShutdown()
 	}
 	return req, nil
 }
@@ -851,7 +851,7 @@ func (s *Server) track() *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return refuse("the server is shutting down; retry with a new server")
+		return refuseShutdown()
 	}
 	if e := admitRun(s.running, s.maxRuns()); e != nil {
 		return e

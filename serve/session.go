@@ -177,7 +177,7 @@ func (s *Server) startSession(conn net.Conn, br *bufio.Reader, out *connWriter, 
 		StartedAt: time.Now().UTC(), Detached: op.Detach, Idle: limits.Idle.String(), MaxLife: limits.MaxLife.String()}}
 	if !s.registerSession(e) {
 		s.endSession(e, nil)
-		out.writeError(refuse("the server is shutting down; retry with a new server"))
+		out.writeError(refuseShutdown())
 		return
 	}
 	// However it stops (idle, max life, its init's end), it goes and is
@@ -219,7 +219,7 @@ func (s *Server) admitSession(uid int) *Error {
 	defer s.mu.Unlock()
 	switch {
 	case s.closing:
-		return refuse("the server is shutting down; retry with a new server")
+		return refuseShutdown()
 	case s.sessionsOf(uid) >= MaxSessionsPerUser:
 		return refuse("uid %d keeps %d sessions already, the most one user may; stop one (session_op stop)", uid, MaxSessionsPerUser)
 	}
