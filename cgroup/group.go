@@ -170,8 +170,8 @@ const (
 	AllFigures = Counters | Peaks | CPUUsage | Limit
 )
 
-// Kill kills every process in the group and waits (up to 2 s) until the
-// group is empty.
+// Kill kills every process in the group and waits (up to settleTimeout)
+// until the group is empty.
 func (g *Group) Kill() error { return g.b.kill() }
 
 // Delete removes the group; call Kill first. It retries for a short while
@@ -191,7 +191,7 @@ func (g *Group) Delete() error {
 
 // rmdirRetry removes a cgroup directory; ENOENT counts as done.
 func rmdirRetry(dir string) error {
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	// A task that has just exited can keep the group busy for a moment:
 	// retry soon first, then every 10 ms.
 	wait := 250 * time.Microsecond

@@ -36,11 +36,19 @@ func signalAll(list func() ([]int, error)) (int, error) {
 	return n, nil
 }
 
+// settleTimeout bounds the waits for a killed group to empty and for its
+// directory to go (rmdirRetry). Killed processes take a few milliseconds
+// to leave; the bound is for a loaded host, where that can take seconds,
+// and for processes the kernel cannot kill at once (in uninterruptible
+// sleep), after which the caller is told what is left.
+const settleTimeout = 10 * time.Second
+
 // waitEmpty SIGKILLs what list returns until it returns nothing, for up to
-// 2 s. A process forked between a read and the kill is found next round;
-// a process with a pending SIGKILL cannot fork, so this converges.
+// settleTimeout. A process forked between a read and the kill is found
+// next round; a process with a pending SIGKILL cannot fork, so this
+// converges.
 func waitEmpty(list func() ([]int, error), what string) error {
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for {
 		pids, err := list()
 		if err != nil {

@@ -72,8 +72,7 @@ func limitSelfV2(h v2Host, memory int64) (func() error, error) {
 	}
 	return func() error {
 		writeFile(leaf, "memory.max", "max")
-		self.release()
-		return nil
+		return self.release()
 	}, nil
 }
 

@@ -154,10 +154,13 @@ func applyV2(dir string, r Resources) error {
 // v2Group is a run's group on cgroup v2: one directory, entered by
 // CLONE_INTO_CGROUP through fd.
 type v2Group struct {
-	dir   string
-	fd    int // O_PATH fd of dir until remove, then -1
-	res   Resources
-	files figureFiles
+	dir string
+	fd  int // O_PATH fd of dir until remove, then -1
+	// released: the group's hold on the owner directory is dropped (a
+	// failed release is not retried: the hold is gone either way).
+	released bool
+	res      Resources
+	files    figureFiles
 }
 
 func (g *v2Group) mode() Mode { return ModeV2 }
@@ -187,8 +190,11 @@ func (g *v2Group) remove() error {
 		unix.Close(g.fd)
 		g.fd = -1
 	}
-	self.release()
-	return nil
+	if g.released {
+		return nil
+	}
+	g.released = true
+	return self.release()
 }
 
 // statsV2 reads the figures f of a v2 group directory.

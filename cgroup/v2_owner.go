@@ -112,27 +112,37 @@ func enableControllers(dir string, want []string) (enabled, added []string, err 
 
 // release drops one v2 group; the last one removes the owner directory.
 // A v2 supervisor that moved itself into a leaf first moves back into the
-// cgroup it came from (see moveBack); when it cannot, the owner directory
-// stays until the next CleanupStale in that cgroup after this process exits.
-func (o *owner) release() {
+// cgroup it came from (see moveBack); when another supervisor's groups,
+// or controllers it did not enable, keep it from that, the owner
+// directory stays, by design, until the next CleanupStale in that cgroup
+// after this process exits. Any other failure is returned: the owner
+// directory, or its leaf, is left behind and the caller says so.
+func (o *owner) release() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.live--
-	if o.live > 0 {
-		return
+	if o.live > 0 || o.v2Dir == "" {
+		return nil
 	}
-	if o.v2Dir == "" {
-		return
-	}
+	dir := o.v2Dir
 	if o.movedSelf {
-		if !o.moveBack() {
-			return
+		moved, err := o.moveBack()
+		if !moved {
+			if err != nil {
+				err = fmt.Errorf("move the supervisor back into %s: %w; %s stays until the next run there removes it", o.v2Base, err, dir)
+			}
+			return err
 		}
 		o.movedSelf = false
-		unix.Rmdir(filepath.Join(o.v2Dir, supervisorDir))
+		if err := rmdirRetry(filepath.Join(dir, supervisorDir)); err != nil {
+			return err
+		}
 	}
-	unix.Rmdir(o.v2Dir)
+	if err := rmdirRetry(dir); err != nil {
+		return err
+	}
 	o.v2Dir, o.v2Base, o.v2Enabled, o.v2Added = "", "", nil, nil
+	return nil
 }
 
 // moveBack puts the supervisor back into the cgroup it came from, so that
@@ -141,23 +151,26 @@ func (o *owner) release() {
 // subtree_control is empty, so this works when this supervisor enabled
 // every controller there itself and no other sub-group needs them: first
 // the groups of dead supervisors are removed, then the controllers are
-// disabled (the kernel refuses while a sub-group still uses one).
-func (o *owner) moveBack() bool {
+// disabled (the kernel refuses while a sub-group still uses one). It
+// reports whether it moved; not moving with a nil error is the case by
+// design (another supervisor's groups, or controllers someone else
+// enabled).
+func (o *owner) moveBack() (bool, error) {
 	base := o.v2Base
 	cleanupV2(base, map[string]bool{})
 	for _, name := range subdirs(base) {
 		if name != filepath.Base(o.v2Dir) {
-			return false // another supervisor's groups, or someone else's
+			return false, nil // another supervisor's groups, or someone else's
 		}
 	}
 	cur, err := readString(base, "cgroup.subtree_control")
 	if err != nil {
-		return false
+		return false, err
 	}
 	var off []string
 	for _, c := range strings.Fields(cur) {
 		if !contains(o.v2Added, c) {
-			return false // enabled by someone else: not ours to undo
+			return false, nil // enabled by someone else: not ours to undo
 		}
 		off = append(off, "-"+c)
 	}
@@ -168,12 +181,17 @@ func (o *owner) moveBack() bool {
 		for _, c := range strings.Fields(own) {
 			l = append(l, "-"+c)
 		}
-		if writeFile(o.v2Dir, "cgroup.subtree_control", strings.Join(l, " ")) != nil {
-			return false
+		if err := writeFile(o.v2Dir, "cgroup.subtree_control", strings.Join(l, " ")); err != nil {
+			return false, err
 		}
 	}
-	if len(off) > 0 && writeFile(base, "cgroup.subtree_control", strings.Join(off, " ")) != nil {
-		return false
+	if len(off) > 0 {
+		if err := writeFile(base, "cgroup.subtree_control", strings.Join(off, " ")); err != nil {
+			return false, err
+		}
 	}
-	return writeFile(base, "cgroup.procs", strconv.Itoa(os.Getpid())) == nil
+	if err := writeFile(base, "cgroup.procs", strconv.Itoa(os.Getpid())); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -114,7 +114,11 @@ func (rc runCgroup) release() {
 func (rc runCgroup) check(t *testing.T, pid int) {
 	t.Helper()
 	if left := rc.leftovers(pid); len(left) > 0 {
-		t.Errorf("tooljail (pid %d) left cgroups behind:\n%s", pid, strings.Join(left, "\n"))
+		var what []string
+		for _, d := range left {
+			what = append(what, describeCgroup(d, "  ")...)
+		}
+		t.Errorf("tooljail (pid %d) left cgroups behind:\n%s", pid, strings.Join(what, "\n"))
 		for _, d := range left {
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
 				removeCgroupTree(d)
@@ -122,6 +126,35 @@ func (rc runCgroup) check(t *testing.T, pid int) {
 		}
 	}
 	rc.release()
+}
+
+// describeCgroup is what a leftover cgroup holds, for the failure message:
+// the directory (or line as leftovers gives it), then each directory below
+// it with its processes, its populated flag and its subtree_control, so
+// that the message says which step of tooljail's removal did not happen.
+func describeCgroup(d, indent string) []string {
+	fi, err := os.Stat(d)
+	if err != nil || !fi.IsDir() {
+		return []string{d}
+	}
+	procs, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+	events, _ := os.ReadFile(filepath.Join(d, "cgroup.events"))
+	sc, _ := os.ReadFile(filepath.Join(d, "cgroup.subtree_control"))
+	populated := "?"
+	for _, l := range strings.Split(string(events), "\n") {
+		if v, ok := strings.CutPrefix(l, "populated "); ok {
+			populated = v
+		}
+	}
+	l := []string{fmt.Sprintf("%s%s (procs %v, populated %s, subtree_control %q)", indent, d,
+		strings.Fields(string(procs)), populated, strings.TrimSpace(string(sc)))}
+	ents, _ := os.ReadDir(d)
+	for _, e := range ents {
+		if e.IsDir() {
+			l = append(l, describeCgroup(filepath.Join(d, e.Name()), indent+"  ")...)
+		}
+	}
+	return l
 }
 
 // removeCgroupTree kills everything in dir's subtree and removes it, deepest

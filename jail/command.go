@@ -464,7 +464,9 @@ func (c *Cmd) Cancel(reason string) {
 }
 
 // Wait waits for the run to end, cleans up, and returns its Result. The
-// error is non-nil only when the command never ran (status setup_error).
+// error is the SetupError when the command never ran (status
+// setup_error), or a *CleanupError when it ran, its Result is final and
+// valid, but what the jail had on the host was not all removed.
 func (c *Cmd) Wait() (*Result, error) {
 	if c.res == nil {
 		return nil, errors.New("jail: not started")
@@ -485,18 +487,35 @@ func (c *Cmd) Wait() (*Result, error) {
 		<-c.waitCh
 		<-c.msgDone
 	}
-	c.cleanup()
+	left := c.cleanup()
 	if c.res.Status == StatusSetupError {
 		return c.res, c.setupErr
 	}
+	if left != nil {
+		return c.res, &CleanupError{Err: left}
+	}
 	return c.res, nil
 }
+
+// CleanupError is Wait's error when the run ended, with its Result final,
+// but what the jail had on the host was not all removed: its cgroup still
+// held processes after the kill, or could not be removed. The caller
+// should say so (the CLI prints a warning, a server logs it); the next
+// run in the same cgroup removes what is left once this process is gone
+// (cgroup.CleanupStale).
+type CleanupError struct{ Err error }
+
+func (e *CleanupError) Error() string {
+	return "the run ended, but its jail was not all removed: " + e.Err.Error()
+}
+
+func (e *CleanupError) Unwrap() error { return e.Err }
 
 // WaitResult waits for the run to end and returns its Result, which is
 // final: the jail's processes are gone and every figure is in. What is
 // left is the run's cgroup to remove; Wait, which must still be called,
 // removes it and returns the same Result. A server sends the Result to
-// its client in between. The error is as Wait's.
+// its client in between. The error is the SetupError Wait would return.
 func (c *Cmd) WaitResult() (*Result, error) {
 	if c.res == nil {
 		return nil, errors.New("jail: not started")
@@ -614,11 +633,13 @@ func (c *Cmd) collectEvidence() (violations []seccomp.Violation, denials []landl
 	return violations, denials, stats
 }
 
-func (c *Cmd) cleanup() {
+// cleanup removes what the run had on the host and returns what it could
+// not remove.
+func (c *Cmd) cleanup() error {
 	if c.sessionCall() {
 		// Everything but the call's own output is the session's.
 		c.sess.callEnded(c)
-		return
+		return nil
 	}
 	if c.staleDone != nil {
 		<-c.staleDone
@@ -627,9 +648,9 @@ func (c *Cmd) cleanup() {
 		c.watcher.Stop()
 		c.watcher = nil
 	}
+	var left error
 	if c.group != nil {
-		c.group.Kill()
-		c.group.Delete()
+		left = errors.Join(c.group.Kill(), c.group.Delete())
 	}
 	if c.sock >= 0 {
 		unix.Close(c.sock)
@@ -641,6 +662,7 @@ func (c *Cmd) cleanup() {
 		c.nonsTmp.Remove()
 		c.nonsTmp = nil
 	}
+	return left
 }
 
 func (c *Cmd) finishSetupError() {

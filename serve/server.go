@@ -770,7 +770,10 @@ func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *R
 	if res != nil {
 		out.writeReport(res)
 	}
-	cmd.Wait()
+	if _, err := cmd.Wait(); err != nil && s.ErrorLog != nil && res != nil {
+		// The client has its report; what the jail left is the host's.
+		s.ErrorLog.Printf("run %s: %v", res.ID, err)
+	}
 	// Closing ends the watcher's read.
 	conn.Close()
 	watch.Wait()

@@ -370,6 +370,12 @@ func (f *runFlags) overlayPolicy(p *profiles.Profile) error {
 // exit code. Outputs the jail did not open (a failed Start) are skipped.
 func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout, stderr io.Writer) int {
 	code := r.ExitCode
+	if ce := (*jail.CleanupError)(nil); errors.As(runErr, &ce) {
+		// The command ran and its report stands; the host is told what
+		// the jail left, and the exit code stays the command's.
+		fmt.Fprintf(stderr, "tooljail: warning: %v\n", ce)
+		runErr = nil
+	}
 	var rep *report.ReportJSON
 	if f.report.value != "" || f.json {
 		// Only when it is wanted: encoding it costs a noticeable part of

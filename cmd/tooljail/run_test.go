@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -321,6 +322,26 @@ func TestFinishSkipsUnopenedOutputs(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("files written: %v", ents)
+	}
+}
+
+// A run whose jail was not all removed keeps the command's exit code and
+// report, and says what was left on one warning line; quiet or not.
+func TestFinishCleanupWarning(t *testing.T) {
+	left := &jail.CleanupError{Err: errors.New("remove cgroup /sys/fs/cgroup/x: device or resource busy")}
+	for _, quiet := range []bool{true, false} {
+		f := runFlags{quiet: quiet, json: true}
+		r := &jail.Result{Schema: jail.Schema, ID: "abc", Status: jail.StatusExited, ExitCode: 3, Command: []string{"true"}, Violations: []jail.Violation{}}
+		var stdout, stderr bytes.Buffer
+		code := f.finish(r, fmt.Errorf("wrapped: %w", left), runOutputs{}, &stdout, &stderr)
+		want := "tooljail: warning: the run ended, but its jail was not all removed: remove cgroup /sys/fs/cgroup/x: device or resource busy\n"
+		if code != 3 || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "tooljail:") != 1 {
+			t.Errorf("quiet %v: exit %d, stderr %q; want 3 and %q alone", quiet, code, stderr.String(), want)
+		}
+		var back jail.Result
+		if err := json.Unmarshal(stdout.Bytes(), &back); err != nil || back.ID != "abc" || back.ExitCode != 3 {
+			t.Errorf("quiet %v: the report is not the run's: %v\n%s", quiet, err, stdout.String())
+		}
 	}
 }
 

@@ -120,6 +120,12 @@ chown -R 65534:65534 $CG/suite-user/test || fatal "delegate suite-user/test"
 
 echo "tjvm: kernel $(uname -r); cgroup controllers: $(cat $CG/cgroup.subtree_control); ready at uptime $(cut -d" " -f1 /proc/uptime)s"
 
+# The heartbeat run.sh watches (amd64: its second serial port, ttyS1): the uptime every 15 s.
+# Its silence while QEMU runs means the guest froze (see watch_freeze in run.sh).
+if [ -c /dev/ttyS1 ] && stty -F /dev/ttyS1 raw 2>/dev/null; then
+	(while cut -d" " -f1 /proc/uptime >/dev/ttyS1; do sleep 15; done) </dev/null >/dev/null 2>&1 &
+fi
+
 # run_suite WHO UID GID HOME NAME: the test binary with /suite/env and /suite/args.
 # WHO-nouserns runs as WHO, in WHO's cgroup, after user.max_user_namespaces=0, only the
 # tests of the mode without namespaces (a later -test.run wins), with TJ_VM_NOUSERNS=1.

@@ -18,6 +18,9 @@
 #   VM_BOOT_TRIES        boots in all when a kernel dies before the guest is ready,
 #                        panics, or a run fails with a guest clock far from the host's
 #                        (default 2; no other failure is retried)
+#   VM_FREEZE_AFTER      amd64: seconds without the guest's heartbeat after which it counts
+#                        as frozen and gets an NMI, whose panic names where it was stuck
+#                        (default 300; the boot is then retried like a panic)
 #   VM_MEM, VM_SMP       guest memory in MiB (default 3072) and CPUs (default 2)
 #   VM_LOG               serial console log (default .cache/logs/SERIES.log)
 #   VM_QUIET=1           do not echo the console while it runs (the log is still written
@@ -29,7 +32,7 @@
 #                        built for it (GOARCH=arm64)
 #   VM_CACHE             cache directory (default integration/vm/.cache)
 # Exit status: the suites' combined status (0 only if every suite passed); 2 on a boot
-# failure, panic, timeout or missing result marker (the console tail says which).
+# failure, panic, freeze, timeout or missing result marker (the console tail says which).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -268,7 +271,9 @@ timeout_s=${VM_TIMEOUT:-900}
 append="panic=-1 oops=panic loglevel=3 quiet lsm=$lsm rdinit=/init nokaslr mitigations=off"
 case $arch in
 amd64)
-	append="console=ttyS0 $append tsc=reliable no_timer_check"
+	# unknown_nmi_panic and panic_print=0x40 (every CPU's backtrace): the NMI that
+	# watch_freeze sends to a frozen guest becomes a panic that says where it was stuck.
+	append="console=ttyS0 $append tsc=reliable no_timer_check unknown_nmi_panic panic_print=0x40"
 	machine=(-cpu max)
 	;;
 arm64)
@@ -281,9 +286,42 @@ arm64)
 	;;
 esac
 start=$(date +%s%N)
+# A frozen guest prints nothing, and only VM_TIMEOUT (25 minutes in make vm) ended it, with
+# no word of where it was stuck: a 6.1 guest went silent for good 280 s into the root suite
+# under a loaded host. On amd64 /init writes its uptime every 15 s to a second serial port
+# ($hb); when that stops for VM_FREEZE_AFTER seconds (default 300) while QEMU runs,
+# watch_freeze sends an NMI through QEMU's monitor. The kernel (unknown_nmi_panic) panics with
+# every CPU's backtrace, and the boot is retried and named like any panic after ready (see
+# below). A guest QEMU itself no longer runs still ends at VM_TIMEOUT. arm64 guests (one
+# UART) have no heartbeat.
+hb="$work/heartbeat" mon="$work/monitor"
+freeze_after=${VM_FREEZE_AFTER:-300}
+[[ $freeze_after =~ ^[1-9][0-9]*$ ]] || die "VM_FREEZE_AFTER must be a number of seconds, got '$freeze_after'"
+extra=()
+if [ "$arch" = amd64 ]; then
+	mkfifo "$mon.in" "$mon.out" || die "mkfifo $mon.in $mon.out failed"
+	extra=(-chardev "file,id=hb,path=$hb" -serial chardev:hb
+		-chardev "pipe,id=mon,path=$mon" -mon chardev=mon,mode=readline)
+fi
+# watch_freeze PID: the watchdog above, for the QEMU (timeout) process PID.
+watch_freeze() {
+	local beat
+	while sleep 5; do
+		kill -0 "$1" 2>/dev/null || return 0
+		# No heartbeat yet: the guest is booting (a boot that never ends is VM_TIMEOUT's).
+		[ -s "$hb" ] || continue
+		beat=$(stat -c %Y "$hb")
+		[ $(($(date +%s) - beat)) -ge "$freeze_after" ] || continue
+		echo "$prog: kernel $label: no heartbeat for ${freeze_after}s (last at guest uptime $(tr -d '\r' <"$hb" | tail -n1)s): the guest froze; sending it an NMI for its backtraces" >&2
+		: >"$work/froze"
+		echo nmi >"$mon.in"
+		return 0
+	done
+}
 # boot_guest: one run of the guest; the console goes to $log, qemu's status to $qrc.
 boot_guest() {
 	: >"$log"
+	rm -f "$hb" "$work/froze"
 	echo "$prog: booting $(cat "$kdir/package") ($arch, $(du -h "$initrd" | cut -f1) initramfs, TCG, ${VM_SMP:-2} CPUs, ${VM_MEM:-3072} MiB), log $log" >&2
 	set +e
 	if [ "${VM_QUIET:-0}" = 1 ]; then out=/dev/null; else out=/dev/stderr; fi
@@ -293,8 +331,9 @@ boot_guest() {
 		-accel tcg "${machine[@]}" -m "${VM_MEM:-3072}" -smp "${VM_SMP:-2}" \
 		-nodefaults -no-user-config -display none -no-reboot \
 		-chardev "file,id=con,path=$log" -serial chardev:con \
-		-kernel "$kdir/vmlinuz" -initrd "$initrd" -append "$append" </dev/null >"$out" 2>&1 &
+		"${extra[@]}" -kernel "$kdir/vmlinuz" -initrd "$initrd" -append "$append" </dev/null >"$out" 2>&1 &
 	qpid=$!
+	[ "$arch" != amd64 ] || watch_freeze $qpid &
 	if [ "$out" = /dev/stderr ]; then
 		tail -n +1 -f --pid=$qpid "$log" >&2 &
 	fi
@@ -311,7 +350,8 @@ boot_guest() {
 # 6.12 under TCG has also died in the scheduler (dequeue_entity, "Fatal exception in
 # interrupt") 2 s after the guest was ready, before a test could have done anything. A
 # panic our tests cause comes back on the next boot and fails it; either way the summary
-# line names the panic of every retried boot.
+# line names the panic of every retried boot. A guest that froze (watch_freeze above) is
+# retried the same way, and named with the backtrace its NMI gave.
 # A guest whose clock ran far from the host's gave timing results that mean nothing: under
 # TCG on a loaded host the kernel can calibrate its TSC wrong at boot (seen: 6.12's clock
 # running 3.7x fast, so a 1 s CPU limit took "20 s"). A failed run with such a clock is
@@ -340,6 +380,8 @@ for try in $(seq 1 "$tries"); do
 	why=
 	if ! grep -aq "ready at uptime" "$log"; then
 		why="died before the guest was ready"
+	elif [ -e "$work/froze" ]; then
+		why="froze (no heartbeat for ${freeze_after}s; the NMI's panic: $(panic_site))"
 	elif grep -aq 'Kernel panic' "$log"; then
 		why="panicked after the guest was ready ($(panic_site))"
 	elif { [ "$ratio" -gt 150 ] || [ "$ratio" -lt 66 ]; } && ! grep -aq '@@TJVM RESULT rc=0@@' "$log"; then
@@ -363,6 +405,9 @@ took=$(grep -ao 'tjvm: suite [a-z-]* took [0-9]*s' <<<"$clean" | sed 's/tjvm: su
 reason=
 if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
 	reason="timed out after ${timeout_s}s (VM_TIMEOUT)"
+	[ ! -e "$work/froze" ] || reason="$reason; it froze, and the NMI sent ${freeze_after}s after its last heartbeat did not end it"
+elif [ -e "$work/froze" ]; then
+	reason="the guest froze: no heartbeat for ${freeze_after}s; the NMI's panic: $(panic_site)"
 elif grep -aq 'Kernel panic' <<<"$clean"; then
 	reason="kernel panic ($(panic_site))"
 elif grep -aq '@@TJVM INIT-FAILED' <<<"$clean"; then

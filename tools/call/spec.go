@@ -3,6 +3,7 @@ package call
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -33,7 +34,13 @@ func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, timeout 
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	return cmd.Run()
+	res, err := cmd.Run()
+	if ce := (*jail.CleanupError)(nil); errors.As(err, &ce) {
+		// The call ran and its Result is final: it is the call's answer.
+		// What the jail left is removed by the next run in this cgroup.
+		err = nil
+	}
+	return res, err
 }
 
 // spec builds the jail.Spec of one call: the tool's profile (or the
