@@ -198,7 +198,7 @@ func (c *Cmd) starter() func() error {
 		return c.start
 	}
 	if c.warm != nil {
-		// Its reaper and stage 2 take the command at once (nons.c).
+		// Its reaper and stage 2 take the command at once (nonsreap.c).
 		return func() error {
 			return errors.New("a run without namespaces cannot be built ahead of its command (warm); run it cold")
 		}

@@ -20,7 +20,7 @@ import (
 // Start's path for a run without namespaces (nons.go): the host side is
 // opened in the supervisor's own mount namespace before the fork (there
 // is no other), the private temporary directory is made, and the reaper
-// (nons.c) is forked where the init would be.
+// (nonsreap.c) is forked where the init would be.
 
 // killAllSignal asks the reaper to kill every process of the run
 // (TJ_SIG_KILLALL); a SIGKILL would end the reaper alone.

@@ -26,7 +26,7 @@ const CallHeaderSize = int(unsafe.Sizeof(C.struct_tj_call_header{}))
 // call (init_session.c).
 const KillMagic = C.TJ_KILL_MAGIC
 
-// SigKillAll asks the reaper of a run without namespaces (nons.c) to kill
+// SigKillAll asks the reaper of a run without namespaces (nonsreap.c) to kill
 // every process the run left and end; it is also its parent death signal.
 const SigKillAll = unix.Signal(C.TJ_SIG_KILLALL)
 

@@ -10,9 +10,16 @@
 // (for a compiled Landlock plan) and the standard library; nothing here
 // may import jail.
 //
-// The C files: init.c (the init's steps), init_mounts.c, init_net.c,
-// init_landlock.c, init_reap.c, init_session.c, init_fork.c (the fork),
-// init_fail.c, nons.c (the reaper of a run without namespaces) and
+// The C files: init.c (the init's steps), init_net.c, init_landlock.c,
+// init_reap.c, init_session.c, init_fork.c (the fork), init_fail.c and
 // stage2.c (the child that becomes the command). init_steps.h is the
-// failure vocabulary both sides read.
+// failure vocabulary both sides read. Two jobs of the init's C are
+// packages of their own, C alone, compiled with these headers and linked
+// through the imports below: the filesystem view (mounts) and the reaper
+// of a run without namespaces (nonsreap).
 package initc
+
+import (
+	_ "github.com/tooljail/tooljail/jail/internal/initc/mounts"
+	_ "github.com/tooljail/tooljail/jail/internal/initc/nonsreap"
+)

@@ -9,7 +9,7 @@
 //   - wait until the supervisor has written the id maps and opened the
 //     host paths, become uid 0 of the namespace (the jail's host identity,
 //     never the host's root), take the sources' descriptors;
-//   - the filesystem view (init_mounts.c), the way bubblewrap builds it: a
+//   - the filesystem view (mounts/mounts.c), the way bubblewrap builds it: a
 //     tmpfs becomes a temporary root with the host's root moved below it
 //     (/oldroot), the jail's root is a second tmpfs (/newroot) populated
 //     from /oldroot, and a final pivot_root enters it and detaches
@@ -79,7 +79,7 @@ void tj_init_main(const struct tj_init *p) {
 	tj_step(&b, tj_become_root(&b));
 	tj_step(&b, tj_recv_fds(&b));
 
-	// The jail's filesystem (init_mounts.c).
+	// The jail's filesystem (mounts/mounts.c).
 	tj_step(&b, tj_temporary_root(&b));
 	tj_step(&b, tj_jail_root(&b));
 	tj_step(&b, tj_proc(&b));

@@ -105,7 +105,7 @@ struct tj_init {
 	// 3 (the supervisor socket) and 4 (the sync pipe's read end).
 	int fds[5];
 	int drop_groups;
-	int nons; // no namespaces: nons.c runs instead of the init (TJ_SIG_KILLALL)
+	int nons; // no namespaces: nonsreap.c runs instead of the init (TJ_SIG_KILLALL)
 	// session: the init runs one call after another, each the supervisor
 	// sends it, until the supervisor closes its socket (init_session.c).
 	int session;
@@ -133,7 +133,7 @@ struct tj_init {
 	int nkeep;
 };
 
-// TJ_SIG_KILLALL asks the reaper of a run without namespaces (nons.c) to
+// TJ_SIG_KILLALL asks the reaper of a run without namespaces (nonsreap.c) to
 // kill every process the run left and end it; it is also the reaper's
 // parent death signal.
 #define TJ_SIG_KILLALL 40

@@ -1,6 +1,6 @@
-// What the init's C files share among themselves (init.c, init_mounts.c,
-// init_net.c, init_landlock.c, init_reap.c, init_fork.c, init_fail.c); nothing outside
-// the init includes it.
+// What the init's C files share among themselves (init.c, mounts/mounts.c,
+// nonsreap/nonsreap.c, init_net.c, init_landlock.c, init_reap.c, init_fork.c,
+// init_fail.c); nothing outside the init includes it.
 #ifndef TOOLJAIL_INIT_INTERNAL_H
 #define TOOLJAIL_INIT_INTERNAL_H
 
@@ -65,24 +65,24 @@ int tj_failed(struct tj_builder *b, int step, int op, int err, int index, const 
 __attribute__((noreturn)) void tj_die(struct tj_builder *b);
 // tj_builder_start readies b for the steps of the plan p; tj_step ends the
 // process (tj_die) when a step failed. The reaper of a run without
-// namespaces (nons.c) starts the same way.
+// namespaces (nonsreap.c) starts the same way.
 void tj_builder_start(struct tj_builder *b, const struct tj_init *p);
 void tj_step(struct tj_builder *b, int result);
 // tj_utoa writes v in base (up to 16) into buf, NUL-terminated.
 void tj_utoa(char *buf, size_t n, uint64_t v, int base);
 
 // init.c's first steps, which the reaper of a run without namespaces
-// takes too (nons.c).
+// takes too (nonsreap.c).
 int tj_take_fds(struct tj_builder *b);
 int tj_wait_for_sync(void);
 void tj_hide(void);
 int tj_recv_fds(struct tj_builder *b);
 void tj_close_sources(struct tj_builder *b);
 
-// nons.c: the reaper of a run without namespaces, instead of the init.
+// nonsreap/nonsreap.c: the reaper of a run without namespaces, instead of the init.
 __attribute__((noreturn)) void tj_nons_main(const struct tj_init *p);
 
-// init_mounts.c: the jail's filesystem, in the order init.c builds it.
+// mounts/mounts.c: the jail's filesystem, in the order init.c builds it.
 int tj_temporary_root(struct tj_builder *b);
 int tj_jail_root(struct tj_builder *b);
 int tj_proc(struct tj_builder *b);

@@ -55,7 +55,7 @@ type Plan struct {
 	Files      Files
 	DropGroups bool // real root: drop the supplementary groups
 	Session    bool // the init serves a session's calls (init_session.c)
-	// NoNS: no namespaces and no mounts; the init is the reaper of nons.c
+	// NoNS: no namespaces and no mounts; the init is the reaper of nonsreap.c
 	// and Mounts only index the bind sources for Landlock's rules.
 	NoNS bool
 	// NetNone: the jail has a network namespace of its own (loopback up);

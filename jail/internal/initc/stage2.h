@@ -54,7 +54,7 @@ struct tj_stage2 {
 	// the descriptors it inherits (stage2.c's tj_open_tty), of this size.
 	int tty;
 	uint16_t tty_rows, tty_cols;
-	// Without namespaces (nons.c): stage 2 has no capabilities of a user
+	// Without namespaces (nonsreap.c): stage 2 has no capabilities of a user
 	// namespace of its own, so it drops the bounding set only as root
 	// (setid), before it becomes uid:gid without supplementary groups.
 	int nons;

@@ -20,7 +20,7 @@
 //     runs the command as the jail's unprivileged host identity
 //     (hostside.HostUser), never as root;
 //   - the cgroup caps where a cgroup can be made;
-//   - a reaper (nons.c) that is the run's child subreaper and kills every
+//   - a reaper (nonsreap.c) that is the run's child subreaper and kills every
 //     process the command leaves.
 //
 // Landlock is what confines the filesystem here, so the mode refuses to
@@ -32,7 +32,7 @@
 // This package is what the mode allows and refuses, as pure functions of
 // a Spec and the host's Landlock ABI, and the identity checks of a root
 // supervisor; package jail plans and starts the run (nons.go,
-// nons_start.go) and the reaper is jail/internal/initc's (nons.c). It
+// nons_start.go) and the reaper is jail/internal/initc/nonsreap. It
 // imports jail/spec, seccomp and hostside, never jail.
 package nons
 

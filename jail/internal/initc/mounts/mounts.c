@@ -19,7 +19,7 @@
 #include <linux/mount.h>
 #include <linux/openat2.h>
 
-#include "init_internal.h"
+#include "init_internal.h" // in initc, the parent directory (-I)
 
 #ifndef STATX_MNT_ID
 #define STATX_MNT_ID 0x00001000U

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "init_internal.h"
+#include "init_internal.h" // in initc, the parent directory (-I)
 
 // tj_children_readable checks, before anything runs, that the processes
 // the command will leave can be found.
