@@ -106,9 +106,7 @@ func readStringBy(rd reader, dir, name string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// readInt reads a file holding one integer ("max" reads as -1).
-func readInt(dir, name string) (int64, error) { return readIntBy(readFile, dir, name) }
-
+// readIntBy reads a file holding one integer ("max" reads as -1).
 func readIntBy(rd reader, dir, name string) (int64, error) {
 	s, err := readStringBy(rd, dir, name)
 	if err != nil {
@@ -166,10 +164,8 @@ func readKeyedBy(rd reader, dir, name string) (map[string]int64, error) {
 	return parseKeyed(b), nil
 }
 
-// keyed returns a pointer to key of file name, or nil when the file or the
-// key is absent: a figure the host cannot give is never a made-up zero.
-func keyed(dir, name, key string) *int64 { return keyedBy(readFile, dir, name, key) }
-
+// keyedBy returns a pointer to key of file name, or nil when the file or
+// the key is absent: a figure the host cannot give is never a made-up zero.
 func keyedBy(rd reader, dir, name, key string) *int64 {
 	b, err := rd(filepath.Join(dir, name))
 	if err != nil {
@@ -185,8 +181,7 @@ func keyedBy(rd reader, dir, name, key string) *int64 {
 	return out
 }
 
-func intFile(dir, name string) *int64 { return intFileBy(readFile, dir, name) }
-
+// intFileBy is readIntBy's value, or nil when it cannot be read.
 func intFileBy(rd reader, dir, name string) *int64 {
 	v, err := readIntBy(rd, dir, name)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 
 	"golang.org/x/sync/semaphore"
@@ -140,12 +139,6 @@ func resize(b *semaphore.Weighted, held, want int64) (int64, bool) {
 		}
 	}
 	return want, true
-}
-
-// readDeadlineErr tells a deadline from the other ends of a read.
-func readDeadlineErr(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
