@@ -157,6 +157,11 @@ func (s *Server) serveTool(conn net.Conn, br *bufio.Reader, out *connWriter, req
 	c := &call.Caller{
 		File: s.tools.file, Defaults: tools.ServerDefaults, Workdir: req.Workdir,
 		Limiter: s.tools.limiter, Log: s.tools.log, Trusted: s.tools.objs,
+		Warn: func(err error) {
+			if s.ErrorLog != nil {
+				s.ErrorLog.Print(err)
+			}
+		},
 		CheckSpec: func(spec *jail.Spec) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()

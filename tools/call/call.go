@@ -66,6 +66,10 @@ type Caller struct {
 	// apart, serve.peerStore); nil: the jail's default store, and the
 	// caller's own uid. Its error fails the run as a setup error.
 	ChangeStore func(client report.Peer) (dir string, owner int, err error)
+	// Warn, when set, is told what a call's jail left on the host after
+	// the call ended (a *jail.CleanupError, with the tool's name): the
+	// call keeps its answer. nil: it goes unsaid.
+	Warn func(err error)
 
 	mu sync.Mutex // guards Limiter when the first call builds it
 }

@@ -624,3 +624,37 @@ func TestTrustedFilesInWorkdir(t *testing.T) {
 		t.Errorf("the workdir is not read-write: %+v", o)
 	}
 }
+
+// A run that ended but left part of its jail keeps its answer, and the
+// leftover is told to Warn with the tool's name; other errors stay the
+// call's, untold.
+func TestKeepAnswer(t *testing.T) {
+	left := &jail.CleanupError{Err: errors.New("remove cgroup x: busy")}
+	setup := &jail.SetupError{Code: jail.ExitSetup, Err: errors.New("no such profile")}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		warn     bool
+		wantErr  error
+		wantWarn string
+	}{
+		{"none", nil, true, nil, ""},
+		{"leftover", left, true, nil, "tool t: the run ended, but its jail was not all removed: remove cgroup x: busy"},
+		{"leftover wrapped", fmt.Errorf("run: %w", left), true, nil, "tool t: the run ended, but its jail was not all removed: remove cgroup x: busy"},
+		{"leftover, no warn", left, false, nil, ""},
+		{"setup", setup, true, setup, ""},
+	} {
+		var told []string
+		var warn func(error)
+		if tc.warn {
+			warn = func(err error) { told = append(told, err.Error()) }
+		}
+		err := keepAnswer("t", tc.err, warn)
+		if err != tc.wantErr {
+			t.Errorf("%s: error %v, want %v", tc.name, err, tc.wantErr)
+		}
+		if got := strings.Join(told, "|"); got != tc.wantWarn {
+			t.Errorf("%s: told %q, want %q", tc.name, got, tc.wantWarn)
+		}
+	}
+}

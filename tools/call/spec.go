@@ -35,12 +35,21 @@ func (c *Caller) run(ctx context.Context, t *tools.Tool, argv []string, timeout 
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	res, err := cmd.Run()
+	return res, keepAnswer(t.Name, err, c.Warn)
+}
+
+// keepAnswer is the error of a call's run: a *jail.CleanupError is not
+// one (the call ran, its Result is final and is the call's answer), and
+// goes to warn, when set, with the tool's name. What the jail left is
+// removed by the next run in this cgroup.
+func keepAnswer(tool string, err error, warn func(error)) error {
 	if ce := (*jail.CleanupError)(nil); errors.As(err, &ce) {
-		// The call ran and its Result is final: it is the call's answer.
-		// What the jail left is removed by the next run in this cgroup.
-		err = nil
+		if warn != nil {
+			warn(fmt.Errorf("tool %s: %w", tool, ce))
+		}
+		return nil
 	}
-	return res, err
+	return err
 }
 
 // spec builds the jail.Spec of one call: the tool's profile (or the
