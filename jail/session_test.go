@@ -64,7 +64,9 @@ func TestSessionCalls(t *testing.T) {
 			t.Errorf("call 2 output %q lacks %q", out, want)
 		}
 	}
-	r3 := call(t, s, true, `sleep 1000 & echo kept`)
+	// Until the kept child has exec'd sleep it is a copy of the shell, and
+	// call 4 would count no sleep (seen on a loaded host): wait for it.
+	r3 := call(t, s, true, `sleep 1000 & until [ "$(cat /proc/$!/comm)" = sleep ]; do :; done; echo kept`)
 	if r3.ExitCode != 0 || r3.KilledLeftoverProcesses == nil || *r3.KilledLeftoverProcesses != 0 {
 		t.Errorf("call 3 (keep): %+v", r3)
 	}
@@ -258,7 +260,8 @@ func TestSessionForkBombKillsTheCallOnly(t *testing.T) {
 	}
 	defer s.Stop()
 	marker := fmt.Sprintf("1%d", time.Now().UnixNano()%1000000)
-	call(t, s, true, "sleep "+marker+"00 & echo kept")
+	// Wait for the kept child's exec, as in TestSessionCalls.
+	call(t, s, true, "sleep "+marker+`00 & until [ "$(cat /proc/$!/comm)" = sleep ]; do :; done; echo kept`)
 	sp := s.Spec()
 	sp.Args = []string{"/bin/sh", "-c", `b() { b | b & }; b; sleep 100`}
 	sp.Limits.Timeout = 2 * time.Second

@@ -34,7 +34,9 @@ class SessionTest(unittest.TestCase):
                       capture_output=True, text=True, env={"CALL": "1"})
             self.assertEqual((r.returncode, r.stdout), (0, "started\n"))
             self.assertEqual(r.report.get("session", {}).get("call"), 1)
-            kept = s.run("sleep 301 &", shell=True, keep_running=True)
+            # Wait for the kept child's exec: until then it is a copy of sh.
+            kept = s.run('sleep 301 & until [ "$(cat /proc/$!/comm)" = sleep ]; do :; done',
+                         shell=True, keep_running=True)
             self.assertEqual(kept.returncode, 0)
             r = s.run(["sh", "-c", 'cat /tmp/f; pwd; echo "X=$X CALL=$CALL"; ps -e -o args= | grep -c "^sleep 30"'],
                       capture_output=True, text=True)
