@@ -124,8 +124,8 @@ func (o *owner) release() error {
 	if o.live > 0 || o.v2Dir == "" {
 		return nil
 	}
-	dir := o.v2Dir
-	if o.movedSelf {
+	dir, left := o.v2Dir, o.movedSelf
+	if left {
 		moved, err := o.moveBack()
 		if !moved {
 			if err != nil {
@@ -133,16 +133,17 @@ func (o *owner) release() error {
 			}
 			return err
 		}
-		o.movedSelf = false
+	}
+	// Moved back, the directory's controllers are off: whether or not it
+	// goes now, the next group starts over (acquireV2 takes the same name
+	// again if it is still there).
+	o.v2Dir, o.v2Base, o.v2Enabled, o.v2Added, o.movedSelf = "", "", nil, nil, false
+	if left {
 		if err := rmdirRetry(filepath.Join(dir, supervisorDir)); err != nil {
 			return err
 		}
 	}
-	if err := rmdirRetry(dir); err != nil {
-		return err
-	}
-	o.v2Dir, o.v2Base, o.v2Enabled, o.v2Added = "", "", nil, nil
-	return nil
+	return rmdirRetry(dir)
 }
 
 // moveBack puts the supervisor back into the cgroup it came from, so that
