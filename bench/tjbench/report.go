@@ -274,7 +274,7 @@ func renderLeaks(p func(string, ...any), r *results) {
 		{"processes (/proc/[0-9]*, whole host)", n(l.Before.Procs), n(l.After.Procs), d(l.Before.Procs, l.After.Procs), "–", "other users' work moves this; see the next row"},
 		{"live descendants of the bench driver", n(l.Before.Descendants), n(l.After.Descendants), d(l.Before.Descendants, l.After.Descendants), n(l.After.Descendants), ""},
 		{"open fds of the bench driver, this pass", n(l.Before.FDs), n(l.After.FDs), d(l.Before.FDs, l.After.FDs), d(l.Before.FDs, l.After.FDs), ""},
-		{"open fds of the bench driver, whole bench", n(r.FDsStart), n(r.FDsEnd), d(r.FDsStart, r.FDsEnd), d(r.FDsStart, r.FDsEnd), "after the warm-up to the end, in-process jail runs included"},
+		{"open fds of the bench driver, whole bench", n(r.FDsStart), n(r.FDsEnd), d(r.FDsStart, r.FDsEnd), d(r.FDsStart, r.FDsEnd), "after the warm-up (one in-process jail run among it, which opens the jail package's per-process descriptors) to the end, in-process jail runs included"},
 		{"entries in /tmp and /var/tmp", n(len(l.Before.Tmp)), n(len(l.After.Tmp)), d(len(l.Before.Tmp), len(l.After.Tmp)),
 			n(len(l.OurTmp)), tmpNote(l)},
 		{"entries in the runs' own TMPDIR", n(len(l.Before.PrivTmp)), n(len(l.After.PrivTmp)), d(len(l.Before.PrivTmp), len(l.After.PrivTmp)), n(len(l.NewPrivTmp)), list(l.NewPrivTmp, 5)},
