@@ -117,6 +117,17 @@ done
 chown 65534:65534 $CG/suite-user $CG/suite-user/cgroup.procs \
 	$CG/suite-user/cgroup.subtree_control $CG/suite-user/cgroup.threads || fatal "delegate suite-user"
 chown -R 65534:65534 $CG/suite-user/test || fatal "delegate suite-user/test"
+# One empty group with a CPU quota, for the guest's life. The first quota set anywhere
+# turns on the kernel's CFS bandwidth code by patching its instructions (a static key),
+# and the last one removed turns it off again: every run with a CPU cap did both. Under
+# QEMU's multi-threaded TCG, patching code that the other vCPU is running sometimes
+# leaves it a stale int3: 6.12 guests died of "Oops: int3" in pick_task_fair or
+# enqueue_task_fair, seconds after the first run with a CPU cap. With the key on from
+# here, a run's quota only counts up and down.
+if grep -qw cpu $CG/cgroup.subtree_control; then
+	mkdir $CG/tjvm-bandwidth && echo "100000 100000" >$CG/tjvm-bandwidth/cpu.max ||
+		fatal "set a CPU quota on tjvm-bandwidth"
+fi
 
 echo "tjvm: kernel $(uname -r); cgroup controllers: $(cat $CG/cgroup.subtree_control); ready at uptime $(cut -d" " -f1 /proc/uptime)s"
 
