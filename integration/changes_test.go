@@ -254,8 +254,9 @@ exec ./tjhelper manifest .
 // above changes.HashLimit (64 MiB), so that the set records it unhashed and
 // compares it byte by byte. That path is the same on every kernel and the
 // changes package's TestScanBigFiles covers it too; in the emulated guests,
-// where writing, hashing and copying 100 MiB several times was most of a
-// suite's longest test, the file is 2 MiB and every other change is the same.
+// where writing, hashing and copying 100 MiB several times was most of this
+// test's time (21.4 s alone in a 6.12 guest, 5.4 s with 2 MiB), the file is
+// 2 MiB and every other change is the same.
 func bigSize() int {
 	if os.Getenv("TJ_VM") == "1" {
 		return 2 << 20
