@@ -137,7 +137,14 @@ bin/integration.test: $(wildcard integration/*.go) $(wildcard integration/tjhelp
 # set tests). It was the guests' longest test (100 s, among parallel tests, of
 # a 300 s suite), though leaving it out took only a few seconds off a suite.
 VMHOSTONLY = TestJSONMemoryBound|TestServeMemoryBound|TestOutputBytesExact|TestFullTmpfsNamed|TestServedReportNotes|TestBadInput|TestToolchain.*|TestMCP.*|TestWorkloadReadonly.*|TestCachesSurviveRuns|TestDanglingCommandNamed|TestServeClientProfile|TestAuditLogConcurrent|TestServeFairAdmission|TestChangesApplyKilled
-VMTESTFLAGS = -test.parallel 4 -test.skip '^($(VMHOSTONLY))$$'
+# -test.timeout bounds each suite: a test that hangs in a live guest (its
+# heartbeat goes on) is named with the tests still running and a goroutine
+# dump, and /init lists what the suite left running (run.sh prints both),
+# where VM_TIMEOUT would end the guest with no word of where it hung. A root
+# suite takes about 200 s here, and up to about 650 s beside a CPU hog on a
+# slower machine; 1000 s leaves room above that and the user suites after it
+# inside VM_TIMEOUT.
+VMTESTFLAGS = -test.parallel 4 -test.timeout 1000s -test.skip '^($(VMHOSTONLY))$$'
 vm: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN) bin/integration.test
 	./integration/vm/deps.sh
 	VM_PARALLEL=$${VM_PARALLEL:-1} VM_TIMEOUT=$${VM_TIMEOUT:-1500} VM_USERS="$${VM_USERS:-root user root-nouserns user-nouserns}" ./integration/vm/run-matrix.sh bin/integration.test $(VMTESTFLAGS)

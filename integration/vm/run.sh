@@ -415,11 +415,25 @@ elif grep -aq '@@TJVM INIT-FAILED' <<<"$clean"; then
 elif [ -z "$result" ]; then
 	reason="no result marker on the console (qemu exit $qrc): boot failure or the guest died"
 fi
+# failures: what a failed suite says of itself, wherever it is in the console: the tests that
+# failed, a test timeout's list of the tests still running (a hung test; the goroutine dump
+# after it can be thousands of lines, past the tail printed below), and what /init found
+# left in a suite's cgroup (left_behind).
+failures() {
+	awk '/@@TJVM BEGIN /{print; next}
+		/--- FAIL:/{print; next}
+		/^panic: test timed out/{t=1}
+		t{print; if ($0 ~ /^[[:space:]]*$/) t=0; next}
+		/@@TJVM LEFT /{l=1}
+		l{print; if ($0 ~ /@@TJVM LEFT END@@/) l=0}' <<<"$clean" | head -n 200
+}
 printf "%s: kernel %s: %s; guest ready after %s, total %ss%s%s\n" "$prog" "$label" \
 	"${reason:-suites: ${summary:-none}}" "${boot:-?}" "$elapsed" "${took:+ (suites took: $took)}" \
 	"${retried:+ (retried: $retried)}" >&2
 if [ -n "$reason" ] || [ "$result" != 0 ]; then
 	if [ "${VM_QUIET:-0}" = 1 ] || [ -n "$reason" ]; then
+		echo "---- the suites' failures in $log ----" >&2
+		failures >&2
 		echo "---- last 80 lines of $log ----" >&2
 		tail -n 80 <<<"$clean" >&2
 		echo "----" >&2
