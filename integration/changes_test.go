@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,14 +92,21 @@ func (e manifestEntry) full() string {
 }
 
 // hostManifest is the manifest of dir taken on the host (the helper's
-// manifest action only reads).
+// manifest action only reads). Its output is read through runPiped: a 6.12
+// guest's suite once hung here for minutes in os/exec's Output, the helper
+// gone and its stdout still open in some other process; this names it.
 func hostManifest(t *testing.T, dir string) []manifestEntry {
 	t.Helper()
-	out, err := exec.Command(helperBin, "manifest", dir).Output()
-	if err != nil {
-		t.Fatalf("tjhelper manifest %s: %v", dir, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute*slow)
+	defer cancel()
+	out, stderr, held, err := runPiped(ctx, t, exec.CommandContext(ctx, helperBin, "manifest", dir))
+	if len(held) > 0 {
+		t.Fatalf("tjhelper manifest %s exited (%v), but these processes still hold its stdout or stderr:\n%s", dir, err, strings.Join(held, "\n"))
 	}
-	return parseManifest(t, string(out))
+	if err != nil {
+		t.Fatalf("tjhelper manifest %s: %v\n%s", dir, err, stderr)
+	}
+	return parseManifest(t, out)
 }
 
 func parseManifest(t *testing.T, out string) []manifestEntry {

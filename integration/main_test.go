@@ -445,36 +445,13 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 	// signal the test, and a hung run is killed as a group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// Our own pipes, not os/exec's: when tooljail has exited, what still
-	// holds their write ends is a process that outlived the run, unless it
-	// is this test's own fork that has not yet exec'd (it holds a copy of
-	// every descriptor for that moment, which on a loaded machine can last
-	// seconds). drain tells the two apart.
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	inos := []uint64{pipeIno(outR), pipeIno(errR)}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	outDone, errDone := drainInto(&stdout, outR), drainInto(&stderr, errR)
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	if err == nil {
-		err = cmd.Wait()
-	}
-	held := waitClosed(ctx, inos, []*os.File{outR, errR}, outDone, errDone)
+	stdout, stderr, held, err := runPiped(ctx, t, cmd)
 	if cmd.Process != nil {
 		rc.check(t, cmd.Process.Pid)
 	} else {
 		rc.release()
 	}
-	o := &outcome{stdout: stdout.String(), stderr: stderr.String(), args: r.args}
+	o := &outcome{stdout: stdout, stderr: stderr, args: r.args}
 	if ee, ok := err.(*exec.ExitError); ok {
 		o.code = ee.ExitCode()
 	}
@@ -488,6 +465,37 @@ func (u *user) exec(t *testing.T, r run) *outcome {
 		t.Fatalf("tooljail %v: %v", r.args, err)
 	}
 	return o
+}
+
+// runPiped starts cmd with stdout and stderr on pipes of its own, not
+// os/exec's, and waits for its exit and then for the pipes' end, up to ctx's
+// end. os/exec's Wait would wait for ever for a process that outlived cmd
+// with a copy of a write end; here, what still holds one once cmd has exited
+// is named in held, unless it is this test's own fork that has not yet
+// exec'd (it holds a copy of every descriptor for that moment, which on a
+// loaded machine can last seconds): waitClosed tells the two apart.
+func runPiped(ctx context.Context, t *testing.T, cmd *exec.Cmd) (stdout, stderr string, held []string, err error) {
+	t.Helper()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outB, errB bytes.Buffer
+	inos := []uint64{pipeIno(outR), pipeIno(errR)}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	outDone, errDone := drainInto(&outB, outR), drainInto(&errB, errR)
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err == nil {
+		err = cmd.Wait()
+	}
+	held = waitClosed(ctx, inos, []*os.File{outR, errR}, outDone, errDone)
+	return outB.String(), errB.String(), held, err
 }
 
 // drainInto copies r into b until EOF, then closes r and done.

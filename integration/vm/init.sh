@@ -137,21 +137,23 @@ if [ -c /dev/ttyS1 ] && stty -F /dev/ttyS1 raw 2>/dev/null; then
 	(while cut -d" " -f1 /proc/uptime >/dev/ttyS1; do sleep 15; done) </dev/null >/dev/null 2>&1 &
 fi
 
-# left_behind CGROUP: every process still in CGROUP or below once a suite has ended, with
-# its state, where it sleeps in the kernel and its kernel stack. After a test that hung
-# (the suite's -test.timeout) it shows what the hung run was waiting for; after a suite
-# that passed it should print nothing.
+# left_behind: every process still running once a suite has ended, but /init's own (in
+# init.scope) and the kernel's threads, with its cgroup, state, where it sleeps in the
+# kernel and its kernel stack. After a test that hung (the suite's -test.timeout) it shows
+# what the hung run was waiting for; after a suite that passed it should print nothing.
 left_behind() {
-	pids=$(cat $(find "$1" -name cgroup.procs) 2>/dev/null)
-	[ -n "$pids" ] || return 0
-	echo "@@TJVM LEFT $1@@"
-	for p in $pids; do
-		[ -r /proc/$p/stat ] || continue
-		echo "pid $p ppid $(cut -d' ' -f4 /proc/$p/stat 2>/dev/null) state $(cut -d' ' -f3 /proc/$p/stat 2>/dev/null)" \
-			"wchan $(cat /proc/$p/wchan 2>/dev/null) cmd $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | cut -c1-120)"
-		head -n 8 /proc/$p/stack 2>/dev/null | sed 's/^/    /'
+	first=1
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}
+		cg=$(cut -d: -f3 $d/cgroup 2>/dev/null) || continue
+		[ -n "$cg" ] && [ "$cg" != /init.scope ] && [ -n "$(readlink $d/exe 2>/dev/null)" ] || continue
+		[ -z "$first" ] || echo "@@TJVM LEFT@@"
+		first=
+		echo "pid $p ppid $(cut -d' ' -f4 $d/stat 2>/dev/null) state $(cut -d' ' -f3 $d/stat 2>/dev/null)" \
+			"cgroup $cg wchan $(cat $d/wchan 2>/dev/null) cmd $(tr '\0' ' ' <$d/cmdline 2>/dev/null | cut -c1-120)"
+		head -n 8 $d/stack 2>/dev/null | sed 's/^/    /'
 	done
-	echo "@@TJVM LEFT END@@"
+	[ -n "$first" ] || echo "@@TJVM LEFT END@@"
 }
 
 # run_suite WHO UID GID HOME NAME: the test binary with /suite/env and /suite/args.
@@ -177,7 +179,7 @@ run_suite() {
 	env -i "$@" </dev/null
 	rc=$?
 	echo "@@TJVM END $who rc=$rc@@"
-	left_behind $CG/suite-$as
+	left_behind
 	echo "tjvm: suite $who took $(($(cut -d. -f1 /proc/uptime) - t0))s"
 	return $rc
 }

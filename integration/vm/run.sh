@@ -418,13 +418,13 @@ fi
 # failures: what a failed suite says of itself, wherever it is in the console: the tests that
 # failed, a test timeout's list of the tests still running (a hung test; the goroutine dump
 # after it can be thousands of lines, past the tail printed below), and what /init found
-# left in a suite's cgroup (left_behind).
+# left running (left_behind).
 failures() {
 	awk '/@@TJVM BEGIN /{print; next}
 		/--- FAIL:/{print; next}
 		/^panic: test timed out/{t=1}
 		t{print; if ($0 ~ /^[[:space:]]*$/) t=0; next}
-		/@@TJVM LEFT /{l=1}
+		/@@TJVM LEFT@@/{l=1}
 		l{print; if ($0 ~ /@@TJVM LEFT END@@/) l=0}' <<<"$clean" | head -n 200
 }
 printf "%s: kernel %s: %s; guest ready after %s, total %ss%s%s\n" "$prog" "$label" \
