@@ -99,19 +99,25 @@ func ownerDirs(bases []string, pid int) []string {
 }
 
 // release removes the run cgroup (and, after a failed check, whatever
-// is still below it, so that later tests start clean).
-func (rc runCgroup) release() {
+// is still below it, so that later tests start clean). It forgets both, so
+// a second release does nothing: with a value receiver a server's cleanup
+// closed its fd twice, the second time closing whatever this process had
+// opened under that number since (a 6.12 guest's suite hung for minutes on
+// a pipe read whose descriptor was closed under it, so no wake-up came).
+func (rc *runCgroup) release() {
 	if rc.fd >= 0 {
 		unix.Close(rc.fd)
+		rc.fd = -1
 	}
 	if rc.dir != "" {
 		removeCgroupTree(rc.dir)
+		rc.dir = ""
 	}
 }
 
 // checkRunCgroup fails the test when tooljail (pid) left a cgroup, then
 // removes it all.
-func (rc runCgroup) check(t *testing.T, pid int) {
+func (rc *runCgroup) check(t *testing.T, pid int) {
 	t.Helper()
 	if left := rc.leftovers(pid); len(left) > 0 {
 		var what []string
@@ -493,6 +499,8 @@ func TestCgroupSupervisorKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Releases whichever rc the test ends with (release has a pointer
+		// receiver): the root cgroup's fd below, or the run cgroup.
 		defer rc.release()
 		if rc.dir != "" && u.uid == 0 {
 			rc.release()
@@ -500,7 +508,6 @@ func TestCgroupSupervisorKilled(t *testing.T) {
 			if rc.fd, err = unix.Open("/sys/fs/cgroup", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 				t.Fatal(err)
 			}
-			defer unix.Close(rc.fd)
 		}
 		flags := []string{"run", "-q", "--workdir", w}
 		for _, d := range u.degraded {
@@ -589,4 +596,30 @@ func TestCgroupSupervisorKilled(t *testing.T) {
 			t.Errorf("the next run left cgroups: %v", left)
 		}
 	})
+}
+
+// A run cgroup released twice closes its descriptor once: the second
+// release must not close what this process opened under the same number
+// since (a server's cleanup releases after its stop did).
+func TestRunCgroupReleasedOnce(t *testing.T) {
+	fd, err := unix.Open(t.TempDir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := runCgroup{fd: fd}
+	rc.release()
+	// The lowest free number: the one just released, unless another
+	// goroutine took it first.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	rc.release()
+	for _, f := range []*os.File{r, w} {
+		if _, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0); err != nil {
+			t.Errorf("a second release closed fd %d, opened after the first (the released one was %d): %v", f.Fd(), fd, err)
+		}
+	}
 }

@@ -92,9 +92,10 @@ func (e manifestEntry) full() string {
 }
 
 // hostManifest is the manifest of dir taken on the host (the helper's
-// manifest action only reads). Its output is read through runPiped: a 6.12
-// guest's suite once hung here for minutes in os/exec's Output, the helper
-// gone and its stdout still open in some other process; this names it.
+// manifest action only reads). Its output is read through runPiped, within a
+// deadline: a 6.12 guest's suite once hung here for minutes in os/exec's
+// Output, the helper gone, because another test's double close had closed
+// the pipe's read end under it (runCgroup.release).
 func hostManifest(t *testing.T, dir string) []manifestEntry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute*slow)
