@@ -141,9 +141,10 @@ VMHOSTONLY = TestJSONMemoryBound|TestServeMemoryBound|TestOutputBytesExact|TestF
 # heartbeat goes on) is named with the tests still running and a goroutine
 # dump, and /init lists what the suite left running (run.sh prints both),
 # where VM_TIMEOUT would end the guest with no word of where it hung. A root
-# suite takes about 200 s here, and up to about 650 s beside a CPU hog on a
-# slower machine; 1000 s leaves room above that and the user suites after it
-# inside VM_TIMEOUT.
+# suite took about 200 s here quiet and 300 s beside a CPU hog; on a slower
+# machine a whole guest (four suites, the root one the longest) took about
+# 1050 s beside a hog. 1000 s leaves room above those, and a hung root suite
+# still leaves the suites after it time inside VM_TIMEOUT.
 VMTESTFLAGS = -test.parallel 4 -test.timeout 1000s -test.skip '^($(VMHOSTONLY))$$'
 vm: $(BIN) $(TESTHOOKS) $(HELPER) $(TJSYSBIN) bin/integration.test
 	./integration/vm/deps.sh

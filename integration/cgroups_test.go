@@ -115,8 +115,8 @@ func (rc *runCgroup) release() {
 	}
 }
 
-// checkRunCgroup fails the test when tooljail (pid) left a cgroup, then
-// removes it all.
+// check fails the test when tooljail (pid) left a cgroup, then removes it
+// all (release).
 func (rc *runCgroup) check(t *testing.T, pid int) {
 	t.Helper()
 	if left := rc.leftovers(pid); len(left) > 0 {
