@@ -90,6 +90,32 @@ func (p *Profile) Spec(r Request) (*jail.Spec, error) {
 	return s, nil
 }
 
+// CallSpec is the Spec of one more command in a jail that Spec built
+// from p (a session's, base): base with r's command, the environment
+// Spec gives r's variables against base's mounts and toolchains, and
+// p's timeout and output limit. The jail's part (mounts, toolchains, the
+// whole profile's checks) was decided for base and is not built again,
+// which was a third of a session call's work in the server; p's limits
+// are checked again, as a call may set them (under [limits.max]).
+func (p *Profile) CallSpec(base *jail.Spec, r Request) (*jail.Spec, error) {
+	if err := p.validateLimits(); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	limits, err := p.Limits.parse()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkVars(r.Vars); err != nil {
+		return nil, err
+	}
+	s := *base
+	s.Args = r.Args
+	s.Env, s.EnvDropped = environment(p.Env, r.Environ, r.Vars, base.Mounts)
+	s.Env = withToolchains(s.Env, base.Toolchains, r.Vars)
+	s.Limits.Timeout, s.Limits.OutputLimit = limits.Timeout, limits.OutputLimit
+	return &s, nil
+}
+
 // checkResolved refuses a profile Spec cannot use: one with a bad value
 // (the CLI's overlay is checked here) or one not built by Load, which
 // leaves a key unset.

@@ -181,6 +181,28 @@ func spec(p *profiles.Profile, r *Request, peer *report.Peer) (*jail.Spec, error
 	return s, nil
 }
 
+// callSpec is the Spec of a call in a jail already built from p (a
+// session's, base): a run's checks of the request and its environment
+// rules, with the jail's part taken from base (profiles.CallSpec).
+func callSpec(p *profiles.Profile, r *Request, base *jail.Spec) (*jail.Spec, error) {
+	if e := checkCallShape(r); e != nil {
+		return nil, e
+	}
+	c, err := callProfile(p, r)
+	if err != nil {
+		return nil, err
+	}
+	vars, e := callVars(r.Env)
+	if e != nil {
+		return nil, e
+	}
+	s, err := c.CallSpec(base, profiles.Request{Args: r.Argv, Vars: vars})
+	if err != nil {
+		return nil, refuse("%v", err)
+	}
+	return s, nil
+}
+
 // checkCallShape refuses a request whose fields cannot go together or
 // cannot be a command: no argv, a NUL in it, a relative workdir, a
 // session's fields outside a session, stdin twice, a size without a tty.

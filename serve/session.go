@@ -377,7 +377,8 @@ func (s *Server) sessionCall(req *Request, peer *report.Peer) (*jail.Cmd, *Error
 		return nil, err
 	}
 	// The call's Spec from the start's request with the call's part: the
-	// same profile rules, so the environment is built as a run's is.
+	// same profile rules, so the environment is built as a run's is,
+	// against the session's mounts.
 	r := e.start
 	r.Argv, r.Env = req.Argv, req.Env
 	r.Limits = map[string]string{}
@@ -387,13 +388,10 @@ func (s *Server) sessionCall(req *Request, peer *report.Peer) (*jail.Cmd, *Error
 	for k, v := range req.Limits {
 		r.Limits[k] = v
 	}
-	full, ferr := spec(e.profile, &r, peer)
+	call, ferr := callSpec(e.profile, &r, e.s.Spec())
 	if ferr != nil {
 		return nil, asError(ferr)
 	}
-	call := e.s.Spec()
-	call.Args, call.Env, call.EnvDropped = full.Args, full.Env, full.EnvDropped
-	call.Limits.Timeout, call.Limits.OutputLimit = full.Limits.Timeout, full.Limits.OutputLimit
 	if req.Cwd != "" {
 		call.Dir = req.Cwd
 	}
