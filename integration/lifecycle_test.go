@@ -209,6 +209,43 @@ func TestExitCodes(t *testing.T) {
 	})
 }
 
+// tooljail's threads run with a timer slack of 1 ms (cmd/tooljail/
+// timerslack.c); the command gets the one tooljail was started with,
+// below that or above, through the CLI and a server.
+func TestTimerSlack(t *testing.T) {
+	own, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", unix.Gettid()))
+	if err != nil {
+		t.Skipf("no timer slack to read: %v", err)
+	}
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		for _, ns := range []string{"123456", "5000000"} {
+			o := u.jailRun(t, w, run{wrap: []string{"_timerslack", ns}}, "/bin/sh", "-c", "cat /proc/self/timerslack_ns")
+			if o.code != 0 || strings.TrimSpace(o.stdout) != ns {
+				t.Errorf("a caller's timer slack of %s ns: the command's is %q\n%s", ns, strings.TrimSpace(o.stdout), o)
+			}
+		}
+		s := u.startServer(t, "")
+		r := s.call(t, req{Argv: []string{"/bin/sh", "-c", "cat /proc/self/timerslack_ns"}, Workdir: w})
+		if got := strings.TrimSpace(r.stdout()); got != strings.TrimSpace(string(own)) {
+			t.Errorf("a served command's timer slack %q, want the server's caller's %s\n%s", got, own, r)
+		}
+		if u.uid != 0 {
+			return // another process's timer slack takes CAP_SYS_NICE to read
+		}
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/" + task.Name() + "/timerslack_ns")
+			if err == nil && strings.TrimSpace(string(b)) != "1000000" {
+				t.Errorf("the server's thread %s: timer slack %s, want 1000000", task.Name(), b)
+			}
+		}
+	})
+}
+
 func TestRlimits(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
 		w := u.workdir(t)

@@ -58,6 +58,7 @@ type stage2 struct {
 	paths        []string
 	rlimits      []rlimitSet // by index in the C plan's rlimits
 	thp          int
+	timerSlack   uint64
 	seccompFlags uint
 	abi          int // Landlock's, for errors
 }
@@ -106,6 +107,11 @@ func prepareStage2(cfg *stage2Config) (*stage2, initc.Stage2, error) {
 	if cfg.NoHugePages {
 		c.NoHugePages, s.thp = true, 1
 	}
+	// The command gets the timer slack the supervisor started with, not
+	// one the program raised for its own threads (cmd/tooljail does).
+	if ns, ok := initc.OrigTimerSlack(); ok {
+		c.TimerSlack, s.timerSlack = ns, ns
+	}
 	return s, c, nil
 }
 
@@ -142,6 +148,8 @@ func (s *stage2) word(r record, name string) (string, bool) {
 		return strconv.FormatUint(l.cur, 10), true
 	case "thp":
 		return strconv.Itoa(s.thp), true
+	case "timer_slack":
+		return strconv.FormatUint(s.timerSlack, 10), true
 	case "abi":
 		return strconv.Itoa(s.abi), true
 	case "seccomp_flags":

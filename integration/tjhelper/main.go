@@ -83,6 +83,17 @@ func main() {
 		case "_sleep": // _sleep DUR: sleep quietly, exit 0
 			time.Sleep(duration(arg(args, 1)))
 			os.Exit(0)
+		case "_timerslack": // _timerslack NS CMD ARG...: exec CMD with that timer slack
+			// The slack is the thread's: set and exec on one thread.
+			runtime.LockOSThread()
+			ns, _ := strconv.ParseUint(arg(args, 1), 10, 64)
+			if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(ns), 0, 0, 0); err != nil {
+				fmt.Fprintln(os.Stderr, "_timerslack:", err)
+				os.Exit(1)
+			}
+			err := syscall.Exec(arg(args, 2), args[2:], os.Environ())
+			fmt.Fprintln(os.Stderr, "_timerslack:", err)
+			os.Exit(1)
 		case "_nofile": // _nofile SOFT CMD ARG...: exec CMD with that soft RLIMIT_NOFILE
 			var l unix.Rlimit
 			unix.Getrlimit(unix.RLIMIT_NOFILE, &l)

@@ -81,6 +81,8 @@ static inline long tj_sys(long n, long a, long b, long c, long d, long e) {
 
 uint64_t tj_orig_nofile_cur, tj_orig_nofile_max;
 int tj_orig_nofile_ok;
+unsigned long tj_orig_slack;
+int tj_orig_slack_ok;
 
 char *tj_args_start;
 size_t tj_args_len;
@@ -90,13 +92,21 @@ size_t tj_args_len;
 // It also notes where the process's arguments are (glibc passes main's
 // arguments to constructors): the init, a fork of this process, blanks
 // its copy, which /proc/1/cmdline would show inside the jail.
-__attribute__((constructor)) static void tj_save_start(int argc, char **argv, char **envp) {
+// And it notes the timer slack, which the command gets back: it runs first
+// (priority 101), before a program's own constructor may raise the slack
+// for its threads (cmd/tooljail's timerslack.c).
+__attribute__((constructor(101))) static void tj_save_start(int argc, char **argv, char **envp) {
 	(void)envp;
 	struct rlimit r;
 	if (getrlimit(RLIMIT_NOFILE, &r) == 0) {
 		tj_orig_nofile_cur = r.rlim_cur;
 		tj_orig_nofile_max = r.rlim_max;
 		tj_orig_nofile_ok = 1;
+	}
+	long slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (slack > 0) {
+		tj_orig_slack = (unsigned long)slack;
+		tj_orig_slack_ok = 1;
 	}
 	if (argc > 0 && argv != NULL && argv[0] != NULL && argv[argc - 1] != NULL) {
 		tj_args_start = argv[0];
@@ -516,6 +526,11 @@ static int tj_child(void *arg) {
 	tj_set_rlimits(s);
 	// Per memory: the init's too, until execve gives the command its own.
 	tj_check(s, TJ_STEP_THP, SYS2(SYS_prctl, PR_SET_THP_DISABLE, s->thp_disable));
+	// The timer slack the supervisor started with, not the one it may
+	// have raised for its own threads (tj_save_start).
+	if (s->timer_slack != 0) {
+		tj_check(s, TJ_STEP_TIMERSLACK, SYS2(SYS_prctl, PR_SET_TIMERSLACK, s->timer_slack));
+	}
 	// A warm jail, or a call started ahead, learns whether it has a
 	// terminal with its call.
 	if (!s->warm && !s->ahead) {

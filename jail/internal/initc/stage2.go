@@ -24,7 +24,8 @@ type Stage2 struct {
 	TTY              bool     // a terminal of Rows by Cols
 	Rows, Cols       uint16
 	Rlimits          []Rlimit
-	NoHugePages      bool // PR_SET_THP_DISABLE for the command
+	NoHugePages      bool   // PR_SET_THP_DISABLE for the command
+	TimerSlack       uint64 // PR_SET_TIMERSLACK for the command; 0 keeps the init's
 	// WaitAck makes stage 2 wait, after its ready record, until the
 	// supervisor has registered it.
 	WaitAck bool
@@ -45,6 +46,13 @@ type Rlimit struct {
 // ok is false when it could not be read.
 func OrigNoFile() (cur, max uint64, ok bool) {
 	return uint64(C.tj_orig_nofile_cur), uint64(C.tj_orig_nofile_max), C.tj_orig_nofile_ok != 0
+}
+
+// OrigTimerSlack is the timer slack (ns) this process started with,
+// before a constructor of the program's own could raise it (stage2.c
+// reads it first); ok is false when it could not be read.
+func OrigTimerSlack() (ns uint64, ok bool) {
+	return uint64(C.tj_orig_slack), C.tj_orig_slack_ok != 0
 }
 
 // compileStage2 fills c, in the init's plan. The Landlock ruleset is the
@@ -85,6 +93,7 @@ func (cp *Compiled) compileStage2(c *C.struct_tj_stage2, s *Stage2) error {
 	}
 	c.nrlimits = C.int(len(s.Rlimits))
 	c.thp_disable = cbool(s.NoHugePages)
+	c.timer_slack = C.ulong(s.TimerSlack)
 	c.wait_ack = cbool(s.WaitAck)
 	if s.SetID {
 		c.setid = 1

@@ -28,6 +28,7 @@ struct tj_stage2 {
 	int nrlimits;
 	struct tj_rlimit rlimits[TJ_MAX_RLIMITS];
 	int thp_disable;
+	unsigned long timer_slack; // 0: leave it as inherited
 	int landlock_fd; // -1: no Landlock
 	unsigned int landlock_flags;
 	struct sock_filter *filter; // NULL: no seccomp
@@ -168,6 +169,12 @@ size_t tj_record_size(const struct tj_record *r);
 // raised its soft limit; tj_orig_nofile_ok is 0 if it could not be read.
 extern uint64_t tj_orig_nofile_cur, tj_orig_nofile_max;
 extern int tj_orig_nofile_ok;
+
+// The timer slack (ns) this process started with, before a constructor
+// of the program's own may raise it (cmd/tooljail's does); stage 2 gives
+// it back to the command. tj_orig_slack_ok is 0 if it could not be read.
+extern unsigned long tj_orig_slack;
+extern int tj_orig_slack_ok;
 
 // Where the process's arguments are (the memory /proc/PID/cmdline reads).
 extern char *tj_args_start;
