@@ -144,16 +144,9 @@ func limitText(raw json.RawMessage) (string, error) {
 // and env go into a copy. peer is the client (nil: unknown), whose view
 // the toolchains are found in (toolchainFinder).
 func spec(p *profiles.Profile, r *Request, peer *report.Peer) (*jail.Spec, error) {
-	if e := checkCallShape(r); e != nil {
-		return nil, e
-	}
-	c, err := callProfile(p, r)
+	c, vars, err := callParts(p, r)
 	if err != nil {
 		return nil, err
-	}
-	vars, e := callVars(r.Env)
-	if e != nil {
-		return nil, e
 	}
 	workdir := r.Workdir != ""
 	c.Filesystem.Workdir = &workdir
@@ -185,22 +178,32 @@ func spec(p *profiles.Profile, r *Request, peer *report.Peer) (*jail.Spec, error
 // session's, base): a run's checks of the request and its environment
 // rules, with the jail's part taken from base (profiles.CallSpec).
 func callSpec(p *profiles.Profile, r *Request, base *jail.Spec) (*jail.Spec, error) {
-	if e := checkCallShape(r); e != nil {
-		return nil, e
-	}
-	c, err := callProfile(p, r)
+	c, vars, err := callParts(p, r)
 	if err != nil {
 		return nil, err
-	}
-	vars, e := callVars(r.Env)
-	if e != nil {
-		return nil, e
 	}
 	s, err := c.CallSpec(base, profiles.Request{Args: r.Argv, Vars: vars})
 	if err != nil {
 		return nil, refuse("%v", err)
 	}
 	return s, nil
+}
+
+// callParts checks the request's shape and gives the call's copy of p
+// (its limits and the rest, callProfile) and its variables ("K=V").
+func callParts(p *profiles.Profile, r *Request) (*profiles.Profile, []string, error) {
+	if e := checkCallShape(r); e != nil {
+		return nil, nil, e
+	}
+	c, err := callProfile(p, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	vars, e := callVars(r.Env)
+	if e != nil {
+		return nil, nil, e
+	}
+	return c, vars, nil
 }
 
 // checkCallShape refuses a request whose fields cannot go together or
