@@ -209,8 +209,8 @@ func TestExitCodes(t *testing.T) {
 	})
 }
 
-// tooljail's threads run with a timer slack of 1 ms (cmd/tooljail/
-// timerslack.c); the command gets the one tooljail was started with,
+// tooljail's threads run with a timer slack of 1 ms (internal/
+// timerslack); the command gets the one tooljail was started with,
 // below that or above, through the CLI and a server.
 func TestTimerSlack(t *testing.T) {
 	own, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", unix.Gettid()))

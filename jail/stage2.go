@@ -108,7 +108,8 @@ func prepareStage2(cfg *stage2Config) (*stage2, initc.Stage2, error) {
 		c.NoHugePages, s.thp = true, 1
 	}
 	// The command gets the timer slack the supervisor started with, not
-	// one the program raised for its own threads (cmd/tooljail does).
+	// one the program raised for its own threads (tooljail does:
+	// internal/timerslack).
 	if ns, ok := initc.OrigTimerSlack(); ok {
 		c.TimerSlack, s.timerSlack = ns, ns
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/tooljail/tooljail/jail"
+	// tooljail's threads wait with a timer slack of 1 ms (docs/architecture.md).
+	_ "github.com/tooljail/tooljail/internal/timerslack"
 )
 
 const usage = `tooljail jails one command: new namespaces, a minimal filesystem, Landlock,

@@ -94,7 +94,7 @@ size_t tj_args_len;
 // its copy, which /proc/1/cmdline would show inside the jail.
 // And it notes the timer slack, which the command gets back: it runs first
 // (priority 101), before a program's own constructor may raise the slack
-// for its threads (cmd/tooljail's timerslack.c).
+// for its threads (internal/timerslack, which cmd/tooljail imports).
 __attribute__((constructor(101))) static void tj_save_start(int argc, char **argv, char **envp) {
 	(void)envp;
 	struct rlimit r;

@@ -171,7 +171,7 @@ extern uint64_t tj_orig_nofile_cur, tj_orig_nofile_max;
 extern int tj_orig_nofile_ok;
 
 // The timer slack (ns) this process started with, before a constructor
-// of the program's own may raise it (cmd/tooljail's does); stage 2 gives
+// of the program's own may raise it (internal/timerslack does); stage 2 gives
 // it back to the command. tj_orig_slack_ok is 0 if it could not be read.
 extern unsigned long tj_orig_slack;
 extern int tj_orig_slack_ok;

@@ -9,8 +9,8 @@
 // starts them, so this runs before the Go runtime starts any; a caller's
 // slack above 1 ms is kept. The jail package noted the caller's slack
 // first (a constructor of priority 101), and stage 2 gives it back to the
-// command. It is this program's choice, not the jail package's: a program
-// that embeds the package keeps its own slack.
+// command. It is the importing program's choice (cmd/tooljail's), not the
+// jail package's: a program that embeds jail keeps its own slack.
 #include <sys/prctl.h>
 
 #define TJ_SUPERVISOR_SLACK_NS 1000000L
