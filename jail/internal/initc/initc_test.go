@@ -1,7 +1,11 @@
 package initc
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -126,5 +130,29 @@ func TestFillLate(t *testing.T) {
 	}
 	if _, err := cp.FillLate(srcs, nil, &Filter{Insns: make([]unix.SockFilter, 1)}); err == nil || !strings.Contains(err.Error(), "without seccomp") {
 		t.Errorf("a filter for a plan without room for one: %v", err)
+	}
+}
+
+// TestHeaderSums: mounts and nonsreap compile initc's headers from the
+// parent directory, which Go's build cache does not see; each carries the
+// headers' sum, so that a header change must change its Go file too.
+func TestHeaderSums(t *testing.T) {
+	h := sha256.New()
+	for _, name := range []string{"init.h", "init_internal.h", "init_steps.h", "stage2.h"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(b)
+	}
+	want := hex.EncodeToString(h.Sum(nil))
+	for _, pkg := range []string{"mounts", "nonsreap"} {
+		b, err := os.ReadFile(filepath.Join(pkg, pkg+".go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `const initcHeaders = "`+want+`"`) {
+			t.Errorf("%s/%s.go: initcHeaders is not the sum of initc's headers; set it to %q (without it Go's build cache keeps C compiled against the old headers)", pkg, pkg, want)
+		}
 	}
 }

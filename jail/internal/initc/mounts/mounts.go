@@ -12,3 +12,12 @@ package mounts
 
 // #cgo CFLAGS: -I${SRCDIR}/..
 import "C"
+
+// initcHeaders is the SHA-256 of initc's headers (init.h, init_internal.h,
+// init_steps.h, stage2.h, in that order), which this package's C is
+// compiled with. Go's build cache keys a cgo package on its own files, so
+// a change to a header in the parent directory would leave C compiled
+// against the old one (struct layouts included) in every cached build;
+// changing this line makes the change this package's too. initc's
+// TestHeaderSums says when it is out of date.
+const initcHeaders = "2cca904072d462c34d464ccc493450bf08701f04e6735622534fcd6e2f3561dd"
