@@ -3,10 +3,6 @@
 // a C constructor): Go's sysmon thread then sleeps about a millisecond
 // where it would poll every 20 µs. cmd/tooljail imports it; the jail
 // package does not, so a program that embeds jail keeps its own slack.
-//
-// It is a package of its own, not a C file of package main: cgo in the
-// main package makes the binary's build ID depend on the checkout's path,
-// which `make dist-check` refuses.
 package timerslack
 
 import "C"
