@@ -45,15 +45,16 @@ var defaultRules = sync.OnceValue(func() *rules {
 
 func loadRules(home, passwd string) *rules {
 	r := &rules{system: map[ID]string{}, top: map[ID]string{}, homes: map[ID]string{}, owners: loadOwners(uint32(os.Geteuid()))}
+	dirs := plainDirs{}
 	// The lists name real directories; a name that is a symlink here
 	// (/bin -> usr/bin, /var/run -> /run) stands for a listed target.
 	for _, p := range SystemDirs {
-		if id, ok := statNoFollow(p); ok {
+		if id, ok := dirs.lookup(p); ok {
 			r.system[id] = p
 		}
 	}
 	for _, p := range TopLevelDirs {
-		if id, ok := statNoFollow(p); ok {
+		if id, ok := dirs.lookup(p); ok {
 			r.top[id] = p
 		}
 	}
@@ -64,24 +65,70 @@ func loadRules(home, passwd string) *rules {
 		addWithParents(r.homes, home, true)
 	}
 	for _, h := range HomeDirs(passwd) {
-		addWithParents(r.homes, h, false)
+		addPlainWithParents(r.homes, dirs, h)
 	}
 	return r
 }
 
-func statNoFollow(p string) (ID, bool) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
-		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
-	})
-	if err != nil {
-		return ID{}, false
+// plainDirs finds directories by their absolute, clean paths, reached
+// through directories only (no symlink in any component, as openat2's
+// RESOLVE_NO_SYMLINKS), with one lstat per distinct path: the lists and
+// the homes share most of their parents. An openat2, fstat and close per
+// path and per parent were about 0.2 ms of every CLI run, which builds
+// the rules once (BENCHMARKS.md, issue 32).
+type plainDirs map[string]plainDir
+
+type plainDir struct {
+	id ID
+	ok bool
+}
+
+// lookup says whether p (absolute and clean) is a directory reached
+// through directories only, and which.
+func (d plainDirs) lookup(p string) (ID, bool) {
+	if r, seen := d[p]; seen {
+		return r.id, r.ok
 	}
-	defer unix.Close(fd)
+	var r plainDir
+	parentOK := p == "/"
+	if !parentOK {
+		_, parentOK = d.lookup(path.Dir(p))
+	}
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return ID{}, false
+	if parentOK && unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		r = plainDir{idOf(&st), true}
 	}
-	return idOf(&st), true
+	d[p] = r
+	return r.id, r.ok
+}
+
+// addPlainWithParents is addWithParents without following symlinks, by
+// lexical parents (the same directories when no component is a symlink).
+// A home written otherwise than clean ("/a/../b", "//a") goes the way of
+// addWithParents.
+func addPlainWithParents(m map[ID]string, dirs plainDirs, home string) {
+	p := home
+	if len(p) > 1 {
+		p = strings.TrimSuffix(p, "/")
+	}
+	if !path.IsAbs(p) || path.Clean(p) != p {
+		addWithParents(m, home, false)
+		return
+	}
+	if _, ok := dirs.lookup(p); !ok {
+		return
+	}
+	for {
+		id := dirs[p].id
+		if _, seen := m[id]; seen {
+			return
+		}
+		m[id] = p
+		if p == "/" {
+			return
+		}
+		p = path.Dir(p)
+	}
 }
 
 // addWithParents records dir (its symlinks followed only when follow)
