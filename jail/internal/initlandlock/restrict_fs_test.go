@@ -3,6 +3,7 @@ package initlandlock_test
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/tooljail/tooljail/landlock"
@@ -46,7 +47,7 @@ func newTree(t *testing.T) tree {
 	}
 	for _, f := range []string{"rx/true", "ro/true", "rw/true", "files/true"} {
 		p := filepath.Join(base, f)
-		must(t, os.WriteFile(p, trueBin, 0o777))
+		must(t, writeExecutable(p, trueBin))
 		must(t, os.Chmod(p, 0o777))
 	}
 	return tr
@@ -201,4 +202,15 @@ func TestRestrictList(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeExecutable writes a program the tests exec, holding syscall.ForkLock
+// while it is open for writing: the subtests run in parallel, and a child
+// another one forks in the meantime would hold the write descriptor until
+// its exec, which fails the exec of the program with ETXTBSY (the control
+// run of TestRestrictFS did once, in a CI imitation beside a CPU hog).
+func writeExecutable(p string, data []byte) error {
+	syscall.ForkLock.Lock()
+	defer syscall.ForkLock.Unlock()
+	return os.WriteFile(p, data, 0o777)
 }
