@@ -48,7 +48,9 @@ func TestPlainDirsAsOpenat2(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.WriteFile(filepath.Join(d, "real/file"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(d, "real/file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for link, target := range map[string]string{"link": "real", "real/lastlink": "a", "loop": "loop", "real/a/up": "../../other"} {
 		if err := os.Symlink(target, filepath.Join(d, link)); err != nil {
 			t.Fatal(err)

@@ -109,10 +109,9 @@ func prepareStage2(cfg *stage2Config) (*stage2, initc.Stage2, error) {
 	}
 	// The command gets the timer slack the supervisor started with, not
 	// one the program raised for its own threads (tooljail does:
-	// internal/timerslack).
-	if ns, ok := initc.OrigTimerSlack(); ok {
-		c.TimerSlack, s.timerSlack = ns, ns
-	}
+	// internal/timerslack); 0, unknown, leaves it the init's.
+	ns := initc.OrigTimerSlack()
+	c.TimerSlack, s.timerSlack = ns, ns
 	return s, c, nil
 }
 

@@ -82,7 +82,6 @@ static inline long tj_sys(long n, long a, long b, long c, long d, long e) {
 uint64_t tj_orig_nofile_cur, tj_orig_nofile_max;
 int tj_orig_nofile_ok;
 unsigned long tj_orig_slack;
-int tj_orig_slack_ok;
 
 char *tj_args_start;
 size_t tj_args_len;
@@ -106,7 +105,6 @@ __attribute__((constructor(101))) static void tj_save_start(int argc, char **arg
 	long slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	if (slack > 0) {
 		tj_orig_slack = (unsigned long)slack;
-		tj_orig_slack_ok = 1;
 	}
 	if (argc > 0 && argv != NULL && argv[0] != NULL && argv[argc - 1] != NULL) {
 		tj_args_start = argv[0];

@@ -50,9 +50,9 @@ func OrigNoFile() (cur, max uint64, ok bool) {
 
 // OrigTimerSlack is the timer slack (ns) this process started with,
 // before a constructor of the program's own could raise it (stage2.c
-// reads it first); ok is false when it could not be read.
-func OrigTimerSlack() (ns uint64, ok bool) {
-	return uint64(C.tj_orig_slack), C.tj_orig_slack_ok != 0
+// reads it first); 0 when it could not be read.
+func OrigTimerSlack() uint64 {
+	return uint64(C.tj_orig_slack)
 }
 
 // compileStage2 fills c, in the init's plan. The Landlock ruleset is the

@@ -172,9 +172,8 @@ extern int tj_orig_nofile_ok;
 
 // The timer slack (ns) this process started with, before a constructor
 // of the program's own may raise it (internal/timerslack does); stage 2 gives
-// it back to the command. tj_orig_slack_ok is 0 if it could not be read.
+// it back to the command. 0 if it could not be read.
 extern unsigned long tj_orig_slack;
-extern int tj_orig_slack_ok;
 
 // Where the process's arguments are (the memory /proc/PID/cmdline reads).
 extern char *tj_args_start;
