@@ -13,7 +13,10 @@ Latency at concurrency 1, the four alternated call by call; then throughput at
 concurrency 4 in alternating blocks, with the CPU each side spent: this
 process's own (getrusage RUSAGE_SELF), its reaped children's (RUSAGE_CHILDREN:
 the CLI or bwrap and everything under it) and, for the served calls, the
-server's own and its reaped children's (the jails), from /proc/PID/stat.
+server's own and its reaped children's (the jails), from /proc/PID/stat; and
+the kernel's work outside every process (its own threads: namespace and cgroup
+teardown, RCU callbacks; interrupts), machine-wide, less the rate measured
+with nothing of this script running.
 
 bench/tjbench starts the server, runs this script and writes the report; run
 alone, it needs the same arguments (see --help). Standard library only; the
@@ -139,6 +142,41 @@ def server_cpu(pid):
     return (utime + stime) / tick, (cutime + cstime) / tick
 
 
+PF_KTHREAD = 0x00200000  # include/linux/sched.h
+
+
+def kernel_cpu():
+    """CPU seconds of the kernel's own threads (PF_KTHREAD: kworkers,
+    ksoftirqd, RCU's) and of interrupts (/proc/stat's irq and softirq),
+    machine-wide, from boot. A kernel thread that exits between two readings
+    takes its time with it: nobody reaps it into a total."""
+    tick = os.sysconf("SC_CLK_TCK")
+    ticks = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone
+        fields = stat[stat.rindex(b")") + 2:].split()
+        if int(fields[6]) & PF_KTHREAD:
+            ticks += int(fields[11]) + int(fields[12])
+    with open("/proc/stat", "rb") as f:
+        cpu = f.readline().split()  # cpu user nice system idle iowait irq softirq ...
+    ticks += int(cpu[6]) + int(cpu[7])
+    return ticks / tick
+
+
+def kernel_idle_rate(seconds):
+    """kernel_cpu's growth per second while this script runs nothing: what
+    the machine's kernel does anyway, taken off each block's figure."""
+    k0, t0 = kernel_cpu(), time.perf_counter()
+    time.sleep(seconds)
+    return (kernel_cpu() - k0) / (time.perf_counter() - t0)
+
+
 def rusage_cpu(who):
     ru = resource.getrusage(who)
     return ru.ru_utime + ru.ru_stime
@@ -185,9 +223,9 @@ def throughput(calls, names, runs, conc, blocks, server_pid):
         for k in range(len(names)):
             name = names[(b + k) % len(names)]
             self0, child0 = rusage_cpu(resource.RUSAGE_SELF), rusage_cpu(resource.RUSAGE_CHILDREN)
-            srv0 = server_cpu(server_pid)
+            srv0, k0 = server_cpu(server_pid), kernel_cpu()
             wall = parallel(calls[name], per, conc)
-            srv1 = server_cpu(server_pid)
+            srv1, k1 = server_cpu(server_pid), kernel_cpu()
             self1, child1 = rusage_cpu(resource.RUSAGE_SELF), rusage_cpu(resource.RUSAGE_CHILDREN)
             out.append({
                 "variant": name,
@@ -197,6 +235,7 @@ def throughput(calls, names, runs, conc, blocks, server_pid):
                 "python_children_cpu_s": child1 - child0,
                 "server_cpu_s": srv1[0] - srv0[0],
                 "server_children_cpu_s": srv1[1] - srv0[1],
+                "kernel_cpu_s": k1 - k0,
             })
     return out
 
@@ -241,7 +280,13 @@ def main():
     latency = alternate(calls, names + ["session"], a.runs)
     session.stop()
     say("throughput at concurrency %d: %d calls each, %d alternating blocks" % (a.conc, a.runs, a.blocks))
+    # The kernel's own rate with nothing running, before and after the
+    # blocks (the pool's builds done, the server idle).
+    time.sleep(1)
+    idle = [kernel_idle_rate(2)]
     blocks = throughput(calls, names, a.runs, a.conc, a.blocks, a.server_pid)
+    time.sleep(1)
+    idle.append(kernel_idle_rate(2))
     big, big_bytes = {}, 0
     if a.big_runs > 0:
         if not a.big_file:
@@ -259,6 +304,7 @@ def main():
             "conc": a.conc,
             "latency_ms": latency,
             "blocks": blocks,
+            "kernel_idle_cpu_s_per_s": sum(idle) / len(idle),
             "big_bytes": big_bytes,
             "big_ms": big,
         }, f)

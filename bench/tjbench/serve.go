@@ -64,7 +64,10 @@ type serveResult struct {
 	// a session runs one call at a time).
 	Session    *serveLatency `json:"session,omitempty"`
 	Throughput []serveTput   `json:"throughput"`
-	Memory     []serverMem   `json:"server_memory"`
+	// KernelIdle is the kernel's CPU per second outside every process
+	// at rest (s/s), taken off the throughput blocks' kernel figures.
+	KernelIdle *float64    `json:"kernel_idle_cpu_s_per_s,omitempty"`
+	Memory     []serverMem `json:"server_memory"`
 	// Big is the large-output pass: BigBytes of output per call, each way.
 	BigBytes  int64          `json:"big_bytes,omitempty"`
 	Big       []serveLatency `json:"big_output,omitempty"`
@@ -98,6 +101,10 @@ type serveTput struct {
 	// reaped (their inits and everything below). Only for "served".
 	Server         float64 `json:"server_cpu_ms_per_run"`
 	ServerChildren float64 `json:"server_children_cpu_ms_per_run"`
+	// Kernel: the kernel's work outside every process during the
+	// variant's blocks (its threads and interrupts, machine-wide), less
+	// what it does at rest; nil when the script did not measure it.
+	Kernel *float64 `json:"kernel_cpu_ms_per_run,omitempty"`
 }
 
 // total is the CPU per run of the whole call: the server's only counts for
@@ -108,6 +115,23 @@ func (t serveTput) total() float64 {
 		s += t.Server + t.ServerChildren
 	}
 	return s
+}
+
+// totalKernel is total with the kernel's work outside the processes; NaN
+// when it was not measured.
+func (t serveTput) totalKernel() float64 {
+	if t.Kernel == nil {
+		return math.NaN()
+	}
+	return t.total() + *t.Kernel
+}
+
+// kernelMs is Kernel for a table: NaN when not measured.
+func (t serveTput) kernelMs() float64 {
+	if t.Kernel == nil {
+		return math.NaN()
+	}
+	return *t.Kernel
 }
 
 // warmMem is the server's parked warm jails after the Python pass: how
@@ -186,6 +210,9 @@ type pyOut struct {
 	Conc    int                  `json:"conc"`
 	Latency map[string][]float64 `json:"latency_ms"`
 	Blocks  []pyBlock            `json:"blocks"`
+	// KernelIdle is the kernel's CPU per second outside every process
+	// with nothing of the script running (nil from an older script).
+	KernelIdle *float64 `json:"kernel_idle_cpu_s_per_s"`
 	// The large-output pass, when run.
 	BigBytes int64                `json:"big_bytes"`
 	Big      map[string][]float64 `json:"big_ms"`
@@ -250,13 +277,14 @@ func (s *serveResult) big(key string) serveLatency {
 }
 
 type pyBlock struct {
-	Variant        string  `json:"variant"`
-	Runs           int     `json:"runs"`
-	Wall           float64 `json:"wall_s"`
-	Python         float64 `json:"python_cpu_s"`
-	PythonChildren float64 `json:"python_children_cpu_s"`
-	Server         float64 `json:"server_cpu_s"`
-	ServerChildren float64 `json:"server_children_cpu_s"`
+	Variant        string   `json:"variant"`
+	Runs           int      `json:"runs"`
+	Wall           float64  `json:"wall_s"`
+	Python         float64  `json:"python_cpu_s"`
+	PythonChildren float64  `json:"python_children_cpu_s"`
+	Server         float64  `json:"server_cpu_s"`
+	ServerChildren float64  `json:"server_children_cpu_s"`
+	Kernel         *float64 `json:"kernel_cpu_s"`
 }
 
 // summarizeServe turns the script's samples into the section's figures,
@@ -271,7 +299,8 @@ func summarizeServe(py pyOut) ([]serveLatency, []serveTput, error) {
 		}
 		lat = append(lat, serveLatency{Variant: v.key, Summary: bench.Summarize(ms), P99: bench.Percentile(ms, 99), Samples: ms})
 		t := serveTput{Variant: v.key}
-		var wall, py0, pyc, srv, srvc float64
+		var wall, py0, pyc, srv, srvc, kern float64
+		kernOK := py.KernelIdle != nil
 		for _, b := range py.Blocks {
 			if b.Variant != v.key {
 				continue
@@ -279,6 +308,11 @@ func summarizeServe(py pyOut) ([]serveLatency, []serveTput, error) {
 			t.Runs += b.Runs
 			wall += b.Wall
 			py0, pyc, srv, srvc = py0+b.Python, pyc+b.PythonChildren, srv+b.Server, srvc+b.ServerChildren
+			if b.Kernel == nil {
+				kernOK = false
+			} else {
+				kern += *b.Kernel
+			}
 			t.Blocks = append(t.Blocks, bench.Ratio(float64(b.Runs), b.Wall))
 		}
 		if t.Runs == 0 || wall <= 0 {
@@ -288,9 +322,21 @@ func summarizeServe(py pyOut) ([]serveLatency, []serveTput, error) {
 		t.PerSec = n / wall
 		t.Python, t.PythonChildren = py0*1000/n, pyc*1000/n
 		t.Server, t.ServerChildren = srv*1000/n, srvc*1000/n
+		if kernOK {
+			k := kernelPerRun(kern, *py.KernelIdle, wall, n)
+			t.Kernel = &k
+		}
 		tp = append(tp, t)
 	}
 	return lat, tp, nil
+}
+
+// kernelPerRun is the kernel's CPU in ms per run of blocks that took wall
+// seconds for n runs and saw kernel seconds of it, less the idle rate (s/s)
+// for that long. It may come out below 0 when the machine's own kernel work
+// varied by more than the runs added.
+func kernelPerRun(kernel, idle, wall, n float64) float64 {
+	return (kernel - idle*wall) * 1000 / n
 }
 
 // servedCalls counts the calls the server got from the script: the warm-up
@@ -641,6 +687,7 @@ func readPyOut(path string) (pyOut, error) {
 func (s *serveResult) absorb(py pyOut) error {
 	var err error
 	s.Python = py.Python
+	s.KernelIdle = py.KernelIdle
 	if s.Latency, s.Throughput, err = summarizeServe(py); err != nil {
 		return err
 	}
@@ -846,6 +893,14 @@ func (s *serveResult) tput(key string) serveTput {
 	return serveTput{Variant: key, PerSec: nan, Python: nan, PythonChildren: nan, Server: nan, ServerChildren: nan}
 }
 
+// kernelIdleMs is KernelIdle in ms per second, NaN when not measured.
+func (s *serveResult) kernelIdleMs() float64 {
+	if s.KernelIdle == nil {
+		return math.NaN()
+	}
+	return *s.KernelIdle * 1000
+}
+
 // peakHWM is the server's largest VmHWM read (-1: none).
 func (s *serveResult) peakHWM() int64 {
 	var h int64 = -1
@@ -931,9 +986,19 @@ func tputTargets(s *serveResult) [][]string {
 		verdict(tr >= 2, !math.IsNaN(tr)),
 	}, {
 		fmt.Sprintf("CPU per run at concurrency %d: served (Python + server + jail) vs bwrap (Python + bwrap and below)", s.Conc), "≤ 1.0× (aim 0.5×)",
-		fmt.Sprintf("%s vs %s (%s); server %s + jail %s%s", fms(st.total()), fms(bt.total()), bench.FormatRatio(st.total(), bt.total()), fms(st.Server), fms(st.ServerChildren), aimText(cr, cr <= 0.5, "0.5×")),
+		fmt.Sprintf("%s vs %s (%s); server %s + jail %s%s%s", fms(st.total()), fms(bt.total()), bench.FormatRatio(st.total(), bt.total()), fms(st.Server), fms(st.ServerChildren), aimText(cr, cr <= 0.5, "0.5×"), withKernel(st, bt)),
 		verdict(cr <= 1, !math.IsNaN(cr)),
 	}}
+}
+
+// withKernel is the CPU comparison again with the kernel's work outside
+// the processes added to both sides, or "" when it was not measured.
+func withKernel(st, bt serveTput) string {
+	a, b := st.totalKernel(), bt.totalKernel()
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return ""
+	}
+	return fmt.Sprintf("; with the kernel's threads and interrupts: %s vs %s (%s)", fms(a), fms(b), bench.FormatRatio(a, b))
 }
 
 // memoryTarget is the server's memory row. The budget grows by
@@ -1055,9 +1120,10 @@ func renderServeThroughput(p func(string, ...any), s *serveResult) {
 		}
 		rows = append(rows, []string{v.label, bench.FormatRate(t.PerSec), bench.FormatRatio(t.PerSec, bt.PerSec),
 			fmt.Sprintf("%s – %s", bench.FormatRate(bench.Percentile(t.Blocks, 0)), bench.FormatRate(bench.Percentile(t.Blocks, 100))),
-			fms(t.Python), fms(t.PythonChildren), srvCPU, jailCPU, fms(t.total()), bench.FormatRatio(t.total(), bt.total())})
+			fms(t.Python), fms(t.PythonChildren), srvCPU, jailCPU, fms(t.total()), bench.FormatRatio(t.total(), bt.total()),
+			fms(t.kernelMs()), fms(t.totalKernel()), bench.FormatRatio(t.totalKernel(), bt.totalKernel())})
 	}
-	p("%s\n", bench.Table([]string{"call", "runs/s", "÷ bwrap", "blocks", "CPU/run: Python", "its children", "server", "server's children (jails)", "total", "total ÷ bwrap"}, rows))
+	p("%s\n", bench.Table([]string{"call", "runs/s", "÷ bwrap", "blocks", "CPU/run: Python", "its children", "server", "server's children (jails)", "total", "total ÷ bwrap", "kernel threads, interrupts", "all", "all ÷ bwrap"}, rows))
 	runs := 0
 	if len(s.Throughput) > 0 {
 		runs = s.Throughput[0].Runs
@@ -1067,8 +1133,12 @@ func renderServeThroughput(p func(string, ...any), s *serveResult) {
 	p("over each call's blocks: Python's own (`getrusage(RUSAGE_SELF)`), its reaped children's\n")
 	p("(`RUSAGE_CHILDREN`: the CLI or bwrap and all below them), and for the served call the server's\n")
 	p("own and its reaped children's (its jails' inits and commands), from `/proc/PID/stat` (clock ticks).\n")
-	p("Kernel work done outside these processes (namespace and cgroup teardown in kernel threads) is in\n")
-	p("no column.\n\n")
+	p("The kernel's work outside every process (its threads: the teardown of namespaces and cgroups,\n")
+	p("RCU callbacks, network work; and interrupts) is machine-wide: the CPU of every kernel thread\n")
+	p("(`/proc/PID/stat`, PF_KTHREAD) and /proc/stat's irq and softirq, over the call's blocks, less\n")
+	p("the rate measured for 2 s with nothing of the bench running before and after the blocks\n")
+	p("(%s per second), per run; \"all\" adds it to the total. A kernel thread that ends during a\n", fms(s.kernelIdleMs()))
+	p("block takes its time with it.\n\n")
 }
 
 func renderServeMemory(p func(string, ...any), s *serveResult) {

@@ -70,6 +70,47 @@ func TestSummarizeServe(t *testing.T) {
 	}
 }
 
+// TestSummarizeServeKernel: the kernel's work outside the processes is the
+// blocks' figure less the idle rate over their wall time, per run, and it is
+// absent (not 0) when the script or a block did not measure it.
+func TestSummarizeServeKernel(t *testing.T) {
+	py := pyFixture(map[string]float64{"served": 1, "cli": 2, "bwrap": 1, "bare": 0.5})
+	_, tp, err := summarizeServe(py)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp[0].Kernel != nil || !math.IsNaN(tp[0].totalKernel()) {
+		t.Errorf("no idle rate: kernel %v, want none", tp[0].Kernel)
+	}
+	idle := 0.1 // s of kernel CPU per s at rest
+	py.KernelIdle = &idle
+	for i := range py.Blocks {
+		k := 0.08 // in a block of 0.5 s (served, bwrap): 0.05 s of it idle
+		py.Blocks[i].Kernel = &k
+	}
+	if _, tp, err = summarizeServe(py); err != nil {
+		t.Fatal(err)
+	}
+	// served: 2 × (0.08 − 0.1 × 0.5) s over 100 runs = 0.6 ms per run.
+	if s := tp[0]; s.Kernel == nil || math.Abs(*s.Kernel-0.6) > 1e-9 || math.Abs(s.totalKernel()-8.0) > 1e-9 {
+		t.Errorf("served kernel %v, all %v; want 0.6 and 8.0 ms", s.Kernel, s.totalKernel())
+	}
+	// cli: blocks of 1 s, so more idle time than the blocks saw: below 0.
+	if c := tp[1]; c.Kernel == nil || math.Abs(*c.Kernel-(-0.4)) > 1e-9 {
+		t.Errorf("cli kernel %v, want -0.4 ms (as measured, not clamped)", c.Kernel)
+	}
+	py.Blocks[0].Kernel = nil
+	if _, tp, err = summarizeServe(py); err != nil {
+		t.Fatal(err)
+	}
+	if tp[0].Kernel != nil {
+		t.Errorf("a served block without the figure: kernel %v, want none", *tp[0].Kernel)
+	}
+	if tp[2].Kernel == nil {
+		t.Errorf("bwrap's blocks all measured it: want a figure")
+	}
+}
+
 func TestSummarizeServeMissing(t *testing.T) {
 	py := pyFixture(map[string]float64{"served": 1, "cli": 1, "bwrap": 1, "bare": 1})
 	delete(py.Latency, "bwrap")
