@@ -120,14 +120,56 @@ func OpenIn(root *os.File, p string, opt Options) (*Object, error) {
 }
 
 func openIn(r *rules, root *os.File, p string, opt Options) (*Object, error) {
-	if !path.IsAbs(p) {
-		return nil, fmt.Errorf("%s: not an absolute path", p)
+	o, err := newOpener(r, root)
+	if err != nil {
+		return nil, err
 	}
+	defer o.Close()
+	return o.Open(p, opt)
+}
+
+// An Opener opens many paths as OpenIn does, from one root, and opens each
+// directory on the way to a path's last component once: the default
+// profile's two dozen binds in /etc walk /etc once, not two dozen times.
+// Every path still resolves through descriptors only, now the same ones
+// for the directories they share, so two paths that name one directory see
+// one object even if the directory is renamed between them. Close it when
+// done; the Objects it returned are the caller's.
+type Opener struct {
+	rules *rules
+	root  *os.File
+	top   frame
+	dirs  map[string]frame // resolved path -> its directory, open
+}
+
+// NewOpener starts an Opener with root standing for "/", as OpenIn's.
+func NewOpener(root *os.File) (*Opener, error) { return newOpener(defaultRules(), root) }
+
+func newOpener(r *rules, root *os.File) (*Opener, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(root.Fd()), &st); err != nil {
 		return nil, &os.PathError{Op: "stat", Path: "/", Err: err}
 	}
-	return (&walker{asked: p, rules: r}).open(root, Elem{Name: "/", ID: idOf(&st)}, st, p, opt)
+	return &Opener{rules: r, root: root, top: frame{fd: -1, elem: Elem{Name: "/", ID: idOf(&st)}, st: st}, dirs: map[string]frame{}}, nil
+}
+
+// Open opens path (absolute) as OpenIn does.
+func (o *Opener) Open(p string, opt Options) (*Object, error) {
+	if !path.IsAbs(p) {
+		return nil, fmt.Errorf("%s: not an absolute path", p)
+	}
+	if o.dirs == nil {
+		return nil, fmt.Errorf("%s: the Opener is closed", p)
+	}
+	return (&walker{asked: p, rules: o.rules, dirs: o.dirs}).open(o.root, o.top.elem, o.top.st, p, opt)
+}
+
+// Close closes the directories the Opener kept.
+func (o *Opener) Close() {
+	for _, f := range o.dirs {
+		unix.Close(f.fd)
+	}
+	o.dirs = nil
 }
 
 // open walks p from root (whose chain element and stat are top) and
@@ -146,6 +188,11 @@ func (w *walker) open(root *os.File, top Elem, st unix.Stat_t, p string, opt Opt
 		if fd, err = unix.Openat(w.rootFD, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 			return nil, &os.PathError{Op: "open", Path: "/", Err: err}
 		}
+	} else if last.shared { // the Opener's: the Object gets its own
+		var err error
+		if fd, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err != nil {
+			return nil, &os.PathError{Op: "dup", Path: w.resolved(), Err: err}
+		}
 	} else {
 		w.stack[len(w.stack)-1].fd = -1 // handed to the Object
 	}
@@ -158,9 +205,10 @@ func (w *walker) open(root *os.File, top Elem, st unix.Stat_t, p string, opt Opt
 }
 
 type frame struct {
-	fd   int // -1 for the root (the caller's descriptor)
-	elem Elem
-	st   unix.Stat_t
+	fd     int // -1 for the root (the caller's descriptor)
+	elem   Elem
+	st     unix.Stat_t
+	shared bool // fd is an Opener's, kept open after the walk
 }
 
 type walker struct {
@@ -173,6 +221,9 @@ type walker struct {
 	// (OpenInTree): resolved paths and chains continue them.
 	prefix string
 	base   []Elem
+	// dirs, when not nil, are an Opener's directories by resolved path:
+	// taken from there instead of opened again, and added to.
+	dirs map[string]frame
 }
 
 func (w *walker) push(fd int, e Elem, st unix.Stat_t) {
@@ -189,7 +240,7 @@ func (w *walker) dirFD() int {
 // popTo keeps the first n frames.
 func (w *walker) popTo(n int) {
 	for _, f := range w.stack[n:] {
-		if f.fd >= 0 {
+		if f.fd >= 0 && !f.shared {
 			unix.Close(f.fd)
 		}
 	}
@@ -225,6 +276,17 @@ func (w *walker) walk(p string, opt Options) error {
 			continue
 		}
 		last := len(todo) == 0
+		// A directory on the way may be one an earlier walk opened. The
+		// last component is always looked up afresh: it is what the
+		// caller asked for.
+		var key string
+		if w.dirs != nil && !last {
+			key = path.Join(w.resolved(), name)
+			if f, ok := w.dirs[key]; ok {
+				w.stack = append(w.stack, f)
+				continue
+			}
+		}
 		fd, st, err := openComponent(w.dirFD(), name)
 		if err != nil {
 			return &os.PathError{Op: "open", Path: path.Join(w.resolved(), name), Err: err}
@@ -245,7 +307,12 @@ func (w *walker) walk(p string, opt Options) error {
 			}
 			todo = append(splitPath(target), todo...)
 		case unix.S_IFDIR:
-			w.push(fd, Elem{Name: name, ID: idOf(&st)}, st)
+			f := frame{fd: fd, elem: Elem{Name: name, ID: idOf(&st)}, st: st}
+			if key != "" {
+				f.shared = true
+				w.dirs[key] = f
+			}
+			w.stack = append(w.stack, f)
 		default:
 			if !last {
 				unix.Close(fd)

@@ -13,14 +13,20 @@ import (
 
 // Resolve opens the source of every bind of mounts with root standing
 // for "/", or for a bind InRoot, in tree (the run's root directory,
-// jail's Spec.Root, opened), and checks what it opened.
+// jail's Spec.Root, opened), and checks what it opened. The binds from
+// root share the directories on their way (hostpath.Opener).
 func Resolve(root *os.File, tree *hostpath.Object, mounts []Mount, dir string) ([]Source, error) {
 	srcs := make([]Source, len(mounts))
+	host, err := hostpath.NewOpener(root)
+	if err != nil {
+		return nil, fmt.Errorf("the root to open binds from: %w", err)
+	}
+	defer host.Close()
 	for i, m := range mounts {
 		if m.Kind != Bind {
 			continue
 		}
-		obj, err := openSource(root, tree, m)
+		obj, err := openSource(host, tree, m)
 		if err != nil {
 			if m.Optional && errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -45,11 +51,11 @@ func Resolve(root *os.File, tree *hostpath.Object, mounts []Mount, dir string) (
 	return srcs, nil
 }
 
-// openSource opens m's source: on the host from root, or in the tree.
-func openSource(root *os.File, tree *hostpath.Object, m Mount) (*hostpath.Object, error) {
+// openSource opens m's source: on the host through host, or in the tree.
+func openSource(host *hostpath.Opener, tree *hostpath.Object, m Mount) (*hostpath.Object, error) {
 	opt := hostpath.Options{KeepSymlink: m.KeepSymlink}
 	if !m.InRoot {
-		return hostpath.OpenIn(root, m.Source, opt)
+		return host.Open(m.Source, opt)
 	}
 	if tree == nil {
 		return nil, fmt.Errorf("no root directory to take it from")
