@@ -19,6 +19,8 @@ import (
 type timing struct {
 	bench.Summary
 	Samples []float64 `json:"samples_ms"`
+	// CPU summarizes the CPU time of each run (cpuTime), when measured.
+	CPU *bench.Summary `json:"cpu_ms,omitempty"`
 }
 
 func toTiming(ds []time.Duration) timing {
@@ -28,13 +30,15 @@ func toTiming(ds []time.Duration) timing {
 
 // measureAlternating times runners round-robin (see alternate).
 func measureAlternating(runners []runner, n int) ([]timing, error) {
-	ds, err := alternate(runners, n)
+	ds, cpu, err := alternate(runners, n)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]timing, len(ds))
 	for i, d := range ds {
 		out[i] = toTiming(d)
+		c := bench.Summarize(bench.Millis(cpu[i]))
+		out[i].CPU = &c
 	}
 	return out, nil
 }

@@ -16,6 +16,15 @@ func med(t timing) float64   { return orNaN(t, t.Median) }
 func p10(t timing) float64   { return orNaN(t, t.P10) }
 func p90(t timing) float64   { return orNaN(t, t.P90) }
 func minOf(t timing) float64 { return orNaN(t, t.Min) }
+
+// cpuMed is the median CPU time of t's runs, NaN when not measured (a
+// raw.json of an older bench).
+func cpuMed(t timing) float64 {
+	if t.CPU == nil || t.CPU.N == 0 {
+		return math.NaN()
+	}
+	return t.CPU.Median
+}
 func orNaN(t timing, v float64) float64 {
 	if t.N == 0 {
 		return math.NaN()
@@ -165,9 +174,13 @@ func renderStartup(p func(string, ...any), r *results) {
 			continue
 		}
 		rows = append(rows, []string{x.name, fms(med(x.t)), fms(p10(x.t)), fms(p90(x.t)),
-			bench.FormatRatio(med(x.t), med(bwS)), bench.FormatRatio(med(x.t), med(bareS))})
+			bench.FormatRatio(med(x.t), med(bwS)), bench.FormatRatio(med(x.t), med(bareS)),
+			fms(cpuMed(x.t)), bench.FormatRatio(cpuMed(x.t), cpuMed(bwS))})
 	}
-	p("%s\n", bench.Table([]string{"command", "median", "p10", "p90", "÷ bwrap", "÷ bare"}, rows))
+	p("%s\n", bench.Table([]string{"command", "median", "p10", "p90", "÷ bwrap", "÷ bare", "CPU per run", "CPU ÷ bwrap"}, rows))
+	p("CPU per run: the median, over the runs, of the user and system time of the bench driver and of\n")
+	p("the children it reaped during the run (the command and everything below it, and os/exec's part).\n")
+	p("Kernel work done later in kernel threads (namespace teardown) is not in it, for any command.\n\n")
 	if goS.N > 0 {
 		// bare is a C process's exec, run and exit, as bwrap's own process
 		// is; tooljail version is the Go process's.
@@ -199,24 +212,29 @@ func renderLayers(p func(string, ...any), c *config, r *results, svgRef string) 
 	p("## Start-up by layer\n\n")
 	p("![start-up by layer](%s)\n\n", svgRef)
 	var rows [][]string
-	prev := math.NaN()
+	prev, prevCPU := math.NaN(), math.NaN()
 	for _, l := range r.Layers {
-		delta := ""
+		delta, deltaCPU := "", ""
 		if !strings.HasPrefix(l.Label, "bwrap") {
 			if !math.IsNaN(prev) {
 				delta = fmt.Sprintf("%+.2f ms", med(l.T)-prev)
 			}
-			prev = med(l.T)
+			if !math.IsNaN(prevCPU) && !math.IsNaN(cpuMed(l.T)) {
+				deltaCPU = fmt.Sprintf("%+.2f ms", cpuMed(l.T)-prevCPU)
+			}
+			prev, prevCPU = med(l.T), cpuMed(l.T)
 		}
-		rows = append(rows, []string{l.Label, fms(med(l.T)), fms(p10(l.T)), fms(p90(l.T)), delta, l.What})
+		rows = append(rows, []string{l.Label, fms(med(l.T)), fms(p10(l.T)), fms(p90(l.T)), delta, fms(cpuMed(l.T)), deltaCPU, l.What})
 	}
-	p("%s\n", bench.Table([]string{"step", "median", "p10", "p90", "Δ median", "what runs"}, rows))
+	p("%s\n", bench.Table([]string{"step", "median", "p10", "p90", "Δ median", "CPU per run", "Δ CPU", "what runs"}, rows))
 	p("Each step adds one layer to the one above; %d samples each, the eight alternated. The\n", c.layerRuns)
 	p("+mounts ... +cgroup steps run in the bench driver through the `jail` package (one long-lived Go\n")
 	p("process that forks the jail's C init per run, as an embedding agent runtime would), so \"full\"\n")
 	p("minus \"+cgroup\" is what the CLI adds: a Go process start, profile loading, the host probe,\n")
 	p("the seccomp filter from the disk cache instead of memory. On a host\n")
-	p("with cgroups the jail makes a cgroup for accounting even without caps, so +mounts includes it.\n\n")
+	p("with cgroups the jail makes a cgroup for accounting even without caps, so +mounts includes it.\n")
+	p("CPU per run is measured as in [Start-up](#start-up): for the in-process steps, the driver's own\n")
+	p("CPU (the supervisor's work) and its reaped init's (the init, stage 2 and the command).\n\n")
 }
 
 // renderThroughput is the CLI's throughput against bwrap's.

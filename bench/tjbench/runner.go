@@ -101,28 +101,44 @@ func nsRunner(name string) runner {
 }
 
 // alternate runs the runners round by round, n rounds, and returns each
-// runner's wall times. Each round starts one runner further along (A,B,C;
-// B,C,A; ...) so that drift, and whatever one run leaves behind for the
-// next (warm caches, a busy CPU), hits every runner alike.
-func alternate(runners []runner, n int) ([][]time.Duration, error) {
-	out := make([][]time.Duration, len(runners))
+// runner's wall times and the CPU each run cost. Each round starts one
+// runner further along (A,B,C; B,C,A; ...) so that drift, and whatever one
+// run leaves behind for the next (warm caches, a busy CPU), hits every
+// runner alike.
+func alternate(runners []runner, n int) (wall, cpu [][]time.Duration, err error) {
+	wall = make([][]time.Duration, len(runners))
+	cpu = make([][]time.Duration, len(runners))
 	for round := 0; round < n; round++ {
 		for k := range runners {
 			i := (round + k) % len(runners)
+			c0 := cpuTime()
 			start := time.Now()
 			if err := runners[i].run(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			out[i] = append(out[i], time.Since(start))
+			wall[i] = append(wall[i], time.Since(start))
+			cpu[i] = append(cpu[i], cpuTime()-c0)
 		}
 	}
-	return out, nil
+	return wall, cpu, nil
+}
+
+// cpuTime is the CPU time, user and system, of this process and of the
+// children it has reaped: around a run, what the run cost, whether it ran
+// in this process (the jail package's supervisor, its reaped init and
+// everything below it) or as a child (the CLI, bwrap), with os/exec's
+// own part of starting a child.
+func cpuTime() time.Duration {
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
 }
 
 // warm runs every runner a few times untimed: page cache, the seccomp
 // filter caches (in memory for the jail package, on disk for the CLI).
 func warm(runners []runner, n int) error {
-	_, err := alternate(runners, n)
+	_, _, err := alternate(runners, n)
 	return err
 }
 
