@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -349,5 +350,67 @@ func TestLeaderJoinDoesNotNest(t *testing.T) {
 	out, err := c.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("leader joined a run, another run's group made meanwhile: %q, %v", out, err)
+	}
+}
+
+// TestOwnPIDNamespace: on v1 a group whose processes are one PID namespace
+// is not made in the freezer hierarchy (Resources.OwnPIDNamespace), one
+// without is; and Kill still leaves nothing of a namespace whose processes
+// fork all the while at the pids cap: SIGKILL reaches its init, and the
+// kernel takes the namespace down with it.
+func TestOwnPIDNamespace(t *testing.T) {
+	s := requireCaps(t, Pids)
+	if s.Mode != ModeV1 {
+		t.Skipf("the freezer is v1's (mode %s)", s.Mode)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a PID namespace without a user namespace needs root")
+	}
+	_, h, err := detect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hasFreezer := h.(v1Host).bases["freezer"]
+	inFreezer := func(g *Group) bool {
+		for _, d := range groupDirs(g) {
+			if strings.HasPrefix(d, h.(v1Host).bases["freezer"]+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	if plain := newGroup(t, "plain", Resources{Pids: 64}); hasFreezer && !inFreezer(plain) {
+		t.Errorf("a group of processes in no namespace of their own has no freezer directory: %v", groupDirs(plain))
+	}
+	g := newGroup(t, "pidns", Resources{Pids: 64, OwnPIDNamespace: true})
+	if inFreezer(g) {
+		t.Errorf("a group of one PID namespace was made in the freezer: %v", groupDirs(g))
+	}
+	c := startInWith(t, g, syscall.CLONE_NEWPID, "churn")
+	if got := c.line(t); got != "1" {
+		t.Fatalf("the child is pid %s in its namespace, want 1", got)
+	}
+	var pids []int
+	for i := 0; i < 500 && len(pids) < 60; i++ {
+		time.Sleep(10 * time.Millisecond)
+		pids, _ = procs(g)
+	}
+	if len(pids) < 60 {
+		t.Fatalf("the namespace grew to %d processes, want the cap's 64", len(pids))
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Wait()
+	if left, err := procs(g); err != nil || len(left) != 0 {
+		t.Errorf("after Kill: %v, %v; want an empty group", left, err)
+	}
+	for _, p := range pids {
+		if alive(p) {
+			t.Errorf("pid %d alive after Kill", p)
+		}
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
 	}
 }

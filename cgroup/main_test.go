@@ -87,6 +87,9 @@ func runChild(mode string, args []string) {
 		time.Sleep(time.Hour)
 	case "forkloop":
 		forkLoop()
+	case "churn": // as PID 1 of a namespace: say so, then fork without end
+		fmt.Println(os.Getpid())
+		churn()
 	case "busy": // spin args[1] threads for args[0] of wall time
 		d, _ := time.ParseDuration(args[0])
 		n, _ := strconv.Atoi(args[1])
@@ -169,6 +172,20 @@ func forkLoop() {
 	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 1, 0, 0)
 }
 
+// churn forks (raw clone, the children only pause) for ever, retrying when
+// the pids cap refuses: the group gains a process whenever it can.
+func churn() {
+	runtime.LockOSThread()
+	for {
+		r1, _, _ := syscall.RawSyscall(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0)
+		if r1 == 0 {
+			for {
+				syscall.RawSyscall6(syscall.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
+			}
+		}
+	}
+}
+
 // child is a re-exec'd test process inside a group.
 type child struct {
 	cmd   *exec.Cmd
@@ -180,11 +197,18 @@ type child struct {
 // else added with AddProc while the child still waits on stdin.
 func startIn(t *testing.T, g *Group, mode string, args ...string) *child {
 	t.Helper()
+	return startInWith(t, g, 0, mode, args...)
+}
+
+// startInWith is startIn with clone flags for the child (CLONE_NEWPID).
+func startInWith(t *testing.T, g *Group, cloneflags uintptr, mode string, args ...string) *child {
+	t.Helper()
 	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.Env = append(os.Environ(), "TJCG_CHILD="+mode, "TJCG_WAIT=1")
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: cloneflags}
 	if fd := g.DirFD(); fd >= 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 	}
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -20,8 +20,15 @@ type v1Host struct {
 }
 
 // v1Hierarchies are the v1 controllers a group joins: the three caps, plus
-// cpuacct for CPU times and freezer for an atomic kill.
+// cpuacct for CPU times and freezer for an atomic kill (v1Hierarchy).
 var v1Hierarchies = []string{Memory, CPU, "cpuacct", Pids, "freezer"}
+
+// v1Hierarchy says whether a group of r is made in hierarchy c: not in the
+// freezer when its processes are one PID namespace (Resources'
+// OwnPIDNamespace), which dies with its init.
+func v1Hierarchy(c string, r Resources) bool {
+	return c != "freezer" || !r.OwnPIDNamespace
+}
 
 // detectV1 finds the supervisor's cgroup in each mounted hierarchy.
 func detectV1(pc procCgroups, mounts cgroupMounts) v1Host {
@@ -76,6 +83,9 @@ func (h v1Host) newGroup(id string, r Resources) (backend, error) {
 	}
 	name := flatRunName(selfName(), id)
 	for c, base := range h.bases {
+		if !v1Hierarchy(c, r) {
+			continue
+		}
 		d := filepath.Join(base, name)
 		if !made[d] {
 			if err := unix.Mkdir(d, 0o755); err != nil {
@@ -455,6 +465,8 @@ func (d v1Dirs) procs() ([]int, error) {
 // kill freezes the group (when it is in a freezer hierarchy) so nothing
 // forks while the SIGKILLs go out, kills every process, thaws, and waits
 // until every hierarchy is empty. It returns how many processes it signalled.
+// A group of one PID namespace has no freezer: the caller kills its init,
+// which takes the namespace along, and the SIGKILLs here only hasten it.
 func (d v1Dirs) kill() (int, error) {
 	// Usually the run's init has been reaped and took the rest of its PID
 	// namespace along: nothing is left, and an empty group cannot gain a

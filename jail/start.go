@@ -411,6 +411,9 @@ func (c *Cmd) openGroup() error {
 	} else {
 		close(c.staleDone)
 	}
+	// A run with namespaces is one PID namespace: its init takes the rest
+	// along when it dies, so v1 needs no freezer for the kill.
+	r.OwnPIDNamespace = c.plan.nons == nil
 	g, err := cgroup.New(c.res.ID, r)
 	if err != nil {
 		if capped {
