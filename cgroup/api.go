@@ -26,8 +26,9 @@
 //   - cgroup v1 and hybrid hosts: the v1 memory, cpu, cpuacct, pids and freezer
 //     hierarchies (the freezer only for a group whose processes are not one
 //     PID namespace, Resources.OwnPIDNamespace), below the supervisor's own
-//     cgroup in each; only root can write them. v1 has no memory.oom.group, so a watcher on the group's OOM
-//     event kills the rest of the group when the kernel kills one process.
+//     cgroup in each; only root can write them. v1 has no memory.oom.group,
+//     so a watcher on the group's OOM event kills the rest of the group when
+//     the kernel kills one process.
 //     DirFD is -1: the caller forks the init from a thread that joined the
 //     group (JoinThread), or moves it in with AddProc before it runs.
 //
@@ -53,8 +54,8 @@ type Resources struct {
 	// one PID namespace of its own, whose init the caller holds and kills:
 	// the kernel kills the whole namespace with its init, and nothing in
 	// it can fork its way out. Kill then needs no v1 freezer to stop forks
-	// while it signals, and the group is not made in that hierarchy (on
-	// these hosts each hierarchy costs a run about 5 % of its start-up).
+	// while it signals, and the group is not made in that hierarchy: a
+	// mkdir, an rmdir, a thread's join and leave fewer per run.
 	OwnPIDNamespace bool
 }
 
