@@ -356,7 +356,10 @@ func TestSignalsForwarded(t *testing.T) {
 			for _, d := range u.degraded {
 				args = append(args, "--allow-degraded", d)
 			}
-			cmd := exec.Command(tooljailBin, append(args, "--", "/bin/sh", "-c", script)...)
+			// From a caller with the signals at their default actions,
+			// as at an interactive shell, whatever this test process
+			// inherited: tooljail relays none it was started ignoring.
+			cmd := exec.Command(helperBin, append(append(startDefault(), tooljailBin), append(args, "--", "/bin/sh", "-c", script)...)...)
 			cmd.Dir, cmd.Env = w, u.environ(nil)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
 			out, err := cmd.StdoutPipe()
@@ -429,6 +432,50 @@ func TestSignalsForwarded(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGINT)
 		if code := wait(cmd); code != 128+9 {
 			t.Errorf("two SIGINTs to tooljail: exit %d, want 137 (the run killed)", code)
+		}
+	})
+}
+
+// startDefault is the tjhelper wrapper that execs its command with the
+// signals tooljail relays and a shell may leave ignored (SIGHUP, SIGINT,
+// SIGQUIT) at their default actions, for the tests that send them.
+func startDefault() []string { return []string{"_default", "1,2,3"} }
+
+// A signal the caller ignores stays ignored for the command, as across an
+// execve: nohup's SIGHUP and a shell background job's SIGINT (Go keeps an
+// inherited SIG_IGN of these two, and tooljail does not take them over to
+// relay them; the init keeps them ignored). SIGQUIT is not kept: Go puts
+// its own handler over an inherited SIG_IGN of it, and the init then puts
+// back the default. From a caller with all three at their default, none is
+// ignored.
+func TestIgnoredSignalsStayIgnored(t *testing.T) {
+	const hup, intr, quit = 1 << (1 - 1), 1 << (2 - 1), 1 << (3 - 1)
+	sigIgn := func(t *testing.T, o *outcome) uint64 {
+		t.Helper()
+		for _, l := range strings.Split(o.stdout, "\n") {
+			if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
+				m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+		}
+		t.Fatalf("no SigIgn in the command's status\n%s", o)
+		return 0
+	}
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		o := u.jailRun(t, w, run{wrap: []string{"_ignore", "1,2,3"}}, "/bin/cat", "/proc/self/status")
+		if o.code != 0 {
+			t.Fatalf("exit %d\n%s", o.code, o)
+		}
+		if got := sigIgn(t, o) & (hup | intr | quit); got != hup|intr {
+			t.Errorf("the command's ignored SIGHUP, SIGINT, SIGQUIT: %#x, want %#x (SIGHUP and SIGINT)\n%s", got, hup|intr, o)
+		}
+		o = u.jailRun(t, w, run{wrap: startDefault()}, "/bin/cat", "/proc/self/status")
+		if got := sigIgn(t, o) & (hup | intr | quit); o.code != 0 || got != 0 {
+			t.Errorf("from a caller with them at their default: exit %d, ignored %#x, want none\n%s", o.code, got, o)
 		}
 	})
 }

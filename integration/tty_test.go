@@ -86,7 +86,9 @@ func (u *user) startTTYArgs(t *testing.T, w string, rows, cols uint16, rep strin
 	}
 	r.before = *before
 	r.ctx, r.cancel = context.WithTimeout(context.Background(), time.Minute*slow)
-	r.cmd = exec.CommandContext(r.ctx, tooljailBin, args...)
+	// Signals at their default actions, as a person's shell starts it:
+	// ^C must reach the command whatever this test process inherited.
+	r.cmd = exec.CommandContext(r.ctx, helperBin, append(append(startDefault(), tooljailBin), args...)...)
 	r.cmd.Dir = w
 	r.cmd.Env = u.environ(env)
 	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = r.peer, r.peer, r.peer

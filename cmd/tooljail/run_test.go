@@ -161,6 +161,30 @@ func TestForwarded(t *testing.T) {
 	}
 }
 
+// A signal tooljail was started with ignored is not relayed (it stays
+// ignored, and the command inherits it so); every other one is.
+func TestRelayedSignals(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		ignored []os.Signal
+		want    []os.Signal
+	}{
+		{"none ignored", nil, forwardedSignals},
+		{"nohup", []os.Signal{syscall.SIGHUP}, []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT,
+			syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGALRM}},
+		{"background job", []os.Signal{syscall.SIGINT, syscall.SIGQUIT}, []os.Signal{syscall.SIGTERM, syscall.SIGHUP,
+			syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGALRM}},
+		{"all", forwardedSignals, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := relayedSignals(func(s os.Signal) bool { return slices.Contains(c.ignored, s) })
+			if !slices.Equal(got, c.want) {
+				t.Errorf("relayed %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
 // The signals an agent runtime sends to a jailed command reach it (the
 // Python client's Popen relies on it: send_signal, terminate); SIGKILL,
 // which cannot be caught, is not among them.

@@ -38,6 +38,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -93,6 +94,26 @@ func main() {
 			}
 			err := syscall.Exec(arg(args, 2), args[2:], os.Environ())
 			fmt.Fprintln(os.Stderr, "_timerslack:", err)
+			os.Exit(1)
+		case "_ignore", "_default": // _ignore|_default SIG,SIG... CMD ARG...: exec CMD with those signals ignored, or at their default action
+			var sigs []os.Signal
+			for _, f := range strings.Split(arg(args, 1), ",") {
+				n, err := strconv.Atoi(f)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, args[0]+":", err)
+					os.Exit(1)
+				}
+				sigs = append(sigs, syscall.Signal(n))
+			}
+			if args[0] == "_ignore" {
+				signal.Ignore(sigs...) // SIG_IGN, which an exec keeps
+			} else {
+				// A handler, even over an inherited SIG_IGN, which the
+				// exec turns into the default action.
+				signal.Notify(make(chan os.Signal, 1), sigs...)
+			}
+			err := syscall.Exec(arg(args, 2), args[2:], os.Environ())
+			fmt.Fprintln(os.Stderr, args[0]+":", err)
 			os.Exit(1)
 		case "_nofile": // _nofile SOFT CMD ARG...: exec CMD with that soft RLIMIT_NOFILE
 			var l unix.Rlimit

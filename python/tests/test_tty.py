@@ -7,6 +7,7 @@ timeout kill."""
 import fcntl
 import os
 import pty
+import signal
 import select
 import struct
 import termios
@@ -36,6 +37,11 @@ class Terminal:
                 fcntl.ioctl(peer, termios.TIOCSCTTY, 0)
                 for fd in (0, 1, 2):
                     os.dup2(peer, fd)
+                # As a person's shell starts it: ^C must reach the command
+                # even when this test runs with SIGINT ignored (a background
+                # job's), which tooljail and the command would keep.
+                for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+                    signal.signal(sig, signal.SIG_DFL)
                 os.execv(BINARY, [BINARY, "run", "-q"] + args)
             finally:
                 os._exit(127)
