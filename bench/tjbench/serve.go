@@ -119,19 +119,14 @@ func (t serveTput) total() float64 {
 
 // totalKernel is total with the kernel's work outside the processes; NaN
 // when it was not measured.
-func (t serveTput) totalKernel() float64 {
-	if t.Kernel == nil {
-		return math.NaN()
-	}
-	return t.total() + *t.Kernel
-}
+func (t serveTput) totalKernel() float64 { return t.total() + orNaNPtr(t.Kernel) }
 
-// kernelMs is Kernel for a table: NaN when not measured.
-func (t serveTput) kernelMs() float64 {
-	if t.Kernel == nil {
+// orNaNPtr is *v, or NaN for a figure not measured (nil).
+func orNaNPtr(v *float64) float64 {
+	if v == nil {
 		return math.NaN()
 	}
-	return *t.Kernel
+	return *v
 }
 
 // warmMem is the server's parked warm jails after the Python pass: how
@@ -893,14 +888,6 @@ func (s *serveResult) tput(key string) serveTput {
 	return serveTput{Variant: key, PerSec: nan, Python: nan, PythonChildren: nan, Server: nan, ServerChildren: nan}
 }
 
-// kernelIdleMs is KernelIdle in ms per second, NaN when not measured.
-func (s *serveResult) kernelIdleMs() float64 {
-	if s.KernelIdle == nil {
-		return math.NaN()
-	}
-	return *s.KernelIdle * 1000
-}
-
 // peakHWM is the server's largest VmHWM read (-1: none).
 func (s *serveResult) peakHWM() int64 {
 	var h int64 = -1
@@ -1121,7 +1108,7 @@ func renderServeThroughput(p func(string, ...any), s *serveResult) {
 		rows = append(rows, []string{v.label, bench.FormatRate(t.PerSec), bench.FormatRatio(t.PerSec, bt.PerSec),
 			fmt.Sprintf("%s – %s", bench.FormatRate(bench.Percentile(t.Blocks, 0)), bench.FormatRate(bench.Percentile(t.Blocks, 100))),
 			fms(t.Python), fms(t.PythonChildren), srvCPU, jailCPU, fms(t.total()), bench.FormatRatio(t.total(), bt.total()),
-			fms(t.kernelMs()), fms(t.totalKernel()), bench.FormatRatio(t.totalKernel(), bt.totalKernel())})
+			fms(orNaNPtr(t.Kernel)), fms(t.totalKernel()), bench.FormatRatio(t.totalKernel(), bt.totalKernel())})
 	}
 	p("%s\n", bench.Table([]string{"call", "runs/s", "÷ bwrap", "blocks", "CPU/run: Python", "its children", "server", "server's children (jails)", "total", "total ÷ bwrap", "kernel threads, interrupts", "all", "all ÷ bwrap"}, rows))
 	runs := 0
@@ -1137,7 +1124,7 @@ func renderServeThroughput(p func(string, ...any), s *serveResult) {
 	p("RCU callbacks, network work; and interrupts) is machine-wide: the CPU of every kernel thread\n")
 	p("(`/proc/PID/stat`, PF_KTHREAD) and /proc/stat's irq and softirq, over the call's blocks, less\n")
 	p("the rate measured for 2 s with nothing of the bench running before and after the blocks\n")
-	p("(%s per second), per run; \"all\" adds it to the total. A kernel thread that ends during a\n", fms(s.kernelIdleMs()))
+	p("(%s per second), per run; \"all\" adds it to the total. A kernel thread that ends during a\n", fms(orNaNPtr(s.KernelIdle)*1000))
 	p("block takes its time with it.\n\n")
 }
 
