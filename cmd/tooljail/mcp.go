@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"syscall"
 	"time"
@@ -82,7 +81,7 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 		return jail.ExitSetup
 	}
 	defer closeCaller()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := notifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if f.listen.set {
 		return mcpHTTP(ctx, c, f.listen.value, stderr)

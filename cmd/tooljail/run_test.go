@@ -177,7 +177,7 @@ func TestRelayedSignals(t *testing.T) {
 		{"all", forwardedSignals, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := relayedSignals(func(s os.Signal) bool { return slices.Contains(c.ignored, s) })
+			got := unignored(forwardedSignals, func(s os.Signal) bool { return slices.Contains(c.ignored, s) })
 			if !slices.Equal(got, c.want) {
 				t.Errorf("relayed %v, want %v", got, c.want)
 			}

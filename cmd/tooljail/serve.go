@@ -132,7 +132,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "%v", err)
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 	l, err := serve.Listen(f.socket.value)
 	if err != nil {

@@ -298,12 +298,13 @@ func relayStreams(stdout, stderr io.Writer, last *[]byte) func(stream string, da
 	}
 }
 
-// cancelOnSignal is a context that SIGINT, SIGTERM, SIGHUP or SIGQUIT
+// cancelOnSignal is a context that SIGINT, SIGTERM, SIGHUP or SIGQUIT (those
+// not ignored since the start: notify)
 // cancels; signalled is the signal that did once ctx is done, else 0.
 // stop ends the watch.
 func cancelOnSignal() (ctx context.Context, signalled func() syscall.Signal, stop func()) {
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	ctx, cancel := context.WithCancel(context.Background())
 	var got os.Signal
 	done := make(chan struct{})

@@ -107,21 +107,6 @@ var forwardedSignals = []os.Signal{
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGALRM,
 }
 
-// relayedSignals is forwardedSignals less those ignored says this process
-// ignores: Go keeps an inherited SIG_IGN of SIGHUP and SIGINT (nohup's
-// hangup, a shell's background job's interrupt), and signal.Notify would
-// take it over. Left alone, such a signal stays ignored here and the command
-// inherits it ignored, as from an execve, instead of getting it relayed.
-func relayedSignals(ignored func(os.Signal) bool) []os.Signal {
-	var out []os.Signal
-	for _, s := range forwardedSignals {
-		if !ignored(s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // forwardSignals passes forwardedSignals to the command until sigs is
 // closed; a second SIGINT kills the whole run.
 func forwardSignals(sigs <-chan os.Signal, send func(os.Signal) error) {
@@ -160,9 +145,9 @@ type signalRelay struct {
 func startSignalRelay() *signalRelay {
 	r := &signalRelay{sigs: make(chan os.Signal, 16), notified: make(chan struct{})}
 	go func() {
-		if sigs := relayedSignals(signal.Ignored); len(sigs) > 0 {
-			signal.Notify(r.sigs, sigs...)
-		}
+		// Not those it was started ignoring: the command inherits
+		// them ignored instead.
+		notify(r.sigs, forwardedSignals...)
 		close(r.notified)
 	}()
 	r.stop = sync.OnceFunc(func() {

@@ -9,7 +9,6 @@ import (
 	"github.com/tooljail/tooljail/changes"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"sort"
 	"strconv"
@@ -432,7 +431,7 @@ func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 	// A signal ends the run (the jail kills its whole tree) and the call
 	// is still recorded.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := notifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	o, err := c.Call(ctx, req)
 	if o == nil {
