@@ -298,9 +298,9 @@ func relayStreams(stdout, stderr io.Writer, last *[]byte) func(stream string, da
 	}
 }
 
-// cancelOnSignal is a context that SIGINT, SIGTERM, SIGHUP or SIGQUIT (those
-// not ignored since the start: notify)
-// cancels; signalled is the signal that did once ctx is done, else 0.
+// cancelOnSignal is a context that SIGINT, SIGTERM, SIGHUP or SIGQUIT
+// cancels, unless tooljail was started ignoring it (notify); signalled is
+// the signal that did once ctx is done, else 0.
 // stop ends the watch.
 func cancelOnSignal() (ctx context.Context, signalled func() syscall.Signal, stop func()) {
 	sigs := make(chan os.Signal, 1)
