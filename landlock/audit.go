@@ -104,6 +104,55 @@ type domainInfo struct {
 
 type aggKey struct{ domain, kind, path, access string }
 
+// statusFresh is how long WatchDenials trusts the kernel's audit status it
+// read last. Reading it (AUDIT_GET) makes the kernel start a thread for the
+// reply: a fork in kthreadd and up to a millisecond of the run's start, on
+// every run of a long-lived supervisor. A change of the setting (auditctl
+// -e) is seen within this time, at once when a Stop's marker did not come
+// back.
+const statusFresh = 10 * time.Second
+
+// statuses is the status WatchDenials read last.
+var statuses statusCache
+
+// statusCache keeps the kernel's audit status for statusFresh.
+type statusCache struct {
+	mu  sync.Mutex
+	at  time.Time // when st and err were read; zero: not kept
+	st  auditStatus
+	err error
+}
+
+// get returns the kept status while it is fresh, else what read returns,
+// kept when keepStatus says so. Concurrent callers wait for one read.
+func (s *statusCache) get(now time.Time, read func() (auditStatus, error)) (auditStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.at.IsZero() && now.Sub(s.at) >= 0 && now.Sub(s.at) < statusFresh {
+		return s.st, s.err
+	}
+	st, err := read()
+	s.at = time.Time{}
+	if keepStatus(err) {
+		s.at, s.st, s.err = now, st, err
+	}
+	return st, err
+}
+
+// drop forgets the kept status: the next get reads it.
+func (s *statusCache) drop() {
+	s.mu.Lock()
+	s.at = time.Time{}
+	s.mu.Unlock()
+}
+
+// keepStatus says whether a status read is worth keeping: an answer (audit
+// on or off), or EPERM, which the process's capabilities decide; not a
+// failure that the next read may not have (a timeout, a short reply).
+func keepStatus(err error) bool {
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
 // WatchDenials starts watching Landlock denials. It needs Landlock ABI 7
 // (audit flags), the kernel's audit enabled, and CAP_AUDIT_READ in the
 // initial user namespace; otherwise it returns ErrNotObservable saying
@@ -121,7 +170,7 @@ func WatchDenials() (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.status()
+	st, err := statuses.get(time.Now(), c.status)
 	switch {
 	case errors.Is(err, unix.EPERM):
 		// Reading the status needs CAP_AUDIT_CONTROL; the multicast works
@@ -177,6 +226,9 @@ func (w *Watcher) StopStats() ([]Denial, WatchStats) {
 		case <-w.synced:
 			stats.Synced = true
 		case <-time.After(syncTimeout):
+			// Audit may have been turned off since its status was
+			// read: the next WatchDenials reads it again.
+			statuses.drop()
 		}
 	} else {
 		time.Sleep(50 * time.Millisecond) // no CAP_AUDIT_WRITE: a grace period instead

@@ -12,6 +12,14 @@ import (
 // previous state (needs CAP_AUDIT_CONTROL), for tests that need Landlock's
 // denial records. An error says why the state cannot be read or changed.
 func SetAuditEnabled(on bool) (was bool, err error) {
+	was, err = setAudit(on)
+	// WatchDenials is to see the new setting at once.
+	statuses.drop()
+	return was, err
+}
+
+// setAudit is SetAuditEnabled leaving WatchDenials' status as it was.
+func setAudit(on bool) (was bool, err error) {
 	c, err := dialAudit()
 	if err != nil {
 		return false, fmt.Errorf("audit netlink: %w", err)
