@@ -106,10 +106,9 @@ type aggKey struct{ domain, kind, path, access string }
 
 // statusFresh is how long WatchDenials trusts the kernel's audit status it
 // read last. Reading it (AUDIT_GET) makes the kernel start a thread for the
-// reply: a fork in kthreadd and up to a millisecond of the run's start, on
-// every run of a long-lived supervisor. A change of the setting (auditctl
-// -e) is seen within this time, at once when a Stop's marker did not come
-// back.
+// reply, a fork in kthreadd that the run's start waits for (BENCHMARKS.md,
+// figures from code comments). A change of the setting (auditctl -e) is
+// seen within this time, at once when a Stop's marker did not come back.
 const statusFresh = 10 * time.Second
 
 // statuses is the status WatchDenials read last.
