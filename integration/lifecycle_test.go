@@ -347,11 +347,6 @@ func TestSignalsForwarded(t *testing.T) {
 		// start runs script in the jail and returns once it printed ready.
 		start := func(script string) (*exec.Cmd, *bufio.Reader) {
 			t.Helper()
-			rc, err := u.newRunCgroup()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(rc.release)
 			args := []string{"run", "-q", "--workdir", w}
 			for _, d := range u.degraded {
 				args = append(args, "--allow-degraded", d)
@@ -359,22 +354,7 @@ func TestSignalsForwarded(t *testing.T) {
 			// From a caller with the signals at their default actions,
 			// as at an interactive shell, whatever this test process
 			// inherited: tooljail relays none it was started ignoring.
-			cmd := exec.Command(helperBin, append(append(startDefault(), tooljailBin), append(args, "--", "/bin/sh", "-c", script)...)...)
-			cmd.Dir, cmd.Env = w, u.environ(nil)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-			r := bufio.NewReader(out)
-			if l, err := r.ReadString('\n'); l != "ready\n" {
-				t.Fatalf("the command did not start: %q %v", l, err)
-			}
-			return cmd, r
+			return u.startUntilReady(t, w, nil, append(append(startDefault(), tooljailBin), append(args, "--", "/bin/sh", "-c", script)...)...)
 		}
 		wait := func(cmd *exec.Cmd) int {
 			t.Helper()
@@ -434,6 +414,34 @@ func TestSignalsForwarded(t *testing.T) {
 			t.Errorf("two SIGINTs to tooljail: exit %d, want 137 (the run killed)", code)
 		}
 	})
+}
+
+// startUntilReady starts tjhelper with args as u in dir, in a process
+// group and a run cgroup of its own (killed and checked at the test's
+// end), and returns once its stdout said "ready". stderr may be nil.
+func (u *user) startUntilReady(t *testing.T, dir string, stderr io.Writer, args ...string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	rc, err := u.newRunCgroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.release)
+	cmd := exec.Command(helperBin, args...)
+	cmd.Dir, cmd.Env, cmd.Stderr = dir, u.environ(nil), stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	r := bufio.NewReader(out)
+	if l, err := r.ReadString('\n'); l != "ready\n" {
+		t.Fatalf("the command did not start: %q %v", l, err)
+	}
+	return cmd, r
 }
 
 // startDefault is the tjhelper wrapper that execs its command with the

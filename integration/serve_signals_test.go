@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"os/exec"
@@ -22,30 +21,10 @@ func TestServeRunSignals(t *testing.T) {
 		// by wrap, and returns once the script said ready.
 		start := func(wrap []string) (*exec.Cmd, *strings.Builder, <-chan []byte) {
 			t.Helper()
-			rc, err := u.newRunCgroup()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(rc.release)
 			args := append(append(append([]string{}, wrap...), tooljailBin), "run", "--server", s.sock, "--no-workdir",
 				"--", "/bin/sh", "-c", "echo ready; sleep 3; echo done")
-			cmd := exec.Command(helperBin, args...)
-			cmd.Dir, cmd.Env = base, u.environ(nil)
 			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-			r := bufio.NewReader(out)
-			if l, err := r.ReadString('\n'); l != "ready\n" {
-				t.Fatalf("the command did not start: %q %v", l, err)
-			}
+			cmd, r := u.startUntilReady(t, base, &stderr, args...)
 			rest := make(chan []byte, 1)
 			go func() {
 				b, _ := io.ReadAll(r)
