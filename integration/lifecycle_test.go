@@ -446,21 +446,23 @@ func (u *user) startUntilReady(t *testing.T, dir string, stderr io.Writer, args 
 
 // startDefault is the tjhelper wrapper that execs its command with the
 // signals tooljail relays and a shell may leave ignored (SIGHUP, SIGINT,
-// SIGQUIT) at their default actions, for the tests that send them.
-func startDefault() []string { return []string{"_default", "1,2,3"} }
+// SIGQUIT, SIGPIPE, SIGTERM) at their default actions, for the tests that
+// send them.
+func startDefault() []string { return []string{"_default", "1,2,3,13,15"} }
 
-// A signal the caller ignores stays ignored for the command, as across an
-// execve: nohup's SIGHUP and a shell background job's SIGINT (Go keeps an
-// inherited SIG_IGN of these two, and tooljail does not take them over to
-// relay them; the init keeps them ignored). SIGQUIT is not kept: Go puts
-// its own handler over an inherited SIG_IGN of it, and the init then puts
-// back the default. From a caller with all three at their default, none is
-// ignored.
+// A signal tooljail was started with ignored stays ignored, as across an
+// execve: nohup's SIGHUP, a background job's SIGINT and SIGQUIT, a shell's
+// `trap "" TERM PIPE`. The oracle is the same command started directly under the
+// same wrapper: the jailed command's ignored signals are the same, all of
+// them (the Go runtime keeps only SIGHUP and SIGINT ignored; the rest come
+// from what tooljail read before it started: jail.StartIgnored). And a
+// SIGTERM tooljail was started ignoring neither ends it nor reaches the
+// command. From a caller with the signals at their defaults, none is.
 func TestIgnoredSignalsStayIgnored(t *testing.T) {
-	const hup, intr, quit = 1 << (1 - 1), 1 << (2 - 1), 1 << (3 - 1)
-	sigIgn := func(t *testing.T, o *outcome) uint64 {
+	const ignored = "1,2,3,13,15"
+	sigIgn := func(t *testing.T, status string) uint64 {
 		t.Helper()
-		for _, l := range strings.Split(o.stdout, "\n") {
+		for _, l := range strings.Split(status, "\n") {
 			if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
 				m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
 				if err != nil {
@@ -469,21 +471,37 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 				return m
 			}
 		}
-		t.Fatalf("no SigIgn in the command's status\n%s", o)
+		t.Fatalf("no SigIgn in the command's status\n%s", status)
 		return 0
 	}
 	eachUser(t, func(t *testing.T, u *user) {
 		w := u.workdir(t)
-		o := u.jailRun(t, w, run{wrap: []string{"_ignore", "1,2,3"}}, "/bin/cat", "/proc/self/status")
-		if o.code != 0 {
-			t.Fatalf("exit %d\n%s", o.code, o)
+		direct := exec.Command(helperBin, "_ignore", ignored, "/bin/cat", "/proc/self/status")
+		direct.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+		out, err := direct.Output()
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got := sigIgn(t, o) & (hup | intr | quit); got != hup|intr {
-			t.Errorf("the command's ignored SIGHUP, SIGINT, SIGQUIT: %#x, want %#x (SIGHUP and SIGINT)\n%s", got, hup|intr, o)
+		want := sigIgn(t, string(out))
+		o := u.jailRun(t, w, run{wrap: []string{"_ignore", ignored}}, "/bin/cat", "/proc/self/status")
+		if got := sigIgn(t, o.stdout); o.code != 0 || got != want {
+			t.Errorf("the command's ignored signals %#x, want %#x (the same command started directly)\n%s", got, want, o)
 		}
 		o = u.jailRun(t, w, run{wrap: startDefault()}, "/bin/cat", "/proc/self/status")
-		if got := sigIgn(t, o) & (hup | intr | quit); o.code != 0 || got != 0 {
-			t.Errorf("from a caller with them at their default: exit %d, ignored %#x, want none\n%s", o.code, got, o)
+		if got := sigIgn(t, o.stdout) & 0x4007; o.code != 0 || got != 0 {
+			t.Errorf("from a caller with them at their default: exit %d, SIGHUP, SIGINT, SIGQUIT, SIGTERM ignored %#x, want none\n%s", o.code, got, o)
+		}
+
+		args := []string{"_ignore", "15", tooljailBin, "run", "-q", "--workdir", w}
+		for _, d := range u.degraded {
+			args = append(args, "--allow-degraded", d)
+		}
+		cmd, r := u.startUntilReady(t, w, nil, append(args, "--", "/bin/sh", "-c", "echo ready; sleep 1; echo done")...)
+		cmd.Process.Signal(syscall.SIGTERM)
+		rest, _ := io.ReadAll(r)
+		err = cmd.Wait()
+		if err != nil || string(rest) != "done\n" {
+			t.Errorf("SIGTERM to tooljail run started ignoring it: %v, the rest of the output %q; want the command's end (done)", err, rest)
 		}
 	})
 }

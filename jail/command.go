@@ -51,6 +51,15 @@ type Cmd struct {
 	// TTY): its output goes to Stdout as with MergeStderr, Stdin is typed
 	// into it, and Resize changes its size.
 	TTY *TTY
+	// IgnoredSignals are signals the command starts with ignored, as a
+	// program inherits an ignored signal across execve. The CLI passes
+	// those it was started with (StartIgnored): `nohup tooljail run --
+	// CMD` and a shell's background job give CMD what they would give it
+	// directly. Without it, the command starts with the default action of
+	// every signal this process handles, as os/exec's children do.
+	// SIGKILL and SIGSTOP cannot be ignored; not for a Session's call
+	// (its command is prepared before the call).
+	IgnoredSignals []os.Signal
 	// KeepRunning, for a call of a Session, keeps what the command leaves
 	// running in the session after the call ends (else it is killed).
 	KeepRunning bool
@@ -135,6 +144,9 @@ func newID() string {
 // Start starts the jail. When it fails, Wait (or Run) returns a Result with
 // status setup_error and the same error.
 func (c *Cmd) Start() error {
+	if len(c.IgnoredSignals) > 0 && (c.sessionCall() || (c.warm != nil && c.warm.taken)) {
+		return errors.New("jail: Cmd.IgnoredSignals is not for a session's or a warm jail's call: its command is prepared before the call")
+	}
 	if c.warm != nil && c.warm.taken {
 		return c.startCall()
 	}
@@ -154,6 +166,9 @@ func (c *Cmd) Start() error {
 	}
 	if c.Spec == nil {
 		return c.fail(&SetupError{Code: ExitSetup, Err: errors.New("no Spec")})
+	}
+	if _, err := signalMask(c.IgnoredSignals); err != nil {
+		return c.fail(&SetupError{Code: ExitSetup, Err: err})
 	}
 	c.res.Command = c.Spec.Args
 	c.res.Workdir = c.Spec.Dir

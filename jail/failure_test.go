@@ -131,6 +131,7 @@ var stage2Cases = []failureCase{
 	{step: "RLIMIT", err: syscall.EPERM, index: 1, want: "set nofile limit to 64: operation not permitted (it cannot be raised above the caller's hard limit)"},
 	{step: "THP", err: syscall.EINVAL, want: "set PR_SET_THP_DISABLE to 1: invalid argument"},
 	{step: "TIMERSLACK", err: syscall.EINVAL, want: "set the timer slack to 50000 ns: invalid argument"},
+	{step: "SIGIGN", err: syscall.EINVAL, index: 32, want: "ignore signal 32 as the caller did: invalid argument"},
 	{step: "LANDLOCK", err: syscall.EPERM, want: "landlock: restrict (ABI 6): operation not permitted"},
 	{step: "SECCOMP", err: syscall.EINVAL, want: "seccomp: install (flags 0x1): invalid argument"},
 	{step: "READY", err: syscall.EPIPE, want: "stage 2: the supervisor is gone (broken pipe)"},

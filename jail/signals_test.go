@@ -62,3 +62,40 @@ func TestCommandSignalActions(t *testing.T) {
 		t.Errorf("the command's caught signals %#x, want none", got)
 	}
 }
+
+// Cmd.IgnoredSignals: the command starts with them ignored besides what
+// this process ignores, SIGCHLD too (as across an execve), and only the
+// command: the init still reaps (the run ends). Signals that cannot be
+// ignored are refused before anything runs.
+func TestCommandIgnoredSignals(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	bit := func(s syscall.Signal) uint64 { return 1 << (uint(s) - 1) }
+	give := []os.Signal{syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGPIPE, syscall.SIGCHLD, syscall.Signal(40)}
+	cmd := jail.Command(warmSpec(t, dir, nil, "/bin/cat", "/proc/self/status"))
+	cmd.CaptureOutput = true
+	cmd.IgnoredSignals = give
+	res, err := cmd.Run()
+	if err != nil || res.ExitCode != 0 || res.Stdout.Text == nil {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	own, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := statusMask(t, string(own), "SigIgn") &^ bit(syscall.SIGCHLD)
+	for _, s := range give {
+		want |= bit(s.(syscall.Signal))
+	}
+	if got := statusMask(t, *res.Stdout.Text, "SigIgn"); got != want {
+		t.Errorf("the command's ignored signals %#x, want %#x", got, want)
+	}
+
+	for _, bad := range [][]os.Signal{{syscall.SIGKILL}, {syscall.SIGSTOP}, {syscall.Signal(0)}, {syscall.Signal(65)}} {
+		cmd := jail.Command(warmSpec(t, dir, nil, "/bin/true"))
+		cmd.IgnoredSignals = bad
+		if _, err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "IgnoredSignals") {
+			t.Errorf("IgnoredSignals %v: %v, want a refusal", bad, err)
+		}
+	}
+}

@@ -3,9 +3,11 @@ package jail
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -48,6 +50,9 @@ type stage2Config struct {
 	// Session makes the init a session's (init_session.c): each call
 	// brings its strings, as a warm jail's does (Warm is set too).
 	Session bool
+	// Ignore: the signals the command starts with ignored (signalMask of
+	// Cmd.IgnoredSignals).
+	Ignore uint64
 }
 
 // stage2 is what the supervisor needs to report stage 2's failures. It
@@ -112,7 +117,40 @@ func prepareStage2(cfg *stage2Config) (*stage2, initc.Stage2, error) {
 	// internal/timerslack); 0, unknown, leaves it the init's.
 	ns := initc.OrigTimerSlack()
 	c.TimerSlack, s.timerSlack = ns, ns
+	c.Ignore = cfg.Ignore
 	return s, c, nil
+}
+
+// signalMask is sigs as stage 2's mask (bit N-1: signal N), refusing what
+// cannot be ignored.
+func signalMask(sigs []os.Signal) (uint64, error) {
+	var m uint64
+	for _, s := range sigs {
+		n, ok := s.(syscall.Signal)
+		if !ok || n < 1 || n > 64 {
+			return 0, fmt.Errorf("Cmd.IgnoredSignals: %v is not a signal of this system (1 to 64)", s)
+		}
+		if n == syscall.SIGKILL || n == syscall.SIGSTOP {
+			return 0, fmt.Errorf("Cmd.IgnoredSignals: %v cannot be ignored", n)
+		}
+		m |= 1 << (n - 1)
+	}
+	return m, nil
+}
+
+// StartIgnored is the signals this process was started with ignored, read
+// before the Go runtime started: the runtime keeps only SIGHUP and SIGINT
+// ignored and puts its handlers over the others. The CLI gives them to its
+// command (Cmd.IgnoredSignals).
+func StartIgnored() []os.Signal {
+	var out []os.Signal
+	m := initc.OrigIgnored()
+	for n := 1; n <= 64; n++ {
+		if m&(1<<(n-1)) != 0 {
+			out = append(out, syscall.Signal(n))
+		}
+	}
+	return out
 }
 
 // failure is the run's error for a child that failed: the text of its

@@ -278,6 +278,7 @@ func (c *Cmd) stage2Config() stage2Config {
 	st2.Warm = c.warm != nil || c.sessionInit()
 	st2.Session = c.sessionInit()
 	st2.NoHugePages = thpDisabled()
+	st2.Ignore, _ = signalMask(c.IgnoredSignals) // checked by Start
 	if c.TTY != nil {
 		st2.TTY = true
 		st2.Rows, st2.Cols = ttySize(*c.TTY)

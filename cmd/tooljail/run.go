@@ -96,6 +96,9 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 func newRunCmd(f *runFlags, spec *jail.Spec) *jail.Cmd {
 	cmd := jail.Command(spec)
 	cmd.Stdin = os.Stdin
+	// As across an execve: nohup's SIGHUP, a background job's SIGINT and
+	// SIGQUIT, a `trap '' TERM`.
+	cmd.IgnoredSignals = jail.StartIgnored()
 	cmd.MergeStderr = f.mergeStderr
 	if wantTTY(f, term.IsTerminal(int(os.Stdin.Fd())), term.IsTerminal(int(os.Stdout.Fd()))) {
 		cmd.TTY = &jail.TTY{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"slices"
 )
 
 // unignored is sigs less those ignored says this process ignores. Go keeps
@@ -20,6 +21,24 @@ func unignored(sigs []os.Signal, ignored func(os.Signal) bool) []os.Signal {
 		}
 	}
 	return out
+}
+
+// ignoreAsStarted makes this process ignore again those of the signals it
+// relays or acts on (forwardedSignals) that it was started ignoring
+// (jail.StartIgnored): the Go runtime keeps only SIGHUP and SIGINT ignored
+// and puts its handlers over the others, so that a SIGTERM, say, would end
+// tooljail where it would not have ended the command run directly. notify
+// then leaves them alone.
+func ignoreAsStarted(started []os.Signal) {
+	var sigs []os.Signal
+	for _, s := range forwardedSignals {
+		if slices.Contains(started, s) {
+			sigs = append(sigs, s)
+		}
+	}
+	if len(sigs) > 0 {
+		signal.Ignore(sigs...)
+	}
 }
 
 // notify is signal.Notify for those of sigs this process does not ignore.

@@ -111,6 +111,7 @@
 	X(RLIMIT, "set {rlimit} limit to {rlimit_value}: {errno} (it cannot be raised above the caller's hard limit)") \
 	X(THP, "set PR_SET_THP_DISABLE to {thp}: {errno}") \
 	X(TIMERSLACK, "set the timer slack to {timer_slack} ns: {errno}") \
+	X(SIGIGN, "ignore signal {index} as the caller did: {errno}") \
 	X(LANDLOCK, "landlock: restrict (ABI {abi}): {errno}") \
 	X(SECCOMP, "seccomp: install (flags {seccomp_flags}): {errno}") \
 	X(READY, "stage 2: the supervisor is gone ({errno})") \

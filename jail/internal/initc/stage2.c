@@ -38,6 +38,16 @@
 
 #include "stage2.h"
 
+// The kernel's struct sigaction (rt_sigaction's): glibc's wrapper refuses
+// the signals it keeps for itself (32, 33), which a caller may have
+// ignored too.
+struct tj_sigaction_k {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -82,6 +92,7 @@ static inline long tj_sys(long n, long a, long b, long c, long d, long e) {
 uint64_t tj_orig_nofile_cur, tj_orig_nofile_max;
 int tj_orig_nofile_ok;
 unsigned long tj_orig_slack;
+uint64_t tj_orig_sigign;
 
 char *tj_args_start;
 size_t tj_args_len;
@@ -105,6 +116,16 @@ __attribute__((constructor(101))) static void tj_save_start(int argc, char **arg
 	long slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	if (slack > 0) {
 		tj_orig_slack = (unsigned long)slack;
+	}
+	// The signals it was started with ignored: the Go runtime keeps only
+	// SIGHUP's and SIGINT's, and the CLI gives its command the rest back
+	// (Cmd.IgnoredSignals), as an execve would have.
+	for (int sig = 1; sig <= 64; sig++) {
+		struct tj_sigaction_k old;
+		if (sig != SIGKILL && sig != SIGSTOP && syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) == 0 &&
+		    old.handler == (void *)SIG_IGN) {
+			tj_orig_sigign |= 1ULL << (sig - 1);
+		}
 	}
 	if (argc > 0 && argv != NULL && argv[0] != NULL && argv[argc - 1] != NULL) {
 		tj_args_start = argv[0];
@@ -481,6 +502,21 @@ static void tj_open_tty(const struct tj_stage2 *s) {
 	SYS1(SYS_close, m);
 }
 
+// tj_ignore_signals ignores the signals the supervisor's caller had
+// ignored (tj_stage2.sigign), which the command inherits across execve.
+static void tj_ignore_signals(const struct tj_stage2 *s) {
+	for (int sig = 1; sig <= 64; sig++) {
+		if (!(s->sigign & (1ULL << (sig - 1))) || sig == SIGKILL || sig == SIGSTOP) {
+			continue;
+		}
+		struct tj_sigaction_k ign = {(void *)SIG_IGN, 0, NULL, 0};
+		long r = SYS4(SYS_rt_sigaction, sig, &ign, NULL, sizeof ign.mask);
+		if (r < 0) {
+			tj_fail(s, TJ_STEP_SIGIGN, (int)-r, sig, 125);
+		}
+	}
+}
+
 // tj_exec execs the command like a shell: the first candidate that execs;
 // one that exists but may not be executed is reported only when none
 // execs (126), nothing found is 127. Every signal is unblocked first.
@@ -529,6 +565,7 @@ static int tj_child(void *arg) {
 	if (s->timer_slack != 0) {
 		tj_check(s, TJ_STEP_TIMERSLACK, SYS2(SYS_prctl, PR_SET_TIMERSLACK, s->timer_slack));
 	}
+	tj_ignore_signals(s);
 	// A warm jail, or a call started ahead, learns whether it has a
 	// terminal with its call.
 	if (!s->warm && !s->ahead) {

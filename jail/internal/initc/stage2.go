@@ -26,6 +26,9 @@ type Stage2 struct {
 	Rlimits          []Rlimit
 	NoHugePages      bool   // PR_SET_THP_DISABLE for the command
 	TimerSlack       uint64 // PR_SET_TIMERSLACK for the command; 0 keeps the init's
+	// Ignore: the signals the command starts with ignored (bit N-1:
+	// signal N), as the supervisor's caller had them (OrigIgnored).
+	Ignore uint64
 	// WaitAck makes stage 2 wait, after its ready record, until the
 	// supervisor has registered it.
 	WaitAck bool
@@ -54,6 +57,11 @@ func OrigNoFile() (cur, max uint64, ok bool) {
 func OrigTimerSlack() uint64 {
 	return uint64(C.tj_orig_slack)
 }
+
+// OrigIgnored is the set of signals this process started with ignored
+// (bit N-1: signal N), read before the Go runtime put its handlers over all
+// but SIGHUP's and SIGINT's (stage2.c).
+func OrigIgnored() uint64 { return uint64(C.tj_orig_sigign) }
 
 // compileStage2 fills c, in the init's plan. The Landlock ruleset is the
 // init's to build (the rule paths resolve in the jail); c gets its flags
@@ -94,6 +102,7 @@ func (cp *Compiled) compileStage2(c *C.struct_tj_stage2, s *Stage2) error {
 	c.nrlimits = C.int(len(s.Rlimits))
 	c.thp_disable = cbool(s.NoHugePages)
 	c.timer_slack = C.ulong(s.TimerSlack)
+	c.sigign = C.uint64_t(s.Ignore)
 	c.wait_ack = cbool(s.WaitAck)
 	if s.SetID {
 		c.setid = 1

@@ -29,6 +29,7 @@ struct tj_stage2 {
 	struct tj_rlimit rlimits[TJ_MAX_RLIMITS];
 	int thp_disable;
 	unsigned long timer_slack; // 0: leave it as inherited
+	uint64_t sigign; // signals the command starts ignoring (bit N-1: signal N)
 	int landlock_fd; // -1: no Landlock
 	unsigned int landlock_flags;
 	struct sock_filter *filter; // NULL: no seccomp
@@ -174,6 +175,9 @@ extern int tj_orig_nofile_ok;
 // of the program's own may raise it (internal/timerslack does); stage 2 gives
 // it back to the command. 0 if it could not be read.
 extern unsigned long tj_orig_slack;
+// The signals this process started with ignored (bit N-1: signal N),
+// before the Go runtime put its handlers over most of them.
+extern uint64_t tj_orig_sigign;
 
 // Where the process's arguments are (the memory /proc/PID/cmdline reads).
 extern char *tj_args_start;
