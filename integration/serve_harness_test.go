@@ -200,6 +200,13 @@ func (u *user) startServer(t *testing.T, dir string, extra ...string) *server {
 // starting, or about to exit.
 func (u *user) launchServer(t *testing.T, dir string, extra ...string) *server {
 	t.Helper()
+	return u.launchServerWrapped(t, dir, nil, extra...)
+}
+
+// launchServerWrapped is launchServer through tjhelper's wrap (nil: none):
+// tjhelper wrap... tooljail serve ....
+func (u *user) launchServerWrapped(t *testing.T, dir string, wrap []string, extra ...string) *server {
+	t.Helper()
 	if dir == "" {
 		dir = u.serverDir(t)
 	}
@@ -231,6 +238,9 @@ func (u *user) launchServer(t *testing.T, dir string, extra ...string) *server {
 	}
 	s.rc = rc
 	s.cmd = exec.Command(tooljailBin, args...)
+	if wrap != nil {
+		s.cmd = exec.Command(helperBin, append(append(append([]string{}, wrap...), tooljailBin), args...)...)
+	}
 	s.cmd.Dir = base
 	// A variable of the server's own, which no served run may see.
 	s.cmd.Env = u.environ([]string{"TJ_SERVE_SECRET=server-only"})

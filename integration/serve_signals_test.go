@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,5 +68,27 @@ func TestServeRunSignals(t *testing.T) {
 		if code, out := finish(cmd, rest); code != 0 || out != "done\n" {
 			t.Errorf("SIGHUP and SIGINT to tooljail run --server started ignoring them: exit %d, stdout %q, stderr %q; want 0 and the command's done", code, out, stderr)
 		}
+	})
+}
+
+// A server started ignoring SIGINT (a script's background job) still
+// drains on it, and its jails' commands do not inherit it ignored: the
+// server takes SIGINT and SIGTERM over however it was started.
+func TestServeStartedIgnoringSIGINT(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		s := u.launchServerWrapped(t, "", []string{"_ignore", "2"})
+		s.waitReady(t)
+		o := u.exec(t, run{args: []string{"run", "--server", s.sock, "--no-workdir", "--", "/bin/cat", "/proc/self/status"}})
+		var ign uint64
+		for _, l := range strings.Split(o.stdout, "\n") {
+			if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
+				ign, _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			}
+		}
+		if o.code != 0 || !strings.Contains(o.stdout, "SigIgn:") || ign&(1<<(2-1)) != 0 {
+			t.Errorf("a served command of a server started ignoring SIGINT: ignored %#x, want SIGINT not among them\n%s", ign, o)
+		}
+		s.cmd.Process.Signal(syscall.SIGINT)
+		s.requireExit(t, 0)
 	})
 }

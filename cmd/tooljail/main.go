@@ -38,9 +38,6 @@ Run 'tooljail COMMAND --help' for the flags of a command.
 func main() {
 	// `tooljail check` re-executes this binary to try a user namespace.
 	jail.Init()
-	// Before any signal.Notify: what this process was started ignoring it
-	// ignores again, as `run`'s command will (newRunCmd).
-	ignoreAsStarted(jail.StartIgnored())
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 

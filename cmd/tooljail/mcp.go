@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"syscall"
 	"time"
@@ -81,7 +82,8 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 		return jail.ExitSetup
 	}
 	defer closeCaller()
-	ctx, stop := notifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// Taken over even when ignored since the start, as by serve.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if f.listen.set {
 		return mcpHTTP(ctx, c, f.listen.value, stderr)

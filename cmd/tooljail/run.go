@@ -40,6 +40,9 @@ Flags:
 `
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
+	// Before any signal.Notify: what this process was started ignoring it
+	// ignores again, as its command will (newRunCmd).
+	ignoreAsStarted(jail.StartIgnored())
 	// The flags are parsed once, for a server or for here.
 	var parsed runFlags
 	fs := newRunFlagSet(&parsed)

@@ -132,7 +132,10 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "%v", err)
 	}
 	sigs := make(chan os.Signal, 1)
-	notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	// Taken over even when ignored since the start (a script's
+	// background job): a server stops on them, and its jails' commands do
+	// not inherit an ignored SIGINT from it.
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 	l, err := serve.Listen(f.socket.value)
 	if err != nil {

@@ -399,6 +399,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func toolsCall(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	// Before any signal.Notify, as `run` does: the tool's command inherits
+	// them ignored from the jail's init.
+	ignoreAsStarted(jail.StartIgnored())
 	var f toolsCallFlags
 	fs := newToolsCallFlagSet(&f)
 	pos, err := parseInterspersed(fs, args)
