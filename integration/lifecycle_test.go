@@ -444,6 +444,22 @@ func (u *user) startUntilReady(t *testing.T, dir string, stderr io.Writer, args 
 	return cmd, r
 }
 
+// sigIgn is the SigIgn mask of a /proc/PID/status text.
+func sigIgn(t *testing.T, status string) uint64 {
+	t.Helper()
+	for _, l := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
+	t.Fatalf("no SigIgn in the command's status\n%s", status)
+	return 0
+}
+
 // startDefault is the tjhelper wrapper that execs its command with the
 // signals tooljail relays and a shell may leave ignored (SIGHUP, SIGINT,
 // SIGQUIT, SIGPIPE, SIGTERM) at their default actions, for the tests that
@@ -460,20 +476,6 @@ func startDefault() []string { return []string{"_default", "1,2,3,13,15"} }
 // command. From a caller with the signals at their defaults, none is.
 func TestIgnoredSignalsStayIgnored(t *testing.T) {
 	const ignored = "1,2,3,13,15"
-	sigIgn := func(t *testing.T, status string) uint64 {
-		t.Helper()
-		for _, l := range strings.Split(status, "\n") {
-			if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
-				m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return m
-			}
-		}
-		t.Fatalf("no SigIgn in the command's status\n%s", status)
-		return 0
-	}
 	eachUser(t, func(t *testing.T, u *user) {
 		w := u.workdir(t)
 		direct := exec.Command(helperBin, "_ignore", ignored, "/bin/cat", "/proc/self/status")

@@ -28,6 +28,22 @@ func statusMask(t *testing.T, status, key string) uint64 {
 	return 0
 }
 
+// commandStatus runs cmd, a cat of /proc/self/status, and returns what it
+// printed and this process's own status right after.
+func commandStatus(t *testing.T, cmd *jail.Cmd) (status, own string) {
+	t.Helper()
+	cmd.CaptureOutput = true
+	res, err := cmd.Run()
+	if err != nil || res.ExitCode != 0 || res.Stdout.Text == nil {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *res.Stdout.Text, string(b)
+}
+
 // TestCommandSignalActions: the command starts with no signal handler of
 // the embedding Go process (the init puts back the defaults), and the
 // signals that process ignores stay ignored, as across an execve, but
@@ -39,19 +55,9 @@ func TestCommandSignalActions(t *testing.T) {
 	os.Chmod(dir, 0o777)
 	signal.Ignore(syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Reset(syscall.SIGUSR1, syscall.SIGUSR2)
-	cmd := jail.Command(warmSpec(t, dir, nil, "/bin/cat", "/proc/self/status"))
-	cmd.CaptureOutput = true
-	res, err := cmd.Run()
-	if err != nil || res.ExitCode != 0 || res.Stdout.Text == nil {
-		t.Fatalf("run: %v %+v", err, res)
-	}
-	own, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	status := *res.Stdout.Text
+	status, own := commandStatus(t, jail.Command(warmSpec(t, dir, nil, "/bin/cat", "/proc/self/status")))
 	bit := func(s syscall.Signal) uint64 { return 1 << (uint(s) - 1) }
-	ignored := statusMask(t, string(own), "SigIgn")
+	ignored := statusMask(t, own, "SigIgn")
 	if usr := bit(syscall.SIGUSR1) | bit(syscall.SIGUSR2); ignored&usr != usr {
 		t.Fatalf("this process's ignored signals %#x lack SIGUSR1 and SIGUSR2 after signal.Ignore", ignored)
 	}
@@ -73,21 +79,13 @@ func TestCommandIgnoredSignals(t *testing.T) {
 	bit := func(s syscall.Signal) uint64 { return 1 << (uint(s) - 1) }
 	give := []os.Signal{syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGPIPE, syscall.SIGCHLD, syscall.Signal(40)}
 	cmd := jail.Command(warmSpec(t, dir, nil, "/bin/cat", "/proc/self/status"))
-	cmd.CaptureOutput = true
 	cmd.IgnoredSignals = give
-	res, err := cmd.Run()
-	if err != nil || res.ExitCode != 0 || res.Stdout.Text == nil {
-		t.Fatalf("run: %v %+v", err, res)
-	}
-	own, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := statusMask(t, string(own), "SigIgn") &^ bit(syscall.SIGCHLD)
+	status, own := commandStatus(t, cmd)
+	want := statusMask(t, own, "SigIgn") &^ bit(syscall.SIGCHLD)
 	for _, s := range give {
 		want |= bit(s.(syscall.Signal))
 	}
-	if got := statusMask(t, *res.Stdout.Text, "SigIgn"); got != want {
+	if got := statusMask(t, status, "SigIgn"); got != want {
 		t.Errorf("the command's ignored signals %#x, want %#x", got, want)
 	}
 
