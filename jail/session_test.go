@@ -263,7 +263,9 @@ func TestSessionForkBombKillsTheCallOnly(t *testing.T) {
 	// Wait for the kept child's exec, as in TestSessionCalls.
 	call(t, s, true, "sleep "+marker+`00 & until [ "$(cat /proc/$!/comm)" = sleep ]; do :; done; echo kept`)
 	sp := s.Spec()
-	sp.Args = []string{"/bin/sh", "-c", `b() { b | b & }; b; sleep 100`}
+	// The call's own wait forks nothing: a sleep after the bomb could find
+	// the cap full and end the call before its timeout (a loaded CI run did).
+	sp.Args = []string{"/bin/sh", "-c", `sleep 100 & b() { b | b & }; b; wait`}
 	sp.Limits.Timeout = 2 * time.Second
 	cmd, err := s.Command(sp)
 	if err != nil {
