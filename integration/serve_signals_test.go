@@ -70,20 +70,27 @@ func TestServeRunSignals(t *testing.T) {
 	})
 }
 
-// A server started ignoring SIGINT (a script's background job) still
-// drains on it, and its jails' commands do not inherit it ignored: the
-// server takes SIGINT and SIGTERM over however it was started.
+// A server started ignoring SIGHUP and SIGINT (nohup in a script's
+// background job) goes on ignoring SIGHUP and still drains on SIGINT, and
+// its jails' commands inherit neither ignored: it takes SIGINT and SIGTERM
+// over however it was started, and ignores SIGHUP by a handler of its own.
 func TestServeStartedIgnoringSIGINT(t *testing.T) {
 	eachUser(t, func(t *testing.T, u *user) {
-		s := u.launchServerWrapped(t, "", []string{"_ignore", "2"})
+		s := u.launchServerWrapped(t, "", []string{"_ignore", "1,2"})
 		s.waitReady(t)
-		o := u.exec(t, run{args: []string{"run", "--server", s.sock, "--no-workdir", "--", "/bin/cat", "/proc/self/status"}})
-		if o.code != 0 {
-			t.Fatalf("a served run: %s", o)
+		served := func() uint64 {
+			t.Helper()
+			o := u.exec(t, run{args: []string{"run", "--server", s.sock, "--no-workdir", "--", "/bin/cat", "/proc/self/status"}})
+			if o.code != 0 {
+				t.Fatalf("a served run: %s", o)
+			}
+			return sigIgn(t, o.stdout)
 		}
-		if ign := sigIgn(t, o.stdout); ign&(1<<(2-1)) != 0 {
-			t.Errorf("a served command of a server started ignoring SIGINT: ignored %#x, want SIGINT not among them\n%s", ign, o)
+		if ign := served(); ign&(1<<(1-1)|1<<(2-1)) != 0 {
+			t.Errorf("a served command of a server started ignoring SIGHUP and SIGINT: ignored %#x, want neither among them", ign)
 		}
+		s.cmd.Process.Signal(syscall.SIGHUP)
+		served() // still serving
 		s.cmd.Process.Signal(syscall.SIGINT)
 		s.requireExit(t, 0)
 	})

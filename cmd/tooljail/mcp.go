@@ -85,6 +85,7 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 	// Taken over even when ignored since the start, as by serve.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	defer keepIgnoringByHandler()()
 	if f.listen.set {
 		return mcpHTTP(ctx, c, f.listen.value, stderr)
 	}

@@ -137,6 +137,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	// not inherit an ignored SIGINT from it.
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	defer keepIgnoringByHandler()()
 	l, err := serve.Listen(f.socket.value)
 	if err != nil {
 		return fail(stderr, "%v", err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"syscall"
 )
 
 // unignored is sigs less those ignored says this process ignores. Go keeps
@@ -38,6 +39,32 @@ func ignoreAsStarted(started []os.Signal) {
 	}
 	if len(sigs) > 0 {
 		signal.Ignore(sigs...)
+	}
+}
+
+// keepIgnoringByHandler is for a server started ignoring SIGHUP (nohup): it
+// goes on ignoring it, but by a handler of its own instead of SIG_IGN,
+// which the jail's init would keep for every command the server jails. It
+// returns what stops the handler.
+func keepIgnoringByHandler() (stop func()) {
+	if !signal.Ignored(syscall.SIGHUP) {
+		return func() {}
+	}
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-c:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(c)
+		close(done)
 	}
 }
 
