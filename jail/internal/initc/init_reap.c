@@ -18,14 +18,6 @@
 
 #include "init_internal.h"
 
-// The kernel's struct sigaction, for raw rt_sigaction.
-struct tj_ksigaction {
-	void *handler;
-	unsigned long flags;
-	void *restorer;
-	uint64_t mask;
-};
-
 // tj_default_handlers puts back the default action of every signal that
 // has a handler: Go's handlers would run Go code in this process. Ignored
 // signals stay ignored, as at an execve, except SIGCHLD: the init reaps.

@@ -39,16 +39,6 @@
 
 #include "stage2.h"
 
-// The kernel's struct sigaction (rt_sigaction's): glibc's wrapper refuses
-// the signals it keeps for itself (32, 33), which a caller may have
-// ignored too.
-struct tj_sigaction_k {
-	void *handler;
-	unsigned long flags;
-	void *restorer;
-	uint64_t mask;
-};
-
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -536,7 +526,7 @@ static void tj_ignore_signals(const struct tj_stage2 *s) {
 		if (!(s->sigign & (1ULL << (sig - 1))) || sig == SIGKILL || sig == SIGSTOP) {
 			continue;
 		}
-		struct tj_sigaction_k ign = {(void *)SIG_IGN, 0, NULL, 0};
+		struct tj_ksigaction ign = {(void *)SIG_IGN, 0, NULL, 0};
 		long r = SYS4(SYS_rt_sigaction, sig, &ign, NULL, sizeof ign.mask);
 		if (r < 0) {
 			tj_fail(s, TJ_STEP_SIGIGN, (int)-r, sig, 125);

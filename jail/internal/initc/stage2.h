@@ -19,6 +19,16 @@ struct tj_rlimit {
 // tj_stage2 is everything the child needs, prepared by the supervisor in Go
 // (the descriptors and the Landlock ruleset are filled in by the init): the
 // child only makes system calls with it.
+// The kernel's struct sigaction, for raw rt_sigaction (the init's and
+// stage 2's): glibc's wrapper refuses the signals it keeps for itself (32,
+// 33), which a caller may have ignored too.
+struct tj_ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
 struct tj_stage2 {
 	unsigned long clone_flags;
 	int sync_fd;    // the child reads one byte: the init has written its id maps
