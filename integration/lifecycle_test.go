@@ -507,3 +507,35 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 		}
 	})
 }
+
+// `tools call` started ignoring SIGQUIT and SIGTERM ignores them too, and
+// the tool's command inherits them ignored (from the jail's init), as
+// docs/cli.md says; from a caller with them at their default, it does not.
+func TestToolsCallKeepsIgnoredSignals(t *testing.T) {
+	const quitTerm = 1<<(3-1) | 1<<(15-1)
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		file := filepath.Join(u.dir(t), "rc.toml")
+		if err := os.WriteFile(file, []byte("[run_command]\nprofile = \"default\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		call := func(wrap []string) uint64 {
+			t.Helper()
+			a := []string{"tools", "call", "--workdir", w, "--audit-log", filepath.Join(u.dir(t), "audit.log")}
+			for _, l := range u.degraded {
+				a = append(a, "--allow-degraded", l)
+			}
+			o := u.exec(t, run{wrap: wrap, args: append(a, file, "run_command", "--", "cat", "/proc/self/status")})
+			if o.code != 0 {
+				t.Fatalf("tools call: %s", o)
+			}
+			return sigIgn(t, o.stdout)
+		}
+		if got := call([]string{"_ignore", "3,15"}) & quitTerm; got != quitTerm {
+			t.Errorf("the tool's command under a caller ignoring SIGQUIT and SIGTERM: ignored %#x of them, want both", got)
+		}
+		if got := call(startDefault()) & quitTerm; got != 0 {
+			t.Errorf("the tool's command under a caller at the defaults: ignored %#x of SIGQUIT and SIGTERM, want none", got)
+		}
+	})
+}
