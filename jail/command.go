@@ -89,6 +89,13 @@ type Cmd struct {
 	// staleDone is closed when CleanupStale, started by openGroup, is done.
 	staleDone chan struct{}
 
+	// execDone is closed when the command was exec'd (execed), could not
+	// be, or ended: what WaitExec waits for. execed and execClosed are
+	// under mu.
+	execDone   chan struct{}
+	execed     bool
+	execClosed bool
+
 	mu        sync.Mutex
 	killedFor Status // timeout or violation: why the supervisor killed the run
 	killNote  string
@@ -294,7 +301,7 @@ func (c *Cmd) recordFor(typ int) *Cmd {
 		return c
 	}
 	switch typ {
-	case initc.RecStage2Fail, initc.RecReady, initc.RecTTY, initc.RecExit:
+	case initc.RecStage2Fail, initc.RecReady, initc.RecTTY, initc.RecExit, initc.RecExeced:
 		return c.sess.current()
 	}
 	return c
@@ -314,6 +321,9 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 		default:
 			c.setupErr = c.initPlan.failure(r)
 		}
+		c.execDecided(false)
+	case initc.RecExeced:
+		c.execDecided(true)
 	case initc.RecReady:
 		files, after = c.handleReady(files, pid)
 	case initc.RecTTY:
@@ -333,6 +343,7 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 		if first {
 			close(c.exitSeen)
 		}
+		c.execDecided(false)
 	case initc.RecNet:
 		// Once, from the init, before stage 2 starts.
 		if c.net == nil && !c.ready && c.Spec.Net == NetAllow && c.setupErr == nil {
@@ -341,6 +352,61 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 		}
 	}
 	return files, after
+}
+
+// execDecided, under c.mu, closes execDone once: the command was exec'd
+// (execed), or a record said it will not be.
+func (c *Cmd) execDecided(execed bool) {
+	if c.execClosed || c.execDone == nil {
+		return
+	}
+	c.execed = execed
+	c.execClosed = true
+	close(c.execDone)
+}
+
+// errNotExeced is WaitExec's error for a run that ended, or was killed,
+// before its command was exec'd, without a setup error of its own.
+var errNotExeced = errors.New("jail: the run ended before its command was exec'd; Wait returns its Result")
+
+// WaitExec waits until the command has been exec'd in the jail, which
+// os/exec's Start waits for before it returns: nil once the command runs
+// (or has run), else the *SetupError that Wait will return too (Code
+// ExitNotFound when it was not found in the jail, ExitNotExecutable when
+// it may not be executed, ExitSetup when the jail could not be built), or
+// an error for a run killed before it (Wait's Result says why). Call it
+// after a Start that returned nil, before or while Wait runs; it does not
+// end the run.
+func (c *Cmd) WaitExec() error {
+	if c.res == nil {
+		return errors.New("jail: not started")
+	}
+	c.mu.Lock()
+	err, done := c.setupErr, c.execDone
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if done == nil {
+		return errNotExeced
+	}
+	ended := c.msgDone
+	if c.sessionCall() {
+		ended = c.sess.ended
+	}
+	select {
+	case <-done:
+	case <-ended:
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.execed:
+		return nil
+	case c.setupErr != nil:
+		return c.setupErr
+	}
+	return errNotExeced
 }
 
 // handleReady takes stage 2's ready record, under c.mu: its first

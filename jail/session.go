@@ -217,6 +217,7 @@ func (c *Cmd) startSessionCall() error {
 	// The call's own: its context's watcher ends with it (callEnded).
 	c.msgDone = make(chan struct{})
 	c.exitSeen = make(chan struct{})
+	c.execDone = make(chan struct{})
 	s.mu.Lock()
 	switch {
 	case s.stopped:

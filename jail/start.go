@@ -346,6 +346,7 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 func (c *Cmd) supervise() {
 	c.msgDone = make(chan struct{})
 	c.exitSeen = make(chan struct{})
+	c.execDone = make(chan struct{})
 	go c.readMessages()
 	if c.warm == nil && !c.sessionInit() {
 		c.superviseCommand()

@@ -50,7 +50,7 @@ func checkChangesOp(r *Request) *Error {
 	}{
 		{"argv", r.Argv != nil}, {"workdir", r.Workdir != ""}, {"env", r.Env != nil}, {"stdin", r.Stdin != nil},
 		{"profile", r.Profile != ""}, {"profile_toml", r.ProfileTOML != ""}, {"limits", r.Limits != nil},
-		{"network", r.Network != ""}, {"stream", r.Stream}, {"merge_stderr", r.MergeStderr}, {"tty", r.TTY || r.TTYRows != 0 || r.TTYCols != 0},
+		{"network", r.Network != ""}, {"stream", r.Stream}, {"exec_event", r.ExecEvent}, {"merge_stderr", r.MergeStderr}, {"tty", r.TTY || r.TTYRows != 0 || r.TTYCols != 0},
 		{"toolchains", r.Toolchains != nil}, {"path", r.Path != ""}, {"tool", r.Tool != ""},
 		{"arguments", r.Arguments != nil}, {"changes", r.Changes != ""}, {"session", r.Session != ""}, {"session_op", r.SessionOp != nil}, {"keep_running", r.KeepRunning}, {"cwd", r.Cwd != ""},
 	} {

@@ -24,6 +24,10 @@ type Client struct {
 	// report then counts the output without holding it (no Text); without
 	// OnStream the report holds it.
 	OnStream func(stream string, data []byte)
+	// OnExec, when set, asks the server to say when the command has been
+	// exec'd in the jail (Request.ExecEvent), and is called once then,
+	// before the call returns; not at all when the command never ran.
+	OnExec func()
 }
 
 // Dial returns a Client of the server at path ("" for ClientPath:
@@ -168,6 +172,7 @@ func (c *Client) runRaw(ctx context.Context, req Request, feed func(w io.Writer,
 	}
 	defer conn.Close()
 	req.Stream = c.OnStream != nil
+	req.ExecEvent = c.OnExec != nil
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -194,6 +199,7 @@ func (c *Client) runRaw(ctx context.Context, req Request, feed func(w io.Writer,
 		var head struct {
 			Stream string          `json:"stream"`
 			Data   []byte          `json:"data"`
+			Exec   bool            `json:"exec"`
 			Error  *Error          `json:"error"`
 			Schema json.RawMessage `json:"schema"`
 		}
@@ -203,6 +209,10 @@ func (c *Client) runRaw(ctx context.Context, req Request, feed func(w io.Writer,
 		switch {
 		case head.Error != nil:
 			return nil, head.Error
+		case head.Exec && head.Schema == nil:
+			if c.OnExec != nil {
+				c.OnExec()
+			}
 		case head.Stream != "" && head.Schema == nil:
 			if c.OnStream != nil {
 				c.OnStream(head.Stream, head.Data)

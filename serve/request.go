@@ -49,6 +49,10 @@ type Request struct {
 	// Stream asks for stdout and stderr chunks as they come; the report
 	// then counts the output but does not hold it.
 	Stream bool `json:"stream,omitempty"`
+	// ExecEvent asks for an exec line ({"exec":true}) once the command has
+	// been exec'd in the jail (jail.Cmd.WaitExec), among the stream lines,
+	// before the final line; none when it never ran (the report says why).
+	ExecEvent bool `json:"exec_event,omitempty"`
 	// MergeStderr makes the command's stdout and stderr one pipe
 	// (jail.Cmd.MergeStderr): its output, in the order it wrote it, is
 	// the stdout stream and the report's stdout.

@@ -747,7 +747,7 @@ func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *R
 	if stdinR != nil {
 		defer stdinR.Close() // a writer still waiting is let go
 	}
-	var watch sync.WaitGroup
+	var watch, told sync.WaitGroup
 	ended := make(chan struct{})
 	if cmd.Start() == nil {
 		s.started(cmd)
@@ -756,15 +756,27 @@ func (s *Server) runCmd(conn net.Conn, br *bufio.Reader, out *connWriter, req *R
 			defer watch.Done()
 			watchClient(br, cmd, stdinW, req.TTY, ended)
 		}()
+		if req.ExecEvent {
+			told.Add(1)
+			go func() {
+				defer told.Done()
+				if cmd.WaitExec() == nil {
+					out.writeRaw(execLine)
+				}
+			}()
+		}
 	}
 	// The report goes out once it is final; the run's cgroup is removed
 	// after (Wait), before the call stops counting against --max-runs.
 	res, _ := cmd.WaitResult()
 	close(ended)
+	// The exec line, if any, before the final line.
+	told.Wait()
 	s.writeAudit(res, peer)
-	if res != nil && req.Stream && res.ExecFailed() {
+	if res != nil && req.Stream && !req.ExecEvent && res.ExecFailed() {
 		// As `tooljail run` writes it to its stderr: a client that shows
-		// only the streams (a shell tool) gets the reason too.
+		// only the streams (a shell tool) gets the reason too. One that
+		// asked for the exec line reports the failure itself.
 		out.writeLine(streamLine{Stream: "stderr", Data: []byte(res.ReasonLine())})
 	}
 	if res != nil {
@@ -1011,6 +1023,9 @@ func appendStreamLine(dst []byte, name string, data []byte) []byte {
 	dst = base64.StdEncoding.AppendEncode(dst, data)
 	return append(dst, "\"}\n"...)
 }
+
+// execLine is the line of Request.ExecEvent.
+var execLine = []byte("{\"exec\":true}\n")
 
 // streamLine is one stream line of the protocol.
 type streamLine struct {

@@ -73,7 +73,7 @@ func checkSessionOp(r *Request) *Error {
 			name string
 			set  bool
 		}{
-			{"argv", r.Argv != nil}, {"stdin", r.Stdin != nil}, {"env", r.Env != nil}, {"stream", r.Stream},
+			{"argv", r.Argv != nil}, {"stdin", r.Stdin != nil}, {"env", r.Env != nil}, {"stream", r.Stream}, {"exec_event", r.ExecEvent},
 			{"merge_stderr", r.MergeStderr}, {"tty", r.TTY || r.TTYRows != 0 || r.TTYCols != 0}, {"tool", r.Tool != ""},
 			{"arguments", r.Arguments != nil}, {"changes", r.Changes != ""}, {"session", r.Session != ""},
 			{"keep_running", r.KeepRunning}, {"cwd", r.Cwd != ""}, {"session_op.id", op.ID != ""},

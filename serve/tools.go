@@ -113,7 +113,7 @@ func checkToolRequest(r *Request) *Error {
 		set  bool
 	}{
 		{"argv", r.Argv != nil}, {"profile", r.Profile != ""}, {"profile_toml", r.ProfileTOML != ""},
-		{"limits", r.Limits != nil}, {"network", r.Network != ""}, {"env", r.Env != nil}, {"stream", r.Stream},
+		{"limits", r.Limits != nil}, {"network", r.Network != ""}, {"env", r.Env != nil}, {"stream", r.Stream}, {"exec_event", r.ExecEvent},
 		{"merge_stderr", r.MergeStderr}, {"tty", r.TTY || r.TTYRows != 0 || r.TTYCols != 0}, {"toolchains", r.Toolchains != nil}, {"path", r.Path != ""},
 		{"changes", r.Changes != ""}, {"session", r.Session != ""}, {"session_op", r.SessionOp != nil}, {"keep_running", r.KeepRunning}, {"cwd", r.Cwd != ""},
 	} {

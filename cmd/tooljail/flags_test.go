@@ -22,6 +22,7 @@ func TestEveryScalarFlagOnce(t *testing.T) {
 		"cpu-time": "1s", "nofile": "10", "fsize": "1M", "output-limit": "1M", "max-violations": "10", "server": "/s",
 		"net-connections": "16", "net-bytes": "1G", "root": "/srv/rootfs",
 		"changes": "review", "changes-dir": "/var/tmp/changes", "session": "0123456789abcdef0123456789abcdef",
+		"exec-fd": "3",
 	}
 	for _, r := range runFlagTable(&runFlags{}) {
 		if r.value == "" || r.repeat {
@@ -72,6 +73,8 @@ func TestFlagValuesCheckedWhenParsed(t *testing.T) {
 		{[]string{"--output-limit", "1KB", "--output-limit", "1K"}, `unknown suffix "KB"`},
 		{[]string{"--max-violations", "many", "--max-violations", "10"}, `invalid count "many"`},
 		{[]string{"--max-violations", "99999999999"}, "too large"},
+		{[]string{"--exec-fd", "2"}, "a descriptor number of 3 or more"},
+		{[]string{"--exec-fd", "three"}, "a descriptor number of 3 or more"},
 		{[]string{"--host-user", "root", "--host-user", "1000"}, "root"},
 		{[]string{"--root", ""}, "empty: give the directory of an unpacked root file system"},
 		{[]string{"--tmpfs", "/x:1XB"}, `invalid size "1XB"`},

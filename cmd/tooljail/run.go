@@ -74,6 +74,10 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
+	execOut, err := f.openExecFD()
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
 	cmd := newRunCmd(f, spec)
 	restore, err := rawTerminal(cmd.TTY != nil)
 	if err != nil {
@@ -85,7 +89,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	outs := f.outputs(cwd, os.Getenv("TOOLJAIL_AUDIT_LOG"))
 	cmd.Outputs = outs.list()
 	defer outs.close()
-	result, runErr := relay.run(cmd)
+	result, runErr := relay.run(cmd, execOut)
 	restore()
 	relay.end()
 	if result == nil {
@@ -413,6 +417,8 @@ func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout,
 	}
 	switch {
 	case errors.Is(runErr, errReasonShown):
+	case runErr != nil && f.execFD.set && r.ExecFailed():
+		// --exec-fd's reader reports it (tellExec).
 	case runErr != nil:
 		io.WriteString(stderr, r.ReasonLine())
 	case !f.quiet:

@@ -32,6 +32,7 @@ func TestScalarFlagsOnce(t *testing.T) {
 		"output-limit": {"1000", "2000"}, "max-violations": {"1000", "2000"},
 		"server": {"/a", "/b"}, "net-connections": {"1", "2"}, "net-bytes": {"1M", "2M"},
 		"session": {"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"},
+		"exec-fd": {"3", "4"},
 	} {
 		var f runFlags
 		fs := newRunFlagSet(&f)

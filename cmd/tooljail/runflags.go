@@ -43,6 +43,7 @@ type runFlags struct {
 	auditLog      scalar
 	quiet         bool
 	server        scalar
+	execFD        scalar // --exec-fd N
 }
 
 // scalar is a flag that takes one value. Given twice it is an error rather
@@ -271,6 +272,9 @@ func runOutputFlags(f *runFlags) []flagDef {
 				jail.DefaultHostUser.UID, jail.DefaultHostUser.GID),
 			set: once(&f.hostUser, func(v string) error { _, err := profiles.ParseHostUser(v); return err })},
 		{name: "quiet", short: "q", help: "no summary line on stderr", set: boolFlag{&f.quiet}},
+		{name: "exec-fd", value: "N",
+			help: "write \"exec\\n\" to descriptor N (3 or more, open for writing) once the command has been exec'd in the jail, then close it; closed without it when the command never ran, and a command not found or not executable (126, 127) is then not printed on stderr: the reader reports it, as subprocess's Popen raises what execve said",
+			set:  once(&f.execFD, checkExecFD)},
 		{name: "server", value: "SOCKET",
 			help: "send the run to the SOCKET of a tooljail serve (also TOOLJAIL_SERVER) instead of jailing it here; the server's profile decides what --ro, --rw, --tmpfs, --mask, --workdir-ro, --on-violation, --host-user, --root, --allow-degraded and --audit-log would, so they are refused",
 			set:  once(&f.server, nonEmpty("the socket of a tooljail serve"))},

@@ -245,6 +245,18 @@ func (sr *servedRun) run(stdin *os.File, stdout, stderr io.Writer) int {
 		outs.report = &jail.Output{Path: sr.report, Perm: 0o644, File: f}
 	}
 	c := &serve.Client{Path: sr.socket}
+	execOut, err := sr.flags.openExecFD()
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	if execOut != nil {
+		// Closed without the line when the command never ran.
+		defer execOut.Close()
+		c.OnExec = func() {
+			execOut.WriteString(execFDLine)
+			execOut.Close() // its reader goes on at the end of file
+		}
+	}
 	var lastErr []byte // the last stderr chunk
 	if !sr.flags.json {
 		c.OnStream = relayStreams(stdout, stderr, &lastErr)

@@ -158,17 +158,31 @@ func startSignalRelay() *signalRelay {
 }
 
 // run starts cmd, forwards the signals to it from then on, and waits for
-// it.
-func (r *signalRelay) run(cmd *jail.Cmd) (*jail.Result, error) {
+// it; execOut, when not nil, is told of the command's exec (--exec-fd).
+func (r *signalRelay) run(cmd *jail.Cmd, execOut *os.File) (*jail.Result, error) {
 	<-r.notified
+	var told chan struct{}
 	if cmd.Start() == nil {
 		r.forwarding = make(chan struct{})
 		go func() {
 			defer close(r.forwarding)
 			forwardSignals(r.sigs, ttySignal(cmd))
 		}()
+		if execOut != nil {
+			told = make(chan struct{})
+			go func() {
+				defer close(told)
+				tellExec(execOut, cmd.WaitExec)
+			}()
+		}
+	} else if execOut != nil {
+		execOut.Close()
 	}
-	return cmd.Wait()
+	res, err := cmd.Wait()
+	if told != nil {
+		<-told
+	}
+	return res, err
 }
 
 // end makes a signal tooljail's own again: one that comes while it writes

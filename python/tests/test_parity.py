@@ -5,6 +5,8 @@ as the oracle.
   cli         tooljail.run through the CLI
   server      tooljail.run through a `tooljail serve` this module starts
   patch       subprocess.run under tooljail.patch_subprocess()
+  patch-server  the same with the server as socket=: a Popen with stdin
+              DEVNULL goes to it, the others are jailed by the CLI
 
 Every way must give the oracle's outcome (returncode, stdout, stderr; or
 the exception's type and fields) except where a case names a documented
@@ -23,7 +25,7 @@ import unittest
 import support
 import tooljail
 
-WAYS = ("cli", "server", "patch")
+WAYS = ("cli", "server", "patch", "patch-server")
 
 # The documented differences a case may name, each with the words of
 # python/README.md that document it (test_documented checks they are there).
@@ -33,7 +35,6 @@ DIFFERENCES = {
     "executable-argv0": "`executable=`",
     "new-session": "`start_new_session`",
     "pass-fds": "`pass_fds`, `preexec_fn`",
-    "patch-exec": "| `126`, `127` | the program is not executable or not found in the jail",
 }
 
 JAIL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -134,20 +135,18 @@ CASES = [
     Case("stdin descriptor", ["cat"], stdin=fresh_fd(TEXT_IN), capture_output=True),
     Case("stdin None", ["cat"], capture_output=True,
          differs={w: ("stdin-none", ("done", 0, b"", b"")) for w in ("cli", "server")}),
-    # Programs that cannot run.
-    # (stderr=DEVNULL: under the patch, tooljail says why on the stderr given.)
-    Case("not found", ["/no/such/program"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-         differs={"patch": ("patch-exec", ("done", 127, b"", None))}),
-    Case("not found on PATH", ["no-such-program-tj"], check=True, stderr=subprocess.DEVNULL,
-         differs={"patch": ("patch-exec", ("called", 127, None, None))}),
-    Case("not executable", ["./noexec.sh"], stderr=subprocess.DEVNULL,
-         differs={"patch": ("patch-exec", ("done", 126, None, None))}),
-    Case("a directory", ["/etc"], stderr=subprocess.DEVNULL,
-         differs={"patch": ("patch-exec", ("done", 126, None, None))}),
-    Case("exec format error", ["./noshebang"], stderr=subprocess.DEVNULL,
-         differs={"patch": ("patch-exec", ("done", 126, None, None))}),
-    Case("string program", "echo hi", stderr=subprocess.DEVNULL,
-         differs={"patch": ("patch-exec", ("done", 127, None, None))}),
+    # Programs that cannot run: Popen raises what execve said. The cases
+    # with stdin=DEVNULL go to the server under "patch-server".
+    Case("not found", ["/no/such/program"], stdout=subprocess.PIPE),
+    Case("not found on PATH", ["no-such-program-tj"], check=True),
+    Case("not found, stdin DEVNULL", ["no-such-program-tj"], stdin=subprocess.DEVNULL,
+         capture_output=True),
+    Case("not executable", ["./noexec.sh"]),
+    Case("not executable, stdin DEVNULL", ["./noexec.sh"], stdin=subprocess.DEVNULL),
+    Case("a directory", ["/etc"]),
+    Case("exec format error", ["./noshebang"], stdin=subprocess.DEVNULL),
+    Case("string program", "echo hi"),
+    Case("executable not found", ["true"], executable="/no/such/program", stdin=subprocess.DEVNULL),
     # check=True.
     Case("check", [SH, "-c", "echo o; exit 4"], capture_output=True, check=True),
     Case("check ok", [SH, "-c", "echo o"], stdout=subprocess.PIPE, check=True),
@@ -244,8 +243,9 @@ class ParityTest(unittest.TestCase):
             kw = {k: (v(stack) if callable(v) else v) for k, v in case.kw.items()}
             if way == "subprocess":
                 return outcome(lambda: subprocess.run(case.args, **kw))
-            if way == "patch":
-                with tooljail.patch_subprocess(**scratch.kw):
+            if way in ("patch", "patch-server"):
+                served = {"socket": server.socket} if way == "patch-server" else {}
+                with tooljail.patch_subprocess(**dict(scratch.kw, **served)):
                     return outcome(lambda: subprocess.run(case.args, **kw))
             transport = scratch.kw if way == "cli" else {"socket": server.socket}
             return outcome(lambda: tooljail.run(case.args, **dict(kw, **transport)))

@@ -191,6 +191,55 @@ class PatchRunTest(unittest.TestCase):
                 self.assertEqual((got.returncode, got.stdout, got.stderr),
                                  (want.returncode, want.stdout, want.stderr))
 
+    def test_exec_failure_raises_from_popen(self):
+        # subprocess's Popen raises what execve said, from its constructor:
+        # the oracle, run first. Jailed, the same exception, nothing said on
+        # stderr, and nothing left: tooljail reaped, its report gone.
+        missing = ["no-such-program-tj", "x"]
+        with self.assertRaises(FileNotFoundError) as want:
+            subprocess.Popen(missing, stdout=subprocess.PIPE)
+        err = os.path.join(self.scratch.dir, "stderr.txt")
+        saved = os.dup(2)
+        try:
+            with open(err, "wb") as f:
+                os.dup2(f.fileno(), 2)
+            with tooljail.patch_subprocess(**self.kw):
+                with self.assertRaises(FileNotFoundError) as got:
+                    subprocess.Popen(missing, stdout=subprocess.PIPE)
+                with self.assertRaises(PermissionError):
+                    subprocess.run(["/etc"])
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        self.assertIsInstance(got.exception, tooljail.CommandNotFound)
+        self.assertEqual((got.exception.errno, got.exception.strerror, got.exception.filename),
+                         (want.exception.errno, want.exception.strerror, want.exception.filename))
+        self.assertEqual(got.exception.report.exit_code, 127)
+        with open(err, "rb") as f:
+            self.assertEqual(f.read(), b"")
+        with self.assertRaises(ChildProcessError):
+            os.waitpid(-1, os.WNOHANG)  # no child of this process is left, not even a zombie
+
+    def test_popen_returns_once_execed(self):
+        # As subprocess's: when the constructor returns, the command has
+        # been exec'd: its argv is in /proc at once.
+        mark = "tj-exec-mark-%d" % os.getpid()
+        with tooljail.patch_subprocess(**self.kw):
+            p = subprocess.Popen(["sh", "-c", "read x", mark], stdin=subprocess.PIPE)
+        try:
+            seen = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open("/proc/%s/cmdline" % pid, "rb") as f:
+                        if mark.encode() in f.read().split(b"\0"):
+                            seen.append(pid)
+                except OSError:
+                    pass
+            self.assertTrue(seen, "no process runs the command when Popen returns")
+        finally:
+            p.communicate(b"\n", timeout=30)
+        self.assertEqual(p.returncode, 0)
+
     def test_stdin_pipe_and_context_manager(self):
         with tooljail.patch_subprocess(**self.kw):
             with subprocess.Popen(["sh", "-c", "read x; echo got $x; id -u"], stdin=subprocess.PIPE,
@@ -207,8 +256,13 @@ class PatchRunTest(unittest.TestCase):
             out2, _ = await q.communicate()
             return out1, p.returncode, out2, q.returncode
 
+        async def missing():
+            await asyncio.create_subprocess_exec("no-such-program-tj")
+
         with tooljail.patch_subprocess(**self.kw):
             out1, rc1, out2, rc2 = asyncio.run(agent())
+            with self.assertRaises(FileNotFoundError):
+                asyncio.run(missing())
         self.check_jailed(out1)
         self.check_jailed(out2)
         self.assertEqual((rc1, rc2), (0, 3))
@@ -373,6 +427,12 @@ class PatchRunTest(unittest.TestCase):
         self.assertEqual(p.returncode, 6)
         self.assertEqual(p.report.status, "exited")
         self.assertIn("--server", p._tj_argv)
+        # The served run says when it was exec'd too: a missing program
+        # raises from the constructor.
+        with tooljail.patch_subprocess(socket=server.socket, **self.kw):
+            with self.assertRaises(tooljail.CommandNotFound) as e:
+                subprocess.Popen(["no-such-program-tj"], stdin=subprocess.DEVNULL)
+        self.assertEqual(e.exception.filename, "no-such-program-tj")
 
 
 if __name__ == "__main__":

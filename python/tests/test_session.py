@@ -51,7 +51,14 @@ class SessionTest(unittest.TestCase):
             with s.popen(["sh", "-c", "cat /tmp/f; cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as p:
                 out, _ = p.communicate(b"piped\n")
             self.assertEqual((p.returncode, out), (0, b"one\npiped\n"))
-        self.assertEqual(s.result["calls"], 6)
+            # Without input, the call's Popen raises what execve said, as
+            # subprocess's; with input it cannot know before it is sent.
+            with self.assertRaises(tooljail.CommandNotFound):
+                s.popen(["no-such-program-tj"], stdin=subprocess.DEVNULL)
+            with s.popen(["no-such-program-tj"], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL) as p:
+                p.communicate(b"")
+            self.assertEqual(p.returncode, 127)
+        self.assertEqual(s.result["calls"], 8)
         self.assertEqual(s.result["stopped_for"], "stop")
         self.assertFalse(_host_procs("sleep 301"), "a kept process outlived the session")
         with self.assertRaises(tooljail.JailError):

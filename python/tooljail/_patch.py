@@ -20,7 +20,7 @@ import weakref
 
 from . import _call, _transport
 from ._changes import ChangeSet, Where, check_mode
-from ._errors import JailError
+from ._errors import JailError, exec_error
 from ._report import Report
 
 # subprocess's Popen as this package found it: the base of JailedPopen, and
@@ -222,6 +222,16 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
             tj_argv.append("--merge-stderr")
         if server is not None:
             tj_argv += ["--server", server]
+        # tooljail says on this pipe when the command has been exec'd
+        # (--exec-fd): as subprocess's Popen, the constructor returns then,
+        # or raises the OSError execve gave. Not for a session's call with
+        # input: `tooljail run --server` sends the run once it has read all
+        # of stdin, which the caller writes only after the constructor.
+        exec_r = exec_w = None
+        if cfg.session_server is None or _stdin_empty(a["stdin"]):
+            exec_r, exec_w = os.pipe()
+            tj_argv += ["--exec-fd", str(exec_w)]
+            a.update(pass_fds=(exec_w,))
         tj_argv += _call.env_flags(command_env) + ["--"] + argv
         if env is None:
             tj_env = _call.cli_environ({}, os.environ)
@@ -233,9 +243,15 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
         self._tj_cleanup = weakref.finalize(self, shutil.rmtree, tmp, True)
         self._tj_done = False
         try:
-            with _launching():
-                super().__init__(**a)
+            try:
+                with _launching():
+                    super().__init__(**a)
+            finally:
+                if exec_w is not None:
+                    os.close(exec_w)
         except OSError as e:
+            if exec_r is not None:
+                os.close(exec_r)
             self._tj_done = True
             self._tj_cleanup()
             if e.filename == binary:
@@ -243,10 +259,50 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
                                 "tooljail binary" % (binary, e.strerror), cmd=caller_args) from None
             raise
         except BaseException:
+            if exec_r is not None:
+                os.close(exec_r)
             self._tj_done = True
             self._tj_cleanup()
             raise
         self.args = caller_args
+        if exec_r is not None:
+            self._tj_await_exec(exec_r, argv[0])
+
+    def _tj_await_exec(self, fd, program):
+        """Reads --exec-fd's pipe to its end: "exec" once the command runs.
+        Without it the command never ran: tooljail is about to exit, and a
+        program not found or not executable raises here, as from
+        subprocess's Popen (its pipes closed, tooljail reaped)."""
+        said = b""
+        try:
+            while True:
+                chunk = os.read(fd, 64)
+                if not chunk:
+                    break
+                said += chunk
+        except BaseException:
+            # ^C while the jail starts: nothing is left running.
+            os.close(fd)
+            self.kill()
+            self.wait()
+            self._tj_close_pipes()
+            raise
+        os.close(fd)
+        if said == b"exec\n":
+            return
+        self.wait()
+        if self.report is None or _call.outcome(self.report.raw)[0] != "exec":
+            return  # 125 (jail_error), a timeout, a kill: the returncode says
+        self._tj_close_pipes()
+        raise exec_error(_call.outcome(self.report.raw)[1], program, self.report)
+
+    def _tj_close_pipes(self):
+        for f in (self.stdin, self.stdout, self.stderr):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
 
     @property
     def returncode(self):
@@ -289,8 +345,8 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
         if what == "returncode":
             return value
         if what == "exec":
-            # Popen cannot raise it now (it started tooljail): 126 or 127, as
-            # a shell gives it, with the reason in .report and on stderr.
+            # _tj_await_exec raises it from the constructor; an asyncio
+            # watcher that reaped tooljail first sees 126 or 127 here.
             return code
         if what == "timeout":
             return code  # 124: the jail's timeout killed the tree (report.status "timeout")
@@ -318,9 +374,13 @@ def _server(cfg, stdin):
     if kind != "server" or cfg.changes_dir is not None:
         # changes_dir names the CLI's own store: a server keeps its own.
         return None
-    if stdin == subprocess.DEVNULL or (stdin is None and _stdin_is_null()):
-        return where
-    return None
+    return where if _stdin_empty(stdin) else None
+
+
+def _stdin_empty(stdin):
+    """Whether Popen's stdin gives the command nothing to read: DEVNULL, or
+    this process's own stdin when that is /dev/null."""
+    return stdin == subprocess.DEVNULL or (stdin is None and _stdin_is_null())
 
 
 def _stdin_is_null():

@@ -230,7 +230,16 @@ void tj_await_stage2(struct tj_builder *b, long pid, int status_fd, int own_thp)
 		// Its execve closed the pipe (or its end did): it runs on its
 		// stack no more.
 		tj_stage2_release(pid);
+		if (tj_stage2_execing) {
+			// The supervisor's Cmd.WaitExec, as os/exec's Start
+			// returns once the child has exec'd.
+			struct tj_record r;
+			memset(&r, 0, offsetof(struct tj_record, path) + 1);
+			r.type = TJ_REC_EXECED;
+			tj_send_record(b->sock, &r, tj_record_size(&r), -1);
+		}
 	}
+	tj_stage2_execing = 0;
 	// A session's next call restricts itself with the same ruleset.
 	if (s->landlock_fd >= 0 && !b->p->session) {
 		close(s->landlock_fd);

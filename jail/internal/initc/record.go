@@ -36,6 +36,7 @@ const (
 	RecNet        = C.TJ_REC_NET         // the allow mode's listeners (init_net.c)
 	RecTTY        = C.TJ_REC_TTY         // stage 2's terminal master
 	RecSession    = C.TJ_REC_SESSION     // a session's init is ready for calls
+	RecExeced     = C.TJ_REC_EXECED      // the command was exec'd (its execve closed stage 2's status pipe)
 )
 
 // StepExecNotFound is stage 2's step of a command execve did not find,

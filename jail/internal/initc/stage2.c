@@ -534,6 +534,8 @@ static void tj_ignore_signals(const struct tj_stage2 *s) {
 	}
 }
 
+volatile int tj_stage2_execing;
+
 // tj_exec execs the command like a shell: the first candidate that execs;
 // one that exists but may not be executed is reported only when none
 // execs (126), nothing found is 127. Every signal is unblocked first.
@@ -541,6 +543,7 @@ static __attribute__((noreturn)) void tj_exec(const struct tj_stage2 *s) {
 	uint64_t none = 0;
 	SYS4(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
 	int denied = -1;
+	tj_stage2_execing = 1;
 	for (int i = 0; i < s->npaths; i++) {
 		int e = (int)-SYS3(SYS_execve, s->paths[i], s->argv, s->envp);
 		if (e == ENOENT || e == ENOTDIR) {

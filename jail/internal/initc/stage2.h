@@ -117,6 +117,7 @@ enum {
 	TJ_REC_NET,           // the allow mode's listeners, as SCM_RIGHTS (init_net.c)
 	TJ_REC_TTY,           // stage 2's terminal: its master, as SCM_RIGHTS
 	TJ_REC_SESSION,       // a session's init is ready for calls (init_session.c)
+	TJ_REC_EXECED,        // the command was exec'd: stage 2's status pipe closed at its execve
 };
 
 // At most this many sized tmpfs mounts of a jail are watched for filling
@@ -167,6 +168,13 @@ void tj_stage2_release(long pid);
 // tj_send_record sends the first n bytes of r, with fd (unless -1) as
 // SCM_RIGHTS; 0 or -errno.
 long tj_send_record(int sock, const struct tj_record *r, size_t n, int fd);
+
+// tj_stage2_execing is set by stage 2, in the memory it shares with the
+// init, just before its execve: when its status pipe then closes without
+// a failure record, the pipe was closed by a successful execve, not by
+// stage 2's death before it. The init clears it as it reads it; a
+// session's next stage 2 execs only after the init has.
+extern volatile int tj_stage2_execing;
 
 // tj_send_fds sends the n bytes of data with the nfds descriptors of fds
 // (at most TJ_MAX_SEND_FDS) as SCM_RIGHTS, in one packet; 0 or -errno.
