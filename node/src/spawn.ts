@@ -7,7 +7,8 @@ import { constants as osConstants } from "node:os";
 import * as path from "node:path";
 import { Call, JailOptions, SETUP_FAILED, chooseTransport, cliEnviron, envFlags, jailFlags, makeCall, outcome } from "./call";
 import { findBinary } from "./binary";
-import { JailError } from "./errors";
+import { ExecError, JailError } from "./errors";
+import type { Readable, Stream } from "node:stream";
 import type { Report } from "./report";
 import { ChangeSet, Where } from "./changes";
 import { readReport, reportDir } from "./transport";
@@ -32,18 +33,27 @@ export interface JailedChildProcess extends child.ChildProcess {
   jailError?: JailError;
 }
 
+/** options.stdio as an array of at least the 3 entries child_process
+ * reads (undefined there is "pipe", as in child_process). */
+function stdioArray(stdio: child.StdioOptions | undefined): Array<child.IOType | "ipc" | number | null | undefined | Stream> {
+  const out = Array.isArray(stdio) ? [...stdio] : [stdio ?? "pipe", stdio ?? "pipe", stdio ?? "pipe"];
+  while (out.length < 3) out.push(undefined);
+  return out;
+}
+
 function stdinIgnored(stdio: child.StdioOptions | undefined): boolean {
-  if (stdio === "ignore") return true;
-  return Array.isArray(stdio) && stdio[0] === "ignore";
+  return stdioArray(stdio)[0] === "ignore";
 }
 
 /** Starts argv in a jail. The returned ChildProcess is tooljail's (pid,
- * kill(), stdin/stdout/stderr); its 'exit' and 'close' events give the
- * command's outcome: its exit code, or (null, signal) when a signal ended it;
- * 124 for the jail's timeout, 126/127 for a program the jail could not
- * execute, 125 when tooljail could not run it. A server found as run() finds
- * it is used only when stdin is "ignore" (`tooljail run --server` reads stdin
- * to its end before it sends the run). */
+ * kill(), stdin/stdout/stderr); 'spawn' comes once the command has been
+ * exec'd in the jail, and its 'exit' and 'close' events give the command's
+ * outcome: its exit code, or (null, signal) when a signal ended it; 124 for
+ * the jail's timeout, 125 when tooljail could not run it. A program the jail
+ * cannot find or execute is child_process's: no 'spawn', an 'error' (ENOENT,
+ * EACCES, ...; an ExecError), no 'exit', 'close' with (-errno, null). A
+ * server found as run() finds it is used only when stdin is "ignore"
+ * (`tooljail run --server` reads stdin to its end before it sends the run). */
 export function spawn(argv: string[], options: SpawnOptions = {}): JailedChildProcess {
   const call = makeCall(argv, { ...options, input: undefined }, () => process.cwd(), process.env);
   const binary = findBinary();
@@ -74,11 +84,19 @@ export function spawnCli(binary: string, call: Call, flags: string[], workdir: s
   options: { stdio?: child.StdioOptions; detached?: boolean }): JailedChildProcess {
   const tmp = reportDir(workdir);
   const reportPath = path.join(tmp, "report.json");
-  const args = ["run", "--quiet", "--report", reportPath, ...flags, ...envFlags(call.env), "--", ...call.argv];
+  // --exec-fd (docs/cli.md): tooljail writes "exec\n" on a pipe of ours once
+  // the command has been exec'd, and closes it without it when the command
+  // never ran, so that 'spawn' and a program not found are child_process's.
+  // Not for a served call that reads stdin: the server gets the run only once
+  // stdin has ended, and a caller may wait for 'spawn' before ending it.
+  const stdio = stdioArray(options.stdio);
+  const execFd = server === undefined || stdio[0] === "ignore" ? stdio.length : undefined;
+  const args = ["run", "--quiet", "--report", reportPath, ...(execFd !== undefined ? ["--exec-fd", String(execFd)] : []),
+    ...flags, ...envFlags(call.env), "--", ...call.argv];
   let proc: child.ChildProcess;
   try {
     proc = child.spawn(binary, args, {
-      stdio: options.stdio ?? "pipe",
+      stdio: execFd !== undefined ? [...stdio, "pipe"] : stdio,
       env: cliEnviron(call.env, process.env, Object.keys(call.env).length === 0),
       detached: options.detached,
     });
@@ -87,6 +105,9 @@ export function spawnCli(binary: string, call: Call, flags: string[], workdir: s
     throw e;
   }
   const jailed = proc as JailedChildProcess;
+  // The exec pipe is ours: proc.stdio holds the caller's entries only.
+  const execPipe = execFd !== undefined ? (proc.stdio[execFd] as Readable | null | undefined) ?? undefined : undefined;
+  if (execFd !== undefined) (proc as unknown as { stdio: unknown[] }).stdio = proc.stdio.slice(0, execFd);
   let settle: (r: Report | null) => void;
   const report = new Promise<Report | null>((resolve) => (settle = resolve));
   Object.defineProperty(jailed, "report", { value: report, enumerable: true });
@@ -94,6 +115,7 @@ export function spawnCli(binary: string, call: Call, flags: string[], workdir: s
   const changes = report.then((r) => (r && r.changes && typeof r.changes === "object" ? new ChangeSet(r.changes, where) : null));
   Object.defineProperty(jailed, "changes", { value: changes, enumerable: true });
   let translated: [number | null, NodeJS.Signals | null] | undefined;
+  let execError: ExecError | undefined;
   let sent: NodeJS.Signals | number | undefined;
   const kill = proc.kill.bind(proc);
   jailed.kill = (sig?: NodeJS.Signals | number) => {
@@ -119,16 +141,65 @@ export function spawnCli(binary: string, call: Call, flags: string[], workdir: s
     const o = outcome(raw);
     if (o.what === "exit") translated = [o.code, o.signal];
     else if (o.what === "error") jailed.jailError = new JailError(o.reason, call.argv.join(" "), code ?? SETUP_FAILED, raw);
+    else if (o.what === "exec" && execPipe !== undefined) {
+      // As child_process's spawn of a program that cannot be executed (the
+      // reason, which tooljail did not print with --exec-fd, in the message).
+      execError = new ExecError(o.errno, call.argv, call.argv.join(" "), "", "", raw);
+      translated = [execError.errno, null];
+    }
     return translated;
   };
   const emit = proc.emit.bind(proc);
-  jailed.emit = ((event: string | symbol, ...rest: any[]) => {
-    if (event === "exit" || event === "close") {
-      const [code, signal] = translate(rest[0], rest[1]);
-      if (event === "exit") {
-        (jailed as any).exitCode = code;
-        (jailed as any).signalCode = signal;
+  // 'spawn' waits for both Node's (tooljail started) and the exec line.
+  let nodeSpawned = false, execd = false, spawned = false, said = "";
+  const emitSpawn = () => {
+    if (nodeSpawned && execd && !spawned) {
+      spawned = true;
+      emit("spawn");
+    }
+  };
+  // tooljail's exit can come before the pipe's last word: 'exit' waits for
+  // the pipe's end, so that it never comes before 'spawn'.
+  let pipeOpen = execPipe !== undefined;
+  let heldExit: [number | null, NodeJS.Signals | null] | undefined;
+  const onExit = (code: number | null, signal: NodeJS.Signals | null): boolean => {
+    if (pipeOpen) {
+      heldExit = [code, signal];
+      (jailed as any).exitCode = null;
+      return true;
+    }
+    const [c, s] = translate(code, signal);
+    (jailed as any).exitCode = c;
+    (jailed as any).signalCode = s;
+    return execError !== undefined ? emit("error", execError) : emit("exit", c, s);
+  };
+  const pipeEnded = () => {
+    if (!pipeOpen) return;
+    pipeOpen = false;
+    if (heldExit !== undefined) onExit(...heldExit);
+  };
+  if (execPipe !== undefined) {
+    execPipe.on("data", (b: Buffer) => {
+      said += b.toString("latin1");
+      if (said === "exec\n") {
+        execd = true;
+        emitSpawn();
       }
+    });
+    execPipe.on("end", pipeEnded);
+    execPipe.on("close", pipeEnded);
+    execPipe.on("error", pipeEnded);
+  }
+  jailed.emit = ((event: string | symbol, ...rest: any[]) => {
+    if (event === "spawn" && execPipe !== undefined) {
+      nodeSpawned = true;
+      emitSpawn();
+      return true;
+    }
+    if (event === "exit") return onExit(rest[0], rest[1]);
+    if (event === "close") {
+      pipeEnded(); // (its own 'close' listener may come after Node's)
+      const [code, signal] = translate(rest[0], rest[1]);
       return emit(event, code, signal);
     }
     if (event === "error" && translated === undefined && proc.pid === undefined) {
