@@ -220,6 +220,16 @@ class PatchRunTest(unittest.TestCase):
         with self.assertRaises(ChildProcessError):
             os.waitpid(-1, os.WNOHANG)  # no child of this process is left, not even a zombie
 
+    def test_close_fds_false_warns_nothing(self):
+        # subprocess takes close_fds=False without a word; so does the patch,
+        # which passes tooljail its exec pipe (pass_fds would warn).
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with tooljail.patch_subprocess(**self.kw):
+                r = subprocess.run(["true"], close_fds=False)
+        self.assertEqual(r.returncode, 0)
+
     def test_popen_returns_once_execed(self):
         # As subprocess's: when the constructor returns, the command has
         # been exec'd: its argv is in /proc at once.

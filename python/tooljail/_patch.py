@@ -231,7 +231,10 @@ class JailedPopen(_Popen, metaclass=_PopenMeta):
         if cfg.session_server is None or _stdin_empty(a["stdin"]):
             exec_r, exec_w = os.pipe()
             tj_argv += ["--exec-fd", str(exec_w)]
-            a.update(pass_fds=(exec_w,))
+            # close_fds=False would only reach tooljail, never the command,
+            # and beside pass_fds it is a RuntimeWarning: tooljail gets its
+            # stdio and this pipe.
+            a.update(pass_fds=(exec_w,), close_fds=True)
         tj_argv += _call.env_flags(command_env) + ["--"] + argv
         if env is None:
             tj_env = _call.cli_environ({}, os.environ)
