@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +28,7 @@ func execFDRun(t *testing.T, u *user, w string, args []string) (*outcome, string
 			if string(got) == "exec\n" {
 				os.WriteFile(filepath.Join(w, "go"), nil, 0o666)
 			}
-			if err == io.EOF || err != nil {
+			if err != nil { // io.EOF: tooljail closed it
 				said <- string(got)
 				return
 			}

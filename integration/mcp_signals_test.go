@@ -1,14 +1,10 @@
 package integration
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // tooljail mcp started as nohup starts it (SIGHUP ignored) and in a
@@ -26,13 +22,7 @@ func TestMCPStartedIgnoringSIGHUP(t *testing.T) {
 		cmd, rc := u.mcpCommand(t, []string{"mcp", "--tools", file, "--workdir", w, "--audit-log", filepath.Join(u.dir(t), "audit.log")})
 		cmd.Args = append([]string{helperBin, "_ignore", "1,2"}, cmd.Args...)
 		cmd.Path = helperBin
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
-		defer cancel()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			rc.release()
-			t.Fatalf("connect to tooljail mcp under _ignore 1,2: %v", err)
-		}
+		cs := mcpConnect(t, cmd, rc)
 		ignored := func() uint64 {
 			t.Helper()
 			r := mcpCall(t, cs, "status", nil)
@@ -45,13 +35,6 @@ func TestMCPStartedIgnoringSIGHUP(t *testing.T) {
 			t.Errorf("a tool's command of an mcp started ignoring SIGHUP and SIGINT: ignored %#x of them, want neither", got)
 		}
 		cmd.Process.Signal(syscall.SIGHUP)
-		ignored() // still serving
-		if err := cs.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
-			t.Errorf("tooljail mcp ended with %v", cmd.ProcessState)
-		}
-		rc.check(t, cmd.Process.Pid)
+		ignored() // still serving; the cleanup closes it and checks its exit
 	})
 }

@@ -50,12 +50,20 @@ func (u *user) mcpSessionFiles(t *testing.T, files []string, workdir, audit stri
 	}
 	args = append([]string{"mcp"}, append(args, "--workdir", workdir, "--audit-log", audit)...)
 	cmd, rc := u.mcpCommand(t, args)
+	return mcpConnect(t, cmd, rc)
+}
+
+// mcpConnect connects the MCP SDK's client to cmd (mcpCommand's, maybe
+// rewrapped) over stdio; at the test's end it closes the session, which
+// ends the server, and requires a clean exit with nothing left behind.
+func mcpConnect(t *testing.T, cmd *exec.Cmd, rc runCgroup) *mcp.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute*slow)
 	t.Cleanup(cancel)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "tooljail-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		rc.release()
-		t.Fatalf("connect to tooljail mcp: %v", err)
+		t.Fatalf("connect to %v: %v", cmd.Args, err)
 	}
 	t.Cleanup(func() {
 		// Closing stdin ends the server; what it ran must be gone.

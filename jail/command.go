@@ -89,12 +89,10 @@ type Cmd struct {
 	// staleDone is closed when CleanupStale, started by openGroup, is done.
 	staleDone chan struct{}
 
-	// execDone is closed when the command was exec'd (execed), could not
-	// be, or ended: what WaitExec waits for. execed and execClosed are
-	// under mu.
-	execDone   chan struct{}
-	execed     bool
-	execClosed bool
+	// execDone is closed when the command was exec'd (execed, under mu),
+	// could not be, or ended: what WaitExec waits for.
+	execDone chan struct{}
+	execed   bool
 
 	mu        sync.Mutex
 	killedFor Status // timeout or violation: why the supervisor killed the run
@@ -357,12 +355,12 @@ func (c *Cmd) handleRecord(r record, files []*os.File, pid int) ([]*os.File, fun
 // execDecided, under c.mu, closes execDone once: the command was exec'd
 // (execed), or a record said it will not be.
 func (c *Cmd) execDecided(execed bool) {
-	if c.execClosed || c.execDone == nil {
-		return
+	select {
+	case <-c.execDone:
+	default:
+		c.execed = execed
+		close(c.execDone)
 	}
-	c.execed = execed
-	c.execClosed = true
-	close(c.execDone)
 }
 
 // errNotExeced is WaitExec's error for a run that ended, or was killed,
@@ -385,10 +383,7 @@ func (c *Cmd) WaitExec() error {
 	err, done := c.setupErr, c.execDone
 	c.mu.Unlock()
 	if err != nil {
-		return err
-	}
-	if done == nil {
-		return errNotExeced
+		return err // Start failed
 	}
 	ended := c.msgDone
 	if c.sessionCall() {

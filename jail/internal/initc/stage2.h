@@ -16,9 +16,6 @@ struct tj_rlimit {
 
 #define TJ_MAX_RLIMITS 8
 
-// tj_stage2 is everything the child needs, prepared by the supervisor in Go
-// (the descriptors and the Landlock ruleset are filled in by the init): the
-// child only makes system calls with it.
 // The kernel's struct sigaction, for raw rt_sigaction (the init's and
 // stage 2's): glibc's wrapper refuses the signals it keeps for itself (32,
 // 33), which a caller may have ignored too.
@@ -29,6 +26,9 @@ struct tj_ksigaction {
 	uint64_t mask;
 };
 
+// tj_stage2 is everything the child needs, prepared by the supervisor in Go
+// (the descriptors and the Landlock ruleset are filled in by the init): the
+// child only makes system calls with it.
 struct tj_stage2 {
 	unsigned long clone_flags;
 	int sync_fd;    // the child reads one byte: the init has written its id maps
