@@ -151,6 +151,20 @@ func (s *Session) Spec() *Spec { sp := s.spec; return &sp }
 // Done is closed when the session has stopped.
 func (s *Session) Done() <-chan struct{} { return s.ended }
 
+// Stopping reports whether the session's stop has begun (Stop, its idle
+// or max-life limit, its init's end), finished or not: from then on it
+// takes no call.
+func (s *Session) Stopping() bool {
+	select {
+	case <-s.ended:
+		return true
+	default:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
 // armIdle (re)starts the idle timer, under s.mu or before others see s.
 func (s *Session) armIdle() {
 	if s.limits.Idle <= 0 {

@@ -296,17 +296,26 @@ func (s *Server) lookupSession(id string, uid int) (*session, *Error) {
 	defer s.mu.Unlock()
 	e, ok := s.sessions[id]
 	if !ok || !mayUse(e, uid) {
-		return nil, refuse("session %s: no such session of uid %d here (it stopped, or was never started on this server); start one with session_op start", id, uid)
+		return nil, noSuchSession(id, uid)
 	}
 	return e, nil
 }
 
+// noSuchSession is the answer for a session that is not there for uid:
+// another's, one that stopped (or is stopping, for a call), or none.
+func noSuchSession(id string, uid int) *Error {
+	return refuse("session %s: no such session of uid %d here (it stopped, or was never started on this server); start one with session_op start", id, uid)
+}
+
+// listSessions is the sessions uid may use that take calls: one whose
+// stop has begun stays in s.sessions until the stop has finished (so
+// that a second stop gets its report), but is not listed.
 func (s *Server) listSessions(uid int) []SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []SessionInfo{}
 	for _, e := range s.sessions {
-		if mayUse(e, uid) {
+		if mayUse(e, uid) && !e.s.Stopping() {
 			out = append(out, e.info)
 		}
 	}
@@ -375,6 +384,11 @@ func (s *Server) sessionCall(req *Request, peer *report.Peer) (*jail.Cmd, *Error
 	e, err := s.lookupSession(req.Session, peer.UID)
 	if err != nil {
 		return nil, err
+	}
+	if e.s.Stopping() {
+		// Not listed any more, and answered as listed: as one that
+		// stopped (a stop still finds it, to answer with its report).
+		return nil, noSuchSession(req.Session, peer.UID)
 	}
 	// The call's Spec from the start's request with the call's part: the
 	// same profile rules, so the environment is built as a run's is,

@@ -3,8 +3,12 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,6 +121,115 @@ func TestSessionServed(t *testing.T) {
 	if strings.Count(audit, `"session":{"id":"`) != 2 {
 		t.Errorf("the audit log has not both sessions' lines:\n%s", audit)
 	}
+}
+
+// A session whose stop has begun takes no more calls, and is not listed
+// (docs/serve.md), though the stop has not finished: neither while a
+// session_op stop waits for its jail to go nor while its idle limit
+// stops it (which the server learns of only at the end). The session's
+// init is held stopped (SIGSTOP) so that the stop cannot finish while
+// the list is asked (the jail gives a stopped init 10 s before killing
+// it); SIGCONT then lets it finish.
+func TestSessionStoppingNotListed(t *testing.T) {
+	for _, how := range []string{"stop", "idle"} {
+		t.Run(how, func(t *testing.T) {
+			ts := start(t)
+			c := ts.client()
+			w := t.TempDir()
+			os.Chmod(w, 0o777)
+			before := childrenNamed(os.Getpid(), "tooljail-init")
+			op := &SessionOp{Action: "start", Detach: true}
+			if how == "idle" {
+				op.Idle = "1s"
+			}
+			raw, _, err := c.SessionOp(context.Background(), Request{Workdir: w, SessionOp: op})
+			if err != nil {
+				t.Fatalf("session start: %v", err)
+			}
+			var info SessionInfo
+			json.Unmarshal(raw, &info)
+			var inits []int
+			for _, pid := range childrenNamed(os.Getpid(), "tooljail-init") {
+				if !slices.Contains(before, pid) {
+					inits = append(inits, pid)
+				}
+			}
+			if len(inits) != 1 {
+				t.Fatalf("the session's init: %d new children named tooljail-init (%v)", len(inits), inits)
+			}
+			if err := syscall.Kill(inits[0], syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			cont := func() { syscall.Kill(inits[0], syscall.SIGCONT) }
+			defer cont()
+			if n := len(listSessions(t, c)); n != 1 {
+				t.Fatalf("before its stop: %d sessions listed, want 1", n)
+			}
+			stopped := make(chan json.RawMessage, 1)
+			if how == "stop" {
+				go func() {
+					raw, _, err := c.SessionOp(context.Background(), Request{SessionOp: &SessionOp{Action: "stop", ID: info.ID}})
+					if err != nil {
+						t.Errorf("stop: %v", err)
+					}
+					stopped <- raw
+				}()
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for len(listSessions(t, c)) != 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			ts.mu.Lock()
+			_, kept := ts.sessions[info.ID]
+			ts.mu.Unlock()
+			if !kept {
+				t.Fatal("the session's stop finished with its init stopped: the test proves nothing")
+			}
+			if list := listSessions(t, c); len(list) != 0 {
+				t.Errorf("a stopping session (%s) is listed: %+v", how, list)
+			}
+			// It takes no call meanwhile, and is answered as one that stopped.
+			if r, err := c.Run(context.Background(), Request{Session: info.ID, Argv: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "no such session") {
+				t.Errorf("a call in a stopping session: %v %+v", err, r)
+			}
+			cont()
+			if how == "stop" {
+				var res jail.SessionResult
+				json.Unmarshal(<-stopped, &res)
+				if res.ID != info.ID || res.StoppedFor != jail.StopAsked {
+					t.Errorf("stop: %+v", res)
+				}
+			}
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				ts.mu.Lock()
+				_, kept = ts.sessions[info.ID]
+				ts.mu.Unlock()
+				if !kept {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the session did not end after its init went on")
+				}
+			}
+		})
+	}
+}
+
+// childrenNamed lists pid's children (of any of its threads) whose name
+// is comm.
+func childrenNamed(pid int, comm string) []int {
+	var found []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			c, _ := strconv.Atoi(f)
+			if name, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c)); strings.TrimSpace(string(name)) == comm {
+				found = append(found, c)
+			}
+		}
+	}
+	return found
 }
 
 // BenchmarkServedSessionCall is one call of /bin/true in a live session
