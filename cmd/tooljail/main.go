@@ -83,3 +83,9 @@ func fail(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "tooljail: %s\n", msg)
 	return jail.ExitSetup
 }
+
+// warn prints err on stderr as tooljail's one warning line, for what went
+// wrong without changing the outcome (the exit code, a tool's answer).
+func warn(stderr io.Writer, err error) {
+	fmt.Fprintf(stderr, "tooljail: warning: %v\n", err)
+}

@@ -383,7 +383,7 @@ func (f *runFlags) finish(r *jail.Result, runErr error, outs runOutputs, stdout,
 	if ce := (*jail.CleanupError)(nil); errors.As(runErr, &ce) {
 		// The command ran and its report stands; the host is told what
 		// the jail left, and the exit code stays the command's.
-		fmt.Fprintf(stderr, "tooljail: warning: %v\n", ce)
+		warn(stderr, ce)
 		runErr = nil
 	}
 	var rep *report.ReportJSON

@@ -290,7 +290,7 @@ func (f *callerFlags) caller(paths []string, stderr io.Writer) (c *call.Caller, 
 	c = &call.Caller{File: file, Defaults: tools.ServerDefaults, Workdir: cwd,
 		AllowDegraded: f.allowDegraded, Environ: os.Environ(),
 		// stderr: the MCP protocol is on stdout.
-		Warn: func(err error) { fmt.Fprintf(stderr, "tooljail: warning: %v\n", err) }}
+		Warn: func(err error) { warn(stderr, err) }}
 	if f.workdir.set {
 		c.Workdir = absFrom(cwd, f.workdir.value)
 	}

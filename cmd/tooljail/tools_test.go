@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,8 +15,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tooljail/tooljail/jail"
 	"github.com/tooljail/tooljail/tools"
 )
+
+// What a tool call's jail left on the host goes to stderr on the warning
+// line run prints for its own (TestFinishCleanupWarning), with the tool's
+// name: warn's line, byte for byte.
+func TestToolsCallerWarning(t *testing.T) {
+	var stderr bytes.Buffer
+	f := callerFlags{workdir: scalar{value: t.TempDir(), set: true}}
+	c, closeCaller, ok := f.caller([]string{"../../tools/testdata/tools.toml"}, &stderr)
+	if !ok {
+		t.Fatalf("caller: %s", stderr.String())
+	}
+	defer closeCaller()
+	left := fmt.Errorf("tool grep_repo: %w", &jail.CleanupError{Err: errors.New("remove cgroup /sys/fs/cgroup/x: device or resource busy")})
+	c.Warn(left)
+	const want = "tooljail: warning: tool grep_repo: the run ended, but its jail was not all removed: remove cgroup /sys/fs/cgroup/x: device or resource busy\n"
+	var direct bytes.Buffer
+	warn(&direct, left)
+	if stderr.String() != want || direct.String() != want {
+		t.Errorf("the caller's warning %q, warn's %q; want both %q", stderr.String(), direct.String(), want)
+	}
+}
 
 func TestToolsCheck(t *testing.T) {
 	var stdout, stderr bytes.Buffer
