@@ -5,8 +5,13 @@ import (
 	"net"
 	"os"
 
+	"github.com/tooljail/tooljail/jail/internal/roottpl"
 	"github.com/tooljail/tooljail/network/resolver"
 )
+
+// RootTemplatesSupported says whether this supervisor makes root
+// templates (real root on Linux 6.15 or later).
+func RootTemplatesSupported() bool { return roottpl.Supported() }
 
 // InitPID is the pid of a started run's init, for tests that look at it
 // from the host.

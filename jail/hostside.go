@@ -63,6 +63,8 @@ type hostSide struct {
 	finished        bool
 	// chg is the run's change set (Spec.Changes), or nil.
 	chg *changes.Run
+	// template: the run's root is a root template's clone, or nil.
+	template *rootUse
 }
 
 // prepare opens what needs no init: the outputs, the files tooljail
@@ -91,13 +93,25 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 		h.chg, err = changes.NewRun(p.changes, c.changesDir, h.id.UID, h.id.GID)
 		return err
 	}
-	if err := h.resolveIn(c, "/"); err != nil {
+	// The binds a root template can hold are opened once its shape is
+	// known (useTemplate), which needs the others and the identity.
+	tms, in := templateMounts(c)
+	root, err := os.OpenFile("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open / to reach the host's paths: %w", err)
+	}
+	defer root.Close()
+	if err := h.resolveFrom(c, root, in); err != nil {
 		return err
 	}
-	var err error
 	h.id, h.explicit, err = hostside.HostUser(true, 0, 0, c.Spec.HostUser, hostside.WorkdirOwner(p.host, h.sources, c.Spec.Dir), DefaultHostUser)
 	if err != nil {
 		return err
+	}
+	if in != nil {
+		if err := h.useTemplate(c, root, tms, in); err != nil {
+			return err
+		}
 	}
 	if h.chg, err = changes.NewRun(p.changes, c.changesDir, h.id.UID, h.id.GID); err != nil {
 		return err
@@ -116,12 +130,19 @@ func (h *hostSide) resolveIn(c *Cmd, root string) error {
 		return fmt.Errorf("open %s to reach the host's paths: %w", root, err)
 	}
 	defer f.Close()
+	return h.resolveFrom(c, f, nil)
+}
+
+// resolveFrom is resolveIn from an open root, leaving out the binds a
+// root template may hold (in; nil: none).
+func (h *hostSide) resolveFrom(c *Cmd, f *os.File, in []bool) error {
+	var err error
 	if c.Spec.Root != "" {
 		if h.tree, err = hostside.OpenTree(f, c.Spec.Root); err != nil {
 			return err
 		}
 	}
-	h.sources, err = hostside.Resolve(f, h.tree, c.plan.host, c.Spec.Dir)
+	h.sources, err = resolveMasked(f, h.tree, c.plan.host, c.Spec.Dir, in, false)
 	return err
 }
 
@@ -197,4 +218,5 @@ func (h *hostSide) close() {
 		h.tree.Close()
 		h.tree = nil
 	}
+	h.template.close()
 }

@@ -16,11 +16,22 @@ import (
 // complete before the sync byte.
 
 // fillLate writes the late part: the sources (srcs, by mount index), the
+// root template's clone and the binds it holds (tpl, or nil), the
 // trusted files to bind over themselves and the seccomp filter. It returns
 // the descriptors to send with the sync, in slot order.
-func (ip *initPlan) fillLate(srcs []hostside.Source, over []hostside.Over, prog *seccomp.Program, chg *changes.Run) ([]int, error) {
+func (ip *initPlan) fillLate(srcs []hostside.Source, tpl *rootUse, over []hostside.Over, prog *seccomp.Program, chg *changes.Run) ([]int, error) {
 	cs := make([]initc.Source, len(ip.mounts))
+	root := -1
+	if tpl != nil {
+		root = int(tpl.tree.Fd())
+	}
 	for i, m := range ip.mounts {
+		if tpl != nil && tpl.in[i] {
+			if typ := tpl.types[i]; typ != 0 {
+				cs[i] = initc.Source{Open: true, InTree: true, Type: typ}
+			}
+			continue
+		}
 		if m.Kind != MountBind || srcs[i].Obj == nil {
 			continue
 		}
@@ -47,7 +58,7 @@ func (ip *initPlan) fillLate(srcs []hostside.Source, over []hostside.Over, prog 
 		filter = &initc.Filter{Insns: insns, Flags: uint(flags), Notify: prog.Notify}
 		ip.stage2.seccompFlags = uint(flags)
 	}
-	fds, err := ip.cp.FillLate(cs, co, filter)
+	fds, err := ip.cp.FillLate(cs, root, co, filter)
 	if err != nil {
 		return nil, err
 	}

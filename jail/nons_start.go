@@ -197,7 +197,7 @@ func (c *Cmd) launchNoNS(hs *nonsHost, stdio *childStdio) error {
 	if hs.protectDegraded {
 		c.res.Enforcement.Degraded = append(c.res.Enforcement.Degraded, LayerProtect)
 	}
-	fdList, err := ip.fillLate(hs.sources, nil, hs.prog, nil)
+	fdList, err := ip.fillLate(hs.sources, nil, nil, hs.prog, nil)
 	if err != nil {
 		return err
 	}

@@ -334,7 +334,7 @@ func (c *Cmd) handOver(hs *hostSide, ip *initPlan) error {
 		c.warm.workdir = fit.WorkdirID(c.plan.mounts, hs.sources, c.Spec.Dir)
 		c.warm.protected = fit.ProtectedIDs(c.res.Enforcement.Protected, hs.protected)
 	}
-	fdList, err := ip.fillLate(hs.sources, hs.over, hs.prog, hs.chg)
+	fdList, err := ip.fillLate(hs.sources, hs.template, hs.over, hs.prog, hs.chg)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -79,7 +80,11 @@ void tj_init_main(const struct tj_init *p) {
 	tj_step(&b, tj_become_root(&b));
 	tj_step(&b, tj_recv_fds(&b));
 
-	// The jail's filesystem (mounts/mounts.c).
+	// The jail's filesystem (mounts/mounts.c). Its directories, mount
+	// points and /etc files get the same modes whatever the caller's
+	// umask, as in a root template (jail/internal/roottpl); the command
+	// gets the caller's umask back.
+	mode_t caller_umask = umask(022);
 	tj_step(&b, tj_temporary_root(&b));
 	tj_step(&b, tj_jail_root(&b));
 	tj_step(&b, tj_proc(&b));
@@ -90,6 +95,7 @@ void tj_init_main(const struct tj_init *p) {
 	tj_step(&b, tj_overbinds(&b));
 	tj_step(&b, tj_masks(&b));
 	tj_step(&b, tj_enter_root(&b));
+	umask(caller_umask);
 
 	// The rest of the jail (init_net.c, init_landlock.c).
 	tj_step(&b, tj_hostname(&b));

@@ -34,6 +34,10 @@ struct tj_source {
 	// (--changes): the bind is then the read-only lower layer of an
 	// overlay mounted over it; -1: a plain bind.
 	int upper, work;
+	// intree: the bind is already in the root template (tj_late.root):
+	// slot is -1, nothing is mounted, and its Landlock rule goes on what
+	// its destination shows.
+	int intree;
 };
 
 // tj_over is a file tooljail trusts (a profile, its cache) inside a
@@ -50,6 +54,10 @@ struct tj_over {
 // namespace), in memory shared with the init, before the sync byte.
 struct tj_late {
 	int nfds; // descriptors sent over the socket with the sync
+	// root: the slot of a root template's clone (jail/internal/roottpl),
+	// the jail's root with the plan's read-only binds, its /etc files and
+	// every mount point on it made; -1: the init builds the root.
+	int root;
 	struct tj_source *sources; // one per mount of the plan
 	struct tj_over *over;
 	int nover;

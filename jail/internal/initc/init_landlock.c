@@ -33,10 +33,18 @@ static int tj_ll_open(struct tj_builder *b, const struct tj_ll_path *r, int i) {
 		// overlay (--changes), the overlay's root (tj_overlay put it in
 		// the source's slot).
 		const struct tj_source *src = &b->p->late->sources[r->mount];
-		if (src->slot < 0 || src->type == S_IFLNK) {
+		if ((src->slot < 0 && !src->intree) || src->type == S_IFLNK) {
 			return -1;
 		}
-		fd = fcntl(b->fds[src->slot], F_DUPFD_CLOEXEC, 0);
+		if (src->intree) {
+			// In the root template: the jail's root is entered, and
+			// the destination is the root of that bind (roottpl keeps
+			// a bind out of the template when another mount shares
+			// its destination).
+			fd = open(b->p->mounts[r->mount].dest, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		} else {
+			fd = fcntl(b->fds[src->slot], F_DUPFD_CLOEXEC, 0);
+		}
 	} else {
 		fd = open(r->path, O_PATH | O_CLOEXEC);
 	}

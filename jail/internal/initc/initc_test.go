@@ -114,7 +114,7 @@ func TestFillLate(t *testing.T) {
 	}
 	defer cp.Free()
 	srcs := []Source{{}, {Open: true, FD: 10, Type: unix.S_IFDIR, Overlay: true, UpperFD: 11, WorkFD: 12}, {}, {Open: true, FD: 13, Type: unix.S_IFREG}}
-	fds, err := cp.FillLate(srcs, []Over{{Dest: "/a/x", Dev: 1, Ino: 2, ReadOnly: true}}, nil)
+	fds, err := cp.FillLate(srcs, -1, []Over{{Dest: "/a/x", Dev: 1, Ino: 2, ReadOnly: true}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,13 +122,13 @@ func TestFillLate(t *testing.T) {
 	if want := []int{10, 11, 12, 13}; !slices.Equal(fds, want) {
 		t.Errorf("descriptors %v, want %v", fds, want)
 	}
-	if _, err := cp.FillLate(srcs[:3], nil, nil); err == nil {
+	if _, err := cp.FillLate(srcs[:3], -1, nil, nil); err == nil {
 		t.Error("FillLate took fewer sources than the plan has mounts")
 	}
-	if _, err := cp.FillLate(srcs, make([]Over, MaxOver+1), nil); err == nil {
+	if _, err := cp.FillLate(srcs, -1, make([]Over, MaxOver+1), nil); err == nil {
 		t.Error("FillLate took more files to bind over themselves than there is room for")
 	}
-	if _, err := cp.FillLate(srcs, nil, &Filter{Insns: make([]unix.SockFilter, 1)}); err == nil || !strings.Contains(err.Error(), "without seccomp") {
+	if _, err := cp.FillLate(srcs, -1, nil, &Filter{Insns: make([]unix.SockFilter, 1)}); err == nil || !strings.Contains(err.Error(), "without seccomp") {
 		t.Errorf("a filter for a plan without room for one: %v", err)
 	}
 }

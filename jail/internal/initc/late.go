@@ -34,6 +34,9 @@ type Source struct {
 	FD       int    // the opened object, or a detached mount tree of it
 	Type     uint32 // its S_IFMT; S_IFLNK: the init recreates the symlink
 	Detached bool   // FD is a detached mount tree made by a root supervisor: moved as it is
+	// InTree: the bind is in the root template (FillLate's root): no
+	// descriptor is sent (FD is unused), the init mounts nothing for it.
+	InTree bool
 	// Overlay: the bind is the read-only lower layer of an overlay with
 	// these upper and work directories (--changes).
 	Overlay         bool
@@ -87,16 +90,22 @@ func (cp *Compiled) reserveLate(withSeccomp bool) error {
 }
 
 // FillLate writes the late part: the sources (one per mount of the plan),
-// the files to bind over themselves and the seccomp filter (nil: none).
-// It returns the descriptors to send with the sync, in slot order.
-func (cp *Compiled) FillLate(srcs []Source, over []Over, filter *Filter) ([]int, error) {
+// the jail's root (a clone of a root template, or -1: the init builds
+// it), the files to bind over themselves and the seccomp filter (nil:
+// none). It returns the descriptors to send with the sync, in slot order.
+func (cp *Compiled) FillLate(srcs []Source, root int, over []Over, filter *Filter) ([]int, error) {
 	if len(srcs) != cp.nmounts {
 		return nil, fmt.Errorf("%d sources for a plan of %d mounts", len(srcs), cp.nmounts)
 	}
 	l := cp.c.late
-	fds, err := fillSources(unsafe.Slice(l.sources, cp.nmounts), srcs)
-	if err != nil {
-		return nil, err
+	fds := fillSources(unsafe.Slice(l.sources, cp.nmounts), srcs)
+	l.root = -1
+	if root >= 0 {
+		l.root = C.int(len(fds))
+		fds = append(fds, root)
+	}
+	if len(fds) > MaxSources {
+		return nil, fmt.Errorf("%d descriptors for the binds and their overlays: a jail takes at most %d", len(fds), MaxSources)
 	}
 	l.nfds = C.int(len(fds))
 	if err := cp.fillOver(l, over); err != nil {
@@ -119,15 +128,19 @@ func (cp *Compiled) FillLate(srcs []Source, over []Over, filter *Filter) ([]int,
 
 // fillSources gives each opened source its slot among the descriptors
 // sent with the sync, and returns them in that order.
-func fillSources(cs []C.struct_tj_source, srcs []Source) ([]int, error) {
+func fillSources(cs []C.struct_tj_source, srcs []Source) []int {
 	var fds []int
 	for i, s := range srcs {
-		cs[i].slot, cs[i].upper, cs[i].work = -1, -1, -1
+		cs[i].slot, cs[i].upper, cs[i].work, cs[i].intree = -1, -1, -1, 0
 		if !s.Open {
 			continue
 		}
-		cs[i].slot = C.int(len(fds))
 		cs[i]._type = C.uint(s.Type & unix.S_IFMT)
+		if s.InTree {
+			cs[i].intree = 1
+			continue
+		}
+		cs[i].slot = C.int(len(fds))
 		cs[i].detached = cbool(s.Detached)
 		fds = append(fds, s.FD)
 		if s.Overlay {
@@ -136,10 +149,7 @@ func fillSources(cs []C.struct_tj_source, srcs []Source) ([]int, error) {
 			fds = append(fds, s.UpperFD, s.WorkFD)
 		}
 	}
-	if len(fds) > MaxSources {
-		return nil, fmt.Errorf("%d descriptors for the binds and their overlays: a jail takes at most %d", len(fds), MaxSources)
-	}
-	return fds, nil
+	return fds
 }
 
 func (cp *Compiled) fillOver(l *C.struct_tj_late, over []Over) error {

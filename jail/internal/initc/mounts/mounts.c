@@ -331,7 +331,20 @@ int tj_jail_root(struct tj_builder *b) {
 	if (dir < 0) {
 		return tj_failed(b, TJ_I_ROOTFS, TJ_OP_OPEN, errno, -1, NULL);
 	}
-	b->newroot = tj_tmpfs(b, dir, 2 << 20, 0755, 0);
+	int slot = b->p->late->root;
+	if (slot >= 0) {
+		// A clone of the root template: not recorded as the jail's own
+		// tmpfs, so nothing can be created on it; every mount point
+		// this run needs is there (roottpl).
+		b->newroot = b->fds[slot];
+		b->fds[slot] = -1;
+		if (tj_move(b->newroot, dir) < 0) {
+			tj_close_keep(b->newroot);
+			b->newroot = -TJ_OP_MOVE_MOUNT;
+		}
+	} else {
+		b->newroot = tj_tmpfs(b, dir, 2 << 20, 0755, 0);
+	}
 	int e = errno;
 	close(dir);
 	if (b->newroot < 0) {
@@ -482,6 +495,9 @@ int tj_dev(struct tj_builder *b) {
 // tj_etc writes the files the jail generates (the jail user's identity,
 // the host name, loopback names, and resolv.conf in the allow mode).
 int tj_etc(struct tj_builder *b) {
+	if (b->p->late->root >= 0) {
+		return 0; // the template has them
+	}
 	int etc = tj_dest_copy(b, "/etc", 1);
 	if (etc < 0) {
 		return -1;
@@ -606,7 +622,7 @@ static int tj_overlay(struct tj_builder *b, const struct tj_mount *m, const stru
 static int tj_bind(struct tj_builder *b, const struct tj_mount *m, int index) {
 	const struct tj_source *s = &b->p->late->sources[index];
 	if (s->slot < 0) {
-		return 0; // optional, and not on this host
+		return 0; // optional and not on this host, or in the template
 	}
 	int src = b->fds[s->slot];
 	if (s->type == S_IFLNK) {
