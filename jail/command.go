@@ -47,6 +47,10 @@ type Cmd struct {
 	MergeStderr bool
 	// CaptureOutput keeps the output in Result.Stdout.Text/Stderr.Text.
 	CaptureOutput bool
+	// FreshRoot makes the jail's init build its root although a root
+	// template of this shape could serve it (docs/architecture.md, root
+	// templates): what a one-shot `tooljail run` does; for measurements.
+	FreshRoot bool
 	// TTY, when set, gives the command a terminal instead of pipes (see
 	// TTY): its output goes to Stdout as with MergeStderr, Stdin is typed
 	// into it, and Resize changes its size.

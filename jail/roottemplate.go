@@ -42,11 +42,11 @@ func (u *rootUse) close() {
 // root supervisor's run (an unprivileged one cannot detach the host's
 // mounts); nil when the run cannot use one (no namespaces; a root
 // directory, whose binds come from a tree of the run; a change set
-// recorded through overlays; no bind a template can hold) or is the
-// process's first.
+// recorded through overlays; no bind a template can hold), is the
+// process's first, or asks for a fresh root (Cmd.FreshRoot).
 func templateMounts(c *Cmd) ([]roottpl.Mount, []bool) {
 	s := c.Spec
-	if c.plan.nons != nil || s.Root != "" || c.plan.changes.Record || starts.Add(1) == 1 {
+	if c.FreshRoot || c.plan.nons != nil || s.Root != "" || c.plan.changes.Record || starts.Add(1) == 1 {
 		return nil, nil
 	}
 	ms := make([]roottpl.Mount, len(c.plan.host))

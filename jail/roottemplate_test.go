@@ -48,7 +48,8 @@ func templateRun(t *testing.T, dir string, extra []jail.Mount, script string) st
 // run got a template's: every entry of the root's tmpfs with its mode and
 // owner, the mount table (points, options, sources), and the /etc files.
 // The supervisor's umask changes nothing. Runs after the first share the
-// template's /etc/passwd (made once), the first writes its own.
+// template's /etc/passwd (made once), the first writes its own, and so
+// does one with Cmd.FreshRoot.
 func TestRootTemplateSameView(t *testing.T) {
 	rootTemplates(t)
 	dir := t.TempDir()
@@ -69,11 +70,12 @@ cat /tmp/made >&2`
 	// A process's first run does nothing for templates: not this test's.
 	templateRun(t, dir, nil, "true")
 	var views, made []string
-	for i, mask := range []int{0o077, 0o022, 0o027} {
+	for i, mask := range []int{0o077, 0o022, 0o027, 0o022} {
 		old := syscall.Umask(mask)
 		spec := warmSpec(t, dir, nil, "/bin/sh", "-c", view)
 		spec.Mounts = append(spec.Mounts, extra...)
 		cmd := jail.Command(spec)
+		cmd.FreshRoot = i == 3
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		res, err := cmd.Run()
@@ -94,8 +96,8 @@ cat /tmp/made >&2`
 			t.Errorf("run %d's view differs from the first's:\n--- first\n%s\n--- run %d\n%s", i, views[0], i, views[i])
 		}
 	}
-	if made[1] != made[2] || made[0] == made[1] {
-		t.Errorf("/etc/passwd made at %q: want the first run's own, then one template's", made)
+	if made[1] != made[2] || made[0] == made[1] || made[3] == made[2] {
+		t.Errorf("/etc/passwd made at %q: want the first run's own, one template's twice, then a FreshRoot run's own", made)
 	}
 }
 

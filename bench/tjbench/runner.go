@@ -66,9 +66,17 @@ func explain(name string, argv []string, dir string, env []string, cred *syscall
 // jailRunner runs spec in-process with the jail package (a fresh Cmd each
 // time, the Spec copied so that no run sees another's changes).
 func jailRunner(name string, spec *jail.Spec) runner {
+	return jailRunnerFresh(name, spec, false)
+}
+
+// jailRunnerFresh is jailRunner, each run building its jail's root when
+// fresh (jail.Cmd.FreshRoot), as a one-shot `tooljail run` does.
+func jailRunnerFresh(name string, spec *jail.Spec, fresh bool) runner {
 	return runner{name: name, run: func() error {
 		s := *spec
-		res, err := jail.Command(&s).Run()
+		cmd := jail.Command(&s)
+		cmd.FreshRoot = fresh
+		res, err := cmd.Run()
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

@@ -64,6 +64,7 @@ func layers(tooljail, wd string, bwrapArgv []string) ([]layer, error) {
 		{"+Landlock", "+ Landlock rules of the default profile", jailRunner("+landlock", &withLandlock)},
 		{"+seccomp", "+ the default seccomp allowlist (user notification)", jailRunner("+seccomp", &withSeccomp)},
 		{layerEmbedded, "+ memory/cpus/pids caps (1 GiB, 1 CPU, 256): the whole default Spec", jailRunner("+cgroup", &withCgroup)},
+		{layerEmbeddedFresh, "the whole default Spec, each run's init building its root (`Cmd.FreshRoot`), as the CLI's does: no root template", jailRunnerFresh("+cgroup fresh", &withCgroup, true)},
 		{"full (tooljail run)", "the CLI: `tooljail run -q -- /bin/true`", execRunner("tooljail run", []string{tooljail, "run", "-q", "--", "/bin/true"}, wd, nil, nil)},
 		{"full, repository workdir", "the CLI in a workdir holding a git repository (hooks, config, info, two submodules, 16 top-level directories): filesystem.protect looks up and binds read-only what would run on the host later", execRunner("tooljail run repo", []string{tooljail, "run", "-q", "--", "/bin/true"}, repo, nil, nil)},
 		{layerBwrap, "bwrap --unshare-all with the same mounts", execRunner("bwrap", bwrapArgv, wd, nil, nil)},
