@@ -3,6 +3,7 @@ package jail_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"sort"
@@ -49,17 +50,25 @@ func settledFDs(t *testing.T) map[string]string {
 	return prev
 }
 
-// fdDiff lists the descriptors that differ between before and after.
+// fdDiff lists what differs between the descriptors before and after, by
+// what they are open on, whatever their numbers: a root template the
+// package builds again (a mount elsewhere on the host drops it) comes
+// back under another number, and is the same one descriptor.
 func fdDiff(before, after map[string]string) []string {
-	var d []string
-	for n, target := range after {
-		if before[n] != target {
-			d = append(d, "+"+n+" "+target)
-		}
+	count := map[string]int{}
+	for _, target := range after {
+		count[target]++
 	}
-	for n, target := range before {
-		if _, ok := after[n]; !ok {
-			d = append(d, "-"+n+" "+target)
+	for _, target := range before {
+		count[target]--
+	}
+	var d []string
+	for target, n := range count {
+		switch {
+		case n > 0:
+			d = append(d, fmt.Sprintf("+%d %s", n, target))
+		case n < 0:
+			d = append(d, fmt.Sprintf("%d %s", n, target))
 		}
 	}
 	sort.Strings(d)
@@ -68,8 +77,9 @@ func fdDiff(before, after map[string]string) []string {
 
 // An embedding process keeps no descriptor per run: after a first round of
 // every kind of run (which opens the package's per-process descriptors:
-// this executable, /proc, a user namespace per id mapping), more rounds
-// leave its descriptors as they were. Each kind ends its own way: an exit,
+// this executable, /proc, a user namespace per id mapping, a root
+// template and the mount table it polls), more rounds leave its
+// descriptors as they were. Each kind ends its own way: an exit,
 // output relayed to writers, stdin relayed, a timeout kill, a command that
 // is not there, a run cancelled through its context, a warm jail, and a
 // session's calls and stop.

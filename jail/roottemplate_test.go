@@ -54,6 +54,28 @@ func TestRootTemplateSameView(t *testing.T) {
 	rootTemplates(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
+	// A process's first run does nothing for templates: not this test's.
+	templateRun(t, dir, nil, "true")
+	// A mount made on the host meanwhile (another package's tests) drops
+	// the template between two runs: try a new shape again.
+	for attempt := 1; ; attempt++ {
+		made := sameViewShape(t, dir)
+		ok := made[1] == made[2] && made[0] != made[1] && made[3] != made[2]
+		if ok || attempt == 3 {
+			if !ok {
+				t.Errorf("/etc/passwd made at %q: want the first run's own, one template's twice, then a FreshRoot run's own", made)
+			}
+			return
+		}
+	}
+}
+
+// sameViewShape runs the view of a new shape four times (the first run
+// of the shape, two from its template, one with FreshRoot), each under
+// another umask, checks that the views are the same, and returns when
+// each run's /etc/passwd was made.
+func sameViewShape(t *testing.T, dir string) []string {
+	t.Helper()
 	host := t.TempDir()
 	os.WriteFile(filepath.Join(host, "conf"), []byte("conf\n"), 0o644)
 	os.Symlink("conf", filepath.Join(host, "link"))
@@ -67,8 +89,6 @@ find / -xdev | sort | while read -r p; do stat -c '%A %u %g %s %N' "$p"; done
 awk '{ s = $5 " " $6; for (i = 7; $i != "-"; i++) {}; print s, $(i+1), $(i+2), $(i+3) }' /proc/self/mountinfo | sort
 cat /etc/passwd /etc/group /etc/hostname /etc/hosts /etc/tj/conf; readlink /opt/tj/link; umask
 cat /tmp/made >&2`
-	// A process's first run does nothing for templates: not this test's.
-	templateRun(t, dir, nil, "true")
 	var views, made []string
 	for i, mask := range []int{0o077, 0o022, 0o027, 0o022} {
 		old := syscall.Umask(mask)
@@ -96,9 +116,7 @@ cat /tmp/made >&2`
 			t.Errorf("run %d's view differs from the first's:\n--- first\n%s\n--- run %d\n%s", i, views[0], i, views[i])
 		}
 	}
-	if made[1] != made[2] || made[0] == made[1] || made[3] == made[2] {
-		t.Errorf("/etc/passwd made at %q: want the first run's own, one template's twice, then a FreshRoot run's own", made)
-	}
+	return made
 }
 
 func strconvOct(m int) string {
