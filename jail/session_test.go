@@ -263,9 +263,12 @@ func TestSessionForkBombKillsTheCallOnly(t *testing.T) {
 	// Wait for the kept child's exec, as in TestSessionCalls.
 	call(t, s, true, "sleep "+marker+`00 & until [ "$(cat /proc/$!/comm)" = sleep ]; do :; done; echo kept`)
 	sp := s.Spec()
-	// The call's own wait forks nothing: a sleep after the bomb could find
-	// the cap full and end the call before its timeout (a loaded CI run did).
-	sp.Args = []string{"/bin/sh", "-c", `sleep 100 & b() { b | b & }; b; wait`}
+	// The call's own shell forks nothing once the bomb runs: a sleep after
+	// the bomb, or the second command of the bomb's first pipeline, could
+	// find the cap full, and the shell then ended the call before its
+	// timeout (loaded CI runs did, in 0.06 s). The bomb runs in a subshell
+	// forked once.
+	sp.Args = []string{"/bin/sh", "-c", `sleep 100 & (b() { b | b & }; b) & wait`}
 	sp.Limits.Timeout = 2 * time.Second
 	cmd, err := s.Command(sp)
 	if err != nil {
