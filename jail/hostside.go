@@ -96,9 +96,9 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 	// The binds a root template can hold are opened once its shape is
 	// known (useTemplate), which needs the others and the identity.
 	tms, in := templateMounts(c)
-	root, err := os.OpenFile("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := openRoot("/")
 	if err != nil {
-		return fmt.Errorf("open / to reach the host's paths: %w", err)
+		return err
 	}
 	defer root.Close()
 	if err := h.resolveFrom(c, root, in); err != nil {
@@ -125,12 +125,22 @@ func (h *hostSide) prepare(c *Cmd, p *plan) error {
 // resolveIn opens the root directory (Spec.Root) and the bind sources
 // with root (a path of this process) standing for the host's "/".
 func (h *hostSide) resolveIn(c *Cmd, root string) error {
-	f, err := os.OpenFile(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	f, err := openRoot(root)
 	if err != nil {
-		return fmt.Errorf("open %s to reach the host's paths: %w", root, err)
+		return err
 	}
 	defer f.Close()
 	return h.resolveFrom(c, f, nil)
+}
+
+// openRoot opens root, a path of this process standing for the host's
+// "/", to open the host's paths from.
+func openRoot(root string) (*os.File, error) {
+	f, err := os.OpenFile(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s to reach the host's paths: %w", root, err)
+	}
+	return f, nil
 }
 
 // resolveFrom is resolveIn from an open root, leaving out the binds a

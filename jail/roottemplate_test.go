@@ -2,6 +2,7 @@ package jail_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,7 +106,7 @@ cat /tmp/made >&2`
 		}
 		// The last line is the command's umask, the supervisor's.
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		if want := "0" + strconvOct(mask); lines[len(lines)-1] != want {
+		if want := fmt.Sprintf("%04o", mask); lines[len(lines)-1] != want {
 			t.Errorf("run %d: the command's umask %s, want the supervisor's %s", i, lines[len(lines)-1], want)
 		}
 		views = append(views, strings.Join(lines[:len(lines)-1], "\n"))
@@ -117,11 +118,6 @@ cat /tmp/made >&2`
 		}
 	}
 	return made
-}
-
-func strconvOct(m int) string {
-	const digits = "01234567"
-	return string([]byte{digits[m>>6&7], digits[m>>3&7], digits[m&7]})
 }
 
 // A run from a template sees the host as a run that builds its root

@@ -141,16 +141,3 @@ func (c *Cache) evict() {
 		delete(c.m, oldest)
 	}
 }
-
-// Len is the number of templates held.
-func (c *Cache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, e := range c.m {
-		if e.t != nil {
-			n++
-		}
-	}
-	return n
-}
