@@ -169,16 +169,20 @@ class ProtocolTest(unittest.TestCase):
         os.chmod(d, 0o777)
         path = os.path.join(d, "sock")
         got = os.path.join(d, "got")
+        ready = os.path.join(d, "ready")
+        # The socket file exists from bind(); "ready" only once it listens
+        # (a connect between the two is refused: a busy CI host did it).
         code = ("import socket,sys\n"
                 "s=socket.socket(socket.AF_UNIX);s.bind(sys.argv[1]);s.listen(1)\n"
+                "open(sys.argv[3],'w').close()\n"
                 "c,_=s.accept();c.settimeout(3)\n"
                 "try:\n data=c.recv(65536)\nexcept Exception:\n data=b''\n"
                 "open(sys.argv[2],'wb').write(data)\n")
         p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                              sys.executable, "-c", code, path, got])
+                              sys.executable, "-c", code, path, got, ready])
         self.addCleanup(p.kill)
         deadline = time.monotonic() + 5
-        while not os.path.exists(path) and time.monotonic() < deadline:
+        while not os.path.exists(ready) and time.monotonic() < deadline:
             time.sleep(0.02)
         os.chmod(path, 0o777)
         with self.assertRaisesRegex(tooljail.JailError, "served by uid 65534, neither this user"):
