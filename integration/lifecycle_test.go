@@ -416,6 +416,74 @@ func TestSignalsForwarded(t *testing.T) {
 	})
 }
 
+// A signal that comes once the command is gone, while tooljail writes the
+// report, takes its default action in tooljail, as if it had never
+// relayed one: SIGTERM and SIGINT end it by the signal, SIGWINCH changes
+// nothing and the report comes whole. It is neither sent to a command
+// that is gone nor swallowed. The report of a run that printed 2 MB goes
+// to a pipe this test reads only after the signal, so tooljail is blocked
+// writing it, past the end of the run, when the signal comes.
+func TestSignalAfterTheCommandEnds(t *testing.T) {
+	eachUser(t, func(t *testing.T, u *user) {
+		w := u.workdir(t)
+		for _, c := range []struct {
+			sig    syscall.Signal
+			killed bool
+		}{{syscall.SIGTERM, true}, {syscall.SIGINT, true}, {syscall.SIGWINCH, false}} {
+			rc, err := u.newRunCgroup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(rc.release)
+			args := append(startDefault(), tooljailBin, "run", "--json", "--workdir", w)
+			for _, d := range u.degraded {
+				args = append(args, "--allow-degraded", d)
+			}
+			cmd := exec.Command(helperBin, append(args, "--", "/bin/sh", "-c", "head -c 2000000 /dev/zero")...)
+			cmd.Dir, cmd.Env = w, u.environ(nil)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			deadline := time.Now().Add(30 * time.Second * slow)
+			for !writingStdout(cmd.Process.Pid) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%v: tooljail never blocked writing its report", c.sig)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			cmd.Process.Signal(c.sig)
+			n, _ := io.Copy(io.Discard, out)
+			err = cmd.Wait()
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			switch {
+			case c.killed && !(ws.Signaled() && ws.Signal() == c.sig):
+				t.Errorf("%v while tooljail wrote its report: %v, want tooljail ended by the signal", c.sig, err)
+			case !c.killed && (err != nil || n < 2000000):
+				t.Errorf("%v while tooljail wrote its report: %v after %d bytes, want the whole report and exit 0", c.sig, err, n)
+			}
+		}
+	})
+}
+
+// writingStdout says whether a thread of process pid is in a write to its
+// fd 1 (/proc/PID/task/TID/syscall: the number, then the arguments).
+func writingStdout(pid int) bool {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
+		if strings.HasPrefix(string(b), fmt.Sprintf("%d 0x1 ", unix.SYS_WRITE)) {
+			return true
+		}
+	}
+	return false
+}
+
 // startUntilReady starts tjhelper with args as u in dir, in a process
 // group and a run cgroup of its own (killed and checked at the test's
 // end), and returns once its stdout said "ready". stderr may be nil.

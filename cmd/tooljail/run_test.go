@@ -209,26 +209,38 @@ func TestForwardedSignals(t *testing.T) {
 	}
 }
 
-// The forwarder ends when the channel is closed, after sending what came
-// before, so that runCommand can stop forwarding once the run is over.
-func TestForwardSignalsEndsOnClose(t *testing.T) {
-	sigs := make(chan os.Signal, 3)
-	sigs <- syscall.SIGINT
-	sigs <- syscall.SIGINT
-	close(sigs)
-	var sent []os.Signal
-	done := make(chan struct{})
-	go func() {
-		forwardSignals(sigs, func(s os.Signal) error { sent = append(sent, s); return nil })
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("forwardSignals did not return after the channel was closed")
+// The forwarder sends the command what comes until the relay ends (a
+// second SIGINT as a kill); a signal that comes after it takes its
+// default action in tooljail, as if there were no relay, instead of going
+// to a command that is gone.
+func TestRelayForwardsUntilEnd(t *testing.T) {
+	sent, raised := make(chan os.Signal, 4), make(chan os.Signal, 4)
+	r := &signalRelay{sigs: make(chan os.Signal, 4), forwards: true, raise: func(s os.Signal) { raised <- s }}
+	go r.forward(func(s os.Signal) error { sent <- s; return nil })
+	next := func(c chan os.Signal, what string) os.Signal {
+		t.Helper()
+		select {
+		case s := <-c:
+			return s
+		case <-time.After(5 * time.Second):
+			t.Fatalf("nothing %s", what)
+			return nil
+		}
 	}
-	if !reflect.DeepEqual(sent, []os.Signal{syscall.SIGINT, os.Kill}) {
-		t.Errorf("sent %v", sent)
+	r.sigs <- syscall.SIGINT
+	r.sigs <- syscall.SIGINT
+	if a, b := next(sent, "sent"), next(sent, "sent"); a != syscall.SIGINT || b != os.Kill {
+		t.Errorf("sent %v, %v; want SIGINT, then a kill", a, b)
+	}
+	r.end()
+	r.sigs <- syscall.SIGTERM
+	if s := next(raised, "raised"); s != syscall.SIGTERM {
+		t.Errorf("raised %v after the end, want SIGTERM", s)
+	}
+	select {
+	case s := <-sent:
+		t.Errorf("%v sent to the command after the end", s)
+	default:
 	}
 }
 
