@@ -212,8 +212,8 @@ func (r *signalRelay) run(cmd *jail.Cmd, execOut *os.File) (*jail.Result, error)
 // the report or the audit log ends it by its default action instead of
 // going to a command that is gone. The forwarder does so for the signal
 // that comes, rather than end stopping the notification: signal.Stop is a
-// round trip to the runtime's signal thread per signal, about 0.3 ms of a
-// short run, paid by every run for a signal that seldom comes. Without a
+// round trip to the runtime's signal thread per signal, paid by every run
+// for a signal that seldom comes (BENCHMARKS.md). Without a
 // forwarder (the command never started) the notification stops here.
 func (r *signalRelay) end() {
 	r.mu.Lock()
