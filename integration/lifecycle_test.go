@@ -430,26 +430,11 @@ func TestSignalAfterTheCommandEnds(t *testing.T) {
 			sig    syscall.Signal
 			killed bool
 		}{{syscall.SIGTERM, true}, {syscall.SIGINT, true}, {syscall.SIGWINCH, false}} {
-			rc, err := u.newRunCgroup()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(rc.release)
 			args := append(startDefault(), tooljailBin, "run", "--json", "--workdir", w)
 			for _, d := range u.degraded {
 				args = append(args, "--allow-degraded", d)
 			}
-			cmd := exec.Command(helperBin, append(args, "--", "/bin/sh", "-c", "head -c 2000000 /dev/zero")...)
-			cmd.Dir, cmd.Env = w, u.environ(nil)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true, UseCgroupFD: rc.fd >= 0, CgroupFD: rc.fd}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			cmd, out := u.startInGroup(t, w, nil, append(args, "--", "/bin/sh", "-c", "head -c 2000000 /dev/zero")...)
 			deadline := time.Now().Add(30 * time.Second * slow)
 			for !writingStdout(cmd.Process.Pid) {
 				if time.Now().After(deadline) {
@@ -459,7 +444,7 @@ func TestSignalAfterTheCommandEnds(t *testing.T) {
 			}
 			cmd.Process.Signal(c.sig)
 			n, _ := io.Copy(io.Discard, out)
-			err = cmd.Wait()
+			err := cmd.Wait()
 			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			switch {
 			case c.killed && !(ws.Signaled() && ws.Signal() == c.sig):
@@ -489,6 +474,19 @@ func writingStdout(pid int) bool {
 // end), and returns once its stdout said "ready". stderr may be nil.
 func (u *user) startUntilReady(t *testing.T, dir string, stderr io.Writer, args ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
+	cmd, out := u.startInGroup(t, dir, stderr, args...)
+	r := bufio.NewReader(out)
+	if l, err := r.ReadString('\n'); l != "ready\n" {
+		t.Fatalf("the command did not start: %q %v", l, err)
+	}
+	return cmd, r
+}
+
+// startInGroup starts tjhelper with args as u in dir, in a process group
+// and a run cgroup of its own (killed and checked at the test's end), and
+// returns its stdout.
+func (u *user) startInGroup(t *testing.T, dir string, stderr io.Writer, args ...string) (*exec.Cmd, io.Reader) {
+	t.Helper()
 	rc, err := u.newRunCgroup()
 	if err != nil {
 		t.Fatal(err)
@@ -505,11 +503,7 @@ func (u *user) startUntilReady(t *testing.T, dir string, stderr io.Writer, args 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	r := bufio.NewReader(out)
-	if l, err := r.ReadString('\n'); l != "ready\n" {
-		t.Fatalf("the command did not start: %q %v", l, err)
-	}
-	return cmd, r
+	return cmd, out
 }
 
 // sigIgn is the SigIgn mask of a /proc/PID/status text.
