@@ -6,8 +6,6 @@ import (
 	"os"
 	"slices"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tooljail/tooljail/changes"
 	"github.com/tooljail/tooljail/hostpath"
 	"github.com/tooljail/tooljail/hostside"
@@ -68,9 +66,9 @@ func (h *nonsHost) prepare(c *Cmd) error {
 			return err
 		}
 	}
-	root, err := os.OpenFile("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := openRoot("/")
 	if err != nil {
-		return fmt.Errorf("open / to reach the host's paths: %w", err)
+		return err
 	}
 	defer root.Close()
 	// The private directory is not a host path to open: it is made below.

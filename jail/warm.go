@@ -280,7 +280,7 @@ func protectChanged(want *Spec, mounts []Mount, have []string) string {
 			writable[i] = m
 		}
 	}
-	root, err := os.OpenFile("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := openRoot("/")
 	if err != nil {
 		return "the host's root cannot be opened"
 	}
